@@ -1,0 +1,278 @@
+"""Configurations (frozen, validated dataclasses) and the three profiles.
+
+A run is described by a :class:`RunConfig`: the task's data and noise (:class:`FDAConfig` or
+:class:`THRConfig`), the model (:class:`ModelConfig`) and the training (:class:`TrainConfig`).
+Every field has a unique name, so a flat ``NAME=VALUE`` override (from the command line or a
+papermill parameter) finds its place: :func:`make_config`.
+
+The profile values below were measured on the 2-core CI-class machine; the measurements are
+written next to each profile and in ``book/calibration.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SCHEMA_VERSION = 1  # bump when the meaning of a stored run changes: old entries then miss the cache
+
+TASKS = ("fda", "thr")
+PROFILES = ("smoke", "quick", "paper")
+
+
+class ConfigError(ValueError):
+    """Invalid configuration or parameter; the message names the problem."""
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+def _check_ratio(name: str, value: float) -> None:
+    _check(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
+
+
+@dataclass(frozen=True)
+class FDAConfig:
+    """Four-digit addition: operands uniform in [1000, 9999], answer a + b as five digits."""
+
+    n_train: int = 5000
+    n_test: int = 1000
+    noise_ratio: float = 0.1
+    noise_kind: str = "random"  # "random": uniform over [2000, 19998]; "digit": one answer digit changed
+    answer_order: str = "msb"  # "msb": most significant digit first; "lsb": reversed
+    data_seed: int = 0
+    noise_seed: int = 0
+
+    def __post_init__(self):
+        _check(self.n_train >= 1, f"n_train must be >= 1, got {self.n_train}")
+        _check(self.n_test >= 1, f"n_test must be >= 1, got {self.n_test}")
+        _check(self.n_train + self.n_test <= 9000 * 9000 // 2,
+               f"n_train + n_test = {self.n_train + self.n_test} is more than the distinct operand pairs allow")
+        _check_ratio("noise_ratio", self.noise_ratio)
+        _check(self.noise_kind in ("random", "digit"), f"noise_kind must be 'random' or 'digit', got {self.noise_kind!r}")
+        _check(self.answer_order in ("msb", "lsb"), f"answer_order must be 'msb' or 'lsb', got {self.answer_order!r}")
+
+
+@dataclass(frozen=True)
+class THRConfig:
+    """Two-hop relational reasoning over a random knowledge graph (after Wang et al. 2024)."""
+
+    n_entities: int = 50
+    n_relations: int = 25
+    out_degree: int = 20
+    phi: float = 19.0  # two-hop training facts per atomic fact
+    n_test: int = 1000
+    atomic_repeat: int = 3  # how often each atomic fact appears in the training stream
+    noise_ratio: float = 0.1
+    data_seed: int = 0
+    noise_seed: int = 0
+
+    @property
+    def n_atomic(self) -> int:
+        return self.n_entities * self.out_degree
+
+    @property
+    def n_two_hop(self) -> int:
+        return self.n_entities * self.out_degree ** 2
+
+    @property
+    def n_train_two_hop(self) -> int:
+        return round(self.phi * self.n_atomic)
+
+    def __post_init__(self):
+        _check(self.n_entities >= 2, f"n_entities must be >= 2, got {self.n_entities}")
+        _check(self.n_relations >= 1, f"n_relations must be >= 1, got {self.n_relations}")
+        _check(1 <= self.out_degree <= self.n_relations,
+               f"out_degree must be in [1, n_relations={self.n_relations}], got {self.out_degree}")
+        _check(self.phi > 0, f"phi must be > 0, got {self.phi}")
+        _check(self.n_test >= 1, f"n_test must be >= 1, got {self.n_test}")
+        _check(self.atomic_repeat >= 1, f"atomic_repeat must be >= 1, got {self.atomic_repeat}")
+        _check_ratio("noise_ratio", self.noise_ratio)
+        _check(self.n_train_two_hop + self.n_test <= self.n_two_hop,
+               f"graph too small for the split: {self.n_entities} entities x out_degree {self.out_degree}^2 give "
+               f"{self.n_two_hop} two-hop facts, but phi={self.phi} x {self.n_atomic} atomic facts "
+               f"= {self.n_train_two_hop} training facts plus n_test={self.n_test} need "
+               f"{self.n_train_two_hop + self.n_test}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    n_layers: int = 2
+    d_model: int = 128
+    n_heads: int = 4
+    model_seed: int = 0
+
+    def __post_init__(self):
+        _check(self.n_layers >= 1, f"n_layers must be >= 1, got {self.n_layers}")
+        _check(self.d_model >= 1 and self.n_heads >= 1, "d_model and n_heads must be >= 1")
+        _check(self.d_model % self.n_heads == 0,
+               f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 4000
+    batch_size: int = 256
+    lr: float = 2e-3
+    weight_decay: float = 0.1
+    warmup_steps: int = 100
+    lr_schedule: str = "cosine"  # "constant" after warmup, or "cosine" decay to min_lr_ratio * lr
+    min_lr_ratio: float = 0.1
+    eval_every: int = 50
+    checkpoint_every: int = 500
+
+    def __post_init__(self):
+        _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
+        _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
+        _check(0 <= self.warmup_steps < self.steps, f"warmup_steps must be in [0, steps), got {self.warmup_steps}")
+        _check(self.lr_schedule in ("constant", "cosine"),
+               f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
+        _check(0 <= self.min_lr_ratio <= 1, f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
+        _check(self.checkpoint_every >= 1, f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate for optimizer step ``step`` (0-based): linear warmup, then the schedule."""
+        if step < self.warmup_steps:
+            return self.lr * (step + 1) / self.warmup_steps
+        if self.lr_schedule == "constant":
+            return self.lr
+        progress = (step - self.warmup_steps) / max(1, self.steps - self.warmup_steps)
+        cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
+
+
+DataConfig = typing.Union[FDAConfig, THRConfig]
+DATA_CONFIGS: dict[str, type] = {"fda": FDAConfig, "thr": THRConfig}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: str
+    data: DataConfig
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self):
+        _check(self.task in TASKS, f"unknown task {self.task!r}; choose one of {', '.join(TASKS)}")
+        _check(isinstance(self.data, DATA_CONFIGS[self.task]),
+               f"task {self.task!r} needs a {DATA_CONFIGS[self.task].__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA_VERSION, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
+        _check(d.get("schema") == SCHEMA_VERSION, f"schema {d.get('schema')} != {SCHEMA_VERSION}")
+        task = d["task"]
+        _check(task in TASKS, f"unknown task {task!r}")
+        return cls(task=task, data=DATA_CONFIGS[task](**d["data"]), model=ModelConfig(**d["model"]),
+                   train=TrainConfig(**d["train"]))
+
+    @property
+    def key(self) -> str:
+        """Content hash of the full configuration and the schema version."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        return {"data_seed": self.data.data_seed, "noise_seed": self.data.noise_seed,
+                "model_seed": self.model.model_seed}
+
+    def flat(self) -> dict[str, Any]:
+        """All parameters in one flat dict (the names that overrides use)."""
+        return {**dataclasses.asdict(self.data), **dataclasses.asdict(self.model), **dataclasses.asdict(self.train)}
+
+    def replace(self, **overrides: Any) -> "RunConfig":
+        """A copy with flat-named fields replaced (validated)."""
+        return _apply(self, overrides)
+
+
+# -- profiles ----------------------------------------------------------------------------------
+# Flat overrides of the dataclass defaults. Measured on the 2-core machine (torch 2.13 CPU):
+#   quick/fda: 2 layers, d_model 128; quick/thr: 4 layers, d_model 128. The learning curves and
+#   the timings behind these values are in book/calibration.md.
+PROFILE_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
+    "smoke": {  # seconds per task; no claim is expected to hold
+        "fda": dict(n_train=400, n_test=100, n_layers=1, d_model=32, n_heads=2, steps=60, batch_size=64,
+                    warmup_steps=10, eval_every=10, checkpoint_every=30),
+        "thr": dict(n_entities=20, n_relations=8, out_degree=4, phi=2.0, n_test=50, n_layers=1, d_model=32,
+                    n_heads=2, steps=60, batch_size=64, warmup_steps=10, eval_every=10, checkpoint_every=30),
+    },
+    "quick": {  # minutes on a 2-core CPU; every claim is evaluated and expected to hold
+        "fda": dict(n_train=5000, n_test=1000, n_layers=2, d_model=128, n_heads=4, steps=4000, batch_size=256,
+                    lr=2e-3, weight_decay=0.1, warmup_steps=100, lr_schedule="cosine", eval_every=50,
+                    checkpoint_every=500),
+        "thr": dict(n_entities=50, n_relations=25, out_degree=20, phi=19.0, n_test=1000, atomic_repeat=3,
+                    n_layers=4, d_model=128, n_heads=4, steps=4000, batch_size=512, lr=2e-3, weight_decay=0.3,
+                    warmup_steps=200, lr_schedule="cosine", eval_every=50, checkpoint_every=500),
+    },
+    "paper": {  # our guess at a GPU-scale configuration (the paper's sizes are unknown); not run on CPU
+        "fda": dict(n_train=50000, n_test=5000, n_layers=4, d_model=256, n_heads=8, steps=30000, batch_size=512,
+                    lr=1e-3, weight_decay=0.1, warmup_steps=500, lr_schedule="cosine", eval_every=300,
+                    checkpoint_every=3000),
+        "thr": dict(n_entities=200, n_relations=40, out_degree=20, phi=18.0, n_test=3000, atomic_repeat=3,
+                    n_layers=8, d_model=384, n_heads=6, steps=30000, batch_size=512, lr=1e-3, weight_decay=0.3,
+                    warmup_steps=1000, lr_schedule="cosine", eval_every=300, checkpoint_every=3000),
+    },
+}
+
+
+def _fields(cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def param_names(task: str) -> list[str]:
+    _check(task in TASKS, f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    return [*_fields(DATA_CONFIGS[task]), *_fields(ModelConfig), *_fields(TrainConfig)]
+
+
+def _convert(name: str, value: Any, target: Any) -> Any:
+    """Convert ``value`` (possibly a command-line string) to the field's type, or fail clearly."""
+    kind = {"int": int, "float": float, "str": str, "bool": bool}.get(target, target)
+    if isinstance(value, str) and kind is not str:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError(f"parameter {name} expects {kind.__name__}, got {value!r}") from None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"parameter {name} expects {kind.__name__}, got {value!r}")
+    return value
+
+
+def _apply(config: RunConfig, overrides: Mapping[str, Any]) -> RunConfig:
+    parts = {"data": config.data, "model": config.model, "train": config.train}
+    changes: dict[str, dict[str, Any]] = {k: {} for k in parts}
+    for name, value in overrides.items():
+        for part, obj in parts.items():
+            fields = _fields(type(obj))
+            if name in fields:
+                changes[part][name] = _convert(name, value, fields[name].type)
+                break
+        else:
+            raise ConfigError(f"unknown parameter {name!r} for task {config.task!r}; "
+                              f"known: {', '.join(param_names(config.task))}")
+    return RunConfig(task=config.task, **{p: dataclasses.replace(obj, **changes[p]) for p, obj in parts.items()})
+
+
+def make_config(task: str, profile: str = "quick", **overrides: Any) -> RunConfig:
+    """The profile's configuration for ``task`` with flat-named ``overrides`` applied."""
+    _check(task in TASKS, f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    _check(profile in PROFILES, f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    base = _apply(RunConfig(task=task, data=DATA_CONFIGS[task]()), {})
+    # The profile and the overrides are applied together, so validation sees the final values only.
+    return _apply(base, {**PROFILE_PARAMS[profile][task], **overrides})

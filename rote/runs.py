@@ -1,0 +1,225 @@
+"""The run cache: a trained run is stored under a key derived from its full configuration.
+
+Layout under the root (``$ROTE_RUNS``, else ``_build/runs`` in the project folder)::
+
+    <task>-<key>/                 a finished run, never modified after it appears
+        config.json  metrics.csv  final.pt  checkpoints/step_000500.pt ...  manifest.json
+    .partial/<task>-<key>/        a run in training: checkpoints and resume.pt
+    .corrupt/<task>-<key>-<time>/ entries that failed verification, moved aside (never deleted)
+
+A run is trained in its ``.partial`` folder and appears under its key by one ``os.rename``, so a
+process killed mid-write leaves no half entry; an interrupted run resumes from ``resume.pt``.
+``manifest.json`` holds the SHA-256 of every file; an entry whose files are missing or differ, or
+whose configuration does not match its key, is reported, moved aside and retrained.
+Checkpoints are plain dicts of tensors, loadable with ``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from .config import RunConfig
+from .model import HookedTransformer, ModelShape, pick_device
+from .tasks import TaskData, build_task
+from .train import train
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+class CacheError(RuntimeError):
+    """A stored run failed verification."""
+
+
+def runs_root() -> Path:
+    if os.environ.get("ROTE_RUNS"):
+        return Path(os.environ["ROTE_RUNS"]).expanduser()
+    if (PROJECT_ROOT / "pyproject.toml").exists():
+        return PROJECT_ROOT / "_build" / "runs"
+    return Path.home() / ".cache" / "rote" / "runs"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_save(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _atomic_write_text(text: str, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _model_dict(model: HookedTransformer) -> dict:
+    shape = model.shape
+    return {"shape": {"n_layers": shape.n_layers, "d_model": shape.d_model, "n_heads": shape.n_heads,
+                      "vocab_size": shape.vocab_size, "n_ctx": shape.n_ctx},
+            "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
+
+
+def model_from_dict(d: dict, device=None) -> HookedTransformer:
+    model = HookedTransformer(ModelShape(**d["shape"]))
+    model.load_state_dict(d["state_dict"])
+    return model.to(pick_device(device)).eval()
+
+
+@dataclass
+class Run:
+    """A finished run: its configuration, learning curves, and models along the way."""
+
+    config: RunConfig
+    path: Path
+    cached: bool
+    metrics: pd.DataFrame = field(repr=False)
+
+    @cached_property
+    def data(self) -> TaskData:
+        return build_task(self.config)
+
+    @property
+    def checkpoint_steps(self) -> list[int]:
+        return sorted(int(p.stem.split("_")[1]) for p in (self.path / "checkpoints").glob("step_*.pt"))
+
+    def load_model(self, step: int | None = None, device=None) -> HookedTransformer:
+        """The final model, or the checkpoint at ``step``."""
+        path = self.path / "final.pt" if step is None else self.path / "checkpoints" / f"step_{step:06d}.pt"
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint at step {step}; have {self.checkpoint_steps}")
+        return model_from_dict(torch.load(path, map_location="cpu", weights_only=True), device)
+
+    @cached_property
+    def model(self) -> HookedTransformer:
+        return self.load_model()
+
+    @property
+    def final(self) -> dict:
+        return self.metrics.iloc[-1].to_dict()
+
+    @property
+    def train_seconds(self) -> float:
+        return float(self.metrics["seconds"].iloc[-1])
+
+
+def _report(message: str) -> None:
+    print(f"[rote] {message}", file=sys.stderr, flush=True)
+
+
+def verify(path: Path, config: RunConfig) -> pd.DataFrame:
+    """Check a stored entry against its manifest and configuration; return its metrics."""
+    manifest_path = path / "manifest.json"
+    if not manifest_path.exists():
+        raise CacheError("manifest.json is missing")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        stored = RunConfig.from_dict(json.loads((path / "config.json").read_text()))
+    except (ValueError, KeyError, TypeError, OSError) as err:
+        raise CacheError(f"unreadable manifest or config ({err})") from None
+    if stored != config:
+        raise CacheError("stored configuration differs from the requested one")
+    for name, digest in manifest["files"].items():
+        file = path / name
+        if not file.exists():
+            raise CacheError(f"{name} is missing")
+        if _sha256(file) != digest:
+            raise CacheError(f"{name} does not match its checksum")
+    try:
+        return pd.read_csv(path / "metrics.csv")
+    except (ValueError, OSError) as err:
+        raise CacheError(f"metrics.csv is unreadable ({err})") from None
+
+
+@contextlib.contextmanager
+def _lock(root: Path, name: str):
+    (root / ".locks").mkdir(parents=True, exist_ok=True)
+    with open(root / ".locks" / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _quarantine(root: Path, path: Path, reason: str) -> None:
+    target = root / ".corrupt" / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(path, target)
+    _report(f"cached run {path.name} is damaged ({reason}); moved to {target} and retraining")
+
+
+def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
+    """The stored run for ``config`` if a verified one exists (a damaged one is moved aside)."""
+    root = root or runs_root()
+    path = root / f"{config.task}-{config.key}"
+    if not path.exists():
+        return None
+    try:
+        metrics = verify(path, config)
+    except CacheError as err:
+        _quarantine(root, path, str(err))
+        return None
+    return Run(config, path, cached=True, metrics=metrics)
+
+
+def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root: Path | None = None,
+                 on_checkpoint=None) -> Run:
+    """Load the cached run for ``config``, or train it (resuming an interrupted attempt) and store it."""
+    root = root or runs_root()
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"{config.task}-{config.key}"
+    with _lock(root, name):
+        run = lookup(config, root)
+        if run is not None:
+            return run
+        partial = root / ".partial" / name
+        (partial / "checkpoints").mkdir(parents=True, exist_ok=True)
+        _atomic_write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), partial / "config.json")
+        resume = None
+        if (partial / "resume.pt").exists():
+            try:
+                resume = torch.load(partial / "resume.pt", map_location="cpu", weights_only=True)
+                _report(f"resuming {name} from step {resume['step']}")
+            except Exception as err:  # a damaged resume file: start over rather than fail
+                _report(f"resume state of {name} is unreadable ({err}); training from scratch")
+                resume = None
+
+        def checkpoint(step, model, optimizer, metrics):
+            _atomic_save(_model_dict(model), partial / "checkpoints" / f"step_{step:06d}.pt")
+            _atomic_save({"model": _model_dict(model)["state_dict"], "optimizer": optimizer.state_dict(),
+                          "step": step, "metrics": metrics}, partial / "resume.pt")
+            if on_checkpoint is not None:
+                on_checkpoint(step)
+
+        data = build_task(config)
+        model, metrics = train(config, data, device=device, resume=resume, on_checkpoint=checkpoint,
+                               progress=progress)
+        _atomic_save(_model_dict(model), partial / "final.pt")
+        pd.DataFrame(metrics).to_csv(partial / "metrics.csv", index=False)
+        (partial / "resume.pt").unlink()
+        files = sorted(str(p.relative_to(partial)) for p in partial.rglob("*") if p.is_file())
+        manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time()}
+        _atomic_write_text(json.dumps(manifest, indent=2), partial / "manifest.json")
+        os.rename(partial, root / name)
+        run = Run(config, root / name, cached=False, metrics=pd.read_csv(root / name / "metrics.csv"))
+        run.data = data  # reuse the generated data (cached_property slot)
+        return run

@@ -1,0 +1,166 @@
+"""Training with learning-dynamics logs.
+
+AdamW with linear warmup, then a constant or cosine learning rate; the loss covers answer tokens
+only. Every ``eval_every`` steps the model is evaluated on every split (protocol section 1):
+
+- gen: accuracy on the held-out test set,      - fit: accuracy on clean training examples,
+- mem: noisy training examples vs their noisy labels,  - rec: the same examples vs their true labels.
+
+Accuracy is exact match of the greedy answer. Greedy decoding reproduces a target exactly if and
+only if, teacher-forced on that target, the argmax at every answer position is the target token;
+so one forward pass per target gives the exact-match accuracy without a decoding loop.
+
+Batches are drawn by a generator seeded with (model_seed, step), so a run resumed from a
+checkpoint sees the same batches as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .config import RunConfig
+from .model import HookedTransformer, ModelShape, pick_device
+from .tasks import IGNORE, Examples, TaskData
+
+METRICS = ("gen", "fit", "mem", "rec")
+EVAL_BATCH = 4096
+
+
+def build_model(config: RunConfig, data: TaskData) -> HookedTransformer:
+    shape = ModelShape(config.model.n_layers, config.model.d_model, config.model.n_heads, len(data.vocab), data.n_ctx)
+    torch.manual_seed(config.model.model_seed)
+    return HookedTransformer(shape)
+
+
+@torch.no_grad()
+def answer_logits(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
+    """Teacher-forced logits at the answer positions, [N, A, vocab]."""
+    seq = examples.sequences(which).to(model.device)
+    positions = examples.answer_positions.to(model.device)
+    return torch.cat([model(seq[i:i + EVAL_BATCH, :-1])[:, positions] for i in range(0, len(seq), EVAL_BATCH)]) \
+        if len(seq) else torch.zeros(0, len(positions), model.shape.vocab_size, device=model.device)
+
+
+def exact_match(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
+    """Bool [N]: greedy decoding reproduces ``examples.<which>`` exactly."""
+    target = getattr(examples, which).to(model.device)
+    return (answer_logits(model, examples, which).argmax(-1) == target).all(dim=1)
+
+
+def accuracy(model: HookedTransformer, examples: Examples, which: str = "label") -> float:
+    return exact_match(model, examples, which).float().mean().item() if len(examples) else math.nan
+
+
+@torch.no_grad()
+def evaluate(model: HookedTransformer, data: TaskData) -> dict[str, float]:
+    was_training = model.training
+    model.eval()
+    try:
+        noisy = data.train_noisy
+        test_logits = answer_logits(model, data.test, "true_label")
+        target = data.test.true_label.to(model.device)
+        out = {
+            "test_loss": F.cross_entropy(test_logits.flatten(0, 1), target.flatten()).item(),
+            "gen": (test_logits.argmax(-1) == target).all(1).float().mean().item(),
+            "fit": accuracy(model, data.train_clean, "label"),
+            "mem": accuracy(model, noisy, "label"),
+            "rec": accuracy(model, noisy, "true_label"),
+        }
+        if data.atomic is not None:
+            out["atomic"] = accuracy(model, data.atomic, "label")
+        return out
+    finally:
+        model.train(was_training)
+
+
+def first_step(metrics: pd.DataFrame, column: str, threshold: float) -> int | None:
+    """The first evaluated step at which ``column >= threshold`` (None if never)."""
+    hit = metrics.loc[metrics[column] >= threshold, "step"]
+    return int(hit.iloc[0]) if len(hit) else None
+
+
+def make_optimizer(model: HookedTransformer, config: RunConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices and embeddings, not on biases and LayerNorm gains."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": config.train.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.train.lr, betas=(0.9, 0.98))
+
+
+CheckpointFn = Callable[[int, HookedTransformer, torch.optim.Optimizer, list], None]
+
+
+def train(
+    config: RunConfig,
+    data: TaskData,
+    *,
+    device: str | torch.device | None = None,
+    resume: dict | None = None,
+    on_checkpoint: CheckpointFn | None = None,
+    progress: bool = True,
+) -> tuple[HookedTransformer, list[dict]]:
+    """Train from scratch, or from a ``resume`` state ({"model", "optimizer", "step", "metrics"}).
+
+    Returns the trained model and the metric rows (one dict per evaluation).
+    ``on_checkpoint(step, model, optimizer, metrics)`` is called every ``checkpoint_every`` steps
+    and after the last step.
+    """
+    tc = config.train
+    device = pick_device(device)
+    model = build_model(config, data).to(device)
+    optimizer = make_optimizer(model, config)
+    step, metrics, elapsed = 0, [], 0.0
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        optimizer.load_state_dict(resume["optimizer"])
+        step, metrics = resume["step"], list(resume["metrics"])
+        elapsed = metrics[-1]["seconds"] if metrics else 0.0
+
+    inputs, targets = data.training_sequences()
+    inputs, targets = inputs.to(device), targets.to(device)
+    generator = torch.Generator()
+    t0 = time.perf_counter() - elapsed
+
+    def log(step: int, loss: float) -> None:
+        row = {"step": step, "lr": tc.lr_at(max(step - 1, 0)), "train_loss": loss, **evaluate(model, data),
+               "seconds": time.perf_counter() - t0}
+        metrics.append(row)
+        bar.set_postfix(gen=f"{row['gen']:.2f}", mem=f"{row['mem']:.2f}", refresh=False)
+
+    model.train()
+    bar = tqdm(total=tc.steps, initial=step, desc=f"train {config.task} {config.key[:8]}", disable=not progress,
+               mininterval=2.0, unit="step")
+    try:
+        if step == 0:
+            log(0, math.nan)
+        running, count = 0.0, 0
+        while step < tc.steps:
+            generator.manual_seed(config.model.model_seed * 1_000_003 + step)
+            batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(device)
+            for group in optimizer.param_groups:
+                group["lr"] = tc.lr_at(step)
+            logits = model(inputs[batch])
+            loss = F.cross_entropy(logits.flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            running, count = running + loss.item(), count + 1
+            bar.update(1)
+            if step % tc.eval_every == 0 or step == tc.steps:
+                log(step, running / count)
+                running, count = 0.0, 0
+            if on_checkpoint is not None and (step % tc.checkpoint_every == 0 or step == tc.steps):
+                on_checkpoint(step, model, optimizer, metrics)
+    finally:
+        bar.close()
+    model.eval()
+    return model, metrics
