@@ -1,0 +1,48 @@
+"""The book's plotting style (set on import) and the recurring figure types."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+METRIC_COLORS = {"gen": "#1b9e77", "fit": "#7570b3", "mem": "#d95f02", "rec": "#e7298a", "atomic": "#666666"}
+GROUP_COLORS = {"M": "#d95f02", "C": "#1b9e77", "control": "#999999"}
+
+
+def set_style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.figsize": (7, 4),
+                         "axes.titleweight": "bold", "legend.frameon": False})
+
+
+set_style()
+
+
+def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None] | None = None, title: str = "",
+                    columns=("gen", "fit", "mem", "rec")):
+    """Accuracy metrics over training steps, with vertical lines at the marked steps (t_gen, t_mem)."""
+    ax = ax or plt.subplots()[1]
+    tidy = metrics.melt(id_vars="step", value_vars=[c for c in columns if c in metrics], var_name="metric",
+                        value_name="accuracy")
+    sns.lineplot(data=tidy, x="step", y="accuracy", hue="metric", palette=METRIC_COLORS, ax=ax)
+    for label, step in (marks or {}).items():
+        if step is not None:
+            ax.axvline(step, ls="--", lw=1, color="k", alpha=0.6)
+            ax.text(step, 1.02, f" {label}={step}", transform=ax.get_xaxis_transform(), fontsize=8)
+    ax.set(ylim=(-0.02, 1.02), title=title)
+    return ax
+
+
+def save_figure(fig, name: str, folder=None):
+    """Save a figure next to the executed notebook (``$ROTE_FIGURES`` or ``_build/figures``)."""
+    import os
+    from pathlib import Path
+
+    from .runs import PROJECT_ROOT
+
+    folder = Path(folder or os.environ.get("ROTE_FIGURES") or PROJECT_ROOT / "_build" / "figures")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, bbox_inches="tight")
+    return path

@@ -1,0 +1,28 @@
+import pytest
+import torch
+
+from rote.config import make_config
+from rote.model import HookedTransformer, ModelShape
+from rote.runs import get_or_train
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test writes runs and results into temporary folders, never the user's cache."""
+    monkeypatch.setenv("ROTE_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
+    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path_factory.getbasetemp() / "results"))
+    monkeypatch.setenv("ROTE_FIGURES", str(tmp_path_factory.getbasetemp() / "figures"))
+
+
+@pytest.fixture
+def tiny_model():
+    torch.manual_seed(0)
+    return HookedTransformer(ModelShape(n_layers=2, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory):
+    """Smoke-profile runs of both tasks, trained once per test session."""
+    root = tmp_path_factory.mktemp("smoke_runs")
+    return {task: get_or_train(make_config(task, "smoke"), root=root, progress=False, device="cpu")
+            for task in ("fda", "thr")}
