@@ -26,7 +26,7 @@ def make_vocab() -> Vocab:
 def answer_digits(values: np.ndarray, order: str) -> np.ndarray:
     """[N] integers -> [N, 5] digits in answer order."""
     digits = (values[:, None] // 10 ** np.arange(ANSWER_LEN - 1, -1, -1)) % 10  # msb first
-    return digits if order == "msb" else digits[:, ::-1]
+    return digits if order == "msb" else np.ascontiguousarray(digits[:, ::-1])
 
 
 def digits_to_int(digits: torch.Tensor, order: str) -> torch.Tensor:

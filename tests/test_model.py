@@ -1,0 +1,91 @@
+import pytest
+import torch
+
+from rote.model import HookedTransformer, ModelShape
+
+EXPECTED_HOOKS = [
+    "hook_embed", "hook_pos_embed", "ln_final.hook_normalized",
+    *[f"blocks.{l}.{h}" for l in range(2) for h in (
+        "hook_resid_pre", "hook_resid_mid", "hook_resid_post", "hook_attn_out", "hook_mlp_out",
+        "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z", "attn.hook_pattern",
+        "mlp.hook_pre", "mlp.hook_post")],
+]
+
+
+def test_hook_names_and_shapes(tiny_model):
+    assert set(tiny_model.hook_names) == set(EXPECTED_HOOKS)
+    tokens = torch.randint(0, 13, (3, 7))
+    logits, cache = tiny_model.run_with_cache(tokens)
+    assert logits.shape == (3, 7, 13)
+    assert cache["blocks.0.hook_resid_post"].shape == (3, 7, 16)
+    assert cache["blocks.1.attn.hook_pattern"].shape == (3, 2, 7, 7)
+    assert cache["blocks.1.attn.hook_z"].shape == (3, 7, 2, 8)
+    assert cache["blocks.0.mlp.hook_post"].shape == (3, 7, 64)
+    # causal: attention to future positions is zero
+    assert torch.all(cache["blocks.0.attn.hook_pattern"].triu(1) == 0)
+    # the residual decomposes: resid_post = resid_pre + attn_out + mlp_out
+    c = cache
+    assert torch.allclose(c["blocks.1.hook_resid_post"],
+                          c["blocks.1.hook_resid_pre"] + c["blocks.1.hook_attn_out"] + c["blocks.1.hook_mlp_out"],
+                          atol=1e-5)
+    assert torch.allclose(tiny_model.unembed_residual(c["blocks.1.hook_resid_post"]), logits, atol=1e-5)
+
+
+def test_hooks_removed_after_error(tiny_model):
+    tokens = torch.randint(0, 13, (2, 5))
+
+    def boom(act, hook):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        tiny_model.run_with_hooks(tokens, [("blocks.0.hook_resid_post", boom)])
+    assert not tiny_model.has_hooks()
+    with pytest.raises(ZeroDivisionError):
+        with tiny_model.hooks([("hook_embed", lambda a, h: None)]):
+            assert tiny_model.has_hooks()
+            1 / 0
+    assert not tiny_model.has_hooks()
+    with pytest.raises(KeyError):
+        with tiny_model.hooks([("hook_embed", lambda a, h: None), ("no.such.hook", lambda a, h: None)]):
+            pass
+    assert not tiny_model.has_hooks()
+
+
+def test_patching_own_activations_changes_nothing(tiny_model):
+    tokens = torch.randint(0, 13, (4, 9))
+    logits, cache = tiny_model.run_with_cache(tokens)
+    for name in tiny_model.hook_names:
+        patched = tiny_model.run_with_hooks(tokens, [(name, lambda act, hook: cache[hook.name])])
+        assert torch.allclose(patched, logits, atol=1e-6), name
+
+
+def test_patching_changes_output(tiny_model):
+    tokens = torch.randint(0, 13, (4, 9))
+    clean = tiny_model(tokens)
+    patched = tiny_model.run_with_hooks(tokens, [("blocks.0.mlp.hook_post", lambda act, hook: act * 0)])
+    assert not torch.allclose(patched, clean)
+
+
+def test_generate_is_greedy(tiny_model):
+    prompts = torch.randint(0, 13, (5, 4))
+    out = tiny_model.generate(prompts, 3, batch_size=2)
+    assert out.shape == (5, 3)
+    seq = prompts
+    for _ in range(3):
+        seq = torch.cat([seq, tiny_model(seq)[:, -1].argmax(-1, keepdim=True)], 1)
+    assert torch.equal(out, seq[:, 4:])
+
+
+def test_shape_validation():
+    with pytest.raises(ValueError, match="divisible"):
+        ModelShape(n_layers=1, d_model=10, n_heads=3, vocab_size=5, n_ctx=4)
+    model = HookedTransformer(ModelShape(1, 8, 2, 5, 4))
+    with pytest.raises(ValueError, match="n_ctx"):
+        model(torch.zeros(1, 5, dtype=torch.long))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_runs_on_cuda(tiny_model):
+    model = tiny_model.to("cuda")
+    tokens = torch.randint(0, 13, (2, 5), device="cuda")
+    assert model(tokens).device.type == "cuda"
