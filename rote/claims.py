@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import PROJECT_ROOT
+
 CLAIMS = {
     "C1": "Generalize first, then memorize; the memorization is benign",
     "C2": "Intermediate results are still computed on memorized examples",
@@ -109,8 +111,6 @@ def _plain(value):
 def results_root() -> Path:
     if os.environ.get("ROTE_RESULTS"):
         return Path(os.environ["ROTE_RESULTS"]).expanduser()
-    from .runs import PROJECT_ROOT  # only for the default location
-
     return PROJECT_ROOT / "_build" / "results"
 
 

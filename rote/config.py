@@ -17,8 +17,10 @@ import json
 import math
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: book/, _build/ (ignored), ...
 SCHEMA_VERSION = 1  # bump when the meaning of a stored run changes: old entries then miss the cache
 
 TASKS = ("fda", "thr")

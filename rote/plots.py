@@ -39,7 +39,7 @@ def save_figure(fig, name: str, folder=None):
     import os
     from pathlib import Path
 
-    from .runs import PROJECT_ROOT
+    from .config import PROJECT_ROOT
 
     folder = Path(folder or os.environ.get("ROTE_FIGURES") or PROJECT_ROOT / "_build" / "figures")
     folder.mkdir(parents=True, exist_ok=True)

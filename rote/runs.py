@@ -31,12 +31,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .config import RunConfig
+from .config import PROJECT_ROOT, RunConfig
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import TaskData, build_task
 from .train import train
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class CacheError(RuntimeError):

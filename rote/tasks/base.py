@@ -74,6 +74,18 @@ class Examples:
         return Examples(self.prompt[index], self.label[index], self.true_label[index],
                         {k: v[index] for k, v in self.info.items()})
 
+    def to_frame(self, vocab: Vocab) -> "pd.DataFrame":
+        """One row per example: prompt, label, true label, noisy flag and the info columns."""
+        import pandas as pd
+
+        return pd.DataFrame({
+            "prompt": [vocab.decode(p) for p in self.prompt],
+            "label": [vocab.decode(a) for a in self.label],
+            "true_label": [vocab.decode(a) for a in self.true_label],
+            "is_noisy": self.is_noisy.tolist(),
+            **{k: v.tolist() for k, v in self.info.items() if v.dim() == 1},
+        })
+
     def with_label(self, label: torch.Tensor) -> "Examples":
         return Examples(self.prompt, label, self.true_label, dict(self.info))
 
