@@ -277,7 +277,7 @@ def stage_site(profile: str) -> Path:
 
 def render_site(profile: str) -> int:
     site = stage_site(profile)
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(site), "--path-output", str(PROJECT_ROOT),
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(PROJECT_ROOT),
            "--all", "-W", "--keep-going"]
     result = subprocess.run(cmd, cwd=PROJECT_ROOT)
     return result.returncode

@@ -1,0 +1,113 @@
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from rote import book, claims
+from rote.config import ConfigError
+
+
+def test_chapters_in_reading_order():
+    names = list(book.chapters())
+    assert names[:2] == ["tasks", "learning_dynamics"] and names[-1] == "scorecard"
+
+
+def test_chapter_sources_are_committed_clean():
+    for path in book.chapters().values():
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(not c.outputs and c.execution_count is None for c in code), path
+        tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, path
+        assert "profile" in book.notebook_parameters(path)
+        assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), path
+
+
+def test_resolve_parameters_accepts_chapter_and_run_parameters():
+    out = book.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "noise_ratio": "0.2"})
+    assert out == {"profile": "smoke", "tasks": ["thr"], "overrides": {"noise_ratio": 0.2}}
+    out = book.resolve_parameters("learning_dynamics", "smoke", {"sweep_ratios": "[0, 0.3]"})
+    assert out["sweep_ratios"] == [0, 0.3]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"colour": "red"}, "unknown parameter 'colour' for chapter 'learning_dynamics'"),
+    ({"noise_ratio": "1.5"}, "noise_ratio must be in [0, 1)"),
+    ({"n_entities": "10"}, "unknown parameter 'n_entities' for task 'fda'"),
+    ({"tasks": "thr", "n_entities": "5"}, "graph too small"),
+    ({"profile": "paper"}, "--profile"),
+])
+def test_resolve_parameters_rejects_bad_input(params, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        book.resolve_parameters("learning_dynamics", "smoke", params)
+
+
+def test_unknown_chapter():
+    with pytest.raises(ConfigError, match="unknown chapter"):
+        book.chapter_path("nope")
+
+
+def test_cli_rejects_unknown_chapter_parameter_before_running(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "rote", "run", "tasks", "--profile", "smoke", "-p", "bogus", "1"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "unknown parameter 'bogus'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_claims_not_run_placeholders(tmp_path):
+    records = claims.load_all("quick", root=tmp_path)
+    assert {(r.claim, r.task) for r in records} == {(c, t) for c, ts in claims.CLAIM_TASKS.items() for t in ts}
+    assert all(r.status == "not run" for r in records)
+
+
+def test_claim_record_round_trip_and_status(tmp_path):
+    rec = claims.record("C1", "fda", "smoke", metrics={"t_gen": 10, "x": float("nan")},
+                        checks={"a": True, "b": False}, seeds={"data_seed": 0})
+    assert rec.status == "fail" and rec.metrics["x"] is None
+    claims.save(rec, root=tmp_path)
+    ok = claims.record("C1", "thr", "smoke", metrics={}, checks={"a": True}, seeds={})
+    claims.save(ok, root=tmp_path)
+    loaded = {(r.claim, r.task): r for r in claims.load_all("smoke", root=tmp_path)}
+    assert loaded[("C1", "fda")].status == "fail" and loaded[("C1", "thr")].status == "pass"
+    assert loaded[("C2", "fda")].status == "not run"
+    with pytest.raises(ValueError):
+        claims.record("C5", "thr", "smoke", {}, {"a": True}, {})  # C5 is FDA only
+
+
+def test_claims_cli_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
+    claims.save(claims.record("C1", "fda", "quick", {"t_gen": 1}, {"ok": True}, {"data_seed": 0}), root=tmp_path)
+    result = subprocess.run([sys.executable, "-m", "rote", "claims", "--profile", "quick", "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    records = json.loads(result.stdout)
+    by_key = {(r["claim"], r["task"]): r for r in records}
+    assert by_key[("C1", "fda")]["status"] == "pass" and by_key[("C2", "thr")]["status"] == "not run"
+    for r in records:
+        assert {"claim", "task", "profile", "status", "metrics", "threshold", "seeds"} <= set(r)
+
+
+def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch):
+    chapters = tmp_path / "book"
+    chapters.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# Broken"),
+                nbformat.v4.new_code_cell("profile = 'smoke'", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_code_cell("raise ValueError('planted failure')")]
+    nbformat.write(nb, chapters / "01_broken.ipynb")
+    monkeypatch.setattr(book, "BOOK_DIR", chapters)
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    stale = book.output_dir("broken", "smoke", {"profile": "smoke"}) / "broken.ipynb"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old page")
+    code = book.build_book("smoke", ["broken"], {}, render=False)
+    assert code == 1
+    executed = nbformat.read(stale, as_version=4)
+    stamp = executed.cells[1].source
+    assert "FAILED" in stamp and "planted failure" in stamp and "ValueError" in stamp
+    assert executed.metadata["rote"]["ok"] is False
+    assert json.loads((tmp_path / "_build" / "executed" / "smoke" / "build.json").read_text())["broken"]["ok"] is False
