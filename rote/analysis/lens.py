@@ -1,0 +1,147 @@
+"""The logit lens: read every layer's residual stream through the final LayerNorm and unembedding.
+
+Layers are numbered 0..n_layers: layer 0 is the embedding (``blocks.0.hook_resid_pre``), layer l
+is the output of block l - 1 (``blocks.{l-1}.hook_resid_post``). The lens at the last layer is the
+model's own output. Inputs are ``examples.sequences(which)[:, :-1]`` (teacher forcing; see
+:mod:`rote.analysis.targets` for the position conventions).
+
+- :func:`residual_stack` -- the residual stream at every layer, [L+1, N, P, d].
+- :func:`logit_lens` -- log-probabilities at every layer, [L+1, N, P, vocab].
+- :func:`label_race` -- on teacher-forced answers, P(true token) and P(trained token) per layer.
+- :func:`lens_curves`, :func:`lens_verdict` -- the C2 summary of a race on M.
+- :func:`trace` -- one example: the probability (and rank) of chosen tokens at chosen positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from ..model import HookedTransformer
+from ..tasks import Examples
+
+BATCH = 1024
+
+
+def layer_hook_name(layer: int) -> str:
+    """Hook point of the residual stream at ``layer`` (0 = embeddings, l = after block l - 1)."""
+    return "blocks.0.hook_resid_pre" if layer == 0 else f"blocks.{layer - 1}.hook_resid_post"
+
+
+def n_lens_layers(model: HookedTransformer) -> int:
+    return model.shape.n_layers + 1
+
+
+def model_inputs(examples: Examples, which: str = "label") -> torch.Tensor:
+    """The model input for ``examples``: prompt and answer (``which``) without its last token."""
+    return examples.sequences(which)[:, :-1]
+
+
+@torch.no_grad()
+def residual_stack(model: HookedTransformer, tokens: torch.Tensor, positions=None,
+                   batch_size: int = BATCH) -> torch.Tensor:
+    """Residual stream at every layer and the chosen positions (all by default): [L+1, N, P, d]."""
+    names = [layer_hook_name(l) for l in range(n_lens_layers(model))]
+    pos = slice(None) if positions is None else torch.as_tensor(positions, dtype=torch.long)
+    n_pos = tokens.shape[1] if positions is None else len(pos)
+    out = []
+    for start in range(0, len(tokens), batch_size):
+        _, cache = model.run_with_cache(tokens[start:start + batch_size].to(model.device), names)
+        out.append(torch.stack([cache[n][:, pos] for n in names]).cpu())
+    if not out:
+        return torch.zeros(len(names), 0, n_pos, model.shape.d_model)
+    return torch.cat(out, dim=1)
+
+
+@torch.no_grad()
+def logit_lens(model: HookedTransformer, tokens: torch.Tensor, positions=None,
+               batch_size: int = BATCH) -> torch.Tensor:
+    """Log-probabilities of the logit lens at every layer and the chosen positions: [L+1, N, P, vocab]."""
+    chunks = []
+    for start in range(0, max(len(tokens), 1), batch_size):
+        resid = residual_stack(model, tokens[start:start + batch_size], positions, batch_size)
+        chunks.append(model.unembed_residual(resid.to(model.device)).log_softmax(-1).cpu())
+    return torch.cat(chunks, dim=1)
+
+
+def label_race(model: HookedTransformer, examples: Examples, which: str = "label") -> dict[str, torch.Tensor]:
+    """Teacher-forced on ``examples.<which>``, the lens probability of the true answer token and of
+    the trained (possibly noisy) label token at each answer position and layer.
+
+    Returns ``true`` and ``noisy`` [L+1, N, A] probabilities, their ranks among all tokens (0 = top),
+    and ``differs`` [N, A]: the positions where the two tokens differ.
+    """
+    tokens = model_inputs(examples, which)
+    logp = logit_lens(model, tokens, examples.answer_positions)  # [L+1, N, A, V]
+    out = {"differs": examples.label != examples.true_label}
+    for key, ids in (("true", examples.true_label), ("noisy", examples.label)):
+        idx = ids[None, :, :, None].expand(logp.shape[0], -1, -1, 1)
+        lp = logp.gather(-1, idx).squeeze(-1)
+        out[key] = lp.exp()
+        out[f"{key}_rank"] = (logp > lp.unsqueeze(-1)).sum(-1)
+    return out
+
+
+def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
+    """Per layer, over the (example, position) pairs where true and noisy tokens differ: mean
+    P(true), mean P(noisy), the fraction of pairs with the true token ahead, and the mean ranks.
+    One row per layer; NaN everywhere when there are no such pairs."""
+    mask = race["differs"]
+    n = int(mask.sum())
+    rows = []
+    for layer in range(race["true"].shape[0]):
+        t, s = race["true"][layer][mask], race["noisy"][layer][mask]
+        rows.append({
+            "layer": layer, "n": n,
+            "p_true": t.mean().item() if n else math.nan,
+            "p_noisy": s.mean().item() if n else math.nan,
+            "true_ahead": (t > s).float().mean().item() if n else math.nan,
+            "rank_true": race["true_rank"][layer][mask].float().mean().item() if n else math.nan,
+            "rank_noisy": race["noisy_rank"][layer][mask].float().mean().item() if n else math.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def lens_verdict(curves: pd.DataFrame) -> dict:
+    """The logit-lens part of C2 on M.
+
+    ``true_ahead_layers``: layers at which mean P(true) > mean P(noisy). ``noisy_ahead_layers``: the
+    other layers (the embedding layer 0 excluded from both: it has not read the operands yet).
+    ``true_ahead_intermediate``: the true answer is ahead at some intermediate layer (1..L-1).
+    ``noisy_only_last``: the noisy label is ahead at the last layer, and the layers where it is ahead
+    are a run at the end that starts after the last layer where the true answer is ahead (the
+    noisy label takes over only at the end and keeps the lead).
+    """
+    layers = curves[curves.layer > 0]
+    last = int(curves.layer.max()) if len(curves) else 0
+    if not len(layers) or layers.p_true.isna().all():
+        return {"true_ahead_layers": [], "noisy_ahead_layers": [], "true_ahead_intermediate": False,
+                "noisy_only_last": False, "takeover_layer": None}
+    ahead = layers.p_true > layers.p_noisy
+    true_layers = [int(l) for l in layers.layer[ahead]]
+    noisy_layers = [int(l) for l in layers.layer[~ahead]]
+    intermediate = [l for l in true_layers if l < last]
+    takeover = min(noisy_layers) if noisy_layers else None
+    suffix = bool(noisy_layers) and noisy_layers == list(range(takeover, last + 1))
+    return {"true_ahead_layers": true_layers, "noisy_ahead_layers": noisy_layers,
+            "true_ahead_intermediate": bool(intermediate),
+            "noisy_only_last": bool(suffix and intermediate and takeover > max(intermediate)),
+            "takeover_layer": takeover}
+
+
+def trace(model: HookedTransformer, example: Examples, reads: dict[str, tuple[int, int]],
+          which: str = "label") -> pd.DataFrame:
+    """Logit lens of one example (``example`` holds one row): for each read ``name -> (position,
+    token id)``, the probability and rank of that token at that position, per layer."""
+    if len(example) != 1:
+        raise ValueError(f"trace expects one example, got {len(example)}")
+    logp = logit_lens(model, model_inputs(example, which))[:, 0]  # [L+1, P, V]
+    rows = []
+    for name, (position, token) in reads.items():
+        for layer in range(logp.shape[0]):
+            lp = logp[layer, position]
+            rows.append({"read": name, "layer": layer, "position": position, "token": int(token),
+                         "prob": lp[token].exp().item(), "rank": int((lp > lp[token]).sum())})
+    return pd.DataFrame(rows)

@@ -1,0 +1,136 @@
+"""Logit lens, linear probes and the intermediate-result targets (claim C2's instruments)."""
+
+import math
+
+import pytest
+import torch
+
+from rote.analysis import lens, probes, targets
+from rote.analysis.sets import correct, memorized
+from rote.config import make_config
+from rote.tasks import build_task
+from rote.train import answer_logits
+
+
+@pytest.fixture(scope="module")
+def fda_data():
+    return build_task(make_config("fda", "smoke"))
+
+
+def test_lens_last_layer_equals_model_logits(tiny_model, fda_data):
+    tokens = lens.model_inputs(fda_data.test[:20])
+    logp = lens.logit_lens(tiny_model, tokens, batch_size=7)  # several batches
+    assert logp.shape == (3, 20, tokens.shape[1], 13)
+    with torch.no_grad():
+        expected = tiny_model(tokens).log_softmax(-1)
+    torch.testing.assert_close(logp[-1], expected, atol=1e-5, rtol=1e-5)
+    # earlier layers are genuinely different readouts
+    assert (logp[1] - expected).abs().max() > 1e-3
+    assert not tiny_model.has_hooks()
+
+
+def test_residual_stack_layers_match_hooks(tiny_model, fda_data):
+    tokens = lens.model_inputs(fda_data.test[:5])
+    stack = lens.residual_stack(tiny_model, tokens, positions=[9, 11])
+    _, cache = tiny_model.run_with_cache(tokens)
+    torch.testing.assert_close(stack[0], cache["blocks.0.hook_resid_pre"][:, [9, 11]])
+    torch.testing.assert_close(stack[2], cache["blocks.1.hook_resid_post"][:, [9, 11]])
+
+
+def test_label_race_last_layer_is_the_output(tiny_model, fda_data):
+    ex = fda_data.train_noisy[:8]
+    race = lens.label_race(tiny_model, ex)
+    probs = answer_logits(tiny_model, ex, "label").softmax(-1)
+    torch.testing.assert_close(race["noisy"][-1], probs.gather(-1, ex.label[..., None]).squeeze(-1))
+    torch.testing.assert_close(race["true"][-1], probs.gather(-1, ex.true_label[..., None]).squeeze(-1))
+    assert race["differs"].equal(ex.label != ex.true_label)
+    curves = lens.lens_curves(race)
+    assert list(curves.layer) == [0, 1, 2] and (curves.n == race["differs"].sum().item()).all()
+
+
+def test_lens_verdict_reads_the_takeover():
+    import pandas as pd
+
+    def curves(p_true, p_noisy):
+        return pd.DataFrame({"layer": range(len(p_true)), "p_true": p_true, "p_noisy": p_noisy})
+
+    good = lens.lens_verdict(curves([0.1, 0.5, 0.6, 0.2], [0.1, 0.2, 0.3, 0.7]))
+    assert good["true_ahead_intermediate"] and good["noisy_only_last"] and good["takeover_layer"] == 3
+    never = lens.lens_verdict(curves([0.1, 0.1, 0.1, 0.2], [0.1, 0.3, 0.4, 0.7]))
+    assert not never["true_ahead_intermediate"] and not never["noisy_only_last"]
+    flip = lens.lens_verdict(curves([0.1, 0.1, 0.6, 0.2], [0.1, 0.3, 0.3, 0.7]))  # noisy ahead, then true, then noisy
+    assert flip["true_ahead_intermediate"] and not flip["noisy_only_last"]
+    empty = lens.lens_verdict(curves([math.nan] * 3, [math.nan] * 3))
+    assert not empty["true_ahead_intermediate"]
+
+
+def test_probe_recovers_planted_feature_and_not_noise():
+    g = torch.Generator().manual_seed(0)
+    n, d = 1200, 24
+    x = torch.randn(n, d, generator=g) * torch.linspace(0.5, 3, d)  # uneven scales
+    w = torch.randn(d, generator=g)
+    planted = (x @ w > 0.3).long()
+    noise = torch.randint(0, 2, (n,), generator=g)
+    train, test = slice(0, 800), slice(800, None)
+    p = probes.fit_probes(x[train], planted[train], 2)
+    assert p.accuracy(x[test][None], planted[test]).item() > 0.95
+    q = probes.fit_probes(x[train], noise[train], 2)
+    chance = probes.chance_accuracy(noise[train], noise[test])
+    assert abs(q.accuracy(x[test][None], noise[test]).item() - chance) < 0.1
+
+
+def test_probe_reads_a_token_from_the_model_and_not_noise(tiny_model, fda_data):
+    """In a random model, the embedding layer at position 0 holds the first digit of a (a planted,
+    linearly readable feature); a label unrelated to the input stays at chance."""
+    tr, te = fda_data.train[:300], fda_data.test
+    acts = lens.residual_stack(tiny_model, lens.model_inputs(tr), positions=[0])[:, :, 0]
+    acts_te = lens.residual_stack(tiny_model, lens.model_inputs(te), positions=[0])[:, :, 0]
+    digit = lambda ex: ex.prompt[:, 0]  # token id = digit value
+    p = probes.fit_probes(acts, digit(tr), 10)
+    acc = p.accuracy(acts_te, digit(te))
+    assert acc[0] > 0.95 and acc[-1] > 0.9
+    rand_tr = torch.randint(0, 4, (len(tr),), generator=torch.Generator().manual_seed(1))
+    rand_te = torch.randint(0, 4, (len(te),), generator=torch.Generator().manual_seed(2))
+    q = probes.fit_probes(acts, rand_tr, 4)
+    assert (q.accuracy(acts_te, rand_te) - probes.chance_accuracy(rand_tr, rand_te)).abs().max() < 0.2
+
+
+def test_targets_fda_conventions():
+    data = build_task(make_config("fda", "smoke"))
+    ex = data.test[:1]
+    ex.info["a"][:], ex.info["b"][:] = 1234, 5678  # 1234 + 5678 = 06912
+    ex.true_label[:] = torch.tensor([0, 6, 9, 1, 2])
+    t = targets.fda_targets(ex, "msb")
+    assert [int(t[f"carry_{i}"].labels) for i in range(4)] == [1, 1, 0, 0]
+    assert int(t["carries"].labels) == 1 + 2
+    assert [int(t[f"colsum_{i}"].labels) for i in range(4)] == [12, 10, 8, 6]
+    assert [t[f"digit_{j}"].position for j in range(5)] == [9, 10, 11, 12, 13]
+    # msb: column i's digit is answer token 4 - i, predicted at 9 + 4 - i; carry i is first needed there for column i + 1
+    assert t["colsum_0"].position == 13 and t["carry_0"].position == 12 and t["carry_3"].position == 9
+    lsb = targets.fda_targets(ex, "lsb")
+    assert lsb["colsum_0"].position == 9 and lsb["carry_0"].position == 10
+
+
+def test_targets_thr_and_differs():
+    data = build_task(make_config("thr", "smoke"))
+    t = targets.intermediate_targets(data.train, data)
+    assert t["bridge"].position == 1 and t["tail"].position == 2
+    graph = data.meta["graph"]
+    h, r1 = data.train.info["head"], data.train.info["r1"]
+    assert (t["bridge"].labels == torch.from_numpy(graph[h.numpy(), r1.numpy()])).all()
+    assert t["tail"].differs.equal(data.train.is_noisy)
+    assert set(targets.headline_targets("thr")) == {"bridge", "true tail"}
+
+
+def test_probe_sweep_on_smoke_run(smoke_runs):
+    run = smoke_runs["thr"]
+    m, data = run.model, run.data
+    M, C = memorized(m, data), correct(m, data.test)
+    empty = data.train_noisy[torch.zeros(len(data.train_noisy), dtype=torch.bool)]
+    sweep = probes.probe_sweep(m, data, data.train_clean, {"M": M, "C": C, "E": empty}, positions=[1, 2])
+    assert set(sweep.target) == {"bridge", "tail"} and set(sweep.position) == {1, 2}
+    assert sweep[sweep.set == "E"].accuracy.isna().all()
+    curves = probes.group_curves(sweep[sweep.position.eq(1) | sweep.target.eq("tail")], "thr")
+    summary = probes.best_layer_summary(curves, memorized="E")
+    assert summary.best_layer.isna().all() and summary.acc_M.isna().all()
+    assert not m.has_hooks()
