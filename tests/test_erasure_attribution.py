@@ -1,0 +1,147 @@
+"""INLP erasure and attribution patching (claim C3's instruments)."""
+
+import math
+
+import pytest
+import torch
+
+from rote.analysis import attribution as A
+from rote.analysis import erasure as E
+from rote.analysis import lens, probes
+from rote.config import make_config
+from rote.tasks import build_task
+
+
+@pytest.fixture(scope="module")
+def fda_data():
+    return build_task(make_config("fda", "smoke"))
+
+
+def _planted(n=1500, d=20, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    u = torch.randn(d, generator=g)
+    u = u / u.norm()
+    y = torch.randint(0, 2, (n,), generator=g)
+    x = torch.randn(n, d, generator=g) + 3.0 * (2 * y[:, None] - 1) * u  # label lives along u only
+    return x, y, u
+
+
+def test_inlp_removes_planted_direction_and_keeps_its_complement():
+    x, y, u = _planted()
+    P = E.inlp_projection(x, y, rank=1)
+    torch.testing.assert_close(P, P.T)
+    torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
+    assert abs(torch.trace(P).item() - (len(u) - 1)) < 1e-4
+    assert (P @ u).norm() < 0.2  # the planted direction is gone (up to the estimation error of the classifier)
+    # its orthogonal complement is left unchanged
+    g = torch.Generator().manual_seed(5)
+    v = torch.randn(len(u), 8, generator=g)
+    v = v - u[:, None] * (u @ v)[None]
+    assert ((P @ v) - v).norm() / v.norm() < 0.2
+    Q = torch.linalg.svd(torch.eye(len(u)) - P).U[:, :1]
+    w = torch.randn(len(u), 8, generator=g)
+    w = w - Q @ (Q.T @ w)  # exactly orthogonal to the removed direction: untouched
+    torch.testing.assert_close(P @ w, w, atol=1e-5, rtol=0)
+    # and the label is no longer linearly readable
+    xp = x @ P
+    before = probes.fit_probes(x[:1000], y[:1000], 2).accuracy(x[1000:][None], y[1000:]).item()
+    after = probes.fit_probes(xp[:1000], y[:1000], 2).accuracy(xp[1000:][None], y[1000:]).item()
+    assert before > 0.95 and after < 0.65
+
+
+def test_inlp_rank_and_multiple_targets():
+    x, y, u = _planted(d=12)
+    y2 = (x[:, 0] > 0).long()
+    Q = E.inlp_basis(x, torch.stack([y, y2], 1), rank=5)
+    assert Q.shape == (12, 5)
+    torch.testing.assert_close(Q.T @ Q, torch.eye(5), atol=1e-5, rtol=0)
+    assert (Q.T @ u).norm() > 0.95  # both planted features among the first directions
+    assert Q[0].norm() > 0.9
+
+
+def test_random_projection():
+    P = E.random_projection(16, 4, seed=3)
+    torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
+    assert abs(torch.trace(P).item() - 12) < 1e-4
+    assert not torch.allclose(P, E.random_projection(16, 4, seed=4))
+
+
+def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_data):
+    tokens = lens.model_inputs(fda_data.test[:6])
+    P = E.random_projection(16, 3, seed=0)
+    mean = torch.randn(16)
+    erasure = E.Erasure({1: P}, {1: mean}, positions=[9, 10])
+    assert erasure.rank == 3
+    _, clean = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
+    with E.erased(tiny_model, erasure):
+        assert tiny_model.has_hooks()
+        _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
+    assert not tiny_model.has_hooks()
+    got, x = cache["blocks.0.hook_resid_post"], clean["blocks.0.hook_resid_post"]
+    torch.testing.assert_close(got[:, [9, 10]], mean + (x[:, [9, 10]] - mean) @ P)
+    torch.testing.assert_close(got[:, :9], x[:, :9])
+    with pytest.raises(RuntimeError):
+        with E.erased(tiny_model, erasure):
+            raise RuntimeError("boom")
+    assert not tiny_model.has_hooks()
+
+
+def test_fit_erasure_on_model(tiny_model, fda_data):
+    er = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
+                       positions=[9, 10], rank=4)
+    assert er.rank == 4 and set(er.projections) == {1}
+    ctrl = E.random_erasure(er, seed=1)
+    assert ctrl.rank == 4 and ctrl.positions == [9, 10]
+    acc = E.erasure_accuracy(tiny_model, {"test": (fda_data.test, "true_label"),
+                                          "none": (fda_data.test[:0], "label")}, er)
+    assert 0 <= acc["test"] <= 1 and math.isnan(acc["none"])
+    assert not tiny_model.has_hooks()
+
+
+def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_data):
+    """First-order attribution vs real patching of each of the 132 components, one at a time.
+    Tolerance: correlation >= 0.99 and every per-example error <= 10% of the largest effect."""
+    ex = fda_data.test[:12]
+    cor = A.resample(fda_data.train_clean, len(ex), seed=1)
+    approx = A.flatten(A.attribution_scores(tiny_model, ex, "label", cor, batch_size=5))
+    actual = A.patching_effects(tiny_model, ex, "label", cor)
+    assert approx.shape == actual.shape == (12, sum(A.n_components(tiny_model)))
+    assert torch.corrcoef(torch.stack([approx.flatten(), actual.flatten()]))[0, 1] > 0.99
+    assert (approx - actual).abs().max() <= 0.1 * actual.abs().max()
+    assert not tiny_model.has_hooks()
+
+
+def test_component_scores_and_labels(tiny_model, fda_data):
+    scores = A.component_scores(tiny_model, fda_data.test[:10], "label", fda_data.train_clean)
+    labels = A.component_labels(tiny_model)
+    assert len(scores) == len(labels) == 2 * 2 + 2 * 64 and (scores >= 0).all()
+    assert labels[0] == "L0H0" and labels[4] == "L0N0"
+    assert torch.isnan(A.component_scores(tiny_model, fda_data.test[:0], "label", fda_data.train_clean)).all()
+
+
+def test_top_k_and_jaccard():
+    s = torch.arange(100.0)
+    assert A.top_k(s, 0.05) == {95, 96, 97, 98, 99}
+    assert A.jaccard({1, 2, 3}, {2, 3, 4}) == 0.5 and math.isnan(A.jaccard(set(), set()))
+    assert A.random_jaccard(10, 10) == 1.0
+    assert A.random_jaccard(100, 1) == pytest.approx(0.01)
+    # exact expectation agrees with simulation
+    g = torch.Generator().manual_seed(0)
+    sim = sum(A.jaccard(set(torch.randperm(200, generator=g)[:10].tolist()),
+                        set(torch.randperm(200, generator=g)[:10].tolist())) for _ in range(4000)) / 4000
+    assert sim == pytest.approx(A.random_jaccard(200, 10), abs=0.004)
+
+
+def test_mean_ablation(tiny_model, fda_data):
+    ex = fda_data.test[:6]
+    means = A.component_means(tiny_model, fda_data.train_clean[:50])
+    tokens = lens.model_inputs(ex)
+    n_heads, _ = A.n_components(tiny_model)
+    with A.ablated(tiny_model, {1, n_heads + 3}, means):  # head L0H1 and neuron L0N3
+        _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.attn.hook_z", "blocks.0.mlp.hook_post"])
+    assert not tiny_model.has_hooks()
+    torch.testing.assert_close(cache["blocks.0.attn.hook_z"][:, :, 1],
+                               means["blocks.0.attn.hook_z"][:, 1].expand(6, -1, -1))
+    torch.testing.assert_close(cache["blocks.0.mlp.hook_post"][:, :, 3],
+                               means["blocks.0.mlp.hook_post"][:, 3].expand(6, -1))
+    assert len(A.random_components(tiny_model, 7, exclude={0, 1})) == 7
