@@ -170,4 +170,11 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
     for units in ("outliers", "heuristics"):
         assert patch.loc[(units, True), "reverted"] <= 0.1 and patch.loc[(units, True), "n_units"] == 1
     assert direction["toward_noisy"] == 1.0 and direction["n_shifts"] == 1
+    top = H.example_outliers(stats, hmap, k=3)
+    assert top.neuron.tolist() == [3] and top.position.tolist() == [0]  # the only heuristic unit
+    summary = H.patching_summary(patch.reset_index(), layer=0)
+    assert summary["outliers_reverted"] == 1.0 and summary["outliers_control_reverted"] <= 0.1
+    assert math.isnan(H.patching_summary(patch.reset_index().iloc[:0], layer=0)["all_reverted"])
+    comparison = H.outlier_comparison(stats, stats, hmap)
+    assert comparison["z_ratio"] == pytest.approx(1.0)
     assert not model.has_hooks()

@@ -42,7 +42,7 @@ that share x's value of the unit's best feature count ("share its feature value"
 sum-based feature, e.g. a residue of the sum, because moving one operand always moves the sum;
 moving both operands keeps neighbours with the same sum.) z = (act(x) - mean) / sd with the
 neighbours' sd, floored at ``sd_floor`` times the unit's sd over the grid so that a unit that is
-flat around x does not give infinite z. x itself is teacher-forced on its own label (the noisy
+flat around x does not give infinite z (and at least 1e-6). x itself is teacher-forced on its own label (the noisy
 one for memorized examples), as the model runs when it generates it.
 """
 
@@ -315,7 +315,7 @@ def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: Heuristi
         count[s:s + m] = cnt.to(torch.int16)
     shape = (n, L, A, D)
     mean, sd = out["mean"].reshape(shape), out["sd"].reshape(shape)
-    floor = sd_floor * hmap.grid_sd[None]
+    floor = (sd_floor * hmap.grid_sd[None]).clamp(min=1e-6)  # 1e-6: units that are constant on the grid
     z = (act - mean) / torch.maximum(sd, floor)
     return NeighbourStats(act=act, mean=mean, sd=sd, count=count.reshape(shape), mean_all=out["mean_all"].reshape(shape),
                           z=z, differs=(examples.label != examples.true_label), layers=list(layers))
@@ -340,21 +340,65 @@ def _unit_corr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.where((cnt >= 3) & (den > 1e-12), r, torch.full_like(r, math.nan))
 
 
-def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap) -> dict:
+def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> dict:
     """|z| and pattern agreement over the heuristic units.
 
-    ``median_abs_z``: median |z| over all (example, heuristic unit) pairs with a defined z;
-    ``pattern_corr``: median over heuristic units of the correlation, across the examples, between
-    act(x) and its clean-neighbour mean (does the heuristic pattern still hold?).
-    ``median_abs_z_by_position``: the same median per answer position.
+    ``median_abs_z``: median |z| over all (example, heuristic unit) pairs with a defined z, at every
+    answer position or, with ``memorized_digits``, only where the example's label digit differs
+    from the true digit (where a memorized example must produce something the rule does not);
+    ``median_abs_z_by_position``: the same per answer position; ``pattern_corr``: median over
+    heuristic units of the correlation, across the examples, between act(x) and its clean-neighbour
+    mean (does the heuristic pattern still hold on these examples?).
     """
     h = hmap.heuristic[None].expand_as(stats.z)
+    if memorized_digits:
+        h = h & stats.differs[:, None, :, None]
     absz = stats.z.abs()
     by_pos = [_nanmedian(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
     corr = _unit_corr(stats.act, stats.mean)[hmap.heuristic]
     return {"median_abs_z": _nanmedian(absz[h]), "pattern_corr": _nanmedian(corr),
             "median_abs_z_by_position": by_pos, "n_examples": int(stats.act.shape[0]),
             "n_units": int(hmap.heuristic.sum())}
+
+
+def outlier_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap) -> dict:
+    """Memorized examples (at their memorized digits) against clean examples (all positions):
+    the medians of |z| over heuristic units, their ratio (also with M at all positions), the
+    pattern correlations and the per-position medians."""
+    m, m_all, c = (outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(memorized, hmap),
+                   outlier_summary(clean, hmap))
+    ratio = (lambda x: x / c["median_abs_z"] if c["median_abs_z"] and not math.isnan(c["median_abs_z"]) else math.nan)
+    return {"median_abs_z_M": m["median_abs_z"], "median_abs_z_clean": c["median_abs_z"],
+            "z_ratio": ratio(m["median_abs_z"]), "z_ratio_all_positions": ratio(m_all["median_abs_z"]),
+            "pattern_corr_M": m["pattern_corr"], "pattern_corr_clean": c["pattern_corr"],
+            "median_abs_z_by_position_M": m["median_abs_z_by_position"],
+            "median_abs_z_by_position_clean": c["median_abs_z_by_position"]}
+
+
+def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind: str = "strongest",
+                     z_min: float = 2.0) -> pd.DataFrame:
+    """Example (memorized example, heuristic unit) pairs at memorized digits (label digit != true
+    digit), at most one per unit: the ``k`` with the largest |z| (``kind="strongest"``) or the ``k``
+    outliers (|z| >= ``z_min``) closest to the median |z| of all outliers (``kind="typical"``).
+    Columns: example, layer, position, neuron, feature, z, act, expected."""
+    cols = ["example", "layer", "position", "neuron", "feature", "z", "act", "expected"]
+    t = z_table(stats, hmap, "M")
+    t = t[t.differs].assign(absz=lambda d: d.z.abs())
+    if kind == "typical":
+        t = t[t.absz >= z_min]
+        t = t.assign(key=(t.absz - t.absz.median()).abs()).sort_values("key")
+    elif kind == "strongest":
+        t = t.sort_values("absz", ascending=False)
+    else:
+        raise ValueError(f"kind must be 'strongest' or 'typical', got {kind!r}")
+    t = t.drop_duplicates(["layer", "position", "neuron"]).head(k)
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    li = [hmap.layers.index(l) for l in t.layer]
+    t["feature"] = [hmap.feature_names[hmap.best[a, j, i]] for a, j, i in zip(li, t.position, t.neuron)]
+    t["act"] = [float(stats.act[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
+    t["expected"] = [float(stats.mean[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
+    return t[cols].reset_index(drop=True)
 
 
 def z_table(stats: NeighbourStats, hmap: HeuristicMap, set_name: str) -> pd.DataFrame:
@@ -418,8 +462,9 @@ def _patched_match(model: HookedTransformer, examples: Examples, which: str, lay
 
 def _random_like(counts: torch.Tensor, n_units: int, gen: torch.Generator) -> torch.Tensor:
     """Bool [..., n_units] with ``counts[...]`` units set, chosen uniformly at random."""
-    rank = torch.rand(*counts.shape, n_units, generator=gen).argsort(-1).argsort(-1)
-    return rank < counts[..., None]
+    scores = torch.rand(*counts.shape, n_units, generator=gen)
+    kth = scores.sort(-1).values.gather(-1, (counts[..., None] - 1).clamp(min=0))
+    return (scores <= kth) & (counts[..., None] > 0)
 
 
 def layer_patching(model: HookedTransformer, memorized: Examples, stats: NeighbourStats, hmap: HeuristicMap, *,
@@ -465,6 +510,19 @@ def layer_patching(model: HookedTransformer, memorized: Examples, stats: Neighbo
                              "n_units": float(mask.sum((1, 2)).float().mean()),
                              "reverted": float(np.mean(rev)), "recovered": float(np.mean(rec))})
     return pd.DataFrame(rows, columns=cols)
+
+
+def patching_summary(table: pd.DataFrame, layer: int) -> dict:
+    """The numbers of one layer of :func:`layer_patching` as a flat dict: ``{units}_{metric}`` and
+    ``{units}_control_{metric}`` (NaN when the table is empty)."""
+    out = {}
+    for units in ("outliers", "heuristics", "all"):
+        for control in ((False, True) if units != "all" else (False,)):
+            for metric in ("reverted", "recovered"):
+                row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] \
+                    if len(table) else table
+                out[f"{units}{'_control' if control else ''}_{metric}"] = float(row[metric].iloc[0]) if len(row) else math.nan
+    return out
 
 
 # -- pictures -------------------------------------------------------------------------------------
