@@ -1,0 +1,320 @@
+"""MLP neurons of a memorized example: who writes the label, how specific they are, which inputs matter.
+
+Claim C4 ("distributed encoding, not a look-up") asks whether a memorized noisy label is produced by
+a few dedicated neurons that fire for that one input (a look-up table) or by many neurons that are
+shared with other inputs and aggregate several input positions and intermediate results.
+
+Conventions
+-----------
+*Answer positions.* Examples are teacher-forced on a chosen answer (``which`` = ``"label"`` or
+``"true_label"``); answer token ``j`` is predicted at sequence position ``P - 1 + j``
+(:attr:`Examples.answer_positions`). Neurons are read at those positions: FDA positions 9..13 (the
+``=`` and the first four answer digits), THR position 2 (``r2``).
+
+*Direct logit attribution (DLA).* The final LayerNorm is folded into the unembedding with the scale
+of the analysed example frozen: a vector ``v`` written into the final residual stream changes the
+logit of token ``y`` by ``v . w_y / sigma`` where ``w_y`` is the unembedding row of ``y`` times the
+LayerNorm gain, centred over ``d_model`` (LayerNorm subtracts the mean) and ``sigma`` is the
+LayerNorm scale of that example and position. We also subtract the mean ``w`` over the vocabulary,
+so a neuron's attribution is its push on the logit of ``y`` *relative to the average logit*: a push
+that raises every logit alike does not change the softmax and gets no credit. Neuron ``n`` of
+layer ``l`` thus has ``DLA = act[l, n] * (W_out[l][:, n] . w_y) / sigma``; summed over all neurons,
+heads, embeddings and biases it gives ``logit(y) - mean logit`` (up to the LayerNorm bias term,
+which is the same for every example). The same convention is used for every set and every task.
+
+Every function runs batched over examples and neurons; every hook is removed before it returns.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from ..model import HookedTransformer
+from ..tasks import Examples
+
+BATCH = 2048
+
+
+# -- activations and attribution --------------------------------------------------------------
+def folded_unembed(model: HookedTransformer) -> torch.Tensor:
+    """[vocab, d_model]: unembedding rows with the final LayerNorm gain folded in, centred over
+    d_model (LayerNorm's mean subtraction) and over the vocabulary (softmax invariance)."""
+    with torch.no_grad():
+        w = model.unembed.weight * model.ln_final.weight[None, :]
+        w = w - w.mean(dim=1, keepdim=True)
+        return w - w.mean(dim=0, keepdim=True)
+
+
+def _layers(model: HookedTransformer, layers: Sequence[int] | None) -> list[int]:
+    layers = list(range(model.shape.n_layers)) if layers is None else [int(l) for l in layers]
+    for l in layers:
+        if not 0 <= l < model.shape.n_layers:
+            raise ValueError(f"layer {l} out of range for a {model.shape.n_layers}-layer model")
+    return layers
+
+
+@torch.no_grad()
+def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "label",
+                    layers: Sequence[int] | None = None, with_scale: bool = False, batch_size: int = BATCH):
+    """MLP neuron activations at the answer positions, teacher-forced on ``examples.<which>``.
+
+    Returns ``acts`` of shape [N, A, L, d_mlp] (A answer positions, L chosen layers) and, when
+    ``with_scale``, also the final LayerNorm scale ``sigma`` [N, A] of each example and position.
+    """
+    layers = _layers(model, layers)
+    d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
+    if len(examples) == 0:
+        empty = torch.zeros(0, n_ans, len(layers), d_mlp, device=model.device)
+        return (empty, torch.zeros(0, n_ans, device=model.device)) if with_scale else empty
+    seq = examples.sequences(which).to(model.device)[:, :-1]
+    pos = examples.answer_positions.to(model.device)
+    last = f"blocks.{model.shape.n_layers - 1}.hook_resid_post"
+    names = [f"blocks.{l}.mlp.hook_post" for l in layers] + ([last] if with_scale else [])
+    acts, scales = [], []
+    for start in range(0, len(seq), batch_size):
+        _, cache = model.run_with_cache(seq[start:start + batch_size], names)
+        acts.append(torch.stack([cache[f"blocks.{l}.mlp.hook_post"][:, pos] for l in layers], dim=2))
+        if with_scale:
+            resid = cache[last][:, pos]
+            scales.append((resid.var(dim=-1, unbiased=False) + model.ln_final.eps).sqrt())
+    acts = torch.cat(acts)
+    return (acts, torch.cat(scales)) if with_scale else acts
+
+
+@torch.no_grad()
+def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label",
+               layers: Sequence[int] | None = None) -> torch.Tensor:
+    """Direct logit attribution of every MLP neuron to the answer token ``examples.<which>``.
+
+    [N, A, L, d_mlp]: for example n, answer position j, layer l, neuron i the contribution of the
+    neuron (through W_out and the frozen final LayerNorm) to the logit of the answer token j minus
+    the mean logit. Teacher-forced on the same answer.
+    """
+    layers = _layers(model, layers)
+    acts, sigma = mlp_activations(model, examples, which, layers, with_scale=True)
+    target = getattr(examples, which).to(model.device)  # [N, A]
+    w = folded_unembed(model)[target]  # [N, A, d_model]
+    out = torch.empty_like(acts)
+    for i, l in enumerate(layers):
+        proj = w @ model.blocks[l].mlp.W_out.weight  # [N, A, d_mlp]
+        out[:, :, i] = acts[:, :, i] * proj / sigma[..., None]
+    return out
+
+
+def k50(attributions: torch.Tensor) -> torch.Tensor:
+    """The fewest units that carry half of the total positive attribution, over the last dim.
+
+    ``attributions`` [..., U] -> float [...]; NaN where no unit has a positive attribution.
+    """
+    pos = attributions.clamp(min=0)
+    total = pos.sum(-1, keepdim=True)
+    cum = pos.sort(dim=-1, descending=True).values.cumsum(-1)
+    k = (cum < 0.5 * total).sum(-1).float() + 1
+    return k.masked_fill(total.squeeze(-1) <= 0, math.nan)
+
+
+def memorized_positions(examples: Examples) -> torch.Tensor:
+    """Bool [N, A]: answer positions whose label differs from the true label (the memorized digits)."""
+    return examples.label != examples.true_label
+
+
+def k50_table(model: HookedTransformer, memorized: Examples, clean: Examples) -> pd.DataFrame:
+    """k50 per (example, answer position): on M to the noisy label at the positions where it
+    differs from the true label, on the clean set to the true label at every answer position.
+
+    Neurons of all layers compete (units = layer x neuron at that position).
+    Columns: set ("M" | "C"), example, position, k50, positive (total positive attribution).
+    """
+    frames = []
+    for name, ex, which, mask in (("M", memorized, "label", memorized_positions(memorized)),
+                                  ("C", clean, "true_label", torch.ones_like(clean.label, dtype=torch.bool))):
+        att = neuron_dla(model, ex, which).flatten(-2).cpu()  # [N, A, U]
+        n, j = mask.nonzero(as_tuple=True)
+        frames.append(pd.DataFrame({"set": name, "example": n.numpy(), "position": j.numpy(),
+                                    "k50": k50(att[n, j]).numpy(),
+                                    "positive": att[n, j].clamp(min=0).sum(-1).numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- specificity ----------------------------------------------------------------------------------
+def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
+    """Quantile of all values of ``x`` (no size limit, unlike torch.quantile)."""
+    flat = x.flatten().sort().values
+    if len(flat) == 0:
+        return torch.tensor(math.nan)
+    idx = q * (len(flat) - 1)
+    lo, hi = int(math.floor(idx)), int(math.ceil(idx))
+    return flat[lo] + (flat[hi] - flat[lo]) * (idx - lo)
+
+
+@torch.no_grad()
+def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
+                       which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
+    """How many clean inputs each neuron is active on.
+
+    A neuron is *active* on an input when its activation exceeds the layer's activity threshold:
+    the ``quantile`` of all activations of that layer (every neuron, every clean input) at that
+    answer position. (A per-neuron quantile would make every neuron active on exactly
+    ``1 - quantile`` of the inputs by construction.) A look-up neuron that fires for one input is
+    active on about 1/N of them; a shared heuristic on many; the layer average is ``1 - quantile``.
+
+    Returns ``fractions`` [A, L, d_mlp] and ``thresholds`` [A, L].
+    """
+    acts = mlp_activations(model, clean, which)  # [N, A, L, D]
+    n_ans, n_layers = acts.shape[1], acts.shape[2]
+    thr = torch.full((n_ans, n_layers), math.nan)
+    for j in range(n_ans):
+        for l in range(n_layers):
+            thr[j, l] = _quantile(acts[:, j, l], quantile)
+    thr = thr.to(acts.device)
+    frac = (acts > thr[None, :, :, None]).float().mean(0) if len(acts) else \
+        torch.full(acts.shape[1:], math.nan, device=acts.device)
+    return frac.cpu(), thr.cpu()
+
+
+def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples, *, top: int,
+                           quantile: float, within_k50: bool = True) -> pd.DataFrame:
+    """The top neurons by DLA to the noisy label of each memorized (example, position) and the
+    fraction of clean inputs each is active on (:func:`activity_fractions`).
+
+    Positions are those where the noisy digit differs from the true one. The top neurons are the
+    ``top`` with the largest attribution; with ``within_k50`` only those among the k50 neurons that
+    carry the first half of the positive attribution (so at most min(top, k50)): in a look-up the
+    one neuron that writes the label would otherwise be outvoted by nine bystanders whose
+    attribution is negligible. Columns: example, position, rank, layer, neuron, attribution,
+    activity.
+    """
+    cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
+    if len(memorized) == 0:
+        return pd.DataFrame(columns=cols)
+    frac, _ = activity_fractions(model, clean, quantile)
+    att = neuron_dla(model, memorized, "label").cpu()  # [N, A, L, D]
+    d_mlp = att.shape[3]
+    n, j = memorized_positions(memorized).nonzero(as_tuple=True)
+    flat = att[n, j].flatten(-2)  # [pairs, U]
+    k = min(top, flat.shape[-1])
+    val, idx = flat.topk(k, dim=-1)
+    layer, neuron = idx // d_mlp, idx % d_mlp
+    activity = frac[j[:, None].expand(-1, k), layer, neuron]
+    rank = torch.arange(k).expand(len(n), -1)
+    keep = val > 0
+    if within_k50:
+        keep &= rank < k50(flat).nan_to_num(0)[:, None]
+    return pd.DataFrame({
+        "example": n[:, None].expand(-1, k)[keep].numpy(), "position": j[:, None].expand(-1, k)[keep].numpy(),
+        "rank": rank[keep].numpy(), "layer": layer[keep].numpy(), "neuron": neuron[keep].numpy(),
+        "attribution": val[keep].numpy(), "activity": activity[keep].numpy()}, columns=cols)
+
+
+# -- input dependency -----------------------------------------------------------------------------
+@torch.no_grad()
+def label_probability(model: HookedTransformer, examples: Examples, which: str = "label", hooks=(),
+                      batch_size: int = BATCH) -> torch.Tensor:
+    """[N] probability of the whole answer ``examples.<which>`` (teacher-forced product over its
+    tokens), with optional forward ``hooks`` ``[(name, fn(act, hook, rows))]`` where ``rows`` is the
+    slice of examples in the current batch."""
+    if len(examples) == 0:
+        return torch.zeros(0)
+    seq = examples.sequences(which).to(model.device)
+    pos = examples.answer_positions.to(model.device)
+    target = getattr(examples, which).to(model.device)
+    out = []
+    for start in range(0, len(seq), batch_size):
+        rows = slice(start, start + batch_size)
+        bound = [(name, (lambda act, hook, fn=fn, rows=rows: fn(act, hook, rows))) for name, fn in hooks]
+        with model.hooks(bound):
+            logp = model(seq[rows, :-1])[:, pos].log_softmax(-1)
+        out.append(logp.gather(-1, target[rows, :, None]).squeeze(-1).sum(-1).exp())
+    return torch.cat(out).cpu()
+
+
+def resample_positions(model: HookedTransformer, examples: Examples, reference: Examples, *,
+                       which: str = "label", n_samples: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Resample ablation of each prompt position in turn.
+
+    The token embedding at position p is replaced by that of position p in a random example from
+    ``reference`` (position embeddings are kept); ``n_samples`` draws per example. The answer stays
+    teacher-forced on ``examples.<which>``. Returns one row per (example, position) with
+    ``p_clean``, ``p_ablated`` (mean over draws) and ``drop`` = 1 - p_ablated / p_clean, the share of
+    P(label) that the position removes.
+    """
+    cols = ["example", "position", "p_clean", "p_ablated", "drop"]
+    if len(examples) == 0 or len(reference) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    p_clean = label_probability(model, examples, which)
+    n_prompt = examples.prompt.shape[1]
+    rows = []
+    for p in range(n_prompt):
+        ablated = torch.zeros(len(examples))
+        for _ in range(n_samples):
+            pick = torch.randint(len(reference), (len(examples),), generator=gen)
+            new_tokens = reference.prompt[pick, p].to(model.device)
+
+            def swap(act, hook, batch_rows, p=p, new_tokens=new_tokens):
+                act = act.clone()
+                act[:, p] = model.embed(new_tokens[batch_rows])
+                return act
+
+            ablated += label_probability(model, examples, which, hooks=[("hook_embed", swap)]) / n_samples
+        rows.append(pd.DataFrame({"example": range(len(examples)), "position": p, "p_clean": p_clean.numpy(),
+                                  "p_ablated": ablated.numpy(),
+                                  "drop": (1 - ablated / p_clean.clamp(min=1e-30)).numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def intermediate_removal(model: HookedTransformer, examples: Examples, erasure, controls=(), *,
+                         which: str = "label") -> pd.DataFrame:
+    """The share of P(label) that removing an intermediate result takes away.
+
+    ``erasure``: an :class:`~rote.analysis.erasure.Erasure` (INLP of the intermediate result at its
+    sites, chapter C3); ``controls``: erasures of random subspaces at the same sites and rank.
+    Returns rows (example, method "INLP" | "random", p_clean, p_ablated, drop), the random rows
+    averaged over the controls; empty for an empty set or a missing erasure.
+    """
+    from .erasure import erased
+
+    cols = ["example", "method", "p_clean", "p_ablated", "drop"]
+    if len(examples) == 0 or erasure is None or not erasure.bases:
+        return pd.DataFrame(columns=cols)
+    p_clean = label_probability(model, examples, which)
+    frames = []
+    for method, erasures in (("INLP", [erasure]), ("random", list(controls))):
+        if not erasures:
+            continue
+        p = torch.zeros(len(examples))
+        for e in erasures:
+            with erased(model, e):
+                p += label_probability(model, examples, which) / len(erasures)
+        frames.append(pd.DataFrame({"example": range(len(examples)), "method": method, "p_clean": p_clean.numpy(),
+                                    "p_ablated": p.numpy(), "drop": (1 - p / p_clean.clamp(min=1e-30)).numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
+               intermediate: pd.DataFrame, *, drop_min: float) -> dict:
+    """The numbers claim C4 is judged on, from the tables of :func:`k50_table`,
+    :func:`top_neuron_specificity`, :func:`resample_positions` and :func:`intermediate_removal`.
+
+    Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
+    the mean drop of P(noisy label) per input position and the number of positions whose mean drop
+    is at least ``drop_min``; the mean drop under INLP and under the random control. NaN where a
+    table is empty.
+    """
+    def med(frame, col):
+        return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
+
+    k_m, k_c = med(k50s[k50s.set == "M"], "k50"), med(k50s[k50s.set == "C"], "k50")
+    per_pos = positions.groupby("position")["drop"].mean() if len(positions) else pd.Series(dtype=float)
+    inter = intermediate.groupby("method")["drop"].mean() if len(intermediate) else pd.Series(dtype=float)
+    return {"k50_M": k_m, "k50_C": k_c, "k50_ratio": k_m / k_c if k_c and not math.isnan(k_c) else math.nan,
+            "top_activity_median": med(specificity, "activity"),
+            "position_drops": [float(v) for v in per_pos.values],
+            "positions_over_min": int((per_pos >= drop_min).sum()),
+            "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
+            "intermediate_drop": float(inter.get("INLP", math.nan)),
+            "intermediate_control_drop": float(inter.get("random", math.nan))}

@@ -1,0 +1,177 @@
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from rote.analysis import neurons as N
+from rote.model import HookedTransformer, ModelShape
+from rote.tasks import Examples
+
+V, D = 40, 64  # vocabulary and width of the planted models: tokens are one-hot in the residual stream
+LABEL = 3  # the label token every planted model is asked about
+KEY = 20  # the input token the look-up neuron answers to
+
+
+def _base_model(n_ctx: int = 2) -> HookedTransformer:
+    """One layer, attention switched off, one-hot token embeddings, no position embeddings: the
+    MLP at the last position reads only the last token."""
+    torch.manual_seed(0)
+    model = HookedTransformer(ModelShape(n_layers=1, d_model=D, n_heads=2, vocab_size=V, n_ctx=n_ctx)).eval()
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.eye(V, D))
+        model.pos_embed.weight.zero_()
+        model.blocks[0].attn.W_O.weight.zero_()
+        model.blocks[0].attn.W_O.bias.zero_()
+        model.blocks[0].mlp.W_out.weight.mul_(0.1)
+    return model
+
+
+def lookup_model() -> HookedTransformer:
+    """Neuron 0 fires only when the last token is KEY and then writes LABEL: a planted look-up."""
+    model = _base_model()
+    with torch.no_grad():
+        mlp = model.blocks[0].mlp
+        mlp.W_in.weight[0] = 0
+        mlp.W_in.weight[0, KEY] = 1.0
+        mlp.W_in.bias[0] = -2.0
+        mlp.W_out.weight[:, 0] = 10 * model.unembed.weight[LABEL] / model.unembed.weight[LABEL].norm()
+    return model
+
+
+def spread_model(n_writers: int = 40) -> HookedTransformer:
+    """Neurons 0..n_writers-1 are active on every input and each writes a little of LABEL."""
+    model = _base_model()
+    with torch.no_grad():
+        mlp = model.blocks[0].mlp
+        mlp.W_in.bias[:n_writers] = 1.0
+        u = model.unembed.weight[LABEL] / model.unembed.weight[LABEL].norm()
+        mlp.W_out.weight[:, :n_writers] = 0.5 * u[:, None]
+    return model
+
+
+def examples(tokens, label=LABEL) -> Examples:
+    """Two-token prompts (0, t) answered by one token."""
+    t = torch.as_tensor(tokens)
+    prompt = torch.stack([torch.zeros_like(t), t], 1)
+    lab = torch.full((len(t), 1), label)
+    return Examples(prompt, lab, lab.clone())
+
+
+CLEAN = [t for t in range(V) if t != KEY]
+
+
+def test_dla_is_the_direct_effect_on_the_centred_logit(tiny_model):
+    ex = Examples(torch.randint(0, 13, (5, 10)), torch.randint(0, 10, (5, 3)), torch.randint(0, 10, (5, 3)))
+    dla = N.neuron_dla(tiny_model, ex, "label")  # [5, 3, 2, 64]
+    assert dla.shape == (5, 3, 2, 64)
+    seq = ex.sequences("label")[:, :-1]
+    _, cache = tiny_model.run_with_cache(seq)
+    pos, ln = ex.answer_positions, tiny_model.ln_final
+    resid = cache["blocks.1.hook_resid_post"][:, pos]  # [5, 3, d]
+    sigma = (resid.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()
+
+    def logits(x):  # final LayerNorm with the example's scale frozen, then the unembedding
+        return tiny_model.unembed(ln.weight * (x - x.mean(-1, keepdim=True)) / sigma + ln.bias)
+
+    for layer, neuron in [(0, 5), (1, 17), (1, 63)]:
+        act = cache[f"blocks.{layer}.mlp.hook_post"][:, pos, neuron]
+        v = act[..., None] * tiny_model.blocks[layer].mlp.W_out.weight[:, neuron]
+        delta = logits(resid) - logits(resid - v)
+        expected = delta.gather(-1, ex.label[..., None]).squeeze(-1) - delta.mean(-1)
+        assert torch.allclose(dla[:, :, layer, neuron], expected, atol=1e-5)
+    assert not tiny_model.has_hooks()
+
+
+def test_k50_counts_units_for_half_the_positive_attribution():
+    att = torch.tensor([[5.0, 1, 1, 1, 1, 1, -3], [1, 1, 1, 1, 0, 0, 0], [0, 0, -1, 0, 0, 0, 0]])
+    k = N.k50(att)
+    assert k[0] == 1 and k[1] == 2 and math.isnan(k[2])
+
+
+def test_planted_lookup_is_reported_as_lookup():
+    model = lookup_model()
+    mem = examples([KEY])
+    assert model(mem.sequences()[:, :-1])[0, -1].argmax() == LABEL  # the look-up produces the label
+    noisy = Examples(mem.prompt, mem.label, torch.tensor([[LABEL + 1]]))  # LABEL is a "noisy" label
+    k = N.k50_table(model, noisy, examples(CLEAN))
+    assert k.columns.tolist() == ["set", "example", "position", "k50", "positive"]
+    assert k[k.set == "M"].k50.tolist() == [1.0]  # one neuron carries the label
+    assert N.neuron_dla(model, noisy, "label")[0, 0, 0].argmax() == 0
+    # the same example with a clean label has no memorized position
+    assert N.top_neuron_specificity(model, mem, examples(CLEAN), top=10, quantile=0.9).empty
+    spec = N.top_neuron_specificity(model, noisy, examples(CLEAN), top=10, quantile=0.9)
+    assert len(spec) == 1  # k50 = 1: only the look-up neuron counts
+    top = spec.iloc[0]
+    assert top.neuron == 0 and top.activity == 0.0  # fires for the key and no clean input
+    assert spec.activity.median() < 0.05
+    every = N.top_neuron_specificity(model, noisy, examples(CLEAN), top=10, quantile=0.9, within_k50=False)
+    assert len(every) == 10 and every.activity.median() > 0.05  # bystanders would outvote it
+    assert not model.has_hooks()
+
+
+def test_spread_output_is_reported_as_spread():
+    model = spread_model(40)
+    noisy = Examples(examples([KEY]).prompt, torch.tensor([[LABEL]]), torch.tensor([[LABEL + 1]]))
+    clean = examples(CLEAN)
+    k = N.k50_table(model, noisy, clean)
+    assert k[k.set == "M"].k50.iloc[0] >= 15  # half of the push needs many neurons
+    assert (k[k.set == "C"].k50 >= 15).all()
+    spec = N.top_neuron_specificity(model, noisy, clean, top=10, quantile=0.9)
+    assert len(spec) == 10 and set(spec.neuron) <= set(range(40))
+    assert spec.activity.median() >= 0.05  # the writers are active on many clean inputs
+    frac, thr = N.activity_fractions(model, clean, 0.9)
+    assert frac.shape == (1, 1, 4 * D) and thr.shape == (1, 1)
+    assert frac.mean().item() == pytest.approx(0.1, abs=0.02)  # a layer quantile: 10% active on average
+
+
+def test_resample_ablation_finds_the_position_the_output_reads():
+    model = lookup_model()
+    mem = examples([KEY, KEY])
+    ref = examples(CLEAN)
+    table = N.resample_positions(model, mem, ref, n_samples=2, seed=0)
+    drops = table.groupby("position")["drop"].mean()
+    assert drops[0] == pytest.approx(0.0, abs=1e-6)  # position 0 is never read
+    assert drops[1] > 0.5  # the key position carries the label
+    assert N.resample_positions(model, mem[:0], ref).empty
+    assert not model.has_hooks()
+
+
+def test_intermediate_removal_against_random_control():
+    from rote.analysis.erasure import Erasure
+
+    model = lookup_model()
+    mem = examples([KEY, KEY, KEY])
+    site = (0, 1)  # embeddings, last position
+    key_dir = torch.eye(D)[:, KEY:KEY + 1]
+    g = torch.Generator().manual_seed(0)
+    far = torch.linalg.qr(torch.randn(D, 1, generator=g))[0]
+    erase = Erasure({site: key_dir}, {site: torch.zeros(D)})
+    control = Erasure({site: far}, {site: torch.zeros(D)})
+    table = N.intermediate_removal(model, mem, erase, [control])
+    drop = table.groupby("method")["drop"].mean()
+    assert drop["INLP"] > 0.9 and abs(drop["random"]) < drop["INLP"] / 2
+    assert N.intermediate_removal(model, mem[:0], erase, [control]).empty
+    assert not model.has_hooks()
+
+
+def test_c4_summary_and_empty_sets():
+    model = spread_model(40)
+    empty = Examples(torch.zeros(0, 2, dtype=torch.long), torch.zeros(0, 1, dtype=torch.long),
+                     torch.zeros(0, 1, dtype=torch.long))
+    clean = examples(CLEAN)
+    k = N.k50_table(model, empty, clean)
+    spec = N.top_neuron_specificity(model, empty, clean, top=10, quantile=0.9)
+    pos = N.resample_positions(model, empty, clean)
+    inter = N.intermediate_removal(model, empty, None)
+    s = N.c4_summary(k, spec, pos, inter, drop_min=0.2)
+    assert math.isnan(s["k50_M"]) and s["k50_C"] >= 15 and math.isnan(s["k50_ratio"])
+    assert math.isnan(s["top_activity_median"]) and s["positions_over_min"] == 0
+    assert math.isnan(s["intermediate_drop"])
+    full = N.c4_summary(pd.DataFrame({"set": ["M", "M", "C"], "k50": [2.0, 4.0, 6.0]}),
+                        pd.DataFrame({"activity": [0.1, 0.2, 0.3]}),
+                        pd.DataFrame({"position": [0, 0, 1, 2], "drop": [0.1, 0.5, 0.25, 0.1]}),
+                        pd.DataFrame({"method": ["INLP", "random"], "drop": [0.4, 0.05]}), drop_min=0.2)
+    assert full["k50_ratio"] == 0.5 and full["top_activity_median"] == 0.2
+    assert full["positions_over_min"] == 2 and full["position_drops"] == [0.3, 0.25, 0.1]
+    assert full["intermediate_drop"] == 0.4 and full["intermediate_control_drop"] == 0.05
