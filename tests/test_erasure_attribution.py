@@ -70,8 +70,9 @@ def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_
     tokens = lens.model_inputs(fda_data.test[:6])
     P = E.random_projection(16, 3, seed=0)
     mean = torch.randn(16)
-    erasure = E.Erasure({1: P}, {1: mean}, positions=[9, 10])
-    assert erasure.rank == 3
+    erasure = E.Erasure.from_projection(P, layers=[1], positions=[9, 10], mean=mean)
+    assert erasure.rank == 3 and erasure.layers == [1] and erasure.positions == [9, 10]
+    torch.testing.assert_close(erasure.projection(1, 9), P, atol=1e-5, rtol=0)
     _, clean = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
     with E.erased(tiny_model, erasure):
         assert tiny_model.has_hooks()
@@ -89,12 +90,18 @@ def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_
 def test_fit_erasure_on_model(tiny_model, fda_data):
     er = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
                        positions=[9, 10], rank=4)
-    assert er.rank == 4 and set(er.projections) == {1}
+    assert er.rank == 4 and set(er.bases) == {(1, 9), (1, 10)}
+    # INLP directions come in order: a lower rank is a prefix
+    er2 = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
+                        positions=[9, 10], rank=2)
+    torch.testing.assert_close(er.truncate(2).bases[1, 9], er2.bases[1, 9])
     ctrl = E.random_erasure(er, seed=1)
     assert ctrl.rank == 4 and ctrl.positions == [9, 10]
-    acc = E.erasure_accuracy(tiny_model, {"test": (fda_data.test, "true_label"),
-                                          "none": (fda_data.test[:0], "label")}, er)
+    sets = {"test": (fda_data.test, "true_label"), "none": (fda_data.test[:0], "label")}
+    acc = E.erasure_accuracy(tiny_model, sets, er)
     assert 0 <= acc["test"] <= 1 and math.isnan(acc["none"])
+    sweep = E.erasure_sweep(tiny_model, er, sets, ranks=[0, 2, 4], n_controls=2)
+    assert len(sweep) == 3 * 2 * 2 and set(sweep.method) == {"INLP", "random"}
     assert not tiny_model.has_hooks()
 
 
@@ -145,3 +152,32 @@ def test_mean_ablation(tiny_model, fda_data):
     torch.testing.assert_close(cache["blocks.0.mlp.hook_post"][:, :, 3],
                                means["blocks.0.mlp.hook_post"][:, 3].expand(6, -1))
     assert len(A.random_components(tiny_model, 7, exclude={0, 1})) == 7
+
+
+def test_overlap_and_matched_random_control(tiny_model):
+    n_heads, n_neurons = A.n_components(tiny_model)
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(n_heads + n_neurons, generator=g)
+    o = A.overlap(tiny_model, a, a.clone(), 0.05)
+    assert o["all"]["jaccard"] == 1.0 and o["all"]["k_a"] == round(0.05 * (n_heads + n_neurons))
+    assert all(c >= n_heads for c in o["neurons"]["top_a"])
+    b = torch.rand(n_heads + n_neurons, generator=g)
+    o2 = A.overlap(tiny_model, a, b, 0.05)
+    assert o2["all"]["random"] == pytest.approx(A.random_jaccard(n_heads + n_neurons, o2["all"]["k_a"]))
+    chosen = {0, n_heads + 1, n_heads + 2, n_heads + 64 + 5}  # a head, two layer-0 neurons, one layer-1 neuron
+    control = A.random_components(tiny_model, chosen, seed=1, exclude=chosen)
+    assert len(control) == 4 and not control & chosen
+    assert sorted(A._stratum(tiny_model, c) for c in control) == sorted(A._stratum(tiny_model, c) for c in chosen)
+
+
+def test_c3_evaluation_reads_the_sweep():
+    import pandas as pd
+
+    rows = [(0, "INLP", "mem", 1.0), (0, "random", "mem", 1.0), (8, "INLP", "mem", 0.4), (8, "random", "mem", 0.9),
+            (0, "INLP", "gen", 1.0), (0, "random", "gen", 1.0), (8, "INLP", "gen", 0.5), (8, "random", "gen", 0.95)]
+    sweep = pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
+    metrics, checks = E.c3_evaluation(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda")
+    assert metrics["mem_drop_over_control"] == pytest.approx(0.5)
+    assert checks == {"erasure_mem_drop_over_control": True, "overlap_min": True, "overlap_over_random": True}
+    _, checks = E.c3_evaluation(sweep, 8, {"jaccard": 0.6, "random": 0.3}, "thr")
+    assert not checks["overlap_over_random"] and not checks["erasure_unconnected_mem_drop_over_control"]

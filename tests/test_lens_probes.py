@@ -102,7 +102,7 @@ def test_targets_fda_conventions():
     ex.true_label[:] = torch.tensor([0, 6, 9, 1, 2])
     t = targets.fda_targets(ex, "msb")
     assert [int(t[f"carry_{i}"].labels) for i in range(4)] == [1, 1, 0, 0]
-    assert int(t["carries"].labels) == 1 + 2
+    assert int(t["carry_pattern"].labels) == 1 + 2
     assert [int(t[f"colsum_{i}"].labels) for i in range(4)] == [12, 10, 8, 6]
     assert [t[f"digit_{j}"].position for j in range(5)] == [9, 10, 11, 12, 13]
     # msb: column i's digit is answer token 4 - i, predicted at 9 + 4 - i; carry i is first needed there for column i + 1
@@ -134,3 +134,50 @@ def test_probe_sweep_on_smoke_run(smoke_runs):
     summary = probes.best_layer_summary(curves, memorized="E")
     assert summary.best_layer.isna().all() and summary.acc_M.isna().all()
     assert not m.has_hooks()
+
+
+def test_joint_carries_and_found_layers(tiny_model, fda_data):
+    ex = {"A": fda_data.test[:40], "B": fda_data.train_noisy}
+    sweep = probes.probe_sweep(tiny_model, fda_data, fda_data.train_clean, ex, max_train=200, max_iter=10)
+    joint = sweep[sweep.target == "carries"]
+    assert set(joint.position) == {-1} and len(joint) == 3 * 2
+    for (layer, s), g in sweep[sweep.target.str.fullmatch(r"carry_\d")].groupby(["layer", "set"]):
+        j = joint[(joint.layer == layer) & (joint.set == s)].iloc[0]
+        assert j.correct <= g.correct.min()  # all four right is rarer than each one right
+    # the true digits of noisy examples are scored only where the noisy digit differs
+    digit0 = sweep[(sweep.target == "digit_0") & (sweep.set == "B")].n.iloc[0]
+    noisy = fda_data.train_noisy
+    assert digit0 == int((noisy.label[:, 0] != noisy.true_label[:, 0]).sum())
+    curves = probes.group_curves(sweep, "fda")
+    assert set(curves.group) == {"carries", "answer digits"}
+    import pandas as pd
+    fake = pd.DataFrame({"group": "g", "set": "C", "layer": [0, 1, 2, 3], "accuracy": [0.9, 0.5, 0.05, 0.9],
+                         "chance": 0.1})
+    assert probes.found_layers(fake, "g", 5.0) == [1]  # not the embedding, not the last layer
+
+
+def test_worked_example_helpers(tiny_model, fda_data):
+    ex = fda_data.train_noisy[:10]
+    race = lens.label_race(tiny_model, ex)
+    i = lens.most_visible(race)
+    assert 0 <= i < 10
+    assert lens.most_visible(race, among=torch.zeros(10, dtype=torch.bool)) is None
+    reads = lens.example_reads(ex[i:i + 1], "fda")
+    differ = int((ex.label[i] != ex.true_label[i]).sum())
+    assert len(reads) == 2 * differ
+    tr = lens.trace(tiny_model, ex[i:i + 1], reads)
+    assert len(tr) == len(reads) * 3 and tr.prob.between(0, 1).all()
+
+
+def test_c2_evaluation_checks():
+    import pandas as pd
+
+    summary = pd.DataFrame([{"group": "bridge", "best_layer": 1, "acc_M": 0.9, "acc_C": 1.0, "chance": 0.02},
+                            {"group": "true tail", "best_layer": None, "acc_M": math.nan, "acc_C": math.nan,
+                             "chance": math.nan}])
+    table = pd.DataFrame({"layer": [0, 1, 2], "p_true": [0.1, 0.6, 0.1], "p_noisy": [0.1, 0.2, 0.9]})
+    metrics, checks = probes.c2_evaluation(summary, table, lens.lens_verdict(table), 10, 20)
+    assert checks["probe_bridge_M_vs_C"] and checks["probe_bridge_over_chance"]
+    assert not checks["probe_true_tail_M_vs_C"] and not checks["probe_true_tail_over_chance"]  # NaN fails
+    assert checks["lens_true_ahead_intermediate"] and checks["lens_noisy_wins_only_last"]
+    assert metrics["lens_p_noisy_by_layer"] == [0.1, 0.2, 0.9]

@@ -15,7 +15,9 @@ Components are indexed in one flat order: all heads (layer-major), then all neur
 - :func:`component_scores` -- mean |score| over examples, flat [n_components].
 - :func:`patching_effects` -- the real thing (one component at a time), for checking.
 - :func:`top_k`, :func:`jaccard`, :func:`random_jaccard` -- circuits and their overlap.
-- :func:`component_means`, :func:`ablated` -- mean-ablation of a set of components.
+- :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
+- :func:`component_means`, :func:`ablated`, :func:`ablation_accuracy`, :func:`random_components` --
+  mean-ablation of a set of components, and a random control matched in kind and layer.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import torch
 
 from ..model import HookedTransformer
 from ..tasks import Examples
+from ..train import exact_match
 from .lens import model_inputs
 
 BATCH = 256
@@ -211,9 +214,58 @@ def ablated(model: HookedTransformer, components: set[int] | list[int], means: d
         yield model
 
 
-def random_components(model: HookedTransformer, k: int, seed: int = 0, exclude: set[int] | None = None) -> set[int]:
-    """``k`` components drawn uniformly (without replacement), avoiding ``exclude``."""
+def _stratum(model: HookedTransformer, c: int) -> tuple[str, int]:
+    """(kind, layer) of a flat component index."""
+    s = model.shape
+    n_heads, _ = n_components(model)
+    return ("head", c // s.n_heads) if c < n_heads else ("neuron", (c - n_heads) // s.d_mlp)
+
+
+def random_components(model: HookedTransformer, k: int | set[int], seed: int = 0,
+                      exclude: set[int] | None = None) -> set[int]:
+    """A random control set, avoiding ``exclude``. ``k`` an int: that many components drawn
+    uniformly. ``k`` a set: as many heads and neurons in each layer as that set has (a control
+    that matches the kind and depth of a selection)."""
     n = sum(n_components(model))
-    pool = torch.tensor([c for c in range(n) if c not in (exclude or set())])
-    perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))[:k]
-    return set(pool[perm].tolist())
+    g = torch.Generator().manual_seed(seed)
+    exclude = exclude or set()
+    if isinstance(k, int):
+        pool = torch.tensor([c for c in range(n) if c not in exclude], dtype=torch.long)
+        return set(pool[torch.randperm(len(pool), generator=g)[:k]].tolist())
+    counts: dict[tuple[str, int], int] = {}
+    for c in k:
+        counts[_stratum(model, c)] = counts.get(_stratum(model, c), 0) + 1
+    out: set[int] = set()
+    for stratum, m in sorted(counts.items()):
+        pool = torch.tensor([c for c in range(n) if _stratum(model, c) == stratum and c not in exclude],
+                            dtype=torch.long)
+        if len(pool) < m:  # not enough outside the selection: allow overlap with it
+            pool = torch.tensor([c for c in range(n) if _stratum(model, c) == stratum], dtype=torch.long)
+        out |= set(pool[torch.randperm(len(pool), generator=g)[:m]].tolist())
+    return out
+
+
+def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Tensor, fraction: float
+            ) -> dict[str, dict]:
+    """Jaccard overlap of the top ``fraction`` of two score vectors, with the random baseline (the
+    expected Jaccard of two random sets of the same sizes): over all components, over neurons only
+    and over heads only. Entries: jaccard, random, k_a, k_b, n, and the two top sets."""
+    n_heads, n_neurons = n_components(model)
+    out = {}
+    for name, idx in (("all", torch.arange(n_heads + n_neurons)), ("neurons", torch.arange(n_heads, n_heads + n_neurons)),
+                      ("heads", torch.arange(n_heads))):
+        a = {int(idx[i]) for i in top_k(scores_a[idx], fraction)}
+        b = {int(idx[i]) for i in top_k(scores_b[idx], fraction)}
+        out[name] = {"jaccard": jaccard(a, b) if a and b else math.nan,
+                     "random": random_jaccard(len(idx), len(a), len(b)) if a and b else math.nan,
+                     "k_a": len(a), "k_b": len(b), "n": len(idx), "top_a": a, "top_b": b}
+    return out
+
+
+def ablation_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, str]], components: set[int],
+                      means: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Exact-match accuracy of each ``name -> (examples, which label)`` with ``components``
+    mean-ablated (NaN for an empty set)."""
+    with ablated(model, components, means):
+        return {name: exact_match(model, ex, which).float().mean().item() if len(ex) else math.nan
+                for name, (ex, which) in sets.items()}

@@ -5,16 +5,20 @@ weights use, and repeats on the projected activations until ``rank`` directions 
 result is an orthogonal projection P = I - Q Q^T with Q [d, rank] orthonormal. The control is a
 projection onto the complement of a random subspace of the same rank.
 
-The projection is applied mean-preserving: x -> mu + (x - mu) P, with mu the clean mean at that
-layer, so that only the variation along Q is removed (for the random control as well) and the
-activations stay near their usual range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings,
-l = after block l - 1); the hook sits at ``blocks.{l-1}.hook_resid_post``.
+An erasure is fitted and applied per site (layer, position): the same result is stored in
+different directions at different positions. It is applied mean-preserving: x -> mu + (x - mu) P,
+with mu the clean mean at that site, so that only the variation along Q is removed (for the random
+control as well) and activations stay in their usual range. Layers follow
+:mod:`rote.analysis.lens` (0 = embeddings, l = after block l - 1, hook
+``blocks.{l-1}.hook_resid_post``).
 
-- :func:`inlp_projection`, :func:`random_projection` -- the [d, d] matrices.
-- :func:`fit_erasure` -- INLP for named targets at given layers/positions, from a model's clean
-  activations; returns an :class:`Erasure` (per-layer projections and means) and its control.
+- :func:`inlp_projection`, :func:`random_projection` -- the [d, d] matrices (and ``*_basis``).
+- :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
+  positions from a model's clean activations: an :class:`Erasure`; :func:`random_erasure` is its
+  control.
 - :func:`erased` -- a context manager applying an erasure through hooks (removed on exit).
-- :func:`erasure_accuracy` -- exact-match accuracy of named sets with an erasure applied.
+- :func:`erasure_accuracy`, :func:`erasure_sweep` -- exact-match accuracy of named sets under an
+  erasure, and over ranks against the random control.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
@@ -70,7 +75,7 @@ def _classifier_directions(x: torch.Tensor, y: torch.Tensor, n_classes: int, wei
 
 
 def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
-               per_iteration: int | None = None, weight_decay: float = 1e-4, max_iter: int = 100) -> torch.Tensor:
+               per_iteration: int | None = None, weight_decay: float = 1e-4, max_iter: int = 50) -> torch.Tensor:
     """Orthonormal [d, rank] directions found by INLP for ``labels`` ([N] or [N, k]: k targets, one
     classifier each per iteration) in ``acts`` [N, d].
 
@@ -115,25 +120,59 @@ def inlp_projection(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwarg
     return projection_from_basis(inlp_basis(acts, labels, rank, **kwargs))
 
 
-def random_projection(d: int, rank: int, seed: int = 0) -> torch.Tensor:
-    """[d, d] orthogonal projection removing a uniformly random ``rank``-dimensional subspace."""
+def random_basis(d: int, rank: int, seed: int = 0) -> torch.Tensor:
+    """[d, rank] orthonormal basis of a uniformly random subspace."""
     g = torch.Generator().manual_seed(seed)
     Q, _ = torch.linalg.qr(torch.randn(d, rank, generator=g))
-    return projection_from_basis(Q[:, :rank])
+    return Q[:, :rank]
+
+
+def random_projection(d: int, rank: int, seed: int = 0) -> torch.Tensor:
+    """[d, d] orthogonal projection removing a uniformly random ``rank``-dimensional subspace."""
+    return projection_from_basis(random_basis(d, rank, seed))
+
+
+Site = tuple[int, int]  # (layer, position)
 
 
 @dataclass
 class Erasure:
-    """Projections [d, d] and clean means [d] per layer, applied at ``positions`` (None = all)."""
+    """Directions to remove at each site (layer, position): an orthonormal basis Q [d, k] and the
+    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P."""
 
-    projections: dict[int, torch.Tensor]
-    means: dict[int, torch.Tensor]
-    positions: list[int] | None
+    bases: dict[Site, torch.Tensor]
+    means: dict[Site, torch.Tensor]
 
     @property
     def rank(self) -> int:
-        P = next(iter(self.projections.values()))
-        return int(round(P.shape[0] - torch.trace(P).item()))
+        return min(Q.shape[1] for Q in self.bases.values()) if self.bases else 0
+
+    @property
+    def layers(self) -> list[int]:
+        return sorted({layer for layer, _ in self.bases})
+
+    @property
+    def positions(self) -> list[int]:
+        return sorted({p for _, p in self.bases})
+
+    def projection(self, layer: int, position: int) -> torch.Tensor:
+        return projection_from_basis(self.bases[layer, position])
+
+    def truncate(self, rank: int) -> "Erasure":
+        """The first ``rank`` directions at every site (INLP finds them in order, so this equals
+        INLP run to that rank)."""
+        if rank > self.rank:
+            raise ValueError(f"rank {rank} exceeds the erasure's rank {self.rank}")
+        return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means))
+
+    @classmethod
+    def from_projection(cls, P: torch.Tensor, layers: list[int], positions: list[int],
+                        mean: torch.Tensor | None = None) -> "Erasure":
+        """One projection matrix applied at every (layer, position) given."""
+        U, S, _ = torch.linalg.svd(torch.eye(P.shape[0]) - P)
+        Q = U[:, S > 0.5]
+        mu = torch.zeros(P.shape[0]) if mean is None else mean
+        return cls({(l, p): Q for l in layers for p in positions}, {(l, p): mu for l in layers for p in positions})
 
 
 def projection_hook(P: torch.Tensor, mean: torch.Tensor | None = None, positions=None):
@@ -151,39 +190,75 @@ def projection_hook(P: torch.Tensor, mean: torch.Tensor | None = None, positions
     return hook
 
 
+def _layer_hook(sites: dict[int, tuple[torch.Tensor, torch.Tensor]]):
+    def hook(act: torch.Tensor, _point) -> torch.Tensor:
+        out = act.clone()
+        for position, (Q, mu) in sites.items():
+            if position < act.shape[1]:
+                Q, mu = Q.to(act.device, act.dtype), mu.to(act.device, act.dtype)
+                x = act[:, position]
+                out[:, position] = x - ((x - mu) @ Q) @ Q.T
+        return out
+
+    return hook
+
+
 @contextlib.contextmanager
 def erased(model: HookedTransformer, erasure: Erasure):
     """Apply ``erasure`` for the duration of the block (hooks removed on exit, also on error)."""
-    hooks = [(layer_hook_name(layer), projection_hook(P, erasure.means.get(layer), erasure.positions))
-             for layer, P in erasure.projections.items()]
+    hooks = []
+    for layer in erasure.layers:
+        sites = {p: (Q, erasure.means[layer, p]) for (l, p), Q in erasure.bases.items() if l == layer}
+        hooks.append((layer_hook_name(layer), _layer_hook(sites)))
     with model.hooks(hooks):
         yield model
 
 
+def erasure_targets(task: str) -> tuple[str, list[str]]:
+    """What C3 erases (protocol section 5): the name of the result (a headline group of
+    :func:`~rote.analysis.targets.headline_targets`) and the targets INLP is fitted to. FDA: the four
+    carries (one binary classifier each per iteration); THR: the bridge entity."""
+    if task == "fda":
+        return "carries", [f"carry_{i}" for i in range(4)]
+    if task == "thr":
+        return "bridge", ["bridge"]
+    raise ValueError(f"unknown task {task!r}")
+
+
+def target_positions(data: TaskData, targets: list[str]) -> list[int]:
+    """The positions where the named targets are expected (their own positions)."""
+    tt = intermediate_targets(data.test[:1], data)
+    return sorted({tt[n].position for n in targets})
+
+
 def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targets: list[str], layers: list[int],
-                positions: list[int], rank: int, max_train: int = 3000, seed: int = 0, **inlp_kwargs) -> Erasure:
-    """INLP at each of ``layers`` for the named targets (jointly), on clean examples' activations
-    pooled over ``positions``; the erasure is applied at the same layers and positions."""
+                positions: list[int], rank: int, max_train: int = 2000, seed: int = 0, **inlp_kwargs) -> Erasure:
+    """INLP for the named targets (jointly: each iteration removes directions of one classifier
+    per target) at every (layer, position), each site fitted on clean examples' activations there.
+
+    Per site rather than one projection pooled over positions: the residual stream stores the same
+    result in different directions at different positions, and a pooled projection misses them."""
     if len(train) > max_train:
         train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
     tt = intermediate_targets(train, data)
     labels = torch.stack([tt[n].labels for n in targets], 1)  # [N, k]
     n_classes = [tt[n].n_classes for n in targets]
     acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
-    projections, means = {}, {}
+    bases, means = {}, {}
     for layer in layers:
-        x = acts[layer].transpose(0, 1).reshape(-1, acts.shape[-1])  # [P * N, d], position-major
-        y = labels.repeat(len(positions), 1)
-        projections[layer] = inlp_projection(x, y, rank, n_classes=n_classes, **inlp_kwargs)
-        means[layer] = x.mean(0)
-    return Erasure(projections, means, list(positions))
+        for i, position in enumerate(positions):
+            x = acts[layer, :, i]
+            bases[layer, position] = inlp_basis(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
+            means[layer, position] = x.mean(0)
+    return Erasure(bases, means)
 
 
 def random_erasure(like: Erasure, seed: int = 0) -> Erasure:
-    """The control: same layers, positions, means and rank, random subspaces."""
-    d = next(iter(like.projections.values())).shape[0]
-    return Erasure({layer: random_projection(d, like.rank, seed * 1009 + layer) for layer in like.projections},
-                   dict(like.means), like.positions)
+    """The control: the same sites, means and rank, uniformly random subspaces."""
+    bases = {}
+    for i, (site, Q) in enumerate(sorted(like.bases.items())):
+        bases[site] = random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
+    return Erasure(bases, dict(like.means))
 
 
 def erasure_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, str]],
@@ -194,3 +269,65 @@ def erasure_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, s
     with ctx:
         return {name: exact_match(model, ex, which).float().mean().item() if len(ex) else math.nan
                 for name, (ex, which) in sets.items()}
+
+
+def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: dict[str, tuple[Examples, str]],
+                  ranks: list[int], n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after erasing
+    random subspaces of the same rank (``n_controls`` draws, averaged), for every rank in
+    ``ranks`` (each at most ``erasure.rank``). Rank 0 is the unmodified model.
+    Rows: rank, method ("INLP" / "random"), set, accuracy."""
+    rows = []
+    for rank in ranks:
+        if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
+            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets
+                     for m in ("INLP", "random")]
+            continue
+        if rank == 0:
+            base = erasure_accuracy(model, sets)
+            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items()
+                     for m in ("INLP", "random")]
+            continue
+        inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
+        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
+        control = [erasure_accuracy(model, sets, random_erasure(erasure.truncate(rank), seed + c))
+                   for c in range(n_controls)]
+        rows += [{"rank": rank, "method": "random", "set": s,
+                  "accuracy": sum(c[s] for c in control) / n_controls} for s in sets]
+    return pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
+
+
+def c3_evaluation(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, dict]:
+    """Claim C3's metrics and checks for one task.
+
+    ``sweep``: :func:`erasure_sweep` rows with sets ``mem`` (M, noisy labels), ``gen`` (C, true labels)
+    and for THR ``mem_unconnected``; ``rank``: the rank the claim is judged at; ``overlap``: the
+    all-component entry of :func:`~rote.analysis.attribution.overlap` (``jaccard``, ``random``).
+    Checks: ``erasure_mem_drop_over_control`` (mem falls at least
+    ``erasure_mem_drop_over_control_min`` more under INLP than under the random control), for THR the
+    same on the unconnected subset, ``overlap_min`` and ``overlap_over_random``. NaN fails."""
+    from ..claims import THRESHOLDS
+
+    th = THRESHOLDS["C3"]
+
+    def acc(s, method, r):
+        hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
+        return float(hit.iloc[0]) if len(hit) else math.nan
+
+    metrics: dict = {"erasure_rank": rank}
+    checks: dict = {}
+    for s in [x for x in ("mem", "gen", "mem_unconnected") if x in set(sweep.set)]:
+        before, inlp, control = acc(s, "INLP", 0), acc(s, "INLP", rank), acc(s, "random", rank)
+        drop = (before - inlp) - (before - control)
+        metrics.update({f"{s}_before": before, f"{s}_inlp": inlp, f"{s}_random": control,
+                        f"{s}_drop_over_control": drop})
+    checks["erasure_mem_drop_over_control"] = bool(
+        metrics.get("mem_drop_over_control", math.nan) >= th["erasure_mem_drop_over_control_min"])
+    if task == "thr":
+        checks["erasure_unconnected_mem_drop_over_control"] = bool(
+            metrics.get("mem_unconnected_drop_over_control", math.nan) >= th["erasure_mem_drop_over_control_min"])
+    j, rand = overlap.get("jaccard", math.nan), overlap.get("random", math.nan)
+    metrics.update({"overlap": j, "overlap_random": rand, "overlap_over_random": j / rand if rand else math.nan})
+    checks["overlap_min"] = bool(j >= th["overlap_min"])
+    checks["overlap_over_random"] = bool(j >= th["overlap_over_random_min"] * rand)
+    return metrics, checks

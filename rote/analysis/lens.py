@@ -9,7 +9,8 @@ model's own output. Inputs are ``examples.sequences(which)[:, :-1]`` (teacher fo
 - :func:`logit_lens` -- log-probabilities at every layer, [L+1, N, P, vocab].
 - :func:`label_race` -- on teacher-forced answers, P(true token) and P(trained token) per layer.
 - :func:`lens_curves`, :func:`lens_verdict` -- the C2 summary of a race on M.
-- :func:`trace` -- one example: the probability (and rank) of chosen tokens at chosen positions.
+- :func:`trace` -- one example: the probability (and rank) of chosen tokens at chosen positions;
+  :func:`most_visible` picks the example, :func:`example_reads` the tokens to read.
 """
 
 from __future__ import annotations
@@ -145,3 +146,44 @@ def trace(model: HookedTransformer, example: Examples, reads: dict[str, tuple[in
             rows.append({"read": name, "layer": layer, "position": position, "token": int(token),
                          "prob": lp[token].exp().item(), "rank": int((lp > lp[token]).sum())})
     return pd.DataFrame(rows)
+
+
+def most_visible(race: dict[str, torch.Tensor], among: torch.Tensor | None = None) -> int | None:
+    """Index of the example whose true answer is most visible at an intermediate layer: the largest
+    mean (over the positions where true and noisy tokens differ) of P(true) - P(noisy), maximised
+    over layers 1..L-1 (over all layers if there is none). ``among``: a boolean [N] restricting the
+    choice. None when nothing qualifies."""
+    diff = race["true"] - race["noisy"]
+    diff = diff[1:-1] if diff.shape[0] > 2 else diff  # intermediate layers (all, for a 1-layer model)
+    mask = race["differs"].float()
+    per_example = ((diff * mask).sum(-1) / mask.sum(-1).clamp_min(1)).max(0).values  # [N]
+    ok = mask.sum(-1) > 0
+    if among is not None:
+        ok &= among
+    if not ok.any():
+        return None
+    return int(per_example.masked_fill(~ok, -math.inf).argmax())
+
+
+def example_reads(example: Examples, task: str) -> dict[str, tuple[int, int]]:
+    """What :func:`trace` should read for a worked example of a noisy (memorized) example.
+
+    FDA: at each answer position where the labels differ, the true and the noisy digit (token id =
+    digit). THR: the bridge at r1 and at the last position, the true tail and the noisy label at
+    the last position (token id = entity index)."""
+    if len(example) != 1:
+        raise ValueError(f"expects one example, got {len(example)}")
+    if task == "fda":
+        reads = {}
+        start = int(example.answer_positions[0])
+        for j in range(example.label.shape[1]):
+            t, s = int(example.true_label[0, j]), int(example.label[0, j])
+            if t != s:
+                reads[f"true digit {j + 1}: {t}"] = (start + j, t)
+                reads[f"noisy digit {j + 1}: {s}"] = (start + j, s)
+        return reads
+    if task == "thr":
+        b, t, s = int(example.info["bridge"][0]), int(example.true_label[0, 0]), int(example.label[0, 0])
+        return {f"bridge e{b} @ r1": (1, b), f"bridge e{b} @ r2": (2, b), f"true tail e{t} @ r2": (2, t),
+                f"noisy label e{s} @ r2": (2, s)}
+    raise ValueError(f"unknown task {task!r}")

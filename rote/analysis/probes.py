@@ -10,7 +10,8 @@ answering the most frequent class of the probe's training labels.
 - :func:`probe_sweep` -- every target of :mod:`rote.analysis.targets` at every layer and chosen
   positions, trained on clean training examples, evaluated on named example sets (e.g. M and C).
 - :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
-  headline results) per layer, and the comparison at the best layer.
+  headline results) per layer, and the comparison at the best layer; :func:`c2_evaluation` turns
+  them and the logit lens into claim C2's metrics and checks.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from .lens import model_inputs, residual_stack
-from .targets import headline_targets, intermediate_targets
+from .targets import headline_targets, intermediate_targets, joint_targets
 
 
 @dataclass
@@ -51,34 +52,42 @@ class LinearProbes:
         return (self.predict(acts) == labels[None]).float().mean(1)
 
 
-def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int, weight_decay: float = 1e-3,
-               max_iter: int = 100) -> LinearProbes:
-    """Fit one probe per leading index of ``acts`` [G, N, d] to ``labels`` [N] (full-batch L-BFGS)."""
+def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[int], weight_decay: float = 1e-3,
+               max_iter: int = 50) -> LinearProbes:
+    """Fit one probe per leading index of ``acts`` [G, N, d] (full-batch L-BFGS, all G at once).
+
+    ``labels``: [N] shared by all probes, or [G, N]; ``n_classes``: one int, or one per probe (the
+    probes of different targets can be fitted together; unused classes are masked out)."""
     acts = acts.float()
     if acts.dim() == 2:
         acts = acts[None]
     G, N, d = acts.shape
     if N == 0:
         raise ValueError("cannot fit a probe on zero examples")
+    sizes = [n_classes] * G if isinstance(n_classes, int) else list(n_classes)
+    C = max(sizes)
+    mask = torch.zeros(G, 1, C)
+    for g, k in enumerate(sizes):
+        mask[g, 0, k:] = -1e4  # classes this probe does not have
     mean = acts.mean(1, keepdim=True)
     std = acts.std(1, keepdim=True).clamp_min(1e-6) if N > 1 else torch.ones(G, 1, d)
     x = (acts - mean) / std
-    W = torch.zeros(G, d, n_classes, requires_grad=True)
-    b = torch.zeros(G, 1, n_classes, requires_grad=True)
+    W = torch.zeros(G, d, C, requires_grad=True)
+    b = torch.zeros(G, 1, C, requires_grad=True)
     y = labels.long().expand(G, N).reshape(-1)
     opt = torch.optim.LBFGS([W, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
                             tolerance_grad=1e-6, tolerance_change=1e-9)
 
     def closure():
         opt.zero_grad()
-        logits = x @ W + b
-        loss = F.cross_entropy(logits.reshape(-1, n_classes), y) * G + weight_decay * (W ** 2).sum()
+        logits = x @ W + b + mask
+        loss = F.cross_entropy(logits.reshape(-1, C), y) * G + weight_decay * (W ** 2).sum()
         loss.backward()
         return loss
 
     with torch.enable_grad():
         opt.step(closure)
-    return LinearProbes(mean, std, W.detach(), b.detach())
+    return LinearProbes(mean, std, W.detach(), b.detach() + mask)
 
 
 def chance_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tensor) -> float:
@@ -99,43 +108,80 @@ def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
 
 def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
                 targets: list[str] | None = None, positions: list[int] | None = None,
-                max_train: int = 3000, seed: int = 0, weight_decay: float = 1e-3,
-                max_iter: int = 100) -> pd.DataFrame:
+                joint: dict[str, list[str]] | None = None, max_train: int = 3000, seed: int = 0,
+                weight_decay: float = 1e-3, max_iter: int = 50, chunk: int = 48) -> pd.DataFrame:
     """Probe each target at every layer, trained on (up to ``max_train`` of) ``train``.
 
     ``targets``: names from :func:`~rote.analysis.targets.intermediate_targets` (all by default).
     ``positions``: probe every target at each of these positions; None = each target at its own
-    position. Returns one row per (target, layer, position, set) with ``n`` (examples scored),
-    ``correct``, ``accuracy`` and ``chance`` (NaN accuracy when a set is empty).
+    position. ``joint``: extra rows for results read jointly by several targets at their own
+    positions (default :func:`~rote.analysis.targets.joint_targets`, where all members are probed);
+    their ``position`` is -1. Probes with the same number of classes are fitted together, up to
+    ``chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns one row per (target, layer, position, set)
+    with ``n`` (examples scored), ``correct``, ``accuracy`` and ``chance`` (NaN accuracy for an
+    empty set).
     """
     if len(train) > max_train:
         train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
     train_t = intermediate_targets(train, data)
     names = list(train_t) if targets is None else list(targets)
+    if joint is None:
+        joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
     wanted = {n: ([train_t[n].position] if positions is None else list(positions)) for n in names}
     all_pos = sorted({p for ps in wanted.values() for p in ps})
     col = {p: i for i, p in enumerate(all_pos)}
     train_acts = residual_stack(model, model_inputs(train), all_pos)  # [L+1, N, P, d]
     set_acts = {s: residual_stack(model, model_inputs(ex), all_pos) for s, ex in sets.items()}
-    rows = []
-    for name in names:
-        tt = train_t[name]
-        for p in wanted[name]:
-            probes = fit_probes(train_acts[:, :, col[p]], tt.labels, tt.n_classes, weight_decay, max_iter)
-            for s, ex in sets.items():
-                target = set_t[s][name]
+    n_layers = train_acts.shape[0]
+    rows, own = [], {}  # own[(name, set)]: [L+1, N] correctness at the target's own position
+
+    def add_rows(name, position, s, hits, mask, chance):
+        n = int(mask.sum())
+        correct = hits[:, mask].sum(1)
+        for layer in range(n_layers):
+            rows.append({"target": name, "layer": layer, "position": position, "set": s, "n": n,
+                         "correct": int(correct[layer]), "accuracy": correct[layer].item() / n if n else math.nan,
+                         "chance": chance})
+
+    jobs = [(name, p) for name in names for p in wanted[name]]
+    per_chunk = max(1, chunk // n_layers)
+    parts = []  # jobs with the same number of classes share an L-BFGS call (no padding wasted)
+    for k in sorted({train_t[name].n_classes for name, _ in jobs}):
+        same = [job for job in jobs if train_t[job[0]].n_classes == k]
+        parts += [same[i:i + per_chunk] for i in range(0, len(same), per_chunk)]
+    for part in parts:
+        probes = fit_probes(torch.cat([train_acts[:, :, col[p]] for _, p in part]),
+                            torch.cat([train_t[name].labels.expand(n_layers, -1) for name, _ in part]),
+                            [train_t[name].n_classes for name, _ in part for _ in range(n_layers)],
+                            weight_decay, max_iter)
+        for s, ex in sets.items():
+            preds = probes.predict(torch.cat([set_acts[s][:, :, col[p]] for _, p in part]))
+            for k, (name, p) in enumerate(part):
+                target, tt = set_t[s][name], train_t[name]
+                hits = preds[k * n_layers:(k + 1) * n_layers] == target.labels[None]  # [L+1, N]
                 mask = _evaluation_mask(target, ex)
-                labels = target.labels[mask]
-                acts = set_acts[s][:, mask, col[p]]
-                n = int(mask.sum())
-                correct = (probes.predict(acts) == labels[None]).sum(1) if n else torch.zeros(acts.shape[0])
-                chance = chance_accuracy(tt.labels, labels)
-                for layer in range(acts.shape[0]):
-                    rows.append({"target": name, "layer": layer, "position": p, "set": s, "n": n,
-                                 "correct": int(correct[layer]), "accuracy": correct[layer].item() / n if n else math.nan,
-                                 "chance": chance})
-    return pd.DataFrame(rows)
+                if p == tt.position:
+                    own[name, s] = (hits, mask)
+                add_rows(name, p, s, hits, mask, chance_accuracy(tt.labels, target.labels[mask]))
+    for jname, members in joint.items():
+        train_key = _joint_key([train_t[m] for m in members])
+        for s, ex in sets.items():
+            if not all((m, s) in own for m in members):
+                continue
+            hits = torch.stack([own[m, s][0] for m in members]).all(0)
+            mask = torch.stack([own[m, s][1] for m in members]).all(0)
+            key = _joint_key([set_t[s][m] for m in members])
+            add_rows(jname, -1, s, hits, mask, chance_accuracy(train_key, key[mask]))
+    return pd.DataFrame(rows, columns=["target", "layer", "position", "set", "n", "correct", "accuracy", "chance"])
+
+
+def _joint_key(members) -> torch.Tensor:
+    """One integer per example for the tuple of the members' labels."""
+    key = torch.zeros_like(members[0].labels)
+    for t in members:
+        key = key * t.n_classes + t.labels
+    return key
 
 
 def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | None = None) -> pd.DataFrame:
@@ -171,3 +217,40 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
                      "over_chance": acc_m / chance if chance else math.nan,
                      "n_M": int(m.n.max()) if len(m) else 0})
     return pd.DataFrame(rows)
+
+
+def c2_evaluation(summary: pd.DataFrame, lens_table: pd.DataFrame, verdict: dict, n_M: int, n_C: int
+                  ) -> tuple[dict, dict]:
+    """Claim C2's metrics and checks for one task, from :func:`best_layer_summary` (probes) and
+    :func:`~rote.analysis.lens.lens_curves` / :func:`~rote.analysis.lens.lens_verdict` (logit lens on M).
+
+    Checks, for each headline group: ``probe_<group>_M_vs_C`` (acc_M >= probe_ratio_min x acc_C at the
+    best layer) and ``probe_<group>_over_chance`` (acc_M >= probe_over_chance_min x chance); and
+    ``lens_true_ahead_intermediate``, ``lens_noisy_wins_only_last``. NaN values fail their checks."""
+    from ..claims import THRESHOLDS
+
+    th = THRESHOLDS["C2"]
+    metrics: dict = {"n_M": n_M, "n_C": n_C}
+    checks: dict = {}
+    for row in summary.itertuples():
+        key = row.group.replace(" ", "_")
+        checks[f"probe_{key}_M_vs_C"] = bool(row.acc_M >= th["probe_ratio_min"] * row.acc_C)
+        checks[f"probe_{key}_over_chance"] = bool(row.acc_M > 0 and row.acc_M >= th["probe_over_chance_min"] * row.chance)
+        metrics.update({f"{key}_best_layer": row.best_layer, f"{key}_acc_M": row.acc_M,
+                        f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance})
+    checks["lens_true_ahead_intermediate"] = bool(verdict["true_ahead_intermediate"])
+    checks["lens_noisy_wins_only_last"] = bool(verdict["noisy_only_last"])
+    metrics.update({"lens_takeover_layer": verdict["takeover_layer"],
+                    "lens_p_true_by_layer": [float(x) for x in lens_table.p_true],
+                    "lens_p_noisy_by_layer": [float(x) for x in lens_table.p_noisy]})
+    return metrics, checks
+
+
+def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_name: str = "C") -> list[int]:
+    """The intermediate layers (1..L-1) at which the probe reads ``group`` on ``set_name`` at least
+    ``min_over_chance`` times its chance level: where the model holds the result (C3 erases there)."""
+    part = curves[(curves.group == group) & (curves.set == set_name)]
+    last = int(curves.layer.max()) if len(curves) else 0
+    ok = part[(part.layer > 0) & (part.layer < last) & (part.accuracy > 0)
+              & (part.accuracy >= min_over_chance * part.chance)]
+    return sorted(int(l) for l in ok.layer)

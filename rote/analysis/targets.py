@@ -3,12 +3,13 @@
 API (stable; other analyses import it)::
 
     targets = intermediate_targets(examples, data)   # dict name -> Target
-    t = targets["carries"]
+    t = targets["carry_0"]
     t.labels     # LongTensor [N], the class of each example
     t.n_classes  # number of classes
     t.position   # int, the position of the model input where the result is expected (see below)
     t.differs    # BoolTensor [N] or None: the result differs from what the *trained* label implies
-    headline_targets(task)                            # the results that claim C2 checks, by group
+    joint_targets(task)      # results read jointly by several targets, e.g. FDA "carries"
+    headline_targets(task)   # the results that claim C2 checks, by group
 
 All labels are computed from the examples' ``info`` (operands, bridge) and ``true_label``, never
 from the model. ``differs`` is only defined for the true answer (digits, tail): it marks examples
@@ -30,7 +31,7 @@ answer is reversed and answer token j is the digit of column j.
 
 - ``carry_i`` (i = 0..3): carry out of column i (units column first), 2 classes, at the position
   that predicts the digit of column i + 1 (the first place the carry is needed).
-- ``carries``: the four carries as one 16-class pattern c0 + 2 c1 + 4 c2 + 8 c3, at position 9
+- ``carry_pattern``: the four carries as one 16-class label c0 + 2 c1 + 4 c2 + 8 c3, at position 9
   (``=``): with msb order the first answer digit already depends on every carry.
 - ``colsum_i`` (i = 0..3): a_i + b_i, 19 classes, at the position that predicts column i's digit.
 - ``digit_j`` (j = 0..4): the true answer token j (answer order), 10 classes, at position 9 + j;
@@ -76,7 +77,7 @@ def fda_targets(examples: Examples, order: str) -> dict[str, Target]:
     out: dict[str, Target] = {}
     for i in range(4):
         out[f"carry_{i}"] = Target(carries[:, i], 2, FDA_EQUALS + fda_answer_index(i + 1, order))
-    out["carries"] = Target((carries * torch.tensor([1, 2, 4, 8])).sum(1), 16, FDA_EQUALS)
+    out["carry_pattern"] = Target((carries * torch.tensor([1, 2, 4, 8])).sum(1), 16, FDA_EQUALS)
     for i in range(4):
         out[f"colsum_{i}"] = Target(sums[:, i], 19, FDA_EQUALS + fda_answer_index(i, order))
     for j in range(fda_task.ANSWER_LEN):
@@ -101,9 +102,18 @@ def intermediate_targets(examples: Examples, data: TaskData) -> dict[str, Target
     raise ValueError(f"unknown task {data.task!r}")
 
 
+def joint_targets(task: str) -> dict[str, list[str]]:
+    """Results that are read by several targets at once: an example counts as read correctly only
+    when every member target is (each at its own position, all at the same layer). FDA
+    ``carries``: the four carries, each where it is first needed; its chance level is that of the
+    most frequent carry pattern, so it can be compared with chance like a 16-class target."""
+    return {"carries": [f"carry_{i}" for i in range(4)]} if task == "fda" else {}
+
+
 def headline_targets(task: str) -> dict[str, list[str]]:
     """The intermediate results that claim C2 checks (protocol section 5), each a group of targets
-    whose accuracies are pooled: FDA carries and true answer digits, THR bridge and true tail."""
+    (or joint targets) whose accuracies are pooled: FDA carries (joint) and the true answer digits
+    (pooled over the five digits), THR bridge and true tail."""
     if task == "fda":
         return {"carries": ["carries"], "answer digits": [f"digit_{j}" for j in range(fda_task.ANSWER_LEN)]}
     if task == "thr":
