@@ -35,6 +35,7 @@ from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from ..train import exact_match
 from .lens import layer_hook_name, model_inputs, residual_stack
+from .probes import single_thread
 from .targets import intermediate_targets
 
 
@@ -66,7 +67,7 @@ def _classifier_directions(x: torch.Tensor, y: torch.Tensor, n_classes: int, wei
         loss.backward()
         return loss
 
-    with torch.enable_grad():
+    with torch.enable_grad(), single_thread():
         opt.step(closure)
     Wd = W.detach()
     Wd = Wd - Wd.mean(1, keepdim=True)

@@ -16,6 +16,7 @@ answering the most frequent class of the probe's training labels.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -27,6 +28,21 @@ from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from .lens import model_inputs, residual_stack
 from .targets import headline_targets, intermediate_targets, joint_targets
+
+
+@contextlib.contextmanager
+def single_thread():
+    """Run the block with one intra-op thread (restored afterwards, also on error).
+
+    The probes and INLP classifiers are many small full-batch steps; on such tensors the thread pool
+    costs more than it gains, and on a loaded 2-core machine far more (measured: 0.14 s single-threaded
+    against 3.5 s with two threads for the same THR smoke probe sweep)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass
@@ -85,7 +101,7 @@ def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[i
         loss.backward()
         return loss
 
-    with torch.enable_grad():
+    with torch.enable_grad(), single_thread():
         opt.step(closure)
     return LinearProbes(mean, std, W.detach(), b.detach() + mask)
 
