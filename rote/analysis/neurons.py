@@ -318,3 +318,32 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
             "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
             "intermediate_drop": float(inter.get("INLP", math.nan)),
             "intermediate_control_drop": float(inter.get("random", math.nan))}
+
+
+def prompt_position_names(task: str, n_positions: int) -> list[str]:
+    """Readable names of the prompt positions: FDA ``a3 a2 a1 a0 + b3 b2 b1 b0 =`` (digit i = the
+    10^i place), THR ``h r1 r2``; ``p0, p1, ...`` otherwise."""
+    if task == "fda" and n_positions == 10:
+        return ["a3", "a2", "a1", "a0", "+", "b3", "b2", "b1", "b0", "="]
+    if task == "thr" and n_positions == 3:
+        return ["h", "r1", "r2"]
+    return [f"p{i}" for i in range(n_positions)]
+
+
+def hypotheses_table(summary: dict, *, n_clean: int, quantile: float, k50_ratio_min: float,
+                     activity_min: float, drop_min: float, positions_min: int) -> pd.DataFrame:
+    """What a look-up table and a distributed encoding each predict for the measures of
+    :func:`c4_summary`, next to what was observed and the pass threshold."""
+    return pd.DataFrame([
+        {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
+         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary["k50_ratio"]},
+        {"measure": "median activity of top neurons", "look-up predicts": f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
+         "distributed predicts": f"~{1 - quantile:.2f} (layer average)", "threshold": f">= {activity_min}",
+         "observed": summary["top_activity_median"]},
+        {"measure": "input positions removing >= 20% of P(noisy)", "look-up predicts": "all (any change breaks the key)",
+         "distributed predicts": f">= {positions_min}", "threshold": f">= {positions_min}",
+         "observed": summary["positions_over_min"]},
+        {"measure": "share of P(noisy) removed with the intermediate result",
+         "look-up predicts": "~0 (the label bypasses the reasoning)", "distributed predicts": "large",
+         "threshold": f">= {drop_min}", "observed": summary["intermediate_drop"]},
+    ]).set_index("measure")
