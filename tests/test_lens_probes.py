@@ -181,3 +181,14 @@ def test_c2_evaluation_checks():
     assert not checks["probe_true_tail_M_vs_C"] and not checks["probe_true_tail_over_chance"]  # NaN fails
     assert checks["lens_true_ahead_intermediate"] and checks["lens_noisy_wins_only_last"]
     assert metrics["lens_p_noisy_by_layer"] == [0.1, 0.2, 0.9]
+
+
+def test_group_curves_use_own_positions_only(smoke_runs):
+    run = smoke_runs["thr"]
+    data = run.data
+    sets = {"T": data.test}
+    both = probes.probe_sweep(run.model, data, data.train_clean, sets, positions=[1, 2])
+    own = probes.probe_sweep(run.model, data, data.train_clean, sets)
+    assert both.own.sum() == len(own) and (own.own).all()
+    c_both, c_own = probes.group_curves(both, "thr"), probes.group_curves(own, "thr")
+    assert (c_both.n.values == c_own.n.values).all()

@@ -129,13 +129,12 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
     """Probe each target at every layer, trained on (up to ``max_train`` of) ``train``.
 
     ``targets``: names from :func:`~rote.analysis.targets.intermediate_targets` (all by default).
-    ``positions``: probe every target at each of these positions; None = each target at its own
-    position. ``joint``: extra rows for results read jointly by several targets at their own
+    ``positions``: probe every target also at each of these positions (always at its own). ``joint``: extra rows for results read jointly by several targets at their own
     positions (default :func:`~rote.analysis.targets.joint_targets`, where all members are probed);
     their ``position`` is -1. Probes with the same number of classes are fitted together, up to
     ``chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns one row per (target, layer, position, set)
-    with ``n`` (examples scored), ``correct``, ``accuracy`` and ``chance`` (NaN accuracy for an
-    empty set).
+    with ``n`` (examples scored), ``correct``, ``accuracy``, ``chance`` (NaN accuracy for an empty
+    set) and ``own`` (the row is at the target's own position, or is a joint target).
     """
     if len(train) > max_train:
         train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
@@ -144,7 +143,7 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
     if joint is None:
         joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
-    wanted = {n: ([train_t[n].position] if positions is None else list(positions)) for n in names}
+    wanted = {n: sorted({train_t[n].position, *(positions or [])}) for n in names}
     all_pos = sorted({p for ps in wanted.values() for p in ps})
     col = {p: i for i, p in enumerate(all_pos)}
     train_acts = residual_stack(model, model_inputs(train), all_pos)  # [L+1, N, P, d]
@@ -152,13 +151,13 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
     n_layers = train_acts.shape[0]
     rows, own = [], {}  # own[(name, set)]: [L+1, N] correctness at the target's own position
 
-    def add_rows(name, position, s, hits, mask, chance):
+    def add_rows(name, position, s, hits, mask, chance, own_position):
         n = int(mask.sum())
         correct = hits[:, mask].sum(1)
         for layer in range(n_layers):
-            rows.append({"target": name, "layer": layer, "position": position, "set": s, "n": n,
-                         "correct": int(correct[layer]), "accuracy": correct[layer].item() / n if n else math.nan,
-                         "chance": chance})
+            rows.append({"target": name, "layer": layer, "position": position, "own": own_position, "set": s,
+                         "n": n, "correct": int(correct[layer]),
+                         "accuracy": correct[layer].item() / n if n else math.nan, "chance": chance})
 
     jobs = [(name, p) for name in names for p in wanted[name]]
     per_chunk = max(1, chunk // n_layers)
@@ -179,7 +178,7 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
                 mask = _evaluation_mask(target, ex)
                 if p == tt.position:
                     own[name, s] = (hits, mask)
-                add_rows(name, p, s, hits, mask, chance_accuracy(tt.labels, target.labels[mask]))
+                add_rows(name, p, s, hits, mask, chance_accuracy(tt.labels, target.labels[mask]), p == tt.position)
     for jname, members in joint.items():
         train_key = _joint_key([train_t[m] for m in members])
         for s, ex in sets.items():
@@ -188,8 +187,9 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
             hits = torch.stack([own[m, s][0] for m in members]).all(0)
             mask = torch.stack([own[m, s][1] for m in members]).all(0)
             key = _joint_key([set_t[s][m] for m in members])
-            add_rows(jname, -1, s, hits, mask, chance_accuracy(train_key, key[mask]))
-    return pd.DataFrame(rows, columns=["target", "layer", "position", "set", "n", "correct", "accuracy", "chance"])
+            add_rows(jname, -1, s, hits, mask, chance_accuracy(train_key, key[mask]), True)
+    return pd.DataFrame(rows, columns=["target", "layer", "position", "own", "set", "n", "correct", "accuracy",
+                                       "chance"])
 
 
 def _joint_key(members) -> torch.Tensor:
@@ -201,12 +201,12 @@ def _joint_key(members) -> torch.Tensor:
 
 
 def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | None = None) -> pd.DataFrame:
-    """Accuracy per (group, layer, set) pooled over the group's targets, each at its own probed
-    position(s) (e.g. the five answer digits): correct / n, and chance weighted by n."""
+    """Accuracy per (group, layer, set) pooled over the group's targets, each at its own position
+    (e.g. the five answer digits): correct / n, and chance weighted by n."""
     groups = headline_targets(task) if groups is None else groups
     rows = []
     for group, members in groups.items():
-        part = sweep[sweep.target.isin(members)]
+        part = sweep[sweep.target.isin(members) & sweep.own]
         for (layer, s), g in part.groupby(["layer", "set"], sort=True):
             n = g.n.sum()
             rows.append({"group": group, "layer": int(layer), "set": s, "n": int(n),
