@@ -13,7 +13,8 @@ Components are indexed in one flat order: all heads (layer-major), then all neur
 
 - :func:`attribution_scores` -- per-example scores, {"heads": [N, L, H], "neurons": [N, L, d_mlp]}.
 - :func:`component_scores` -- mean |score| over examples, flat [n_components].
-- :func:`patching_effects` -- the real thing (one component at a time), for checking.
+- :func:`patching_effects`, :func:`patching_scores` -- the real thing (one component at a time), for
+  checking.
 - :func:`top_k`, :func:`jaccard`, :func:`random_jaccard` -- circuits and their overlap.
 - :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
 - :func:`component_means`, :func:`ablated`, :func:`ablation_accuracy`, :func:`random_components` --
@@ -148,6 +149,15 @@ def patching_effects(model: HookedTransformer, examples: Examples, which: str, c
         with model.hooks([(name, patch)]):
             out.append(label_logprob(model(tokens), examples, which) - base)
     return torch.stack(out, 1).cpu()
+
+
+def patching_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
+                    seed: int = 0) -> torch.Tensor:
+    """Like :func:`component_scores` but with real activation patching (mean |effect| of patching each
+    component alone): the check of the first-order approximation. One forward pass per component."""
+    if len(examples) == 0:
+        return torch.full((sum(n_components(model)),), math.nan)
+    return patching_effects(model, examples, which, resample(reference, len(examples), seed)).abs().mean(0)
 
 
 def top_k(scores: torch.Tensor, fraction: float) -> set[int]:

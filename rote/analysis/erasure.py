@@ -29,13 +29,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from ..train import exact_match
 from .lens import layer_hook_name, model_inputs, residual_stack
-from .probes import single_thread
+from .probes import fit_probes
 from .targets import intermediate_targets
 
 
@@ -51,65 +50,62 @@ def _orthonormal_basis(Q: torch.Tensor, new: torch.Tensor, tol: float = 1e-6) ->
     return Q
 
 
-def _classifier_directions(x: torch.Tensor, y: torch.Tensor, n_classes: int, weight_decay: float,
-                           max_iter: int) -> torch.Tensor:
-    """The row space of a multinomial logistic regression on centered ``x``, as [d, m] directions
-    ordered by singular value (the class-mean component of the weights is irrelevant and removed)."""
-    W = torch.zeros(x.shape[1], n_classes, requires_grad=True)
-    b = torch.zeros(n_classes, requires_grad=True)
-    scale = x.norm(dim=1).mean().clamp_min(1e-6)
-    xs = x / scale
-    opt = torch.optim.LBFGS([W, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(xs @ W + b, y) + weight_decay * (W ** 2).sum()
-        loss.backward()
-        return loss
-
-    with torch.enable_grad(), single_thread():
-        opt.step(closure)
-    Wd = W.detach()
-    Wd = Wd - Wd.mean(1, keepdim=True)
-    U, S, _ = torch.linalg.svd(Wd, full_matrices=False)
+def _directions(W: torch.Tensor) -> torch.Tensor:
+    """The row space of a multinomial classifier's weights W [d, C] as [d, m] directions ordered by
+    singular value (the class-mean component of the weights does not affect predictions: removed)."""
+    W = W - W.mean(1, keepdim=True)
+    U, S, _ = torch.linalg.svd(W, full_matrices=False)
     return U[:, S > S.max() * 1e-4] if S.numel() and S.max() > 0 else U[:, :0]
 
 
-def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
-               per_iteration: int | None = None, weight_decay: float = 1e-4, max_iter: int = 50) -> torch.Tensor:
-    """Orthonormal [d, rank] directions found by INLP for ``labels`` ([N] or [N, k]: k targets, one
-    classifier each per iteration) in ``acts`` [N, d].
+def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
+               per_iteration: int | None = None, weight_decay: float = 1e-3, max_iter: int = 50) -> torch.Tensor:
+    """INLP at S sites at once: ``acts`` [S, N, d] (the same N examples at each site), ``labels`` [N]
+    or [N, k] (k targets, one multinomial logistic-regression classifier each per iteration).
+    Returns orthonormal bases [S, d, rank].
 
-    Each iteration fits the classifiers on the activations projected so far and removes up to
-    ``per_iteration`` of their top directions (all of them by default) until ``rank`` are gone.
-    """
+    Each iteration fits the classifiers of every site together (one L-BFGS call) on the activations
+    projected so far and removes up to ``per_iteration`` of their top directions (all by default;
+    the targets' directions interleaved, strongest first) until ``rank`` are gone at every site."""
     acts = acts.float()
     labels = labels.long()
     if labels.dim() == 1:
         labels = labels[:, None]
-    d = acts.shape[1]
+    S, N, d = acts.shape
+    k = labels.shape[1]
     if not 0 <= rank <= d:
         raise ValueError(f"rank must be in [0, {d}], got {rank}")
     if n_classes is None:
-        n_classes = [int(labels[:, j].max()) + 1 for j in range(labels.shape[1])]
+        n_classes = [int(labels[:, j].max()) + 1 for j in range(k)]
     elif isinstance(n_classes, int):
-        n_classes = [n_classes] * labels.shape[1]
-    x = acts - acts.mean(0)
-    Q = torch.zeros(d, 0)
-    while Q.shape[1] < rank:
-        xp = x - (x @ Q) @ Q.T
-        found = [_classifier_directions(xp, labels[:, j], n_classes[j], weight_decay, max_iter)
-                 for j in range(labels.shape[1])]
-        # interleave the targets' directions so that each target loses its strongest ones first
-        width = max(f.shape[1] for f in found)
-        ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
-        if per_iteration is not None:
-            ordered = ordered[:per_iteration]
-        before = Q.shape[1]
-        Q = _orthonormal_basis(Q, torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0))
-        if Q.shape[1] == before:  # nothing linear left to remove: fill with random directions
-            Q = _orthonormal_basis(Q, torch.randn(d, rank - before, generator=torch.Generator().manual_seed(0)))
-    return Q[:, :rank]
+        n_classes = [n_classes] * k
+    x = acts - acts.mean(1, keepdim=True)
+    Qs = [torch.zeros(d, 0) for _ in range(S)]
+    while min(Q.shape[1] for Q in Qs) < rank:
+        xp = torch.stack([x[s] - (x[s] @ Qs[s]) @ Qs[s].T for s in range(S)])
+        probes = fit_probes(xp.repeat_interleave(k, dim=0), labels.T.repeat(S, 1), n_classes * S, weight_decay,
+                            max_iter, standardize=False)
+        for s in range(S):
+            before = Qs[s].shape[1]
+            if before >= rank:
+                continue
+            found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
+            width = max(f.shape[1] for f in found)
+            ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
+            if per_iteration is not None:
+                ordered = ordered[:per_iteration]
+            new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
+            Qs[s] = _orthonormal_basis(Qs[s], new)
+            if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions
+                g = torch.Generator().manual_seed(s)
+                Qs[s] = _orthonormal_basis(Qs[s], torch.randn(d, rank - before, generator=g))
+    return torch.stack([Q[:, :rank] for Q in Qs])
+
+
+def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
+    """Orthonormal [d, rank] INLP directions for ``labels`` ([N] or [N, k]) in ``acts`` [N, d];
+    see :func:`inlp_bases`."""
+    return inlp_bases(acts.float()[None], labels, rank, **kwargs)[0]
 
 
 def projection_from_basis(Q: torch.Tensor) -> torch.Tensor:
@@ -245,13 +241,12 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targe
     labels = torch.stack([tt[n].labels for n in targets], 1)  # [N, k]
     n_classes = [tt[n].n_classes for n in targets]
     acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
-    bases, means = {}, {}
-    for layer in layers:
-        for i, position in enumerate(positions):
-            x = acts[layer, :, i]
-            bases[layer, position] = inlp_basis(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
-            means[layer, position] = x.mean(0)
-    return Erasure(bases, means)
+    sites = [(layer, position) for layer in layers for position in positions]
+    if not sites:
+        return Erasure({}, {})
+    x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
+    Q = inlp_bases(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
+    return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)})
 
 
 def random_erasure(like: Erasure, seed: int = 0) -> Erasure:

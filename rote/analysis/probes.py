@@ -69,11 +69,13 @@ class LinearProbes:
 
 
 def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[int], weight_decay: float = 1e-3,
-               max_iter: int = 50) -> LinearProbes:
+               max_iter: int = 50, standardize: bool = True) -> LinearProbes:
     """Fit one probe per leading index of ``acts`` [G, N, d] (full-batch L-BFGS, all G at once).
 
     ``labels``: [N] shared by all probes, or [G, N]; ``n_classes``: one int, or one per probe (the
-    probes of different targets can be fitted together; unused classes are masked out)."""
+    probes of different targets can be fitted together; unused classes are masked out).
+    ``standardize=False`` scales each probe's inputs by one number instead of per feature, so that
+    the columns of ``W`` are directions of the raw activation space (what INLP needs)."""
     acts = acts.float()
     if acts.dim() == 2:
         acts = acts[None]
@@ -86,7 +88,10 @@ def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[i
     for g, k in enumerate(sizes):
         mask[g, 0, k:] = -1e4  # classes this probe does not have
     mean = acts.mean(1, keepdim=True)
-    std = acts.std(1, keepdim=True).clamp_min(1e-6) if N > 1 else torch.ones(G, 1, d)
+    if standardize:
+        std = acts.std(1, keepdim=True).clamp_min(1e-6) if N > 1 else torch.ones(G, 1, d)
+    else:
+        std = ((acts - mean) ** 2).mean((1, 2), keepdim=True).sqrt().clamp_min(1e-6).expand(G, 1, d)
     x = (acts - mean) / std
     W = torch.zeros(G, d, C, requires_grad=True)
     b = torch.zeros(G, 1, C, requires_grad=True)
