@@ -277,5 +277,5 @@ def ablation_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, 
     """Exact-match accuracy of each ``name -> (examples, which label)`` with ``components``
     mean-ablated (NaN for an empty set)."""
     with ablated(model, components, means):
-        return {name: exact_match(model, ex, which).float().mean().item() if len(ex) else math.nan
+        return {name: exact_match(model, ex, which).double().mean().item() if len(ex) else math.nan
                 for name, (ex, which) in sets.items()}

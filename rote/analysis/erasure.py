@@ -263,7 +263,7 @@ def erasure_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, s
     (none: the unmodified model). NaN for an empty set."""
     ctx = erased(model, erasure) if erasure is not None else contextlib.nullcontext()
     with ctx:
-        return {name: exact_match(model, ex, which).float().mean().item() if len(ex) else math.nan
+        return {name: exact_match(model, ex, which).double().mean().item() if len(ex) else math.nan
                 for name, (ex, which) in sets.items()}
 
 

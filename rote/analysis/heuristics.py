@@ -186,10 +186,10 @@ class HeuristicMap:
 
     @property
     def heuristic_fraction(self) -> float:
-        return float(self.heuristic.float().mean())
+        return float(self.heuristic.double().mean())
 
     def layer_fractions(self) -> list[float]:
-        return [float(x) for x in self.heuristic.float().mean(dim=(1, 2))]
+        return [float(x) for x in self.heuristic.double().mean(dim=(1, 2))]
 
 
 def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
@@ -432,7 +432,7 @@ def shift_direction(model: HookedTransformer, examples: Examples, stats: Neighbo
     shift = stats.act - stats.mean
     sel = hmap.heuristic[None] & (stats.z.abs() >= z_min) & stats.differs[:, None, :, None] & ~stats.z.isnan()
     toward = (shift * push)[sel] > 0
-    return {"toward_noisy": float(toward.float().mean()) if len(toward) else math.nan, "n_shifts": int(sel.sum())}
+    return {"toward_noisy": float(toward.double().mean()) if len(toward) else math.nan, "n_shifts": int(sel.sum())}
 
 
 # -- patching -------------------------------------------------------------------------------------
@@ -504,8 +504,8 @@ def layer_patching(model: HookedTransformer, memorized: Examples, stats: Neighbo
                 counts = mask.sum(-1)  # [N, A]
                 conditions.append((True, [_random_like(counts, mask.shape[-1], gen) for _ in range(n_controls)]))
             for control, masks in conditions:
-                rev = [1 - _patched_match(model, memorized, "label", l, m, values).float().mean().item() for m in masks]
-                rec = [_patched_match(model, memorized, "true_label", l, m, values).float().mean().item() for m in masks]
+                rev = [1 - _patched_match(model, memorized, "label", l, m, values).double().mean().item() for m in masks]
+                rec = [_patched_match(model, memorized, "true_label", l, m, values).double().mean().item() for m in masks]
                 rows.append({"layer": l, "units": name, "control": control,
                              "n_units": float(mask.sum((1, 2)).float().mean()),
                              "reverted": float(np.mean(rev)), "recovered": float(np.mean(rec))})

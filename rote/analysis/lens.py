@@ -98,7 +98,7 @@ def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
             "layer": layer, "n": n,
             "p_true": t.mean().item() if n else math.nan,
             "p_noisy": s.mean().item() if n else math.nan,
-            "true_ahead": (t > s).float().mean().item() if n else math.nan,
+            "true_ahead": (t > s).double().mean().item() if n else math.nan,
             "rank_true": race["true_rank"][layer][mask].float().mean().item() if n else math.nan,
             "rank_noisy": race["noisy_rank"][layer][mask].float().mean().item() if n else math.nan,
         })

@@ -65,7 +65,7 @@ class LinearProbes:
         """[G] accuracies (NaN for an empty set)."""
         if acts.shape[1] == 0:
             return torch.full((acts.shape[0],), math.nan)
-        return (self.predict(acts) == labels[None]).float().mean(1)
+        return (self.predict(acts) == labels[None]).double().mean(1)
 
 
 def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[int], weight_decay: float = 1e-3,
