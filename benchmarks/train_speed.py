@@ -41,7 +41,7 @@ def measure(task: str, steps: int) -> dict:
     per_step = (time.perf_counter() - start) / steps
     start = time.perf_counter()
     for _ in range(3):
-        evaluate(model, data)
+        evaluate(model, data, config.train.fit_eval_size)
     per_eval = (time.perf_counter() - start) / 3
     n_evals = config.train.steps // config.train.eval_every + 1
     return {"task": task, "steps/s": 1 / per_step, "eval s": per_eval,
