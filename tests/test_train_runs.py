@@ -157,3 +157,17 @@ def test_cli_train_prints_json(tmp_path):
     again = json.loads(run_cli("train", "--task", "thr", "--profile", "smoke", "--quiet", "-p", "steps", "20",
                                env_root=tmp_path).stdout)
     assert again["cached"] is True and again["run_dir"] == out["run_dir"]
+
+
+def test_accuracy_is_an_exact_fraction(monkeypatch):
+    """900 of 1000 must count as 0.9 (a float32 mean gives 0.8999..., which misses a 0.9 threshold)."""
+    import rote.train as train_module
+
+    monkeypatch.setattr(train_module, "exact_match", lambda model, ex, which: torch.arange(1000) < 900)
+
+    class Thousand:
+        def __len__(self):
+            return 1000
+
+    assert train_module.accuracy(None, Thousand()) >= 0.9
+    assert torch.tensor([True] * 900 + [False] * 100).float().mean().item() < 0.9  # the trap it avoids
