@@ -12,4 +12,4 @@ t0=$(date +%s); make book > cold.log 2>&1; t1=$(date +%s)
 make book > warm.log 2>&1; t2=$(date +%s)
 echo "cold make book (after install): $((t1 - t0)) s"
 echo "warm make book: $((t2 - t1)) s"
-cat _build/executed/quick/build.json | python3 -c 'import json,sys; [print(f"  {k}: {v[\"seconds\"]} s") for k,v in json.load(sys.stdin).items()]'
+python3 -c 'import json,sys; [print("  %s: %s s" % (k, v["seconds"])) for k, v in json.load(open(sys.argv[1])).items()]' _build/executed/quick/build.json
