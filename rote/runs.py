@@ -21,7 +21,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field

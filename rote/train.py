@@ -126,7 +126,6 @@ def train(
     ``on_checkpoint(step, model, optimizer, metrics)`` is called every ``checkpoint_every`` steps
     and after the last step.
     """
-    tc = config.train
     threads_before = torch.get_num_threads()
     torch.set_num_threads(TRAIN_THREADS)
     try:

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from rote.config import ConfigError, make_config
-from rote.tasks import build_task, fda, thr
+from rote.tasks import build_task, fda
 
 
 def fda_data(**kw):
