@@ -206,8 +206,7 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     seconds = time.perf_counter() - start
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    shown = {k: v for k, v in params.items()}
-    meta = {"chapter": name, "profile": profile, "parameters": shown, "seconds": round(seconds, 1),
+    meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
             "executed": when, "ok": not error, "error": error, "source_sha": _source_hash(source)}
     if partial.exists():
         if error:
@@ -215,18 +214,17 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
                     f"The outputs below stop at the failing cell.\n```")
         else:
             text = (f"```{{note}}\nExecuted {when} with profile `{profile}` and parameters "
-                    f"`{json.dumps(shown)}` in {seconds:.0f} s.\n```")
+                    f"`{json.dumps(params)}` in {seconds:.0f} s.\n```")
         _stamp(partial, text, meta)
         os.replace(partial, notebook)
     elif notebook.exists():  # nothing new was written: never leave the old page looking current
         notebook.unlink()
-    _record_build(profile, name, meta, is_book=(out_dir == output_dir(name, profile, {"profile": profile})))
+    if out_dir == output_dir(name, profile, {"profile": profile}):  # a book build, not a rerun with new parameters
+        _record_build(profile, name, meta)
     return ChapterResult(name, not error, seconds, notebook, figures, error)
 
 
-def _record_build(profile: str, name: str, meta: dict, is_book: bool) -> None:
-    if not is_book:
-        return
+def _record_build(profile: str, name: str, meta: dict) -> None:
     path = BUILD_DIR / "executed" / profile / "build.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data[name] = meta

@@ -127,8 +127,11 @@ def save(rec: ClaimRecord, root: Path | None = None) -> Path:
 def load_all(profile: str | None = None, root: Path | None = None) -> list[ClaimRecord]:
     """Every (claim, task) pair for the profile(s): the stored record, or a ``not run`` placeholder."""
     root = root or results_root()
-    profiles = [profile] if profile else sorted({p.name for p in root.iterdir() if p.is_dir()} | {"quick"}) \
-        if root.exists() else [profile or "quick"]
+    if profile:
+        profiles = [profile]
+    else:  # every profile with stored records, and always the default one
+        stored = {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
+        profiles = sorted(stored | {"quick"})
     out = []
     for prof in profiles:
         for claim, tasks in CLAIM_TASKS.items():
