@@ -105,6 +105,16 @@ def test_fit_erasure_on_model(tiny_model, fda_data):
     assert not tiny_model.has_hooks()
 
 
+def test_erasure_sites_follow_the_probe_threshold(tiny_model, fda_data):
+    kw = dict(max_train=300, seed=0)
+    everywhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 0.0, **kw)
+    assert everywhere["group"] == "carries" and everywhere["targets"] == [f"carry_{i}" for i in range(4)]
+    assert everywhere["positions"] == E.target_positions(fda_data, everywhere["targets"])
+    assert everywhere["layers"] == [1]  # only intermediate layers: not the embeddings (0), not the last (2)
+    nowhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 1e9, **kw)
+    assert nowhere["layers"] == [] and nowhere["positions"] == everywhere["positions"]
+
+
 def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_data):
     """First-order attribution vs real patching, one component at a time: all 4 heads and every
     third of the 128 neurons (both layers). Tolerance: correlation >= 0.99 and every per-example

@@ -13,6 +13,7 @@ control as well) and activations stay in their usual range. Layers follow
 ``blocks.{l-1}.hook_resid_post``).
 
 - :func:`inlp_projection`, :func:`random_projection` -- the [d, d] matrices (and ``*_basis``).
+- :func:`erasure_sites` -- where C3 erases: the layers where a probe reads the result, at its positions.
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
   positions from a model's clean activations: an :class:`Erasure`; :func:`random_erasure` is its
   control.
@@ -34,7 +35,7 @@ from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from ..train import exact_match
 from .lens import layer_hook_name, model_inputs, residual_stack
-from .probes import fit_probes
+from .probes import fit_probes, found_layers, group_curves, probe_sweep
 from .targets import intermediate_targets
 
 
@@ -226,6 +227,20 @@ def target_positions(data: TaskData, targets: list[str]) -> list[int]:
     """The positions where the named targets are expected (their own positions)."""
     tt = intermediate_targets(data.test[:1], data)
     return sorted({tt[n].position for n in targets})
+
+
+def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, clean: Examples, task: str,
+                  min_over_chance: float, max_train: int = 2000, seed: int = 0) -> dict:
+    """Where C3 erases (protocol section 5: "at the layer(s) and position(s) where C2 found it").
+
+    Probes for the task's result (:func:`erasure_targets`) are trained on ``train`` and read on the
+    clean examples ``clean``; the sites are the intermediate layers where they reach
+    ``min_over_chance`` times chance (:func:`~rote.analysis.probes.found_layers`), at the targets'
+    own positions. Returns {"group", "targets", "layers", "positions"}; chapters 04 and 05 share it."""
+    group, targets = erasure_targets(task)
+    sweep = probe_sweep(model, data, train, {"C": clean}, targets=targets, max_train=max_train, seed=seed)
+    layers = found_layers(group_curves(sweep, task, {group: [group]}), group, min_over_chance)
+    return {"group": group, "targets": targets, "layers": layers, "positions": target_positions(data, targets)}
 
 
 def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targets: list[str], layers: list[int],
