@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import claims
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT, ConfigError, make_config, param_names
 
@@ -34,11 +35,14 @@ STAMP_TAG = "rote-build-stamp"
 
 # -- helpers for chapters ---------------------------------------------------------------------
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """One row per (claim, task, profile): status, the failed checks, and the key numbers."""
+    """One row per (claim, task, profile): status, the failed checks, the key numbers, and whether the
+    record comes from the profile's own runs ("other runs": overrides, or left from an older profile)."""
+    origin = {True: "profile default", False: "other runs", None: ""}
     rows = []
     for r in records:
         failed = [k for k, ok in r.checks.items() if not ok]
         rows.append({"claim": r.claim, "task": r.task, "profile": r.profile, "status": r.status,
+                     "runs": origin[claims.runs_are_profile_defaults(r)],
                      "failed checks": ", ".join(failed) if r.status == "fail" else "",
                      "metrics": ", ".join(f"{k}={_fmt(v)}" for k, v in r.metrics.items()
                                           if not isinstance(v, (list, dict)))})

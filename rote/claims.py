@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import PROJECT_ROOT
+from .config import PROJECT_ROOT, RunConfig, make_config
 
 CLAIMS = {
     "C1": "Generalize first, then memorize; the memorization is benign",
@@ -77,6 +77,7 @@ class ClaimRecord:
     seeds: dict[str, int]
     checks: dict[str, bool] = field(default_factory=dict)  # each sub-condition of the claim
     created: float = 0.0
+    run_keys: list[str] = field(default_factory=list)  # cache keys of the runs the numbers come from
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
@@ -87,12 +88,27 @@ class ClaimRecord:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
 
-def record(claim: str, task: str, profile: str, metrics: dict, checks: dict[str, bool], seeds: dict) -> ClaimRecord:
-    """A record whose status is ``pass`` exactly when every check holds."""
+def record(claim: str, task: str, profile: str, metrics: dict, checks: dict[str, bool],
+           configs: list[RunConfig]) -> ClaimRecord:
+    """A record whose status is ``pass`` exactly when every check holds.
+
+    ``configs`` are the runs the numbers come from (first the noisy run); the record keeps the
+    noisy run's seeds and every run's cache key, so a record can be traced to its runs and a stale
+    one recognized (:func:`runs_are_profile_defaults`)."""
     checks = {k: bool(v) for k, v in checks.items()}
     status = "pass" if checks and all(checks.values()) else "fail"
-    return ClaimRecord(claim, task, profile, status, _plain(metrics), dict(THRESHOLDS[claim]), dict(seeds), checks,
-                       time.time())
+    return ClaimRecord(claim, task, profile, status, _plain(metrics), dict(THRESHOLDS[claim]), dict(configs[0].seeds),
+                       checks, time.time(), [c.key for c in configs])
+
+
+def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
+    """Whether the record comes from the profile's own runs (the default noisy run and its noise-free
+    twin). False for runs with overrides and for records left from an older profile or code version;
+    None when the record names no runs (not run)."""
+    if not rec.run_keys:
+        return None
+    default = make_config(rec.task, rec.profile)
+    return set(rec.run_keys) <= {default.key, default.replace(noise_ratio=0.0).key}
 
 
 def _plain(value):

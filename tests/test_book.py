@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from rote import book, claims
-from rote.config import ConfigError
+from rote.config import ConfigError, make_config
 
 
 def test_chapters_in_reading_order():
@@ -63,22 +63,39 @@ def test_claims_not_run_placeholders(tmp_path):
 
 
 def test_claim_record_round_trip_and_status(tmp_path):
+    fda, thr = make_config("fda", "smoke"), make_config("thr", "smoke")
     rec = claims.record("C1", "fda", "smoke", metrics={"t_gen": 10, "x": float("nan")},
-                        checks={"a": True, "b": False}, seeds={"data_seed": 0})
+                        checks={"a": True, "b": False}, configs=[fda])
     assert rec.status == "fail" and rec.metrics["x"] is None
+    assert rec.seeds == fda.seeds and rec.run_keys == [fda.key]
     claims.save(rec, root=tmp_path)
-    ok = claims.record("C1", "thr", "smoke", metrics={}, checks={"a": True}, seeds={})
+    ok = claims.record("C1", "thr", "smoke", metrics={}, checks={"a": True}, configs=[thr])
     claims.save(ok, root=tmp_path)
     loaded = {(r.claim, r.task): r for r in claims.load_all("smoke", root=tmp_path)}
     assert loaded[("C1", "fda")].status == "fail" and loaded[("C1", "thr")].status == "pass"
     assert loaded[("C2", "fda")].status == "not run"
     with pytest.raises(ValueError):
-        claims.record("C5", "thr", "smoke", {}, {"a": True}, {})  # C5 is FDA only
+        claims.record("C5", "thr", "smoke", {}, {"a": True}, [thr])  # C5 is FDA only
+
+
+def test_records_from_other_runs_are_recognized(tmp_path):
+    noisy = make_config("fda", "smoke")
+    twin = noisy.replace(noise_ratio=0.0)
+    own = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy, twin])
+    other = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy.replace(model_seed=1)])
+    older = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy.replace(steps=noisy.train.steps + 1)])
+    assert claims.runs_are_profile_defaults(own) is True
+    assert claims.runs_are_profile_defaults(other) is False and claims.runs_are_profile_defaults(older) is False
+    placeholder = claims.load_all("smoke", root=tmp_path)[0]
+    assert claims.runs_are_profile_defaults(placeholder) is None
+    table = book.claims_table([own, other, placeholder])
+    assert list(table.runs) == ["profile default", "other runs", ""]
 
 
 def test_claims_cli_json(tmp_path, monkeypatch):
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
-    claims.save(claims.record("C1", "fda", "quick", {"t_gen": 1}, {"ok": True}, {"data_seed": 0}), root=tmp_path)
+    claims.save(claims.record("C1", "fda", "quick", {"t_gen": 1}, {"ok": True}, [make_config("fda", "quick")]),
+                root=tmp_path)
     result = subprocess.run([sys.executable, "-m", "rote", "claims", "--profile", "quick", "--json"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -86,7 +103,7 @@ def test_claims_cli_json(tmp_path, monkeypatch):
     by_key = {(r["claim"], r["task"]): r for r in records}
     assert by_key[("C1", "fda")]["status"] == "pass" and by_key[("C2", "thr")]["status"] == "not run"
     for r in records:
-        assert {"claim", "task", "profile", "status", "metrics", "threshold", "seeds"} <= set(r)
+        assert {"claim", "task", "profile", "status", "metrics", "threshold", "seeds", "run_keys"} <= set(r)
 
 
 def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch):
