@@ -37,12 +37,12 @@ STAMP_TAG = "rote-build-stamp"
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     """One row per (claim, task, profile): status, the failed checks, the key numbers, and whether the
     record comes from the profile's own runs ("other runs": overrides, or left from an older profile)."""
-    origin = {True: "profile default", False: "other runs", None: ""}
+    origin = {True: "profile default", False: "other runs", None: "unknown"}  # None: a record without run keys
     rows = []
     for r in records:
         failed = [k for k, ok in r.checks.items() if not ok]
         rows.append({"claim": r.claim, "task": r.task, "profile": r.profile, "status": r.status,
-                     "runs": origin[claims.runs_are_profile_defaults(r)],
+                     "runs": origin[claims.runs_are_profile_defaults(r)] if r.status != "not run" else "",
                      "failed checks": ", ".join(failed) if r.status == "fail" else "",
                      "metrics": ", ".join(f"{k}={_fmt(v)}" for k, v in r.metrics.items()
                                           if not isinstance(v, (list, dict)))})

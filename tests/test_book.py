@@ -88,8 +88,9 @@ def test_records_from_other_runs_are_recognized(tmp_path):
     assert claims.runs_are_profile_defaults(other) is False and claims.runs_are_profile_defaults(older) is False
     placeholder = claims.load_all("smoke", root=tmp_path)[0]
     assert claims.runs_are_profile_defaults(placeholder) is None
-    table = book.claims_table([own, other, placeholder])
-    assert list(table.runs) == ["profile default", "other runs", ""]
+    keyless = claims.ClaimRecord("C1", "fda", "smoke", "pass", {}, {}, {}, {"a": True})  # written before run keys
+    table = book.claims_table([own, other, placeholder, keyless])
+    assert list(table.runs) == ["profile default", "other runs", "", "unknown"]
 
 
 def test_claims_cli_json(tmp_path, monkeypatch):
