@@ -30,7 +30,7 @@ import torch
 
 from ..model import HookedTransformer
 from ..tasks import Examples
-from ..train import exact_match
+from ..train import accuracy
 from .lens import model_inputs
 
 BATCH = 256
@@ -277,5 +277,4 @@ def ablation_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, 
     """Exact-match accuracy of each ``name -> (examples, which label)`` with ``components``
     mean-ablated (NaN for an empty set)."""
     with ablated(model, components, means):
-        return {name: exact_match(model, ex, which).double().mean().item() if len(ex) else math.nan
-                for name, (ex, which) in sets.items()}
+        return {name: accuracy(model, ex, which) for name, (ex, which) in sets.items()}

@@ -33,7 +33,7 @@ import torch
 
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
-from ..train import exact_match
+from ..train import accuracy
 from .lens import layer_hook_name, model_inputs, residual_stack
 from .probes import fit_probes, found_layers, group_curves, probe_sweep
 from .targets import intermediate_targets
@@ -278,8 +278,7 @@ def erasure_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, s
     (none: the unmodified model). NaN for an empty set."""
     ctx = erased(model, erasure) if erasure is not None else contextlib.nullcontext()
     with ctx:
-        return {name: exact_match(model, ex, which).double().mean().item() if len(ex) else math.nan
-                for name, (ex, which) in sets.items()}
+        return {name: accuracy(model, ex, which) for name, (ex, which) in sets.items()}
 
 
 def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: dict[str, tuple[Examples, str]],
