@@ -34,8 +34,11 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
     return ax
 
 
-def save_figure(fig, name: str, folder=None):
-    """Save a figure next to the executed notebook (``$ROTE_FIGURES`` or ``_build/figures``)."""
+def save_figure(fig, name: str, folder=None) -> None:
+    """Save a figure next to the executed notebook (``$ROTE_FIGURES`` or ``_build/figures``).
+
+    Returns nothing: a chapter ends a cell with this call, and a returned path would print the
+    build machine's absolute path into the public page. The file is ``<folder>/<name>.png``."""
     import os
     from pathlib import Path
 
@@ -45,4 +48,3 @@ def save_figure(fig, name: str, folder=None):
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
     fig.savefig(path, bbox_inches="tight")
-    return path
