@@ -34,38 +34,49 @@ STAMP_TAG = "rote-build-stamp"
 
 
 # -- helpers for chapters ---------------------------------------------------------------------
+SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
+
+
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """One row per (claim, task, profile): status, the failed checks, the key numbers, and whether the
-    record comes from the profile's own runs ("other runs": overrides, or left from an older profile)."""
-    origin = {True: "profile default", False: "other runs", None: "unknown"}  # None: a record without run keys
+    """One row per (claim, task, condition, profile): the registered and the amended verdict side by
+    side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the checks that decide
+    the amended verdict with their numbers, whether the record comes from the profile's own runs
+    ("other runs": overrides, or left from an older profile or code), and the section that computed it."""
+    from .verdicts import deciding
+
+    origin = {True: "profile default", False: "other runs", None: ""}
     rows = []
     for r in records:
-        failed = [k for k, ok in r.checks.items() if not ok]
-        rows.append({"claim": r.claim, "task": r.task, "profile": r.profile, "status": r.status,
-                     "runs": origin[claims.runs_are_profile_defaults(r)] if r.status != "not run" else "",
-                     "failed checks": ", ".join(failed) if r.status == "fail" else "",
-                     "metrics": ", ".join(f"{k}={_fmt(v)}" for k, v in r.metrics.items()
-                                          if not isinstance(v, (list, dict)))})
+        rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
+                     "registered": r.verdict_registered, "amended": r.verdict_amended,
+                     "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
+                     "deciding checks": deciding(r),
+                     "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
+                     "section": f"{r.page}#{r.anchor}", "profile": r.profile})
     return pd.DataFrame(rows)
 
 
 def _fmt(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A claim record as a two-column table of its metrics and checks."""
-    rows = [{"item": k, "value": _fmt(v)} for k, v in rec.metrics.items() if not isinstance(v, (list, dict))]
-    rows += [{"item": f"check: {k}", "value": "pass" if ok else "FAIL"} for k, ok in rec.checks.items()]
-    return pd.DataFrame(rows)
+    """A record's checks, one row per check and seed: kind, value, threshold and result."""
+    result = {True: "pass", False: "FAIL", None: "unresolved"}
+    return pd.DataFrame([{"seed": s["seed"], "check": c["name"], "kind": c["kind"], "value": _fmt(c["value"]),
+                          "threshold": _fmt(c["threshold"]), "result": result[c["passed"]]}
+                         for s in rec.per_seed for c in s["checks"]])
 
 
 def show_record(rec: ClaimRecord) -> None:
-    """Display a claim's verdict in a notebook: a headline and the table of numbers and checks."""
+    """Display a claim's verdicts in a notebook: a headline and the table of its checks."""
     from IPython.display import Markdown, display
 
-    mark = {"pass": "PASS", "fail": "FAIL", "not run": "NOT RUN"}[rec.status]
-    display(Markdown(f"**{rec.claim} / {rec.task.upper()} / {rec.profile}: {mark}**"))
+    condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
+    display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
+                     f"**{rec.verdict_registered}**, amended **{rec.verdict_amended}** (seeds {rec.seeds})"))
     display(record_table(rec))
 
 

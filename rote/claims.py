@@ -1,7 +1,9 @@
 """The pre-registered thresholds of protocol section 5, in one place, and the claim record format.
 
-A chapter computes a claim's metrics, calls :func:`record` and :func:`save`; the scorecard reads
-every record with :func:`load_all`. A claim that was never computed shows as ``not run``.
+A chapter hands its analysis outputs to :mod:`rote.verdicts`, which computes the checks and
+builds the records (:func:`rote.verdicts.records`); the chapter saves them with :func:`save`, and
+the scorecard reads every record with :func:`load_all`. A (claim, task, condition) that was never
+computed shows as ``not run``.
 """
 
 from __future__ import annotations
@@ -9,12 +11,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import PROJECT_ROOT, RunConfig, make_config
+from .config import PROJECT_ROOT
 
 CLAIMS = {
     "C1": "Generalize first, then memorize; the memorization is benign",
@@ -63,52 +64,87 @@ THRESHOLDS: dict[str, dict[str, float]] = {
     },
 }
 
-STATUSES = ("pass", "fail", "not run")
+CLAIM_PAGES = {"C1": "02_learning_dynamics", "C2": "03_intermediate_results", "C3": "04_interventions",
+               "C4": "05_distributed_encoding", "C5": "06_outlier_heuristics"}  # the chapter that computes each
+VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" section (its HTML id)
+NOT_RUN = "not run"
+
+
+def conditions(task: str) -> tuple[str, ...]:
+    """The noise conditions a task's claims are judged in (amendment 1, 7.3): FDA random (primary)
+    and digit; THR has one, written ``-``."""
+    from .plan import CONDITIONS
+
+    return CONDITIONS[task]
 
 
 @dataclass(frozen=True)
 class ClaimRecord:
+    """One claim, task, noise condition and profile, over the seeds that ran.
+
+    ``per_seed`` holds, for each seed, its metrics, its checks (``{name, kind, value, threshold,
+    passed}``), its verdict in each reading and the cache keys of its runs; the aggregate verdicts
+    are computed from them by :mod:`rote.verdicts`. ``status`` is the amended aggregate verdict, or
+    ``not run``."""
+
     claim: str
     task: str
+    condition: str
     profile: str
+    seeds: list[int]
+    verdict_registered: str
+    verdict_amended: str
     status: str
-    metrics: dict[str, Any]
-    threshold: dict[str, Any]
-    seeds: dict[str, int]
-    checks: dict[str, bool] = field(default_factory=dict)  # each sub-condition of the claim
+    per_seed: list[dict] = field(default_factory=list)
+    threshold: dict[str, Any] = field(default_factory=dict)
+    page: str = ""
+    anchor: str = VERDICT_ANCHOR
     created: float = 0.0
-    run_keys: list[str] = field(default_factory=list)  # cache keys of the runs the numbers come from
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
             raise ValueError(f"unknown claim {self.claim!r}")
         if self.task not in CLAIM_TASKS[self.claim]:
             raise ValueError(f"claim {self.claim} does not apply to task {self.task!r}")
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.condition not in conditions(self.task):
+            raise ValueError(f"task {self.task!r} has no condition {self.condition!r}; "
+                             f"choose one of {', '.join(conditions(self.task))}")
+
+    @property
+    def run_keys(self) -> list[str]:
+        return [k for s in self.per_seed for k in s.get("run_keys", [])]
+
+    def checks_table(self):
+        """Every check of every seed, one row each (seed, name, kind, value, threshold, passed)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"seed": s["seed"], **c} for s in self.per_seed for c in s["checks"]],
+                            columns=["seed", "name", "kind", "value", "threshold", "passed"])
 
 
-def record(claim: str, task: str, profile: str, metrics: dict, checks: dict[str, bool],
-           configs: list[RunConfig]) -> ClaimRecord:
-    """A record whose status is ``pass`` exactly when every check holds.
+def placeholder(claim: str, task: str, condition: str, profile: str) -> ClaimRecord:
+    return ClaimRecord(claim, task, condition, profile, [], NOT_RUN, NOT_RUN, NOT_RUN,
+                       threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim])
 
-    ``configs`` are the runs the numbers come from (first the noisy run); the record keeps the
-    noisy run's seeds and every run's cache key, so a record can be traced to its runs and a stale
-    one recognized (:func:`runs_are_profile_defaults`)."""
-    checks = {k: bool(v) for k, v in checks.items()}
-    status = "pass" if checks and all(checks.values()) else "fail"
-    return ClaimRecord(claim, task, profile, status, _plain(metrics), dict(THRESHOLDS[claim]), dict(configs[0].seeds),
-                       checks, time.time(), [c.key for c in configs])
+
+def expected(profile: str) -> list[ClaimRecord]:
+    """A ``not run`` placeholder for every (claim, task, condition) of the protocol."""
+    return [placeholder(c, t, cond, profile) for c, tasks in CLAIM_TASKS.items() for t in tasks
+            for cond in conditions(t)]
 
 
 def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
-    """Whether the record comes from the profile's own runs (the default noisy run and its noise-free
-    twin). False for runs with overrides and for records left from an older profile or code version;
-    None when the record names no runs (not run)."""
-    if not rec.run_keys:
+    """Whether every run behind the record is one of the profile's own runs for its seeds (the noisy
+    run of its condition and the noise-free twin). False for runs with overrides and for records left
+    from an older profile or code version; None when the record names no runs (not run)."""
+    from .plan import units
+
+    keys = rec.run_keys
+    if not keys:
         return None
-    default = make_config(rec.task, rec.profile)
-    return set(rec.run_keys) <= {default.key, default.replace(noise_ratio=0.0).key}
+    own = {c.key for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition
+           for c in (u.noisy, u.clean)}
+    return set(keys) <= own
 
 
 def _plain(value):
@@ -130,18 +166,23 @@ def results_root() -> Path:
     return PROJECT_ROOT / "_build" / "results"
 
 
+def record_path(root: Path, profile: str, claim: str, task: str, condition: str) -> Path:
+    suffix = "" if condition == "-" else f"-{condition}"
+    return root / profile / f"{claim}-{task}{suffix}.json"
+
+
 def save(rec: ClaimRecord, root: Path | None = None) -> Path:
-    root = (root or results_root()) / rec.profile
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"{rec.claim}-{rec.task}.json"
+    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(asdict(rec), indent=2))
+    tmp.write_text(json.dumps(_plain(asdict(rec)), indent=2))
     os.replace(tmp, path)
     return path
 
 
 def load_all(profile: str | None = None, root: Path | None = None) -> list[ClaimRecord]:
-    """Every (claim, task) pair for the profile(s): the stored record, or a ``not run`` placeholder."""
+    """Every (claim, task, condition) for the profile(s): the stored record, or a ``not run``
+    placeholder (also for a file in an older format, which is reported as not run)."""
     root = root or results_root()
     if profile:
         profiles = [profile]
@@ -150,11 +191,10 @@ def load_all(profile: str | None = None, root: Path | None = None) -> list[Claim
         profiles = sorted(stored | {"quick"})
     out = []
     for prof in profiles:
-        for claim, tasks in CLAIM_TASKS.items():
-            for task in tasks:
-                path = root / prof / f"{claim}-{task}.json"
-                if path.exists():
-                    out.append(ClaimRecord(**json.loads(path.read_text())))
-                else:
-                    out.append(ClaimRecord(claim, task, prof, "not run", {}, dict(THRESHOLDS[claim]), {}))
+        for ph in expected(prof):
+            path = record_path(root, prof, ph.claim, ph.task, ph.condition)
+            try:
+                out.append(ClaimRecord(**json.loads(path.read_text())) if path.exists() else ph)
+            except (TypeError, ValueError):  # a record of an older schema: rerun its chapter
+                out.append(ph)
     return out

@@ -48,3 +48,31 @@ def save_figure(fig, name: str, folder=None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
     fig.savefig(path, bbox_inches="tight")
+
+
+def check_values(records, ax=None, title: str = ""):
+    """The numbers that decide a claim, one point per seed: each numeric check of the amended reading
+    (and the superseded registered ones) as value / threshold, so that 1 is the pass line for every
+    check alike; checks whose value or threshold is missing are listed as 'not computed'.
+    Returns the axes (None when no check has a number)."""
+    rows = []
+    for rec in records:
+        where = rec.task.upper() + ("" if rec.condition == "-" else f" {rec.condition}")
+        for s in rec.per_seed:
+            for c in s["checks"]:
+                v, t = c["value"], c["threshold"]
+                if isinstance(v, bool) or isinstance(t, bool) or v is None or t is None or not t:
+                    continue
+                result = {True: "pass", False: "fail", None: "unresolved"}[c["passed"]]
+                rows.append({"check": f"{where}: {c['name']}" + (" [registered]" if c["kind"] == "superseded" else ""),
+                             "value / threshold": v / t, "seed": str(s["seed"]), "result": result})
+    if not rows:
+        return None
+    tidy = pd.DataFrame(rows)
+    ax = ax or plt.subplots(figsize=(8, 0.32 * tidy.check.nunique() + 1.2))[1]
+    sns.scatterplot(data=tidy, y="check", x="value / threshold", hue="result", style="seed", s=60, alpha=0.8, ax=ax,
+                    palette={"pass": "#1b9e77", "fail": "#d95f02", "unresolved": "#999999"})
+    ax.axvline(1.0, ls="--", color="k", lw=1)
+    ax.set(xscale="symlog", ylabel="", title=title or "Deciding numbers per seed (value / threshold; dashed: the threshold)")
+    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return ax
