@@ -5,7 +5,9 @@ blocks, multi-head causal attention written out (so the attention pattern can be
 MLP of width 4 * d_model, a final LayerNorm and an unembedding.
 
 Every activation passes through a :class:`HookPoint`, an identity module named after the
-TransformerLens convention (``blocks.0.mlp.hook_post`` and so on). :meth:`HookedTransformer.hooks`
+TransformerLens convention (``blocks.0.mlp.hook_post`` and so on); :meth:`HookedTransformer.hook_name`
+builds these names (``model.hook_name("post", 0)``), so no other module spells them out.
+:meth:`HookedTransformer.hooks`
 attaches temporary forward hooks that are removed in ``finally``, also on error;
 :meth:`HookedTransformer.run_with_cache` records activations with such hooks.
 """
@@ -48,6 +50,19 @@ class ModelShape:
     @property
     def d_mlp(self) -> int:
         return 4 * self.d_model
+
+
+# Short names of the hook points (TransformerLens's ``get_act_name`` vocabulary) -> full names.
+HOOK_KINDS = {
+    "embed": "hook_embed", "pos_embed": "hook_pos_embed",
+    "resid_pre": "blocks.{layer}.hook_resid_pre", "resid_mid": "blocks.{layer}.hook_resid_mid",
+    "resid_post": "blocks.{layer}.hook_resid_post", "attn_out": "blocks.{layer}.hook_attn_out",
+    "mlp_out": "blocks.{layer}.hook_mlp_out",
+    "q": "blocks.{layer}.attn.hook_q", "k": "blocks.{layer}.attn.hook_k", "v": "blocks.{layer}.attn.hook_v",
+    "pattern": "blocks.{layer}.attn.hook_pattern", "z": "blocks.{layer}.attn.hook_z",
+    "pre": "blocks.{layer}.mlp.hook_pre", "post": "blocks.{layer}.mlp.hook_post",
+    "scale": "ln_final.hook_scale", "normalized": "ln_final.hook_normalized",
+}
 
 
 class HookPoint(nn.Module):
@@ -109,12 +124,23 @@ class Block(nn.Module):
 
 
 class FinalLayerNorm(nn.LayerNorm):
+    """LayerNorm with TransformerLens's hook points: ``hook_scale`` is sqrt(var + eps) [..., 1] and
+    ``hook_normalized`` is (x - mean) / scale, before the weight and bias are applied.
+
+    Without a hook on either point the forward pass is ``F.layer_norm`` itself: the fused kernel
+    rounds differently from the written-out formula (by ~1e-6), and trained runs were made with it.
+    """
+
     def __init__(self, d_model: int):
         super().__init__(d_model)
-        self.hook_normalized = HookPoint()
+        self.hook_scale, self.hook_normalized = HookPoint(), HookPoint()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.hook_normalized(super().forward(x))
+        if not (self.hook_scale._forward_hooks or self.hook_normalized._forward_hooks):
+            return super().forward(x)
+        scale = self.hook_scale((x.var(dim=-1, unbiased=False, keepdim=True) + self.eps).sqrt())
+        normalized = self.hook_normalized((x - x.mean(dim=-1, keepdim=True)) / scale)
+        return normalized * self.weight + self.bias
 
 
 class HookedTransformer(nn.Module):
@@ -164,6 +190,23 @@ class HookedTransformer(nn.Module):
     @property
     def hook_names(self) -> list[str]:
         return list(self.hook_points)
+
+    def hook_name(self, kind: str, layer: int | None = None) -> str:
+        """The name of a hook point, like TransformerLens's ``utils.get_act_name``.
+
+        ``kind`` is a short name from :data:`HOOK_KINDS` (``"resid_post"``, ``"z"``, ``"post"``,
+        ``"normalized"``, ...); ``layer`` is the block index for block hooks and None otherwise.
+        Raises KeyError for a name the model does not have (an unknown kind or a layer out of range).
+        """
+        if kind not in HOOK_KINDS:
+            raise KeyError(f"unknown hook kind {kind!r}; known: {sorted(HOOK_KINDS)}")
+        template = HOOK_KINDS[kind]
+        if ("{layer}" in template) != (layer is not None):
+            raise KeyError(f"hook kind {kind!r} {'needs' if '{layer}' in template else 'takes no'} layer")
+        name = template.format(layer=layer)
+        if name not in self.hook_points:
+            raise KeyError(f"no hook point {name!r} in a {self.shape.n_layers}-layer model")
+        return name
 
     @contextlib.contextmanager
     def hooks(self, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator["HookedTransformer"]:

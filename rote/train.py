@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from tqdm import tqdm as text_tqdm
 from tqdm.auto import tqdm
 
+from . import scoring
 from .config import RunConfig
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import IGNORE, Examples, TaskData
@@ -46,19 +47,14 @@ def build_model(config: RunConfig, data: TaskData) -> HookedTransformer:
     return HookedTransformer(shape)
 
 
-@torch.no_grad()
 def answer_logits(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
-    """Teacher-forced logits at the answer positions, [N, A, vocab]."""
-    seq = examples.sequences(which).to(model.device)
-    positions = examples.answer_positions.to(model.device)
-    return torch.cat([model(seq[i:i + EVAL_BATCH, :-1])[:, positions] for i in range(0, len(seq), EVAL_BATCH)]) \
-        if len(seq) else torch.zeros(0, len(positions), model.shape.vocab_size, device=model.device)
+    """Teacher-forced logits at the answer positions, [N, A, vocab] (:func:`rote.scoring.answer_logits`)."""
+    return scoring.answer_logits(model, examples, which)
 
 
 def exact_match(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
-    """Bool [N]: greedy decoding reproduces ``examples.<which>`` exactly."""
-    target = getattr(examples, which).to(model.device)
-    return (answer_logits(model, examples, which).argmax(-1) == target).all(dim=1)
+    """Bool [N]: greedy decoding reproduces ``examples.<which>`` exactly (:func:`rote.scoring.exact_match`)."""
+    return scoring.exact_match(model, examples, which)
 
 
 def accuracy(model: HookedTransformer, examples: Examples, which: str = "label") -> float:
