@@ -63,11 +63,15 @@ def _fmt(value) -> str:
 
 
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A record's checks, one row per check and seed: kind, value, threshold and result."""
+    """A record's checks, one row per check, one column per seed ("value vs threshold: result")."""
     result = {True: "pass", False: "FAIL", None: "unresolved"}
-    return pd.DataFrame([{"seed": s["seed"], "check": c["name"], "kind": c["kind"], "value": _fmt(c["value"]),
-                          "threshold": _fmt(c["threshold"]), "result": result[c["passed"]]}
-                         for s in rec.per_seed for c in s["checks"]])
+    rows: dict[str, dict] = {}
+    for s in rec.per_seed:
+        for c in s["checks"]:
+            row = rows.setdefault(c["name"], {"check": c["name"], "kind": c["kind"]})
+            numbers = f"{_fmt(c['value'])} vs {_fmt(c['threshold'])}: " if c["value"] is not None else ""
+            row[f"seed {s['seed']}"] = numbers + result[c["passed"]]
+    return pd.DataFrame(list(rows.values()))
 
 
 def show_record(rec: ClaimRecord) -> None:
@@ -258,55 +262,134 @@ def build_times(profile: str) -> pd.DataFrame:
 
 
 # -- rendering --------------------------------------------------------------------------------
+def site_root() -> Path:
+    """The folder whose ``_build/`` receives the staged sources (``site_src``) and the site (``html``):
+    ``$ROTE_SITE``, or the project (``_build/html``). ``make test`` renders the smoke site elsewhere so
+    that it never replaces the book a ``make book`` built."""
+    return Path(os.environ["ROTE_SITE"]).expanduser().resolve() if os.environ.get("ROTE_SITE") else PROJECT_ROOT
+
+
 def stage_site(profile: str) -> Path:
-    """Copy the book's text and the executed chapters into ``_build/site_src`` for Jupyter Book."""
+    """Copy the book's text and the executed chapters into ``<site root>/_build/site_src`` for Jupyter Book.
+
+    The staged chapters are made for readers (:mod:`rote.site`): each stamp gets the command that
+    reruns the page, each claim chapter a verdict box from its records, boilerplate cells collapse
+    behind a toggle, and the scorecard links the records as JSON and CSV. The sources are not touched."""
     import nbformat
 
-    site = BUILD_DIR / "site_src"
+    from . import site as web
+
+    site = site_root() / "_build" / "site_src"
     if site.exists():
         shutil.rmtree(site)
     (site / "book").mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(PROJECT_ROOT / name, site / name)
+    if (BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
+        shutil.copytree(BOOK_DIR / "_static", site / "_static")
     for path in BOOK_DIR.iterdir():
-        if path.suffix in (".md", ".png", ".bib"):
+        if path.suffix in (".png", ".bib"):
             shutil.copy(path, site / "book" / path.name)
+        elif path.suffix == ".md":
+            (site / "book" / path.name).write_text(path.read_text() + web.static_page_note(profile))
+    records = claims.load_all(profile)
     for name, source in chapters().items():
         executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
         target = site / "book" / source.name
         if executed.exists():
             nb = nbformat.read(executed, as_version=4)
-            if nb.metadata.get("rote", {}).get("source_sha") != _source_hash(source):
+            meta = nb.metadata.get("rote", {})
+            stamp = [c for c in nb.cells if STAMP_TAG in c.get("metadata", {}).get("tags", [])]
+            if stamp and meta:
+                stamp[0].source = web.stamp_markdown(meta, web.effective_parameters(nb))
+            if meta.get("source_sha") != _source_hash(source):
                 nb.cells.insert(1, nbformat.v4.new_markdown_cell(
                     "```{warning}\nThe chapter's source changed after this page was executed; rebuild it.\n```"))
-            nbformat.write(nb, target)
         else:
             nb = nbformat.read(source, as_version=4)
             nb.cells.insert(1, nbformat.v4.new_markdown_cell(
                 f"```{{warning}}\nThis chapter has not been executed for profile `{profile}` yet.\n```"))
-            nbformat.write(nb, target)
+        at = 1 + sum(1 for c in nb.cells[1:3] if c.cell_type == "markdown" and c.source.lstrip().startswith(
+            ("```{warning}", "```{note}", "```{error}", "::::{note}", "::::{error}")))  # under the title and notes
+        box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
+        if box:
+            nb.cells.insert(at, nbformat.v4.new_markdown_cell(box, metadata={"tags": [web.SITE_NOTE_TAG]}))
+        if name == "scorecard":
+            files = web.write_downloads(records, site / "book", profile)
+            nb.cells.insert(at, nbformat.v4.new_markdown_cell(web.downloads_markdown(*files, len(records)),
+                                                              metadata={"tags": [web.SITE_NOTE_TAG]}))
+        web.hide_boilerplate(nb)
+        nbformat.write(nb, target)
     return site
 
 
 def render_site(profile: str) -> int:
+    """Stage the site and render it with Jupyter Book into ``<site root>/_build/html`` (warnings are errors)."""
     site = stage_site(profile)
-    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(PROJECT_ROOT),
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(site_root()),
            "--all", "-W", "--keep-going"]
     result = subprocess.run(cmd, cwd=PROJECT_ROOT)
     return result.returncode
 
 
-def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True) -> int:
-    """Execute the chapters (all, or ``names``) and render the site. Returns a process exit code."""
+def _needs_runs(name: str) -> bool:
+    """Whether a chapter loads trained runs (its source mentions the run cache or the plan)."""
+    text = chapter_path(name).read_text()
+    return any(word in text for word in ("get_or_train", "rote.runs", "rote.plan", "plan.units", "units("))
+
+
+def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int]) -> list:
+    """The runs that the selected chapters need: the plan, with the run parameters of ``params``."""
+    from .plan import plan
+
+    if not any(_needs_runs(n) for n in names):
+        return []
+    known_run = set(param_names("fda")) | set(param_names("thr"))
+    overrides = {k: _parse_value(v) for k, v in params.items() if k in known_run}
+    tasks = _parse_value(params["tasks"]) if "tasks" in params else None
+    if isinstance(tasks, str):
+        tasks = [t for t in tasks.split(",") if t]
+    return plan(profile, seeds, overrides, tasks=tasks)
+
+
+def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,
+               seeds: int | None = None, workers: int | None = None, executor: str = "local",
+               slurm=None) -> int:
+    """Train the plan's missing runs (``workers`` at a time), execute the chapters (all, or ``names``),
+    which then only load runs, and render the site. Returns a process exit code.
+
+    ``seeds`` (N) sets ``$ROTE_SEEDS`` for the chapters, whose ``seeds = None`` parameter then means
+    0 .. N-1 (the value is not passed as a papermill parameter, so the pages stay the book's own
+    pages under ``_build/executed/<profile>/<chapter>``)."""
+    from .engine import report_failures, train_plan
+    from .plan import seed_list
+
     selected = names or list(chapters())
     resolved = {name: resolve_parameters(name, profile, params) for name in selected}  # errors before work
+    seed_values = seed_list(profile, seeds)
+    configs = book_plan(profile, selected, params, seed_values)
+    if configs:
+        print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
+        failures = report_failures(train_plan(configs, workers=workers, executor=executor, slurm=slurm))
+        if failures:
+            print("[rote] chapters not executed: some runs of the plan failed", file=sys.stderr)
+            return failures
+    seeds_before = os.environ.get("ROTE_SEEDS")
+    os.environ["ROTE_SEEDS"] = str(len(seed_values))
     results = []
-    for name in selected:
-        print(f"[rote] executing {name} ({profile}) ...", file=sys.stderr, flush=True)
-        result = run_chapter(name, profile, resolved[name])
-        status = "ok" if result.ok else f"FAILED: {result.error}"
-        print(f"[rote] {name}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr, flush=True)
-        results.append(result)
+    try:
+        for name in selected:
+            print(f"[rote] executing {name} ({profile}) ...", file=sys.stderr, flush=True)
+            result = run_chapter(name, profile, resolved[name])
+            status = "ok" if result.ok else f"FAILED: {result.error}"
+            print(f"[rote] {name}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
+                  flush=True)
+            results.append(result)
+    finally:
+        if seeds_before is None:
+            os.environ.pop("ROTE_SEEDS", None)
+        else:
+            os.environ["ROTE_SEEDS"] = seeds_before
     code = 0
     if render:
         print("[rote] rendering the site with Jupyter Book ...", file=sys.stderr, flush=True)
@@ -321,8 +404,17 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     return 1 if failed else code
 
 
-def run_chapter_cli(name: str, profile: str, params: dict[str, object]) -> int:
+def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
+    """Rerun one chapter (cached runs are reused; missing ones train in the chapter). ``seeds`` (N) is
+    passed as the chapter's ``seeds`` parameter (0 .. N-1) where it has one, and as ``$ROTE_SEEDS``."""
+    from .plan import seed_list
+
     resolved = resolve_parameters(name, profile, params)
+    if seeds is not None:
+        values = seed_list(profile, seeds)
+        if "seeds" in notebook_parameters(chapter_path(name)):
+            resolved["seeds"] = values
+        os.environ["ROTE_SEEDS"] = str(len(values))
     result = run_chapter(name, profile, resolved, progress=True)
     print(json.dumps({"chapter": name, "ok": result.ok, "seconds": round(result.seconds, 1),
                       "notebook": str(result.notebook), "figures": str(result.figures), "error": result.error}))

@@ -21,11 +21,14 @@ set_style()
 
 def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None] | None = None, title: str = "",
                     columns=("gen", "fit", "mem", "rec")):
-    """Accuracy metrics over training steps, with vertical lines at the marked steps (t_gen, t_mem)."""
+    """Accuracy metrics over training steps (one line per seed when ``metrics`` has a ``seed`` column),
+    with vertical lines at the marked steps (t_gen, t_mem)."""
     ax = ax or plt.subplots()[1]
-    tidy = metrics.melt(id_vars="step", value_vars=[c for c in columns if c in metrics], var_name="metric",
-                        value_name="accuracy")
-    sns.lineplot(data=tidy, x="step", y="accuracy", hue="metric", palette=METRIC_COLORS, ax=ax)
+    seeds = "seed" in metrics  # several seeds: one line per seed and metric, never averaged
+    tidy = metrics.melt(id_vars=["step", "seed"] if seeds else "step", value_vars=[c for c in columns if c in metrics],
+                        var_name="metric", value_name="accuracy")
+    sns.lineplot(data=tidy, x="step", y="accuracy", hue="metric", palette=METRIC_COLORS, ax=ax,
+                 **({"units": "seed", "estimator": None, "lw": 1.2} if seeds else {}))
     for label, step in (marks or {}).items():
         if step is not None:
             ax.axvline(step, ls="--", lw=1, color="k", alpha=0.6)
