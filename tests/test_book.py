@@ -5,7 +5,7 @@ import sys
 import nbformat
 import pytest
 
-from rote import book, claims
+from rote import book, claims, plan
 from rote.config import ConfigError, make_config
 
 
@@ -56,55 +56,72 @@ def test_cli_rejects_unknown_chapter_parameter_before_running(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def _seed_records(claim, profile, units, passed):
+    from rote.verdicts import Check, records, seed_result
+
+    return records(claim, profile, [seed_result(u, {"x": float("nan")}, [Check("a", "registered", 1.0, 0.5, passed)],
+                                                [u.noisy, u.clean]) for u in units])
+
+
 def test_claims_not_run_placeholders(tmp_path):
     records = claims.load_all("quick", root=tmp_path)
-    assert {(r.claim, r.task) for r in records} == {(c, t) for c, ts in claims.CLAIM_TASKS.items() for t in ts}
+    expected = {(c, t, cond) for c, ts in claims.CLAIM_TASKS.items() for t in ts for cond in claims.conditions(t)}
+    assert {(r.claim, r.task, r.condition) for r in records} == expected
+    assert ("C5", "fda", "digit") in expected and ("C1", "thr", "-") in expected and len(expected) == 14
     assert all(r.status == "not run" for r in records)
 
 
 def test_claim_record_round_trip_and_status(tmp_path):
-    fda, thr = make_config("fda", "smoke"), make_config("thr", "smoke")
-    rec = claims.record("C1", "fda", "smoke", metrics={"t_gen": 10, "x": float("nan")},
-                        checks={"a": True, "b": False}, configs=[fda])
-    assert rec.status == "fail" and rec.metrics["x"] is None
-    assert rec.seeds == fda.seeds and rec.run_keys == [fda.key]
-    claims.save(rec, root=tmp_path)
-    ok = claims.record("C1", "thr", "smoke", metrics={}, checks={"a": True}, configs=[thr])
+    fda, thr = plan.units("smoke", ["fda"], [0]), plan.units("smoke", ["thr"], [0])
+    (rec_random, rec_digit) = _seed_records("C1", "smoke", fda, False)
+    assert rec_random.status == "fail (1 seed)" and rec_random.per_seed[0]["metrics"]["x"] is None
+    assert rec_random.seeds == [0] and rec_random.run_keys == [fda[0].noisy.key, fda[0].clean.key]
+    assert fda[0].clean.key == fda[1].clean.key  # the two FDA conditions share the noise-free twin
+    claims.save(rec_random, root=tmp_path)
+    (ok,) = _seed_records("C1", "smoke", thr, True)
     claims.save(ok, root=tmp_path)
-    loaded = {(r.claim, r.task): r for r in claims.load_all("smoke", root=tmp_path)}
-    assert loaded[("C1", "fda")].status == "fail" and loaded[("C1", "thr")].status == "pass"
-    assert loaded[("C2", "fda")].status == "not run"
+    loaded = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
+    assert loaded[("C1", "fda", "random")].status == "fail (1 seed)"
+    assert loaded[("C1", "thr", "-")].verdict_registered == "pass (1 seed)"
+    assert loaded[("C1", "fda", "digit")].status == "not run" and loaded[("C2", "fda", "random")].status == "not run"
+    (tmp_path / "smoke" / "C2-fda-random.json").write_text(json.dumps({"claim": "C2", "status": "pass"}))  # old format
+    assert {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}[
+        ("C2", "fda", "random")].status == "not run"
     with pytest.raises(ValueError):
-        claims.record("C5", "thr", "smoke", {}, {"a": True}, [thr])  # C5 is FDA only
+        claims.ClaimRecord("C5", "thr", "-", "smoke", [], "", "", "")  # C5 is FDA only
+    with pytest.raises(ValueError):
+        claims.ClaimRecord("C1", "fda", "-", "smoke", [], "", "", "")  # FDA has no condition '-'
 
 
 def test_records_from_other_runs_are_recognized(tmp_path):
-    noisy = make_config("fda", "smoke")
-    twin = noisy.replace(noise_ratio=0.0)
-    own = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy, twin])
-    other = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy.replace(model_seed=1)])
-    older = claims.record("C1", "fda", "smoke", {}, {"a": True}, [noisy.replace(steps=noisy.train.steps + 1)])
+    own_units = plan.units("smoke", ["fda"], [0], conditions={"fda": ["random"]})
+    (own,) = _seed_records("C1", "smoke", own_units, True)
+    other_units = plan.units("smoke", ["fda"], [0], {"n_layers": 2}, conditions={"fda": ["random"]})
+    (other,) = _seed_records("C1", "smoke", other_units, True)
     assert claims.runs_are_profile_defaults(own) is True
-    assert claims.runs_are_profile_defaults(other) is False and claims.runs_are_profile_defaults(older) is False
+    assert claims.runs_are_profile_defaults(other) is False
     placeholder = claims.load_all("smoke", root=tmp_path)[0]
     assert claims.runs_are_profile_defaults(placeholder) is None
-    keyless = claims.ClaimRecord("C1", "fda", "smoke", "pass", {}, {}, {}, {"a": True})  # written before run keys
-    table = book.claims_table([own, other, placeholder, keyless])
-    assert list(table.runs) == ["profile default", "other runs", "", "unknown"]
+    table = book.claims_table([own, other, placeholder])
+    assert list(table.runs) == ["profile default", "other runs", ""]
+    assert list(table.seeds) == ["0✓", "0✓", ""] and list(table.section)[0] == "02_learning_dynamics#verdict"
 
 
 def test_claims_cli_json(tmp_path, monkeypatch):
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
-    claims.save(claims.record("C1", "fda", "quick", {"t_gen": 1}, {"ok": True}, [make_config("fda", "quick")]),
-                root=tmp_path)
+    for rec in _seed_records("C1", "quick", plan.units("quick", ["fda"], [0, 1, 2]), True):
+        claims.save(rec, root=tmp_path)
     result = subprocess.run([sys.executable, "-m", "rote", "claims", "--profile", "quick", "--json"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     records = json.loads(result.stdout)
-    by_key = {(r["claim"], r["task"]): r for r in records}
-    assert by_key[("C1", "fda")]["status"] == "pass" and by_key[("C2", "thr")]["status"] == "not run"
+    by_key = {(r["claim"], r["task"], r["condition"]): r for r in records}
+    assert by_key[("C1", "fda", "digit")]["status"] == "holds" and by_key[("C2", "thr", "-")]["status"] == "not run"
+    assert by_key[("C1", "fda", "random")]["seeds"] == [0, 1, 2]
     for r in records:
-        assert {"claim", "task", "profile", "status", "metrics", "threshold", "seeds", "run_keys"} <= set(r)
+        assert {"claim", "task", "condition", "profile", "seeds", "verdict_registered", "verdict_amended",
+                "per_seed", "status"} <= set(r)
+    assert {"seed", "checks", "registered", "amended"} <= set(by_key[("C1", "fda", "random")]["per_seed"][0])
 
 
 def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch):
