@@ -1,7 +1,9 @@
-"""Command line: ``python -m rote train|run|book|claims``.
+"""Command line: ``python -m rote plan|train|run|book|claims``.
 
-Errors in the arguments (unknown task, profile or parameter, wrong type, value out of range) are
-reported on one line with exit code 2, before anything is trained or written.
+Errors in the arguments (unknown task, profile or parameter, wrong type, value out of range,
+``--workers 0``, ``--executor slurm`` without Slurm) are reported on one line with exit code 2,
+before anything is trained or written. Runs that fail while training are named on stderr and the
+command exits 1; Ctrl-C stops every worker and exits 130.
 """
 
 from __future__ import annotations
@@ -47,12 +49,94 @@ def _summary(run) -> dict:
     return out
 
 
-def cmd_train(args) -> int:
-    config = make_config(args.task, args.profile, **_params(args.param))
-    from .runs import get_or_train
+def _engine_options(args):
+    """Validate --workers / --executor (and the Slurm options) before anything runs."""
+    from .engine import SlurmOptions, check_executor
 
-    run = get_or_train(config, device=args.device, progress=not args.quiet)
-    print(json.dumps(_summary(run)))
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    check_executor(args.executor)
+    return SlurmOptions(partition=args.partition, time_min=args.time_min, mem_gb=args.mem_gb, gpus=args.gpus)
+
+
+def _requested_runs(args) -> list:
+    """The runs `rote train` asks for: the plan (--plan), else the given configuration for each seed."""
+    from .plan import SEED_NAMES, plan, seed_list, with_seed
+
+    params = _params(args.param)
+    if args.plan:
+        seeds = seed_list(args.profile, args.seeds)
+        return plan(args.profile, seeds, params, tasks=[args.task] if args.task else None)
+    if not args.task:
+        raise UsageError("--task is required (or --plan for every run of the book's plan)")
+    config = make_config(args.task, args.profile, **params)
+    if args.seeds is None:
+        return [config]
+    named = [k for k in SEED_NAMES if k in params]
+    if named:
+        raise UsageError(f"give seeds with --seeds or with -p {'/'.join(named)}, not both")
+    return [with_seed(config, s) for s in seed_list(args.profile, args.seeds)]
+
+
+def cmd_train(args) -> int:
+    slurm = _engine_options(args)
+    configs = _requested_runs(args)
+    from .runs import get_or_train, runs_root
+
+    if len(configs) == 1 and args.executor == "local" and args.workers is None:
+        # one run: train it in this process, with its own progress bar, as before the engine
+        print(json.dumps(_summary(get_or_train(configs[0], device=args.device, progress=not args.quiet))))
+        return 0
+    from .engine import report_failures, train_plan
+
+    outcomes = train_plan(configs, workers=args.workers, executor=args.executor, root=runs_root(),
+                          device=args.device, slurm=slurm, progress=not args.quiet)
+    code = report_failures(outcomes)
+    failed = {o.config.key for o in outcomes if not o.ok}
+    from .runs import lookup
+
+    for config in configs:
+        run = None if config.key in failed else lookup(config)
+        print(json.dumps(_summary(run) if run is not None else
+                         {"task": config.task, "key": config.key, "failed": True}))
+    return code
+
+
+def cmd_plan(args) -> int:
+    from .engine import default_workers
+    from .plan import differs, estimate_seconds, fmt_seconds, makespan, plan, remaining_seconds, seed_list
+    from .runs import runs_root, status
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    seeds = seed_list(args.profile, args.seeds)
+    configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None)
+    root = runs_root()
+    rows = []
+    for c in configs:
+        state = status(c, root)
+        rows.append({"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": state,
+                     "estimate_s": round(estimate_seconds(c)), "left_s": round(remaining_seconds(c, state))})
+    workers = args.workers or default_workers()
+    left = [r["left_s"] for r in rows if r["status"] != "cached"]
+    if args.json:
+        print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
+                          "missing": len(left), "estimate_left_s": round(makespan(left, workers))}, indent=2))
+        return 0
+    import pandas as pd
+
+    table = pd.DataFrame([{"task": r["task"], "key": r["key"],
+                           "parameters (differ from profile)": ", ".join(f"{k}={v}" for k, v in r["differs"].items())
+                           or "-", "cached": r["status"], "estimate": fmt_seconds(r["estimate_s"])} for r in rows])
+    print(table.to_string(index=False))
+    cached = sum(r["status"] == "cached" for r in rows)
+    print(f"{len(rows)} runs ({args.profile}, seeds {seeds}), {cached} cached; "
+          f"training the rest on {workers} worker(s): ~{fmt_seconds(makespan(left, workers))} "
+          f"(1-thread estimates from rote/plan.py, idle machine)")
     return 0
 
 
@@ -71,15 +155,19 @@ def cmd_claims(args) -> int:
 
 
 def cmd_book(args) -> int:
+    slurm = _engine_options(args)
     from .book import build_book
 
-    return build_book(args.profile, args.chapter or None, _params(args.param), render=not args.no_render)
+    return build_book(args.profile, args.chapter or None, _params(args.param), render=not args.no_render,
+                      seeds=args.seeds, workers=args.workers, executor=args.executor, slurm=slurm)
 
 
 def cmd_run(args) -> int:
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     from .book import run_chapter_cli
 
-    return run_chapter_cli(args.chapter, args.profile, _params(args.param))
+    return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -91,15 +179,42 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                         help="override a parameter (repeatable)")
 
-    t = sub.add_parser("train", help="train a run, or reuse the cached one; prints final metrics as JSON")
-    t.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
+    def seeds(sp):
+        sp.add_argument("--seeds", type=int, default=None,
+                        help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 1)")
+
+    def engine(sp):
+        sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
+        sp.add_argument("--executor", default="local", help="local (default), slurm, or submitit-local")
+        sp.add_argument("--partition", default=None, help="Slurm partition")
+        sp.add_argument("--time-min", type=int, default=120, help="Slurm time limit per run, minutes")
+        sp.add_argument("--mem-gb", type=float, default=8.0, help="Slurm memory per run, GB")
+        sp.add_argument("--gpus", type=int, default=0, help="Slurm GPUs per run")
+
+    pl = sub.add_parser("plan", help="list the runs the book's chapters need, cached or not, with estimated times")
+    common(pl)
+    seeds(pl)
+    pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
+    pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
+
+    t = sub.add_parser("train", help="train runs, or reuse cached ones; prints final metrics as JSON (one line a run)")
+    t.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)}")
     common(t)
+    seeds(t)
+    t.add_argument("--plan", action="store_true",
+                   help="train every run of the book's plan (conditions, noise-free twins, sweep), not only "
+                        "the given configuration")
+    engine(t)
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--quiet", action="store_true", help="no progress display")
     t.set_defaults(func=cmd_train)
 
-    b = sub.add_parser("book", help="execute the chapters with papermill and render the site")
+    b = sub.add_parser("book", help="train the plan's missing runs, execute the chapters, render the site")
     common(b)
+    seeds(b)
+    engine(b)
     b.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
     b.add_argument("--no-render", action="store_true", help="execute only, do not run jupyter-book")
     b.set_defaults(func=cmd_book)
@@ -107,6 +222,7 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="rerun one chapter with new parameters, reusing cached runs")
     r.add_argument("chapter")
     common(r)
+    seeds(r)
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("claims", help="print the claim scorecard")
@@ -121,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if getattr(args, "profile", None) is not None and args.profile not in PROFILES:
             raise UsageError(f"unknown profile {args.profile!r}; choose one of {', '.join(PROFILES)}")
+        if getattr(args, "task", None) is not None and args.task not in TASKS:
+            raise UsageError(f"unknown task {args.task!r}; choose one of {', '.join(TASKS)}")
         return args.func(args)
     except (UsageError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -11,7 +11,9 @@ written next to each profile and in ``book/calibration.md``.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -21,10 +23,91 @@ from pathlib import Path
 from typing import Any, Mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: book/, _build/ (ignored), ...
-SCHEMA_VERSION = 2  # bump when the meaning of a stored run changes: old entries then miss the cache
+# Bump when the meaning of a stored run changes: old entries then miss the cache.
+#   3: training pins 1 intra-op thread (was 2); TrainConfig.precision; a noise-free FDA run has
+#      noise_kind "random" whatever was asked (both noise conditions share one twin); the key
+#      includes the code fingerprint (code_fingerprint below).
+SCHEMA_VERSION = 3
 
 TASKS = ("fda", "thr")
 PROFILES = ("smoke", "quick", "paper")
+PRECISIONS = ("fp32", "bf16")
+
+
+# -- code fingerprint ---------------------------------------------------------------------------
+# A run's key includes a hash of the code that produces it, so that editing the tasks, the model
+# or the training never silently reuses runs trained by the old code. The sources are rote/train.py
+# and every module of the package it imports, transitively (rote/config.py, rote/model.py,
+# rote/tasks/*.py, and whatever scorer training calls). Each file counts by its parse tree with
+# docstrings removed (ast.dump), so comments, docstrings and formatting do not change the key;
+# any change to the code does, even a pure refactor (then the runs retrain: the price of safety).
+FINGERPRINT_ROOTS = ("train.py",)
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _module_file(package_dir: Path, module: str) -> Path | None:
+    base = package_dir.joinpath(*module.split(".")) if module else package_dir
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# Names whose module-level assignment does not count: profile values reach a run only through its
+# configuration, which the key already holds in full, so retuning a profile keeps the other runs.
+FINGERPRINT_IGNORED_NAMES = ("PROFILE_PARAMS",)
+
+
+def _normalized_source(tree: ast.AST) -> str:
+    tree.body = [n for n in tree.body if not (
+        isinstance(n, (ast.Assign, ast.AnnAssign))
+        and any(isinstance(t, ast.Name) and t.id in FINGERPRINT_IGNORED_NAMES
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])))]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def fingerprint_sources(package_dir: Path = _PACKAGE_DIR, roots=FINGERPRINT_ROOTS) -> dict[str, str]:
+    """Relative path -> normalized source of every module that training depends on."""
+    todo = [package_dir / r for r in roots]
+    seen: dict[str, str] = {}
+    while todo:
+        path = todo.pop()
+        rel = path.relative_to(package_dir).as_posix()
+        if rel in seen:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        here = path.parent.relative_to(package_dir).parts  # the package this module belongs to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and 0 < node.level <= len(here) + 1:
+                base = list(here[:len(here) - (node.level - 1)])
+                module = ".".join(base + ([node.module] if node.module else []))
+                targets = [module] if node.module else []
+                targets += [f"{module}.{a.name}" if module else a.name for a in node.names]
+                for target in targets:
+                    found = _module_file(package_dir, target)
+                    if found is not None:
+                        todo.append(found)
+        seen[rel] = _normalized_source(tree)
+    return dict(sorted(seen.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint() -> str:
+    h = hashlib.sha256()
+    for rel, source in fingerprint_sources().items():
+        h.update(rel.encode() + b"\0" + source.encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def code_fingerprint() -> str:
+    """Hash of the training-relevant sources (computed once per process). Tests may patch this."""
+    return _fingerprint()
 
 
 class ConfigError(ValueError):
@@ -53,6 +136,10 @@ class FDAConfig:
     noise_seed: int = 0
 
     def __post_init__(self):
+        # A noise-free run has no noise kind (protocol 7.3): both FDA noise conditions share one
+        # noise-free twin, so its noise_kind is canonicalized to "random" and the two keys agree.
+        if self.noise_ratio == 0 and self.noise_kind == "digit":
+            object.__setattr__(self, "noise_kind", "random")
         _check(self.n_train >= 1, f"n_train must be >= 1, got {self.n_train}")
         _check(self.n_test >= 1, f"n_test must be >= 1, got {self.n_test}")
         _check(self.n_train + self.n_test <= 9000 * 9000 // 2,
@@ -130,6 +217,8 @@ class TrainConfig:
     eval_every: int = 50
     checkpoint_every: int = 500
     fit_eval_size: int = 2000  # fit is measured on this many clean training examples (0: all of them)
+    # "fp32", or "bf16": bfloat16 autocast on the training forward pass only (evaluation stays fp32).
+    precision: str = "fp32"
 
     def __post_init__(self):
         _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
@@ -143,6 +232,7 @@ class TrainConfig:
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.checkpoint_every >= 1, f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         _check(self.fit_eval_size >= 0, f"fit_eval_size must be >= 0, got {self.fit_eval_size}")
+        _check(self.precision in PRECISIONS, f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
 
     def lr_at(self, step: int) -> float:
         """Learning rate for optimizer step ``step`` (0-based): linear warmup, then the schedule."""
@@ -184,8 +274,8 @@ class RunConfig:
 
     @property
     def key(self) -> str:
-        """Content hash of the full configuration and the schema version."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """Content hash of the full configuration, the schema version and the code fingerprint."""
+        blob = json.dumps({**self.to_dict(), "code": code_fingerprint()}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @property

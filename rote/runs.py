@@ -12,6 +12,28 @@ process killed mid-write leaves no half entry; an interrupted run resumes from `
 ``manifest.json`` holds the SHA-256 of every file; an entry whose files are missing or differ, or
 whose configuration does not match its key, is reported, moved aside and retrained.
 Checkpoints are plain dicts of tensors, loadable with ``torch.load(..., weights_only=True)``.
+
+**The key.** ``config.key`` hashes the full configuration, the schema version and the *code
+fingerprint* (:func:`rote.config.code_fingerprint`): a hash of the parse trees, docstrings removed,
+of ``rote/train.py`` and every package module it imports (config, model, tasks, ...). Editing code
+that changes what training produces therefore changes every key, and the old runs are never reused
+silently; they stay on disk until ``make clean-runs``. Comments, docstrings and formatting do not
+count; a pure refactor of those files does (its runs retrain). Profile values do not count either:
+they reach a run through its configuration, which the key holds in full.
+
+**Concurrency.** Any number of processes, on one machine or many, may train into one root: each
+entry is built under an exclusive lock (``.locks/<task>-<key>.lock``, ``fcntl.flock``), so a
+second process asking for the same run waits and then loads it. A shared root across nodes (the
+Slurm executor) needs a filesystem that provides (1) atomic ``rename`` of a directory within one
+directory, visible to every node once it returns, and (2) ``flock`` locks that exclude across nodes:
+NFSv4 (Linux emulates ``flock`` with byte-range locks there, which the server arbitrates), Lustre
+mounted with ``-o flock`` (not ``localflock``), GPFS/Spectrum Scale, BeeGFS with global locks.
+NFSv3 without a working lockd, or Lustre with ``localflock``, does not provide (2): two nodes could
+then train the same run at once; neither would corrupt the cache (each writes its own ``.partial``
+only under the lock, and the rename is atomic), but the work would be wasted or interleaved.
+
+``.progress/<task>-<key>.json`` holds the step a training run has reached (written at every
+evaluation, removed when it finishes): the engine's overall display reads it, on any node.
 """
 
 from __future__ import annotations
@@ -30,10 +52,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .config import PROJECT_ROOT, RunConfig
+from .config import PROJECT_ROOT, RunConfig, code_fingerprint
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import TaskData, build_task
-from .train import train
+from .train import TRAIN_THREADS, train
 
 
 class CacheError(RuntimeError):
@@ -178,12 +200,46 @@ def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
     return Run(config, path, cached=True, metrics=metrics)
 
 
+def entry_name(config: RunConfig) -> str:
+    return f"{config.task}-{config.key}"
+
+
+def status(config: RunConfig, root: Path | None = None) -> str:
+    """"cached", "partial <step>" (an interrupted run that will resume) or "missing"; no verification."""
+    root = root or runs_root()
+    name = entry_name(config)
+    if (root / name / "manifest.json").exists():
+        return "cached"
+    checkpoints = sorted((root / ".partial" / name / "checkpoints").glob("step_*.pt"))
+    if (root / ".partial" / name / "resume.pt").exists() and checkpoints:
+        return f"partial {int(checkpoints[-1].stem.split('_')[1])}"
+    return "missing"
+
+
+def _write_progress(root: Path, name: str, config: RunConfig, row: dict) -> None:
+    folder = root / ".progress"
+    folder.mkdir(parents=True, exist_ok=True)
+    info = {"step": int(row["step"]), "steps": config.train.steps, "seconds": float(row["seconds"]),
+            "gen": float(row["gen"]), "mem": float(row["mem"]), "time": time.time(), "host": os.uname().nodename,
+            "pid": os.getpid()}
+    tmp = folder / f"{name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, folder / f"{name}.json")
+
+
+def read_progress(config: RunConfig, root: Path | None = None) -> dict | None:
+    try:
+        return json.loads(((root or runs_root()) / ".progress" / f"{entry_name(config)}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root: Path | None = None,
                  on_checkpoint=None) -> Run:
     """Load the cached run for ``config``, or train it (resuming an interrupted attempt) and store it."""
     root = root or runs_root()
     root.mkdir(parents=True, exist_ok=True)
-    name = f"{config.task}-{config.key}"
+    name = entry_name(config)
     with _lock(root, name):
         run = lookup(config, root)
         if run is not None:
@@ -209,14 +265,17 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
 
         data = build_task(config)
         model, metrics = train(config, data, device=device, resume=resume, on_checkpoint=checkpoint,
-                               progress=progress)
+                               progress=progress, on_eval=lambda row: _write_progress(root, name, config, row))
         _atomic_save(_model_dict(model), partial / "final.pt")
         pd.DataFrame(metrics).to_csv(partial / "metrics.csv", index=False)
         (partial / "resume.pt").unlink()
         files = sorted(str(p.relative_to(partial)) for p in partial.rglob("*") if p.is_file())
-        manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time()}
+        manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time(),
+                    "code": code_fingerprint(), "host": os.uname().nodename, "threads": TRAIN_THREADS}
         _atomic_write_text(json.dumps(manifest, indent=2), partial / "manifest.json")
         os.rename(partial, root / name)
+        with contextlib.suppress(OSError):
+            (root / ".progress" / f"{name}.json").unlink()
         run = Run(config, root / name, cached=False, metrics=pd.read_csv(root / name / "metrics.csv"))
         run.data = data  # reuse the generated data (cached_property slot)
         return run

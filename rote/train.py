@@ -16,6 +16,7 @@ checkpoint sees the same batches as one that never stopped.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -36,8 +37,10 @@ from .tasks import IGNORE, Examples, TaskData
 METRICS = ("gen", "fit", "mem", "rec")
 # A run's numbers depend on the intra-op thread count (it changes the order of float reductions):
 # the same seeds trained FDA to final gen 0.865 / mem 0.934 with 1 thread and 0.897 / 0.872 with 2.
-# Training pins it, so that a cached run is the same on every CPU machine (2 = the book's machine).
-TRAIN_THREADS = 2
+# Training pins ONE thread, on every machine, so that a run is the same whether it trains alone, in
+# a pool of W workers or as a cluster job, and the run (not the thread) is the unit of parallel
+# work: two 1-thread runs side by side train 1.34x faster than one 2-thread run (schema 3).
+TRAIN_THREADS = 1
 EVAL_BATCH = 512  # measured: 0.60 s per FDA evaluation at 512 vs 0.79 s at 4096 (benchmarks/RESULTS.md)
 
 
@@ -115,22 +118,32 @@ def train(
     resume: dict | None = None,
     on_checkpoint: CheckpointFn | None = None,
     progress: bool = True,
+    on_eval: Callable[[dict], None] | None = None,
 ) -> tuple[HookedTransformer, list[dict]]:
     """Train from scratch, or from a ``resume`` state ({"model", "optimizer", "step", "metrics"}).
 
     Returns the trained model and the metric rows (one dict per evaluation).
     ``on_checkpoint(step, model, optimizer, metrics)`` is called every ``checkpoint_every`` steps
-    and after the last step.
+    and after the last step; ``on_eval(row)`` after every evaluation (progress reports).
+    ``config.train.precision == "bf16"`` runs the training forward pass under bfloat16 autocast;
+    the loss, the backward pass's master weights and every evaluation stay in fp32.
     """
     threads_before = torch.get_num_threads()
     torch.set_num_threads(TRAIN_THREADS)
     try:
-        return _train(config, data, device=device, resume=resume, on_checkpoint=on_checkpoint, progress=progress)
+        return _train(config, data, device=device, resume=resume, on_checkpoint=on_checkpoint, progress=progress,
+                      on_eval=on_eval)
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _train(config, data, *, device, resume, on_checkpoint, progress):
+def _autocast(config: RunConfig, device: torch.device):
+    if config.train.precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=None):
     tc = config.train
     device = pick_device(device)
     model = build_model(config, data).to(device)
@@ -153,6 +166,8 @@ def _train(config, data, *, device, resume, on_checkpoint, progress):
                "seconds": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(gen=f"{row['gen']:.2f}", mem=f"{row['mem']:.2f}", refresh=False)
+        if on_eval is not None:
+            on_eval(row)
 
     model.train()
     # In notebooks executed by the book build, a plain text bar updated every 30 s keeps pages tidy.
@@ -169,8 +184,9 @@ def _train(config, data, *, device, resume, on_checkpoint, progress):
             batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(device)
             for group in optimizer.param_groups:
                 group["lr"] = tc.lr_at(step)
-            logits = model(inputs[batch])
-            loss = F.cross_entropy(logits.flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+            with _autocast(config, device):
+                logits = model(inputs[batch])
+            loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

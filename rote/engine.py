@@ -1,0 +1,359 @@
+"""The run engine: train the missing runs of a plan, W at a time, locally or on a Slurm cluster.
+
+A trained run is the unit of parallel work. Each run trains in its own process on one intra-op
+thread (``rote.train.TRAIN_THREADS``), so its numbers do not depend on how many runs train at
+once, on the machine or on the executor, and W workers on W cores give ~W times the throughput.
+
+Executors:
+
+- ``local`` (default): W worker processes on this machine (``python -m rote.engine worker``), each
+  logging to ``<runs>/.logs/<task>-<key>.log``.
+- ``slurm``: each missing run is one Slurm job submitted with ``submitit`` (partition, time, memory,
+  GPUs from options); every job trains into the same run cache, which must then lie on a shared
+  filesystem with atomic rename and cross-node ``flock`` (see :mod:`rote.runs`). Without ``sbatch``
+  on PATH the command stops with a one-line error before anything runs.
+- ``submitit-local``: the submitit code path with submitit's local executor (processes on this
+  machine): what the tests use, and a way to try the Slurm path without a cluster.
+
+Faults: a worker that dies (killed, out of memory) leaves its run in ``.partial`` to resume from its
+last checkpoint; the other runs go on; :func:`train_plan` returns the failures and the command
+names them and exits non-zero. Ctrl-C (or SIGTERM) stops every worker: the cache only ever gains
+finished entries, by one atomic rename, so nothing half-written appears in it.
+
+Progress: one overall display (runs done of total, the runs in training with their step, an
+estimate of the time left), read from the ``.progress`` files that training writes at every
+evaluation; redrawn every 2 s on a terminal, printed every 30 s otherwise (``ROTE_PLAIN_PROGRESS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import ConfigError, RunConfig, code_fingerprint
+from .plan import estimate_seconds, fmt_seconds, makespan, remaining_seconds
+from .runs import entry_name, read_progress, runs_root, status
+
+EXECUTORS = ("local", "slurm", "submitit-local")
+POLL_S = 0.25
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_executor(executor: str) -> None:
+    """Fail with a one-line ConfigError if ``executor`` cannot run here (before anything trains)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    if executor in ("slurm", "submitit-local"):
+        try:
+            import submitit  # noqa: F401
+        except ImportError:
+            raise ConfigError("executor slurm needs the submitit package (pip install submitit)") from None
+    if executor == "slurm" and shutil.which("sbatch") is None:
+        raise ConfigError("executor slurm needs Slurm, but sbatch is not on PATH (use --executor local)")
+
+
+@dataclass
+class SlurmOptions:
+    partition: str | None = None
+    time_min: int = 120
+    mem_gb: float = 8.0
+    gpus: int = 0
+    cpus: int = 1
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    config: RunConfig
+    ok: bool
+    seconds: float = 0.0
+    error: str = ""
+    log: str = ""
+
+    @property
+    def name(self) -> str:
+        return entry_name(self.config)
+
+
+# -- one run in a worker --------------------------------------------------------------------------
+class CodeChanged(RuntimeError):
+    """The worker's code differs from the code that made the plan (its keys would differ)."""
+
+
+def train_one(config_dict: dict, root: str, device: str | None = None, fingerprint: str | None = None) -> dict:
+    """Train (or load) one run into ``root``; the body of a worker process and of a Slurm job.
+
+    ``fingerprint``: the code fingerprint of the process that made the plan; a worker running other
+    code (sources edited meanwhile, or another checkout on a node) refuses rather than store the run
+    under a key that the plan does not know."""
+    from .runs import get_or_train
+
+    if fingerprint is not None and code_fingerprint() != fingerprint:
+        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
+                          f"{code_fingerprint()}); rerun the command")
+    config = RunConfig.from_dict(config_dict)
+    run = get_or_train(config, root=Path(root), device=device, progress=False)
+    return {"name": entry_name(config), "path": str(run.path), "cached": run.cached,
+            "train_seconds": run.train_seconds}
+
+
+def _worker_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m rote.engine worker")
+    p.add_argument("--root", required=True)
+    p.add_argument("--config", required=True, help="the run's configuration as JSON")
+    p.add_argument("--device", default=None)
+    p.add_argument("--fingerprint", default=None)
+    args = p.parse_args(argv)
+    try:
+        print(json.dumps(train_one(json.loads(args.config), args.root, args.device, args.fingerprint)), flush=True)
+    except CodeChanged as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 3
+    except KeyboardInterrupt:
+        print("interrupted; the run resumes from its last checkpoint next time", file=sys.stderr, flush=True)
+        return 130
+    return 0
+
+
+# -- launchers: start a run, poll it, stop it ------------------------------------------------------
+class _LocalJob:
+    def __init__(self, config: RunConfig, root: Path, device: str | None):
+        self.config, self.root = config, root
+        self.log = root / ".logs" / f"{entry_name(config)}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "ROTE_RUNS": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        cmd = [sys.executable, "-m", "rote.engine", "worker", "--root", str(root),
+               "--config", json.dumps(config.to_dict()), "--fingerprint", code_fingerprint()]
+        if device:
+            cmd += ["--device", device]
+        with open(self.log, "ab") as log:
+            # its own session: Ctrl-C reaches the engine, which stops each worker itself
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, start_new_session=True)
+
+    def poll(self) -> tuple[bool, str] | None:
+        code = self.proc.poll()
+        if code is None:
+            return None
+        if code == 0:
+            return True, ""
+        why = f"killed by signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
+        return False, f"{why}; last log line: {_last_line(self.log)}"
+
+    def stop(self, sig=signal.SIGINT) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                os.killpg(self.proc.pid, sig)
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            self.proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+
+class _SubmititJob:
+    def __init__(self, executor, config: RunConfig, root: Path, device: str | None):
+        self.config, self.root = config, root
+        self.job = executor.submit(train_one, config.to_dict(), str(root), device, code_fingerprint())
+        self.log = Path(str(self.job.paths.stdout))
+
+    def poll(self) -> tuple[bool, str] | None:
+        if not self.job.done():
+            return None
+        try:
+            self.job.result()
+            return True, ""
+        except Exception as err:  # the job's exception, or submitit's report of a dead job
+            lines = [line for line in str(err).strip().splitlines() if line.strip()]
+            return False, f"job {self.job.job_id} failed ({type(err).__name__}): {lines[-1] if lines else ''}"
+
+    def stop(self, sig=signal.SIGINT) -> None:
+        with contextlib.suppress(Exception):
+            self.job.cancel(check=False)
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.job.done():
+                return True
+            time.sleep(0.2)
+        return False
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").replace("\r", "\n").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip()[:300] if lines else ""
+
+
+def _submitit_executor(executor: str, root: Path, workers: int, slurm: SlurmOptions):
+    import submitit
+
+    folder = root / ".submitit" / "%j"
+    cluster = "slurm" if executor == "slurm" else "local"
+    ex = submitit.AutoExecutor(folder=folder, cluster=cluster)
+    params = dict(timeout_min=slurm.time_min, cpus_per_task=slurm.cpus, name="rote")
+    if cluster == "slurm":
+        params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus, slurm_array_parallelism=workers)
+        if slurm.partition:
+            params["slurm_partition"] = slurm.partition
+        params.update(slurm.extra)
+    ex.update_parameters(**params)
+    return ex
+
+
+# -- progress ---------------------------------------------------------------------------------------
+class Display:
+    """The overall display: runs done of total, which are training (with their step), time left."""
+
+    def __init__(self, total: int, workers: int, root: Path, enabled: bool = True):
+        self.total, self.workers, self.root, self.enabled = total, workers, root, enabled
+        self.plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS")) or not sys.stderr.isatty()
+        self.interval = 30.0 if self.plain else 2.0
+        self.last = 0.0
+        self.bar = None
+        if enabled and not self.plain:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)
+
+    def line(self, done: int, running: list[RunConfig], pending: list[RunConfig], failed: int) -> str:
+        parts, left = [], []
+        for config in running:
+            info = read_progress(config, self.root) or {}
+            step = info.get("step", 0)
+            parts.append(f"{entry_name(config)[:12]} {step}/{config.train.steps}")
+            left.append(estimate_seconds(config) * max(0.0, 1 - step / config.train.steps))
+        left += [estimate_seconds(c) for c in pending]
+        eta = makespan(left, self.workers)
+        text = f"{done}/{self.total} runs done"
+        if failed:
+            text += f", {failed} failed"
+        if parts:
+            text += "; training " + ", ".join(parts)
+        return text + f"; ~{fmt_seconds(eta)} left (estimate)"
+
+    def update(self, done, running, pending, failed, force=False) -> None:
+        if not self.enabled or (not force and time.time() - self.last < self.interval):
+            return
+        self.last = time.time()
+        text = self.line(done, running, pending, failed)
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.set_postfix_str(text.split("; ", 1)[1] if "; " in text else "", refresh=True)
+        else:
+            print(f"[rote] {text}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _say(message: str) -> None:
+    print(f"[rote] {message}", file=sys.stderr, flush=True)
+
+
+# -- the engine ---------------------------------------------------------------------------------------
+def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor: str = "local",
+               root: Path | None = None, device: str | None = None, slurm: SlurmOptions | None = None,
+               progress: bool = True) -> list[Outcome]:
+    """Train every run of ``configs`` that is not cached, ``workers`` at a time; return the outcomes of
+    the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker."""
+    check_executor(executor)
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    root = Path(root or runs_root())
+    root.mkdir(parents=True, exist_ok=True)
+    unique = list({c.key: c for c in configs}.values())
+    todo = [c for c in unique if status(c, root) != "cached"]
+    if not todo:
+        return []
+    # longest first: the greedy schedule then finishes close to the ideal makespan
+    todo.sort(key=lambda c: remaining_seconds(c, status(c, root)), reverse=True)
+    sub = _submitit_executor(executor, root, workers, slurm or SlurmOptions()) if executor != "local" else None
+    slots = workers if executor != "slurm" else len(todo)  # Slurm schedules; array_parallelism caps it
+    _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time)")
+    display = Display(len(todo), min(workers, len(todo)), root, enabled=progress)
+    pending, running, outcomes = list(todo), {}, []
+    started: dict[str, float] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < slots:
+                config = pending.pop(0)
+                job = _LocalJob(config, root, device) if sub is None else _SubmititJob(sub, config, root, device)
+                running[config.key] = job
+                started[config.key] = time.time()
+            for key, job in list(running.items()):
+                result = job.poll()
+                if result is None:
+                    continue
+                ok, error = result
+                del running[key]
+                outcome = Outcome(job.config, ok, time.time() - started[key], error, str(job.log))
+                outcomes.append(outcome)
+                if not ok:
+                    _say(f"run {outcome.name} FAILED: {error} (log: {job.log}); its checkpoints stay in .partial")
+                display.update(len(outcomes), [j.config for j in running.values()], pending,
+                               sum(not o.ok for o in outcomes), force=True)
+            display.update(len(outcomes), [j.config for j in running.values()], pending,
+                           sum(not o.ok for o in outcomes))
+            time.sleep(POLL_S)
+    except BaseException:
+        for job in running.values():
+            job.stop(signal.SIGINT)
+        for job in running.values():
+            if not job.wait(15):
+                job.stop(signal.SIGKILL)
+                job.wait(5)
+        display.close()
+        _say(f"stopped {len(running)} running worker(s); unfinished runs resume from their last checkpoint")
+        raise
+    display.close()
+    return outcomes
+
+
+def report_failures(outcomes: list[Outcome]) -> int:
+    """Name the failed runs on stderr; 1 if any failed, else 0."""
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed:
+        print(f"[rote] FAILED {o.name} ({o.config.task}): {o.error}; log {o.log}", file=sys.stderr)
+    if failed:
+        print(f"[rote] {len(failed)} of {len(outcomes)} runs failed: {', '.join(o.name for o in failed)}; "
+              f"rerun the command to resume them", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _install_sigterm() -> None:
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(Exception):
+        signal.signal(signal.SIGTERM, handler)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        _install_sigterm()
+        sys.exit(_worker_main(sys.argv[2:]))
+    print("usage: python -m rote.engine worker --root ROOT --config JSON", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,126 @@
+"""The run plan (rote.plan), the canonical noise-free twin, and the `rote plan` command."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rote import plan as P
+from rote.config import ConfigError, FDAConfig, make_config
+
+
+def test_units_cover_conditions_and_seeds_and_share_fda_twins():
+    units = P.units("smoke", seeds=[0, 1])
+    assert [(u.task, u.condition, u.seed) for u in units] == [
+        ("fda", "random", 0), ("fda", "random", 1), ("fda", "digit", 0), ("fda", "digit", 1),
+        ("thr", "-", 0), ("thr", "-", 1)]
+    for u in units:
+        assert u.noisy.seeds == {"data_seed": u.seed, "noise_seed": u.seed, "model_seed": u.seed}
+        assert u.clean.data.noise_ratio == 0.0 and u.clean == u.noisy.replace(noise_ratio=0.0)
+        if u.task == "fda":
+            assert u.noisy.data.noise_kind == u.condition
+    by = {(u.task, u.condition, u.seed): u for u in units}
+    for seed in (0, 1):  # protocol 7.3: a noise-free twin has no noise kind; both conditions share it
+        assert by["fda", "random", seed].clean.key == by["fda", "digit", seed].clean.key
+        assert by["fda", "random", seed].noisy.key != by["fda", "digit", seed].noisy.key
+    assert by["fda", "random", 0].clean.key != by["fda", "random", 1].clean.key
+
+
+def test_plan_lists_each_run_once():
+    runs = P.plan("smoke", seeds=[0, 1, 2])
+    keys = [c.key for c in runs]
+    assert len(keys) == len(set(keys)) == 15  # per seed: fda random, digit, one shared twin; thr noisy, twin
+    assert sum(c.task == "fda" and c.data.noise_ratio == 0 for c in runs) == 3
+    assert P.plan("smoke", seeds=[0, 1, 2]) == runs  # stable order
+    paper = P.plan("paper", seeds=[0])  # sweep 0, 0.05, 0.1, 0.2 for each condition, twins shared
+    fda = sorted((c.data.noise_kind, c.data.noise_ratio) for c in paper if c.task == "fda")
+    assert fda == [("digit", 0.05), ("digit", 0.1), ("digit", 0.2), ("random", 0.0), ("random", 0.05),
+                   ("random", 0.1), ("random", 0.2)]
+    assert sorted(c.data.noise_ratio for c in paper if c.task == "thr") == [0.0, 0.05, 0.1, 0.2]
+
+
+def test_overrides_select_condition_and_reject_seed_names():
+    units = P.units("smoke", seeds=[0], overrides={"noise_kind": "digit", "noise_ratio": 0.2})
+    assert [(u.task, u.condition) for u in units] == [("fda", "digit"), ("thr", "-")]
+    assert all(u.noisy.data.noise_ratio == 0.2 for u in units)
+    with pytest.raises(ConfigError, match="use seeds"):
+        P.units("smoke", overrides={"model_seed": 1})
+    with pytest.raises(ConfigError, match="unknown task"):
+        P.units("smoke", tasks=["xyz"])
+    with pytest.raises(ConfigError, match="unknown parameter 'colour'"):
+        P.plan("smoke", overrides={"colour": "red"})
+    with pytest.raises(ConfigError, match="unknown condition"):
+        P.units("smoke", conditions={"fda": ["gaussian"]})
+
+
+def test_seed_list(monkeypatch):
+    monkeypatch.delenv("ROTE_SEEDS", raising=False)
+    assert P.seed_list("quick") == [0]
+    monkeypatch.setenv("ROTE_SEEDS", "3")
+    assert P.seed_list("quick") == [0, 1, 2]
+    assert P.seed_list("quick", 2) == [0, 1]  # the argument wins
+    assert len(P.plan("smoke")) == 15  # the plan follows ROTE_SEEDS, as the chapters do
+    for bad in (0, -1):
+        with pytest.raises(ConfigError):
+            P.seed_list("quick", bad)
+    monkeypatch.setenv("ROTE_SEEDS", "three")
+    with pytest.raises(ConfigError, match="ROTE_SEEDS"):
+        P.seed_list("quick")
+
+
+def test_with_seed_and_sweep_and_differs():
+    c = P.with_seed(make_config("thr", "quick"), 4)
+    assert c.seeds == {"data_seed": 4, "noise_seed": 4, "model_seed": 4}
+    assert P.differs(c, "quick") == {"data_seed": 4, "noise_seed": 4, "model_seed": 4}
+    assert P.sweep_ratios("quick", make_config("fda", "quick")) == [0.0, 0.1]
+    assert P.sweep_ratios("quick", make_config("fda", "quick", noise_ratio=0.2)) == [0.0, 0.2]
+    assert P.sweep_ratios("paper", make_config("fda", "paper")) == [0.0, 0.05, 0.1, 0.2]
+
+
+def test_noise_free_fda_has_no_noise_kind():
+    assert FDAConfig(noise_ratio=0.0, noise_kind="digit").noise_kind == "random"
+    assert FDAConfig(noise_ratio=0.1, noise_kind="digit").noise_kind == "digit"
+    a = make_config("fda", "smoke", noise_ratio=0.0, noise_kind="digit")
+    assert a == make_config("fda", "smoke", noise_ratio=0.0) and a.key == make_config("fda", "smoke", noise_ratio=0).key
+
+
+def test_precision_is_a_validated_run_parameter():
+    fp32 = make_config("fda", "smoke")
+    assert fp32.train.precision == "fp32"
+    bf16 = make_config("fda", "smoke", precision="bf16")
+    assert bf16.key != fp32.key
+    with pytest.raises(ConfigError, match="precision must be"):
+        make_config("fda", "smoke", precision="fp8")
+
+
+def test_estimates_are_positive_and_ordered():
+    quick, smoke = make_config("fda", "quick"), make_config("fda", "smoke")
+    assert P.estimate_seconds(quick) > 100 * P.estimate_seconds(smoke) > 0
+    odd = make_config("fda", "quick", d_model=256, n_heads=8)  # not in the table: the FLOP formula
+    assert P.estimate_seconds(odd) > P.estimate_seconds(quick)
+    assert P.remaining_seconds(quick, "cached") == 0
+    assert P.remaining_seconds(quick, "partial 2500") == pytest.approx(P.estimate_seconds(quick) / 2)
+    assert P.makespan([4, 3, 2, 1], 2) == 5 and P.makespan([5, 1], 3) == 5 and P.makespan([], 4) == 0
+
+
+def _cli(*args, root):
+    env = {**os.environ, "ROTE_RUNS": str(root)}
+    env.pop("ROTE_SEEDS", None)
+    return subprocess.run([sys.executable, "-m", "rote", *args], env=env, capture_output=True, text=True)
+
+
+def test_plan_command(tmp_path):
+    result = _cli("plan", "--profile", "smoke", "--seeds", "2", "--json", root=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["seeds"] == [0, 1] and len(out["runs"]) == 10 and out["missing"] == 10
+    assert {r["status"] for r in out["runs"]} == {"missing"}
+    assert [r["key"] for r in out["runs"]] == [c.key for c in P.plan("smoke", [0, 1])]
+    twin = [r for r in out["runs"] if r["task"] == "fda" and r["differs"].get("noise_ratio") == 0.0]
+    assert len(twin) == 2 and all("noise_kind" not in r["differs"] for r in twin)
+    table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
+    assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
+    assert "4 runs (smoke, seeds [0])" in table.stdout
+    assert not tmp_path.exists() or not any(p.name.startswith(("fda-", "thr-")) for p in tmp_path.iterdir())
