@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims
+from . import claims, plan
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT, ConfigError, make_config, param_names
 
@@ -132,7 +132,15 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
         value = _parse_value(raw)
         if key == "profile":
             raise ConfigError("give the profile with --profile, not -p profile")
-        if key in defaults:
+        if key == "seeds" and key in defaults:  # "1" -> [1], "0,1,2" -> [0, 1, 2], "[0, 2]" as is
+            value = [value] if isinstance(value, int) else value
+            if isinstance(value, str):
+                try:
+                    value = [int(v) for v in value.split(",") if v.strip()]
+                except ValueError:
+                    raise ConfigError(f"seeds must be whole numbers, e.g. -p seeds 0,1,2; got {raw!r}") from None
+            out[key] = value
+        elif key in defaults:
             if defaults[key].lstrip().startswith("[") and isinstance(value, str):
                 value = [v for v in value.split(",") if v]
             out[key] = value
@@ -143,11 +151,13 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
                               f"{', '.join(defaults)}; run parameters go into overrides")
     if run_params:
         out["overrides"] = {**out.get("overrides", {}), **run_params}
-    if "overrides" in out:
-        if not isinstance(out["overrides"], dict):
-            raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
-        tasks = out.get("tasks") or _literal(defaults.get("tasks")) or ["fda", "thr"]
-        for task in tasks:  # validate every run the chapter will ask for, as the chapter will build it
+    if "overrides" in out and not isinstance(out["overrides"], dict):
+        raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
+    tasks = out.get("tasks") or _literal(defaults.get("tasks")) or ["fda", "thr"]
+    if "seeds" in defaults:  # validate every run the chapter will ask for, as the chapter will build it
+        plan.units(profile, tasks, out.get("seeds"), out.get("overrides"))
+    elif "overrides" in out:
+        for task in tasks:
             make_config(task, profile, **out["overrides"])
     return out
 

@@ -146,3 +146,13 @@ def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch)
     assert "FAILED" in stamp and "planted failure" in stamp and "ValueError" in stamp
     assert executed.metadata["rote"]["ok"] is False
     assert json.loads((tmp_path / "_build" / "executed" / "smoke" / "build.json").read_text())["broken"]["ok"] is False
+
+
+def test_seeds_parameter_is_a_list_and_seed_overrides_are_refused():
+    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "1"})["seeds"] == [1]
+    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "0,2"})["seeds"] == [0, 2]
+    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "[0, 1]"})["seeds"] == [0, 1]
+    for params, message in (({"model_seed": "1"}, "use seeds"), ({"seeds": "a"}, "whole numbers"),
+                            ({"seeds": "-1"}, ">= 0")):
+        with pytest.raises(ConfigError, match=message):
+            book.resolve_parameters("learning_dynamics", "smoke", params)
