@@ -154,6 +154,9 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     if "overrides" in out and not isinstance(out["overrides"], dict):
         raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
     tasks = out.get("tasks") or _literal(defaults.get("tasks")) or ["fda", "thr"]
+    for key in run_params:  # a run parameter that applies to none of the chapter's tasks would be ignored
+        if not any(key in param_names(t) for t in tasks):
+            raise ConfigError(f"parameter {key!r} applies to none of the chapter's tasks ({', '.join(tasks)})")
     if "seeds" in defaults:  # validate every run the chapter will ask for, as the chapter will build it
         plan.units(profile, tasks, out.get("seeds"), out.get("overrides"))
     elif "overrides" in out:

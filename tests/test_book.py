@@ -35,7 +35,8 @@ def test_resolve_parameters_accepts_chapter_and_run_parameters():
 @pytest.mark.parametrize("params, message", [
     ({"colour": "red"}, "unknown parameter 'colour' for chapter 'learning_dynamics'"),
     ({"noise_ratio": "1.5"}, "noise_ratio must be in [0, 1)"),
-    ({"n_entities": "10"}, "unknown parameter 'n_entities' for task 'fda'"),
+    ({"tasks": "fda", "n_entities": "10"}, "applies to none of the chapter's tasks (fda)"),
+    ({"tasks": "thr", "noise_kind": "digit"}, "applies to none of the chapter's tasks (thr)"),
     ({"tasks": "thr", "n_entities": "5"}, "graph too small"),
     ({"profile": "paper"}, "--profile"),
 ])
