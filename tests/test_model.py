@@ -4,7 +4,7 @@ import torch
 from rote.model import HookedTransformer, ModelShape
 
 EXPECTED_HOOKS = [
-    "hook_embed", "hook_pos_embed", "ln_final.hook_normalized",
+    "hook_embed", "hook_pos_embed", "ln_final.hook_scale", "ln_final.hook_normalized",
     *[f"blocks.{l}.{h}" for l in range(2) for h in (
         "hook_resid_pre", "hook_resid_mid", "hook_resid_post", "hook_attn_out", "hook_mlp_out",
         "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z", "attn.hook_pattern",
@@ -66,14 +66,36 @@ def test_patching_changes_output(tiny_model):
     assert not torch.allclose(patched, clean)
 
 
-def test_generate_is_greedy(tiny_model):
-    prompts = torch.randint(0, 13, (5, 4))
-    out = tiny_model.generate(prompts, 3, batch_size=2)
-    assert out.shape == (5, 3)
-    seq = prompts
-    for _ in range(3):
-        seq = torch.cat([seq, tiny_model(seq)[:, -1].argmax(-1, keepdim=True)], 1)
-    assert torch.equal(out, seq[:, 4:])
+def successor_model(vocab_size: int = 13, n_ctx: int = 8) -> HookedTransformer:
+    """A network whose greedy next token is (last token + 1) mod vocab_size, by construction: the
+    blocks write nothing to the residual stream (all their weights are zero), the embedding is
+    one-hot, positions add nothing, and the unembedding maps the direction of token t to t + 1."""
+    model = HookedTransformer(ModelShape(n_layers=1, d_model=16, n_heads=2, vocab_size=vocab_size, n_ctx=n_ctx))
+    with torch.no_grad():
+        for p in model.blocks.parameters():
+            p.zero_()
+        model.pos_embed.weight.zero_()
+        model.embed.weight.copy_(torch.eye(vocab_size, 16))
+        model.unembed.weight.copy_(torch.eye(vocab_size, 16).roll(1, dims=0))  # row t + 1 reads t
+    return model.eval()
+
+
+def test_generate_decodes_greedily():
+    model = successor_model()
+    prompts = torch.tensor([[3, 1, 4, 1], [5, 9, 2, 6], [11, 0, 0, 12], [7, 7, 7, 0], [2, 7, 1, 8]])
+    out = model.generate(prompts, 3, batch_size=2)  # three batches, the last one short
+    expected = torch.stack([(prompts[:, -1] + k) % 13 for k in (1, 2, 3)], dim=1)
+    assert torch.equal(out, expected), out
+    assert out[2].tolist() == [0, 1, 2]  # wraps around the vocabulary
+    assert model.generate(prompts[:0], 3).shape == (0, 3)
+
+
+def test_generate_feeds_back_the_whole_sequence():
+    model = successor_model(n_ctx=8)
+    prompts = torch.zeros(2, 5, dtype=torch.long)
+    assert model.generate(prompts, 4).shape == (2, 4)  # the last input holds 5 + 3 = 8 tokens
+    with pytest.raises(ValueError, match="n_ctx"):
+        model.generate(prompts, 5)  # would need an input of 9 tokens
 
 
 def test_shape_validation():
