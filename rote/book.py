@@ -196,7 +196,8 @@ def _source_hash(path: Path) -> str:
 
 
 def _stamp(nb_path: Path, text: str, meta: dict) -> None:
-    """Insert (or replace) the build stamp after the notebook's title cell."""
+    """Insert (or replace) the build stamp after the notebook's title cell (as cell 1: above the title
+    when papermill put its error banner first; the site moves it under the title, ``stage_site``)."""
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
@@ -309,29 +310,33 @@ def stage_site(profile: str) -> Path:
     for name, source in chapters().items():
         executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
         target = site / "book" / source.name
+        notes = []  # cells for under the page's title: the build stamp and warnings
         if executed.exists():
             nb = nbformat.read(executed, as_version=4)
             meta = nb.metadata.get("rote", {})
-            stamp = [c for c in nb.cells if STAMP_TAG in c.get("metadata", {}).get("tags", [])]
-            if stamp and meta:
-                stamp[0].source = web.stamp_markdown(meta, web.effective_parameters(nb))
+            if nb.cells and "papermill-error-cell-tag" in nb.cells[0].get("metadata", {}).get("tags", []):
+                del nb.cells[0]  # papermill's banner above the title: the stamp says the same, under it
+            for cell in [c for c in nb.cells if STAMP_TAG in c.get("metadata", {}).get("tags", [])]:
+                nb.cells.remove(cell)
+                if meta:
+                    cell.source = web.stamp_markdown(meta, web.effective_parameters(nb))
+                notes.append(cell)
             if meta.get("source_sha") != _source_hash(source):
-                nb.cells.insert(1, nbformat.v4.new_markdown_cell(
+                notes.append(nbformat.v4.new_markdown_cell(
                     "```{warning}\nThe chapter's source changed after this page was executed; rebuild it.\n```"))
         else:
             nb = nbformat.read(source, as_version=4)
-            nb.cells.insert(1, nbformat.v4.new_markdown_cell(
+            notes.append(nbformat.v4.new_markdown_cell(
                 f"```{{warning}}\nThis chapter has not been executed for profile `{profile}` yet.\n```"))
-        at = 1 + sum(1 for c in nb.cells[1:3] if c.cell_type == "markdown" and c.source.lstrip().startswith(
-            ("```{warning}", "```{note}", "```{error}", "::::{note}", "::::{error}")))  # under the title and notes
         box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
-        if box:
-            nb.cells.insert(at, nbformat.v4.new_markdown_cell(box, metadata={"tags": [web.SITE_NOTE_TAG]}))
+        if box:  # the chapter opens with its verdict, then how it was built
+            notes.insert(0, nbformat.v4.new_markdown_cell(box, metadata={"tags": [web.SITE_NOTE_TAG]}))
         if name == "scorecard":
             files = web.write_downloads(records, site / "book", profile)
-            nb.cells.insert(at, nbformat.v4.new_markdown_cell(web.downloads_markdown(*files, len(records)),
-                                                              metadata={"tags": [web.SITE_NOTE_TAG]}))
+            notes.insert(0, nbformat.v4.new_markdown_cell(web.downloads_markdown(*files, len(records)),
+                                                          metadata={"tags": [web.SITE_NOTE_TAG]}))
         web.hide_boilerplate(nb)
+        web.insert_after_title(nb, notes)
         nbformat.write(nb, target)
     return site
 

@@ -1,0 +1,328 @@
+"""What the website adds to the executed chapters, at staging time (``rote.book.stage_site``).
+
+Nothing here edits a chapter's source: the staged copy of each executed notebook gets
+
+- its build stamp rewritten to say when and how it ran, with the command that reruns it (:func:`stamp_markdown`);
+- a verdict box under the title, read from the claim records whose ``page`` is the chapter (:func:`verdict_box`);
+- its boilerplate cells (imports, the ``parameters`` cell, papermill's injected parameters, setup without
+  output) collapsed behind a "show code" toggle (:func:`hide_boilerplate`);
+
+and the scorecard offers every record for download as JSON and CSV (:func:`write_downloads`).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import shlex
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+HIDE_TAG = "hide-input"  # myst-nb: the code collapses behind a "Show code cell source" toggle
+BOILERPLATE_TAGS = ("parameters", "injected-parameters")
+DECIDING_KINDS = ("registered", "amended")  # checks[].kind that decide the verdicts
+SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
+
+
+# -- records -------------------------------------------------------------------------------------
+def _get(rec, name, default=None):
+    """A record field, from a ClaimRecord or its dict; tolerant of records written in an older format."""
+    if isinstance(rec, dict):
+        return rec.get(name, default)
+    return getattr(rec, name, default)
+
+
+def record_dict(rec) -> dict:
+    return asdict(rec) if is_dataclass(rec) else dict(rec)
+
+
+def records_for_page(records, page: str) -> list:
+    """The records a chapter computed: those whose ``page`` is the chapter's notebook stem."""
+    return [r for r in records if _get(r, "page") == page]
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def _verdict_class(verdicts: list[str]) -> str:
+    """The box's colour: every verdict holds / passes, any fails, or anything else (mixed, not run)."""
+    words = [str(v).split()[0] if v else "not" for v in verdicts]
+    if words and all(w in ("holds", "pass") for w in words):
+        return "rote-verdict-holds"
+    if any(w in ("fails", "fail") for w in words):
+        return "rote-verdict-fails"
+    if words and all(w == "not" for w in words):
+        return "rote-verdict-notrun"
+    return "rote-verdict-mixed"
+
+
+def deciding_numbers(rec) -> list[str]:
+    """One line per deciding check (kind registered or amended): its value on each seed, the threshold,
+    and how many seeds pass it."""
+    by_name: dict[tuple[str, str], list[dict]] = {}
+    for seed in _get(rec, "per_seed") or []:
+        for check in seed.get("checks", []):
+            if check.get("kind") in DECIDING_KINDS:
+                by_name.setdefault((check.get("kind"), check.get("name")), []).append({**check, "seed": seed.get("seed")})
+    lines = []
+    for (kind, name), checks in by_name.items():
+        values = ", ".join(_fmt(c.get("value")) for c in checks)
+        passed = sum(bool(c.get("passed")) for c in checks)
+        threshold = checks[0].get("threshold")
+        limit = f"; threshold {_fmt(threshold)}" if threshold is not None else ""
+        seeds = f"{passed}/{len(checks)} seeds pass" if len(checks) > 1 else ("passes" if passed else "fails")
+        lines.append(f"`{name}` ({kind}) = {values}{limit}: {seeds}")
+    return lines
+
+
+def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
+    """MyST markdown of the verdict box for a chapter's records, or None when the page computed none."""
+    if not records:
+        return None
+    claim_titles = claim_titles or {}
+    claims = sorted({_get(r, "claim") for r in records})
+    title = "; ".join(f"{c}: {claim_titles[c]}" if c in claim_titles else c for c in claims)
+    verdicts = [_get(r, "verdict_amended", _get(r, "status")) for r in records]
+    lines = [f":::{{admonition}} Verdict. {title}", f":class: rote-verdict {_verdict_class(verdicts)}", ""]
+    for r in records:  # in the records' order: claim, task, then the primary condition first
+        condition = _get(r, "condition", "-")
+        what = f"{_get(r, 'claim')} · {str(_get(r, 'task')).upper()}" + (
+            f" · {condition} noise" if condition not in (None, "", "-") else "")
+        registered = _get(r, "verdict_registered", _get(r, "status"))
+        amended = _get(r, "verdict_amended", _get(r, "status"))
+        seeds = _get(r, "seeds") or []
+        seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
+        lines.append(f"**{what}**: registered **{registered}**, amended **{amended}** (seeds {seeds_text})")
+        lines.append("")
+        for line in deciding_numbers(r):
+            lines.append(f"- {line}")
+        lines.append("")
+    lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
+    lines.append(":::")
+    return "\n".join(lines)
+
+
+# -- downloads -----------------------------------------------------------------------------------
+CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status",
+               "seed", "seed_registered", "seed_amended", "check", "kind", "value", "threshold", "passed",
+               "page", "anchor")
+
+
+def csv_rows(records) -> list[dict]:
+    """Long form: one row per (record, seed, check); a record without checks (not run) is one row."""
+    rows = []
+    for r in records:
+        base = {k: _get(r, k, "") for k in ("claim", "task", "condition", "profile", "verdict_registered",
+                                             "verdict_amended", "status", "page", "anchor")}
+        emitted = False
+        for seed in _get(r, "per_seed") or []:
+            for check in seed.get("checks", []):
+                value, threshold = check.get("value"), check.get("threshold")
+                rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
+                             "seed_amended": seed.get("amended", ""), "check": check.get("name"),
+                             "kind": check.get("kind"),
+                             "value": json.dumps(value) if isinstance(value, (list, dict)) else value,
+                             "threshold": json.dumps(threshold) if isinstance(threshold, (list, dict)) else threshold,
+                             "passed": check.get("passed")})
+                emitted = True
+        if not emitted:
+            rows.append(base)
+    return rows
+
+
+def write_downloads(records, folder: Path, profile: str) -> tuple[str, str]:
+    """Write ``records-<profile>.json`` (the records as stored) and ``.csv`` (long form) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    json_name, csv_name = f"records-{profile}.json", f"records-{profile}.csv"
+    (folder / json_name).write_text(json.dumps([record_dict(r) for r in records], indent=2))
+    with open(folder / csv_name, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(csv_rows(records))
+    return json_name, csv_name
+
+
+def downloads_markdown(json_name: str, csv_name: str, n_records: int) -> str:
+    return (f"**Download the records** ({n_records} claim records of this profile): "
+            f"{{download}}`JSON <{json_name}>` (as the chapters stored them) · "
+            f"{{download}}`CSV <{csv_name}>` (one row per record, seed and check).")
+
+
+# -- the build stamp and the rerun command -------------------------------------------------------
+def rerun_command(chapter: str, params: dict) -> str:
+    """The command that reruns a chapter with the parameters it ran with (``python -m rote run``)."""
+    params = dict(params or {})
+    profile = params.pop("profile", "quick")
+    parts = ["python", "-m", "rote", "run", chapter, "--profile", str(profile)]
+    for key, value in params.items():
+        if key == "overrides" and isinstance(value, dict):
+            for name, v in value.items():
+                parts += ["-p", name, v if isinstance(v, str) else json.dumps(v)]
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            parts += ["-p", key, ",".join(value)]
+        else:
+            parts += ["-p", key, value if isinstance(value, str) else json.dumps(value)]
+    return shlex.join(parts)
+
+
+def effective_parameters(nb) -> dict[str, str]:
+    """Name -> source text of every parameter the executed notebook ran with: the defaults of its
+    ``parameters`` cell, overridden by papermill's injected cell."""
+    out: dict[str, str] = {}
+    for tag in BOILERPLATE_TAGS:  # parameters first, then the injected values replace them
+        for cell in nb.cells:
+            if cell.cell_type == "code" and tag in cell.get("metadata", {}).get("tags", []):
+                try:
+                    tree = ast.parse(cell.source)
+                except SyntaxError:
+                    continue
+                for node in tree.body:
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                        out[node.targets[0].id] = ast.get_source_segment(cell.source, node.value)
+    return out
+
+
+def stamp_markdown(meta: dict, parameters: dict[str, str] | None = None) -> str:
+    """The note under a chapter's title: when it ran, how long, whether it failed, and how to rerun it."""
+    chapter, params = meta.get("chapter", "?"), meta.get("parameters") or {}
+    profile = params.get("profile", meta.get("profile", "quick"))
+    when, seconds = meta.get("executed", "?"), meta.get("seconds")
+    took = f" in {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
+    kind, head = ("error", f"This chapter FAILED in the build of {when} (profile `{profile}`): "
+                           f"{meta.get('error', '')}. The outputs below stop at the failing cell.") \
+        if meta.get("ok") is False else ("note", f"Executed {when} with profile `{profile}`{took}.")
+    shown = ", ".join(f"`{k} = {v}`" for k, v in (parameters or {}).items())
+    lines = [f"::::{{{kind}}}", head, "", "Rerun this page with the parameters it ran with:", "",
+             "```bash", rerun_command(chapter, params), "```"]
+    if shown:
+        lines += ["", f"Parameters: {shown}."]
+    lines.append("::::")
+    return "\n".join(lines)
+
+
+def static_page_note(profile: str) -> str:
+    """The rebuild note for a page that is text, not an executed chapter."""
+    return ("\n\n```{note}\nThis page is text. The site was built with "
+            f"`python -m rote book --profile {profile}`, which reruns every chapter.\n```\n")
+
+
+# -- boilerplate ---------------------------------------------------------------------------------
+def _visible(output) -> bool:
+    """Whether a cell output shows on the page (stderr is dropped by the site's config)."""
+    return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
+
+
+def _imports_only(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return bool(tree.body) and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+
+
+BOILERPLATE_HEADERS = {"parameters": "# Parameters (the chapter's defaults)",
+                       "injected-parameters": "# Parameters papermill injected for this build"}
+
+
+def hide_boilerplate(nb) -> int:
+    """Collapse the code a reader need not see behind one "show code" toggle (tag ``hide-input``):
+    the ``parameters`` and ``injected-parameters`` cells, cells that only import, and the setup
+    cells that show nothing before the page's first output. Consecutive such cells without output
+    are merged into one cell, so that a page opens with one toggle, not four. Returns how many
+    cells were hidden."""
+    marked = []
+    seen_output = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            marked.append(False)
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        visible = any(_visible(o) for o in cell.get("outputs", []))
+        boiler = (any(t in tags for t in BOILERPLATE_TAGS) or _imports_only(cell.source)
+                  or (not seen_output and not visible))
+        seen_output = seen_output or visible
+        already = any(t in tags for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell"))
+        marked.append(boiler and not already)
+    cells, hidden = [], 0
+    for cell, boiler in zip(nb.cells, marked):
+        if not boiler:
+            cells.append(cell)
+            continue
+        hidden += 1
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        header = next((BOILERPLATE_HEADERS[t] for t in BOILERPLATE_TAGS if t in tags), None)
+        source = f"{header}\n{cell.source}" if header else cell.source
+        previous = cells[-1] if cells else None
+        mergeable = not any(_visible(o) for o in cell.get("outputs", []))
+        if (previous is not None and previous.cell_type == "code" and mergeable
+                and previous.metadata.get("rote_merged")):
+            previous.source += "\n\n" + source
+            previous.outputs += cell.get("outputs", [])  # stderr only: dropped on the page
+            previous.execution_count = cell.get("execution_count")
+            continue
+        cell.source = source
+        tags.append(HIDE_TAG)
+        if mergeable:
+            cell.metadata["rote_merged"] = True
+        cells.append(cell)
+    for cell in cells:
+        cell.get("metadata", {}).pop("rote_merged", None)
+    nb.cells = cells
+    return hidden
+
+
+def title_index(nb) -> int:
+    """The index of the page's title cell (the first markdown cell with a ``# `` heading), else 0."""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and any(line.startswith("# ") for line in cell.source.splitlines()):
+            return i
+    return 0
+
+
+def insert_after_title(nb, cells) -> None:
+    """Put ``cells`` (notes, the verdict box) right under the page's title heading, in order: a title
+    cell that goes on with the chapter's introduction is split after its ``# `` line."""
+    import nbformat
+
+    at = title_index(nb)
+    title = nb.cells[at] if nb.cells else None
+    if title is not None and title.cell_type == "markdown":
+        lines = title.source.splitlines()
+        head = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+        rest = "\n".join(lines[head + 1:]).strip("\n") if head is not None else ""
+        if rest:
+            title.source = "\n".join(lines[:head + 1])
+            nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(rest))
+    nb.cells[at + 1:at + 1] = list(cells)
+
+
+# -- Sphinx extension (listed in _config.yml) ----------------------------------------------------
+def _unique_scripts(app, pagename, templatename, context, doctree):
+    """Drop repeated script tags. Under Jupyter Book, sphinx-thebe adds its inline config script twice,
+    and the second ``const THEBE_JS_URL`` throws on every page."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        filename = getattr(js, "filename", js) or ""  # one copy names no file with None, the other with ""
+        key = (str(filename), json.dumps(getattr(js, "attributes", {}), sort_keys=True, default=str))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"] = unique
+
+
+def setup(app):
+    app.connect("html-page-context", _unique_scripts, priority=900)  # after every other extension
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
