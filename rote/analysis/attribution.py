@@ -19,6 +19,8 @@ Components are indexed in one flat order: all heads (layer-major), then all neur
 - :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
 - :func:`component_means`, :func:`ablated`, :func:`ablation_accuracy`, :func:`random_components` --
   mean-ablation of a set of components, and a random control matched in kind and layer.
+- :func:`circuits` -- claim C3's whole circuit experiment (scores, overlap, ablation of the top
+  generalization neurons against matched random neurons).
 """
 
 from __future__ import annotations
@@ -26,22 +28,16 @@ from __future__ import annotations
 import contextlib
 import math
 
+import pandas as pd
 import torch
 
+from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from ..train import accuracy
-from .lens import model_inputs
+from .patching import (ablation_accuracy, component_edits, patched, patched_accuracy,  # noqa: F401
+                       patching_effects)
 
-BATCH = 256
-
-
-def _z(layer: int) -> str:
-    return f"blocks.{layer}.attn.hook_z"
-
-
-def _post(layer: int) -> str:
-    return f"blocks.{layer}.mlp.hook_post"
+BATCH = scoring.BATCH
 
 
 def n_components(model: HookedTransformer) -> tuple[int, int]:
@@ -63,14 +59,14 @@ def resample(reference: Examples, n: int, seed: int = 0) -> Examples:
 
 
 def label_logprob(logits: torch.Tensor, examples: Examples, which: str) -> torch.Tensor:
-    """[N] sum over answer tokens of the teacher-forced log-probability of ``examples.<which>``."""
-    target = getattr(examples, which).to(logits.device)
-    logp = logits[:, examples.answer_positions.to(logits.device)].log_softmax(-1)
-    return logp.gather(-1, target[..., None]).squeeze(-1).sum(-1)
+    """[N] sum over answer tokens of the teacher-forced log-probability of ``examples.<which>``,
+    from full-sequence ``logits`` [N, P, vocab]."""
+    return scoring.target_logprob(logits[:, examples.answer_positions.to(logits.device)], getattr(examples, which))
 
 
 def _names(model: HookedTransformer) -> list[str]:
-    return [_z(l) for l in range(model.shape.n_layers)] + [_post(l) for l in range(model.shape.n_layers)]
+    """The hook points of the components: every head output, then every neuron, layer-major."""
+    return [model.hook_name(kind, l) for kind in ("z", "post") for l in range(model.shape.n_layers)]
 
 
 def attribution_scores(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
@@ -82,23 +78,27 @@ def attribution_scores(model: HookedTransformer, examples: Examples, which: str,
         raise ValueError("corrupt must hold one row per example")
     s = model.shape
     names = _names(model)
+    z, post = [model.hook_name("z", l) for l in range(s.n_layers)], [model.hook_name("post", l) for l in range(s.n_layers)]
     heads, neurons = [], []
     for start in range(0, len(examples), batch_size):
         ex = examples[start:start + batch_size]
         cor = corrupt[start:start + batch_size]
         with torch.no_grad():
-            _, cache_cor = model.run_with_cache(model_inputs(cor).to(model.device), names)
-        acts: dict[str, torch.Tensor] = {}
+            _, cache_cor = model.run_with_cache(scoring.model_inputs(cor).to(model.device), names)
+        kept: dict[str, list[torch.Tensor]] = {n: [] for n in names}
 
         def keep(act, point):
-            acts[point.name] = act
+            kept[point.name].append(act)
 
-        with torch.enable_grad(), model.hooks([(n, keep) for n in names]):
-            logits = model(model_inputs(ex, which).to(model.device))
-            metric = label_logprob(logits, ex, which).sum()
-            grads = dict(zip(names, torch.autograd.grad(metric, [acts[n] for n in names])))
-        h = [((cache_cor[_z(l)] - acts[_z(l)].detach()) * grads[_z(l)]).sum((1, 3)) for l in range(s.n_layers)]
-        n = [((cache_cor[_post(l)] - acts[_post(l)].detach()) * grads[_post(l)]).sum(1) for l in range(s.n_layers)]
+        metric = scoring.label_logprob(model, ex, which, hooks=[(n, keep) for n in names], grad=True).sum()
+        flat = torch.autograd.grad(metric, [a for n in names for a in kept[n]])
+        grads, i = {}, 0
+        for n in names:  # the scorer's batches, put back together
+            grads[n] = torch.cat(flat[i:i + len(kept[n])])
+            i += len(kept[n])
+        acts = {n: torch.cat([a.detach() for a in kept[n]]) for n in names}
+        h = [((cache_cor[z[l]] - acts[z[l]]) * grads[z[l]]).sum((1, 3)) for l in range(s.n_layers)]
+        n = [((cache_cor[post[l]] - acts[post[l]]) * grads[post[l]]).sum(1) for l in range(s.n_layers)]
         heads.append(torch.stack(h, 1).cpu())
         neurons.append(torch.stack(n, 1).cpu())
     if not heads:
@@ -119,36 +119,6 @@ def component_scores(model: HookedTransformer, examples: Examples, which: str, r
         return torch.full((sum(n_components(model)),), math.nan)
     scores = attribution_scores(model, examples, which, resample(reference, len(examples), seed), batch_size)
     return flatten(scores).abs().mean(0)
-
-
-@torch.no_grad()
-def patching_effects(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
-                     components: list[int] | None = None) -> torch.Tensor:
-    """Actual activation patching: for each component (flat index), the per-example change of the
-    metric when that component's activation (all positions) is replaced by its corrupted one.
-    Returns [N, len(components)]. Slow (one forward pass per component); meant for checks."""
-    s = model.shape
-    n_heads, n_neurons = n_components(model)
-    components = list(range(n_heads + n_neurons)) if components is None else list(components)
-    _, cache_cor = model.run_with_cache(model_inputs(corrupt).to(model.device), _names(model))
-    tokens = model_inputs(examples, which).to(model.device)
-    base = label_logprob(model(tokens), examples, which)
-    out = []
-    for c in components:
-        if c < n_heads:
-            name, index = _z(c // s.n_heads), (slice(None), slice(None), c % s.n_heads)
-        else:
-            c -= n_heads
-            name, index = _post(c // s.d_mlp), (slice(None), slice(None), c % s.d_mlp)
-
-        def patch(act, _point, name=name, index=index):
-            act = act.clone()
-            act[index] = cache_cor[name][index]
-            return act
-
-        with model.hooks([(name, patch)]):
-            out.append(label_logprob(model(tokens), examples, which) - base)
-    return torch.stack(out, 1).cpu()
 
 
 def patching_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
@@ -192,35 +162,14 @@ def component_means(model: HookedTransformer, examples: Examples) -> dict[str, t
     """Mean activation of every head output and neuron per position over ``examples`` (clean
     reference inputs): {hook name: [P, ...]}."""
     names = _names(model)
-    _, cache = model.run_with_cache(model_inputs(examples).to(model.device), names)
+    _, cache = model.run_with_cache(scoring.model_inputs(examples).to(model.device), names)
     return {n: cache[n].mean(0) for n in names}
 
 
 @contextlib.contextmanager
 def ablated(model: HookedTransformer, components: set[int] | list[int], means: dict[str, torch.Tensor]):
     """Mean-ablate the given components (flat indices) at every position for the block."""
-    s = model.shape
-    n_heads, _ = n_components(model)
-    per_hook: dict[str, list[int]] = {}
-    for c in sorted(components):
-        if c < n_heads:
-            per_hook.setdefault(_z(c // s.n_heads), []).append(c % s.n_heads)
-        else:
-            c -= n_heads
-            per_hook.setdefault(_post(c // s.d_mlp), []).append(c % s.d_mlp)
-
-    def make(name, idx):
-        idx = torch.tensor(idx)
-
-        def hook(act, _point):
-            act = act.clone()
-            mean = means[name].to(act.device, act.dtype)
-            act[:, :, idx] = mean[: act.shape[1], idx].expand(act.shape[0], *mean[: act.shape[1], idx].shape)
-            return act
-
-        return hook
-
-    with model.hooks([(name, make(name, idx)) for name, idx in per_hook.items()]):
+    with patched(model, component_edits(model, components, means)):
         yield model
 
 
@@ -272,9 +221,32 @@ def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Te
     return out
 
 
-def ablation_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, str]], components: set[int],
-                      means: dict[str, torch.Tensor]) -> dict[str, float]:
-    """Exact-match accuracy of each ``name -> (examples, which label)`` with ``components``
-    mean-ablated (NaN for an empty set)."""
-    with ablated(model, components, means):
-        return {name: accuracy(model, ex, which) for name, (ex, which) in sets.items()}
+def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, reference: Examples,
+             sets: dict[str, tuple[Examples, str]], *, fraction: float, max_examples: int, max_fit: int,
+             n_controls: int, seed: int = 0) -> dict:
+    """Claim C3's circuit experiment: do generalization and memorization use the same components?
+
+    Attribution scores (:func:`component_scores`, corrupted inputs resampled from ``reference``)
+    on (up to ``max_examples`` of) the clean set for the true answer and the memorized set for the
+    noisy label; their top-``fraction`` overlap (:func:`overlap`); and the accuracy of ``sets``
+    with the top ``fraction`` of *neurons* for the clean set mean-ablated (means over up to
+    ``max_fit`` reference examples), against ``n_controls`` random neuron sets matched in layer.
+
+    Returns ``scores`` ({"C", "M"}: [n_components]), ``overlap`` (the :func:`overlap` dict) and
+    ``ablations`` (one row per condition: "none", "top generalization neurons", "random neurons
+    (matched)" averaged over the draws; one column per set).
+    """
+    C, M = clean[:max_examples], memorized[:max_examples]
+    scores = {"C": component_scores(model, C, "true_label", reference, seed=seed),
+              "M": component_scores(model, M, "label", reference, seed=seed + 1)}
+    overlaps = overlap(model, scores["C"], scores["M"], fraction)
+    top_gen = overlaps["neurons"]["top_a"]
+    means = component_means(model, reference[:max_fit])
+    rows = [{"ablated": "none", **patched_accuracy(model, sets)}]
+    if top_gen:
+        rows.append({"ablated": "top generalization neurons", **ablation_accuracy(model, sets, top_gen, means)})
+        for c in range(n_controls):
+            control = random_components(model, top_gen, seed=seed + c, exclude=top_gen)
+            rows.append({"ablated": "random neurons (matched)", **ablation_accuracy(model, sets, control, means)})
+    ablations = pd.DataFrame(rows).groupby("ablated", sort=False).mean()
+    return {"scores": scores, "overlap": overlaps, "ablations": ablations}

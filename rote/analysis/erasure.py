@@ -1,214 +1,46 @@
-"""Erasing an intermediate result from the residual stream: iterative nullspace projection (INLP).
+"""Erasing an intermediate result from the residual stream (claim C3): where, and with what.
 
-INLP (Ravfogel et al. 2020) fits a linear classifier for the target, removes the directions its
-weights use, and repeats on the projected activations until ``rank`` directions are gone. The
-result is an orthogonal projection P = I - Q Q^T with Q [d, rank] orthonormal. The control is a
-projection onto the complement of a random subspace of the same rank.
+INLP (:mod:`rote.analysis.inlp`, the mathematics) is fitted per site (layer, position): the same
+result is stored in different directions at different positions. It is applied mean-preserving:
+x -> mu + (x - mu) P, with mu the clean mean at that site, so that only the variation along the
+removed directions goes (for the random control as well) and activations stay in their usual
+range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block l - 1, hook
+``blocks.{l-1}.hook_resid_post``); the hooks that apply an erasure are in
+:mod:`rote.analysis.patching`.
 
-An erasure is fitted and applied per site (layer, position): the same result is stored in
-different directions at different positions. It is applied mean-preserving: x -> mu + (x - mu) P,
-with mu the clean mean at that site, so that only the variation along Q is removed (for the random
-control as well) and activations stay in their usual range. Layers follow
-:mod:`rote.analysis.lens` (0 = embeddings, l = after block l - 1, hook
-``blocks.{l-1}.hook_resid_post``).
-
-- :func:`inlp_projection`, :func:`random_projection` -- the [d, d] matrices (and ``*_basis``).
-- :func:`erasure_sites` -- where C3 erases: the layers where a probe reads the result, at its positions.
+- :func:`erasure_targets`, :func:`erasure_sites` -- what C3 erases and where: the layers where a
+  probe reads the result, at its positions (computed once per run and shared by chapters 04 and
+  05 through :func:`rote.analysis_cache.erasure_sites_cached`).
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
   positions from a model's clean activations: an :class:`Erasure`; :func:`random_erasure` is its
   control.
 - :func:`erased` -- a context manager applying an erasure through hooks (removed on exit).
 - :func:`erasure_accuracy`, :func:`erasure_sweep` -- exact-match accuracy of named sets under an
-  erasure, and over ranks against the random control.
+  erasure, and over ranks against the random control (:mod:`rote.analysis.patching`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 import torch
 
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
-from ..train import accuracy
-from .lens import layer_hook_name, model_inputs, residual_stack
-from .probes import fit_probes, found_layers, group_curves, probe_sweep
+from .inlp import (Erasure, Site, inlp_bases, inlp_basis, inlp_projection, projection_from_basis,  # noqa: F401
+                   random_basis, random_erasure, random_projection)
+from .lens import model_inputs, residual_stack
+from .patching import erasure_accuracy, erasure_edits, erasure_sweep, patched  # noqa: F401
+from .probes import found_layers, group_curves, probe_sweep
 from .targets import intermediate_targets
-
-
-def _orthonormal_basis(Q: torch.Tensor, new: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
-    """Extend the orthonormal columns ``Q`` [d, k] by the directions of ``new`` [d, m] outside them."""
-    for v in new.T:
-        if Q.shape[1]:
-            v = v - Q @ (Q.T @ v)
-            v = v - Q @ (Q.T @ v)  # twice, for numerical safety
-        norm = v.norm()
-        if norm > tol:
-            Q = torch.cat([Q, (v / norm)[:, None]], dim=1)
-    return Q
-
-
-def _directions(W: torch.Tensor) -> torch.Tensor:
-    """The row space of a multinomial classifier's weights W [d, C] as [d, m] directions ordered by
-    singular value (the class-mean component of the weights does not affect predictions: removed)."""
-    W = W - W.mean(1, keepdim=True)
-    U, S, _ = torch.linalg.svd(W, full_matrices=False)
-    return U[:, S > S.max() * 1e-4] if S.numel() and S.max() > 0 else U[:, :0]
-
-
-def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
-               per_iteration: int | None = None, weight_decay: float = 1e-3, max_iter: int = 50) -> torch.Tensor:
-    """INLP at S sites at once: ``acts`` [S, N, d] (the same N examples at each site), ``labels`` [N]
-    or [N, k] (k targets, one multinomial logistic-regression classifier each per iteration).
-    Returns orthonormal bases [S, d, rank].
-
-    Each iteration fits the classifiers of every site together (one L-BFGS call) on the activations
-    projected so far and removes up to ``per_iteration`` of their top directions (all by default;
-    the targets' directions interleaved, strongest first) until ``rank`` are gone at every site."""
-    acts = acts.float()
-    labels = labels.long()
-    if labels.dim() == 1:
-        labels = labels[:, None]
-    S, N, d = acts.shape
-    k = labels.shape[1]
-    if not 0 <= rank <= d:
-        raise ValueError(f"rank must be in [0, {d}], got {rank}")
-    if n_classes is None:
-        n_classes = [int(labels[:, j].max()) + 1 for j in range(k)]
-    elif isinstance(n_classes, int):
-        n_classes = [n_classes] * k
-    x = acts - acts.mean(1, keepdim=True)
-    Qs = [torch.zeros(d, 0) for _ in range(S)]
-    while min(Q.shape[1] for Q in Qs) < rank:
-        xp = torch.stack([x[s] - (x[s] @ Qs[s]) @ Qs[s].T for s in range(S)])
-        probes = fit_probes(xp.repeat_interleave(k, dim=0), labels.T.repeat(S, 1), n_classes * S, weight_decay,
-                            max_iter, standardize=False)
-        for s in range(S):
-            before = Qs[s].shape[1]
-            if before >= rank:
-                continue
-            found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
-            width = max(f.shape[1] for f in found)
-            ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
-            if per_iteration is not None:
-                ordered = ordered[:per_iteration]
-            new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
-            Qs[s] = _orthonormal_basis(Qs[s], new)
-            if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions
-                g = torch.Generator().manual_seed(s)
-                Qs[s] = _orthonormal_basis(Qs[s], torch.randn(d, rank - before, generator=g))
-    return torch.stack([Q[:, :rank] for Q in Qs])
-
-
-def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
-    """Orthonormal [d, rank] INLP directions for ``labels`` ([N] or [N, k]) in ``acts`` [N, d];
-    see :func:`inlp_bases`."""
-    return inlp_bases(acts.float()[None], labels, rank, **kwargs)[0]
-
-
-def projection_from_basis(Q: torch.Tensor) -> torch.Tensor:
-    return torch.eye(Q.shape[0]) - Q @ Q.T
-
-
-def inlp_projection(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
-    """[d, d] orthogonal projection removing the ``rank`` INLP directions of ``labels`` in ``acts``."""
-    return projection_from_basis(inlp_basis(acts, labels, rank, **kwargs))
-
-
-def random_basis(d: int, rank: int, seed: int = 0) -> torch.Tensor:
-    """[d, rank] orthonormal basis of a uniformly random subspace."""
-    g = torch.Generator().manual_seed(seed)
-    Q, _ = torch.linalg.qr(torch.randn(d, rank, generator=g))
-    return Q[:, :rank]
-
-
-def random_projection(d: int, rank: int, seed: int = 0) -> torch.Tensor:
-    """[d, d] orthogonal projection removing a uniformly random ``rank``-dimensional subspace."""
-    return projection_from_basis(random_basis(d, rank, seed))
-
-
-Site = tuple[int, int]  # (layer, position)
-
-
-@dataclass
-class Erasure:
-    """Directions to remove at each site (layer, position): an orthonormal basis Q [d, k] and the
-    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P."""
-
-    bases: dict[Site, torch.Tensor]
-    means: dict[Site, torch.Tensor]
-
-    @property
-    def rank(self) -> int:
-        return min(Q.shape[1] for Q in self.bases.values()) if self.bases else 0
-
-    @property
-    def layers(self) -> list[int]:
-        return sorted({layer for layer, _ in self.bases})
-
-    @property
-    def positions(self) -> list[int]:
-        return sorted({p for _, p in self.bases})
-
-    def projection(self, layer: int, position: int) -> torch.Tensor:
-        return projection_from_basis(self.bases[layer, position])
-
-    def truncate(self, rank: int) -> "Erasure":
-        """The first ``rank`` directions at every site (INLP finds them in order, so this equals
-        INLP run to that rank)."""
-        if rank > self.rank:
-            raise ValueError(f"rank {rank} exceeds the erasure's rank {self.rank}")
-        return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means))
-
-    @classmethod
-    def from_projection(cls, P: torch.Tensor, layers: list[int], positions: list[int],
-                        mean: torch.Tensor | None = None) -> "Erasure":
-        """One projection matrix applied at every (layer, position) given."""
-        U, S, _ = torch.linalg.svd(torch.eye(P.shape[0]) - P)
-        Q = U[:, S > 0.5]
-        mu = torch.zeros(P.shape[0]) if mean is None else mean
-        return cls({(l, p): Q for l in layers for p in positions}, {(l, p): mu for l in layers for p in positions})
-
-
-def projection_hook(P: torch.Tensor, mean: torch.Tensor | None = None, positions=None):
-    """A hook function that replaces x by mean + (x - mean) P at ``positions`` (all if None)."""
-
-    def hook(act: torch.Tensor, _point) -> torch.Tensor:
-        Pd = P.to(act.device, act.dtype)
-        mu = torch.zeros(act.shape[-1], device=act.device, dtype=act.dtype) if mean is None \
-            else mean.to(act.device, act.dtype)
-        out = act.clone()
-        sel = slice(None) if positions is None else torch.as_tensor(positions, device=act.device)
-        out[:, sel] = mu + (act[:, sel] - mu) @ Pd
-        return out
-
-    return hook
-
-
-def _layer_hook(sites: dict[int, tuple[torch.Tensor, torch.Tensor]]):
-    def hook(act: torch.Tensor, _point) -> torch.Tensor:
-        out = act.clone()
-        for position, (Q, mu) in sites.items():
-            if position < act.shape[1]:
-                Q, mu = Q.to(act.device, act.dtype), mu.to(act.device, act.dtype)
-                x = act[:, position]
-                out[:, position] = x - ((x - mu) @ Q) @ Q.T
-        return out
-
-    return hook
 
 
 @contextlib.contextmanager
 def erased(model: HookedTransformer, erasure: Erasure):
     """Apply ``erasure`` for the duration of the block (hooks removed on exit, also on error)."""
-    hooks = []
-    for layer in erasure.layers:
-        sites = {p: (Q, erasure.means[layer, p]) for (l, p), Q in erasure.bases.items() if l == layer}
-        hooks.append((layer_hook_name(layer), _layer_hook(sites)))
-    with model.hooks(hooks):
+    with patched(model, erasure_edits(model, erasure)):
         yield model
 
 
@@ -262,49 +94,6 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targe
     x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
     Q = inlp_bases(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
     return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)})
-
-
-def random_erasure(like: Erasure, seed: int = 0) -> Erasure:
-    """The control: the same sites, means and rank, uniformly random subspaces."""
-    bases = {}
-    for i, (site, Q) in enumerate(sorted(like.bases.items())):
-        bases[site] = random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
-    return Erasure(bases, dict(like.means))
-
-
-def erasure_accuracy(model: HookedTransformer, sets: dict[str, tuple[Examples, str]],
-                     erasure: Erasure | None = None) -> dict[str, float]:
-    """Exact-match accuracy of each ``name -> (examples, which label)`` with ``erasure`` applied
-    (none: the unmodified model). NaN for an empty set."""
-    ctx = erased(model, erasure) if erasure is not None else contextlib.nullcontext()
-    with ctx:
-        return {name: accuracy(model, ex, which) for name, (ex, which) in sets.items()}
-
-
-def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: dict[str, tuple[Examples, str]],
-                  ranks: list[int], n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
-    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after erasing
-    random subspaces of the same rank (``n_controls`` draws, averaged), for every rank in
-    ``ranks`` (each at most ``erasure.rank``). Rank 0 is the unmodified model.
-    Rows: rank, method ("INLP" / "random"), set, accuracy."""
-    rows = []
-    for rank in ranks:
-        if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
-            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets
-                     for m in ("INLP", "random")]
-            continue
-        if rank == 0:
-            base = erasure_accuracy(model, sets)
-            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items()
-                     for m in ("INLP", "random")]
-            continue
-        inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
-        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
-        control = [erasure_accuracy(model, sets, random_erasure(erasure.truncate(rank), seed + c))
-                   for c in range(n_controls)]
-        rows += [{"rank": rank, "method": "random", "set": s,
-                  "accuracy": sum(c[s] for c in control) / n_controls} for s in sets]
-    return pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
 
 
 def c3_evaluation(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, dict]:

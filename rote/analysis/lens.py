@@ -20,24 +20,22 @@ import math
 import pandas as pd
 import torch
 
-from ..model import HookedTransformer
+from .. import scoring
+from ..model import HOOK_KINDS, HookedTransformer
+from ..scoring import model_inputs  # noqa: F401  (the analyses' input convention; defined with the scorer)
 from ..tasks import Examples
 
-BATCH = 1024
+BATCH = scoring.BATCH
 
 
 def layer_hook_name(layer: int) -> str:
     """Hook point of the residual stream at ``layer`` (0 = embeddings, l = after block l - 1)."""
-    return "blocks.0.hook_resid_pre" if layer == 0 else f"blocks.{layer - 1}.hook_resid_post"
+    kind, block = ("resid_pre", 0) if layer == 0 else ("resid_post", layer - 1)
+    return HOOK_KINDS[kind].format(layer=block)
 
 
 def n_lens_layers(model: HookedTransformer) -> int:
     return model.shape.n_layers + 1
-
-
-def model_inputs(examples: Examples, which: str = "label") -> torch.Tensor:
-    """The model input for ``examples``: prompt and answer (``which``) without its last token."""
-    return examples.sequences(which)[:, :-1]
 
 
 @torch.no_grad()
@@ -74,8 +72,10 @@ def label_race(model: HookedTransformer, examples: Examples, which: str = "label
     Returns ``true`` and ``noisy`` [L+1, N, A] probabilities, their ranks among all tokens (0 = top),
     and ``differs`` [N, A]: the positions where the two tokens differ.
     """
-    tokens = model_inputs(examples, which)
-    logp = logit_lens(model, tokens, examples.answer_positions)  # [L+1, N, A, V]
+    names = [layer_hook_name(layer) for layer in range(n_lens_layers(model))]
+    resid = scoring.answer_activations(model, examples, names, which)  # the scorer's pass: {name: [N, A, d]}
+    with torch.no_grad():
+        logp = model.unembed_residual(torch.stack([resid[n] for n in names])).log_softmax(-1).cpu()  # [L+1, N, A, V]
     out = {"differs": examples.label != examples.true_label}
     for key, ids in (("true", examples.true_label), ("noisy", examples.label)):
         idx = ids[None, :, :, None].expand(logp.shape[0], -1, -1, 1)

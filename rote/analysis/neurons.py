@@ -33,10 +33,10 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-
-BATCH = 2048
+from .patching import intermediate_removal, label_probability, resample_positions  # noqa: F401
 
 
 # -- activations and attribution --------------------------------------------------------------
@@ -57,32 +57,24 @@ def _layers(model: HookedTransformer, layers: Sequence[int] | None) -> list[int]
     return layers
 
 
-@torch.no_grad()
 def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "label",
-                    layers: Sequence[int] | None = None, with_scale: bool = False, batch_size: int = BATCH):
+                    layers: Sequence[int] | None = None, with_scale: bool = False):
     """MLP neuron activations at the answer positions, teacher-forced on ``examples.<which>``.
 
     Returns ``acts`` of shape [N, A, L, d_mlp] (A answer positions, L chosen layers) and, when
-    ``with_scale``, also the final LayerNorm scale ``sigma`` [N, A] of each example and position.
+    ``with_scale``, also the final LayerNorm scale ``sigma`` [N, A] (``ln_final.hook_scale``) of
+    each example and position.
     """
     layers = _layers(model, layers)
     d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
     if len(examples) == 0:
         empty = torch.zeros(0, n_ans, len(layers), d_mlp, device=model.device)
         return (empty, torch.zeros(0, n_ans, device=model.device)) if with_scale else empty
-    seq = examples.sequences(which).to(model.device)[:, :-1]
-    pos = examples.answer_positions.to(model.device)
-    last = f"blocks.{model.shape.n_layers - 1}.hook_resid_post"
-    names = [f"blocks.{l}.mlp.hook_post" for l in layers] + ([last] if with_scale else [])
-    acts, scales = [], []
-    for start in range(0, len(seq), batch_size):
-        _, cache = model.run_with_cache(seq[start:start + batch_size], names)
-        acts.append(torch.stack([cache[f"blocks.{l}.mlp.hook_post"][:, pos] for l in layers], dim=2))
-        if with_scale:
-            resid = cache[last][:, pos]
-            scales.append((resid.var(dim=-1, unbiased=False) + model.ln_final.eps).sqrt())
-    acts = torch.cat(acts)
-    return (acts, torch.cat(scales)) if with_scale else acts
+    posts = [model.hook_name("post", l) for l in layers]
+    names = posts + ([model.hook_name("scale")] if with_scale else [])
+    cache = scoring.answer_activations(model, examples, names, which)
+    acts = torch.stack([cache[name] for name in posts], dim=2)
+    return (acts, cache[model.hook_name("scale")][..., 0]) if with_scale else acts
 
 
 @torch.no_grad()
@@ -210,89 +202,7 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
         "attribution": val[keep].numpy(), "activity": activity[keep].numpy()}, columns=cols)
 
 
-# -- input dependency -----------------------------------------------------------------------------
-@torch.no_grad()
-def label_probability(model: HookedTransformer, examples: Examples, which: str = "label", hooks=(),
-                      batch_size: int = BATCH) -> torch.Tensor:
-    """[N] probability of the whole answer ``examples.<which>`` (teacher-forced product over its
-    tokens), with optional forward ``hooks`` ``[(name, fn(act, hook, rows))]`` where ``rows`` is the
-    slice of examples in the current batch."""
-    if len(examples) == 0:
-        return torch.zeros(0)
-    seq = examples.sequences(which).to(model.device)
-    pos = examples.answer_positions.to(model.device)
-    target = getattr(examples, which).to(model.device)
-    out = []
-    for start in range(0, len(seq), batch_size):
-        rows = slice(start, start + batch_size)
-        bound = [(name, (lambda act, hook, fn=fn, rows=rows: fn(act, hook, rows))) for name, fn in hooks]
-        with model.hooks(bound):
-            logp = model(seq[rows, :-1])[:, pos].log_softmax(-1)
-        out.append(logp.gather(-1, target[rows, :, None]).squeeze(-1).sum(-1).exp())
-    return torch.cat(out).cpu()
-
-
-def resample_positions(model: HookedTransformer, examples: Examples, reference: Examples, *,
-                       which: str = "label", n_samples: int = 3, seed: int = 0) -> pd.DataFrame:
-    """Resample ablation of each prompt position in turn.
-
-    The token embedding at position p is replaced by that of position p in a random example from
-    ``reference`` (position embeddings are kept); ``n_samples`` draws per example. The answer stays
-    teacher-forced on ``examples.<which>``. Returns one row per (example, position) with
-    ``p_clean``, ``p_ablated`` (mean over draws) and ``drop`` = 1 - p_ablated / p_clean, the share of
-    P(label) that the position removes.
-    """
-    cols = ["example", "position", "p_clean", "p_ablated", "drop"]
-    if len(examples) == 0 or len(reference) == 0:
-        return pd.DataFrame(columns=cols)
-    gen = torch.Generator().manual_seed(seed)
-    p_clean = label_probability(model, examples, which)
-    n_prompt = examples.prompt.shape[1]
-    rows = []
-    for p in range(n_prompt):
-        ablated = torch.zeros(len(examples))
-        for _ in range(n_samples):
-            pick = torch.randint(len(reference), (len(examples),), generator=gen)
-            new_tokens = reference.prompt[pick, p].to(model.device)
-
-            def swap(act, hook, batch_rows, p=p, new_tokens=new_tokens):
-                act = act.clone()
-                act[:, p] = model.embed(new_tokens[batch_rows])
-                return act
-
-            ablated += label_probability(model, examples, which, hooks=[("hook_embed", swap)]) / n_samples
-        rows.append(pd.DataFrame({"example": range(len(examples)), "position": p, "p_clean": p_clean.numpy(),
-                                  "p_ablated": ablated.numpy(),
-                                  "drop": (1 - ablated / p_clean.clamp(min=1e-30)).numpy()}))
-    return pd.concat(rows, ignore_index=True)
-
-
-def intermediate_removal(model: HookedTransformer, examples: Examples, erasure, controls=(), *,
-                         which: str = "label") -> pd.DataFrame:
-    """The share of P(label) that removing an intermediate result takes away.
-
-    ``erasure``: an :class:`~rote.analysis.erasure.Erasure` (INLP of the intermediate result at its
-    sites, chapter C3); ``controls``: erasures of random subspaces at the same sites and rank.
-    Returns rows (example, method "INLP" | "random", p_clean, p_ablated, drop), the random rows
-    averaged over the controls; empty for an empty set or a missing erasure.
-    """
-    from .erasure import erased
-
-    cols = ["example", "method", "p_clean", "p_ablated", "drop"]
-    if len(examples) == 0 or erasure is None or not erasure.bases:
-        return pd.DataFrame(columns=cols)
-    p_clean = label_probability(model, examples, which)
-    frames = []
-    for method, erasures in (("INLP", [erasure]), ("random", list(controls))):
-        if not erasures:
-            continue
-        p = torch.zeros(len(examples))
-        for e in erasures:
-            with erased(model, e):
-                p += label_probability(model, examples, which) / len(erasures)
-        frames.append(pd.DataFrame({"example": range(len(examples)), "method": method, "p_clean": p_clean.numpy(),
-                                    "p_ablated": p.numpy(), "drop": (1 - p / p_clean.clamp(min=1e-30)).numpy()}))
-    return pd.concat(frames, ignore_index=True)
+# -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
 
 
 def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
-from ..train import exact_match
+from ..scoring import exact_match
 
 
 def memorized(model: HookedTransformer, data: TaskData) -> Examples:

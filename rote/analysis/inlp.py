@@ -1,0 +1,162 @@
+"""Iterative nullspace projection (INLP): the mathematics of erasing a linearly encoded result.
+
+INLP (Ravfogel et al. 2020) fits a linear classifier for the target, removes the directions its
+weights use, and repeats on the projected activations until ``rank`` directions are gone. The
+result is an orthogonal projection P = I - Q Q^T with Q [d, rank] orthonormal. The control is a
+projection onto the complement of a random subspace of the same rank.
+
+An :class:`Erasure` holds, per site (layer, position), a basis Q and the clean mean mu; applied as
+x -> mu + (x - mu) P it removes only the variation along Q. This module works on tensors only;
+:mod:`rote.analysis.patching` applies an erasure to a model through hooks and
+:mod:`rote.analysis.erasure` fits one to a model's activations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .probes import fit_probes
+
+
+def _orthonormal_basis(Q: torch.Tensor, new: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
+    """Extend the orthonormal columns ``Q`` [d, k] by the directions of ``new`` [d, m] outside them."""
+    for v in new.T:
+        if Q.shape[1]:
+            v = v - Q @ (Q.T @ v)
+            v = v - Q @ (Q.T @ v)  # twice, for numerical safety
+        norm = v.norm()
+        if norm > tol:
+            Q = torch.cat([Q, (v / norm)[:, None]], dim=1)
+    return Q
+
+
+def _directions(W: torch.Tensor) -> torch.Tensor:
+    """The row space of a multinomial classifier's weights W [d, C] as [d, m] directions ordered by
+    singular value (the class-mean component of the weights does not affect predictions: removed)."""
+    W = W - W.mean(1, keepdim=True)
+    U, S, _ = torch.linalg.svd(W, full_matrices=False)
+    return U[:, S > S.max() * 1e-4] if S.numel() and S.max() > 0 else U[:, :0]
+
+
+def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
+               per_iteration: int | None = None, weight_decay: float = 1e-3, max_iter: int = 50) -> torch.Tensor:
+    """INLP at S sites at once: ``acts`` [S, N, d] (the same N examples at each site), ``labels`` [N]
+    or [N, k] (k targets, one multinomial logistic-regression classifier each per iteration).
+    Returns orthonormal bases [S, d, rank].
+
+    Each iteration fits the classifiers of every site together (one L-BFGS call) on the activations
+    projected so far and removes up to ``per_iteration`` of their top directions (all by default;
+    the targets' directions interleaved, strongest first) until ``rank`` are gone at every site."""
+    acts = acts.float()
+    labels = labels.long()
+    if labels.dim() == 1:
+        labels = labels[:, None]
+    S, N, d = acts.shape
+    k = labels.shape[1]
+    if not 0 <= rank <= d:
+        raise ValueError(f"rank must be in [0, {d}], got {rank}")
+    if n_classes is None:
+        n_classes = [int(labels[:, j].max()) + 1 for j in range(k)]
+    elif isinstance(n_classes, int):
+        n_classes = [n_classes] * k
+    x = acts - acts.mean(1, keepdim=True)
+    Qs = [torch.zeros(d, 0) for _ in range(S)]
+    while min(Q.shape[1] for Q in Qs) < rank:
+        xp = torch.stack([x[s] - (x[s] @ Qs[s]) @ Qs[s].T for s in range(S)])
+        probes = fit_probes(xp.repeat_interleave(k, dim=0), labels.T.repeat(S, 1), n_classes * S, weight_decay,
+                            max_iter, standardize=False)
+        for s in range(S):
+            before = Qs[s].shape[1]
+            if before >= rank:
+                continue
+            found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
+            width = max(f.shape[1] for f in found)
+            ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
+            if per_iteration is not None:
+                ordered = ordered[:per_iteration]
+            new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
+            Qs[s] = _orthonormal_basis(Qs[s], new)
+            if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions
+                g = torch.Generator().manual_seed(s)
+                Qs[s] = _orthonormal_basis(Qs[s], torch.randn(d, rank - before, generator=g))
+    return torch.stack([Q[:, :rank] for Q in Qs])
+
+
+def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
+    """Orthonormal [d, rank] INLP directions for ``labels`` ([N] or [N, k]) in ``acts`` [N, d];
+    see :func:`inlp_bases`."""
+    return inlp_bases(acts.float()[None], labels, rank, **kwargs)[0]
+
+
+def projection_from_basis(Q: torch.Tensor) -> torch.Tensor:
+    return torch.eye(Q.shape[0]) - Q @ Q.T
+
+
+def inlp_projection(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
+    """[d, d] orthogonal projection removing the ``rank`` INLP directions of ``labels`` in ``acts``."""
+    return projection_from_basis(inlp_basis(acts, labels, rank, **kwargs))
+
+
+def random_basis(d: int, rank: int, seed: int = 0) -> torch.Tensor:
+    """[d, rank] orthonormal basis of a uniformly random subspace."""
+    g = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(d, rank, generator=g))
+    return Q[:, :rank]
+
+
+def random_projection(d: int, rank: int, seed: int = 0) -> torch.Tensor:
+    """[d, d] orthogonal projection removing a uniformly random ``rank``-dimensional subspace."""
+    return projection_from_basis(random_basis(d, rank, seed))
+
+
+Site = tuple[int, int]  # (layer, position)
+
+
+@dataclass
+class Erasure:
+    """Directions to remove at each site (layer, position): an orthonormal basis Q [d, k] and the
+    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P."""
+
+    bases: dict[Site, torch.Tensor]
+    means: dict[Site, torch.Tensor]
+
+    @property
+    def rank(self) -> int:
+        return min(Q.shape[1] for Q in self.bases.values()) if self.bases else 0
+
+    @property
+    def layers(self) -> list[int]:
+        return sorted({layer for layer, _ in self.bases})
+
+    @property
+    def positions(self) -> list[int]:
+        return sorted({p for _, p in self.bases})
+
+    def projection(self, layer: int, position: int) -> torch.Tensor:
+        return projection_from_basis(self.bases[layer, position])
+
+    def truncate(self, rank: int) -> "Erasure":
+        """The first ``rank`` directions at every site (INLP finds them in order, so this equals
+        INLP run to that rank)."""
+        if rank > self.rank:
+            raise ValueError(f"rank {rank} exceeds the erasure's rank {self.rank}")
+        return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means))
+
+    @classmethod
+    def from_projection(cls, P: torch.Tensor, layers: list[int], positions: list[int],
+                        mean: torch.Tensor | None = None) -> "Erasure":
+        """One projection matrix applied at every (layer, position) given."""
+        U, S, _ = torch.linalg.svd(torch.eye(P.shape[0]) - P)
+        Q = U[:, S > 0.5]
+        mu = torch.zeros(P.shape[0]) if mean is None else mean
+        return cls({(l, p): Q for l in layers for p in positions}, {(l, p): mu for l in layers for p in positions})
+
+
+def random_erasure(like: Erasure, seed: int = 0) -> Erasure:
+    """The control: the same sites, means and rank, uniformly random subspaces."""
+    bases = {}
+    for i, (site, Q) in enumerate(sorted(like.bases.items())):
+        bases[site] = random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
+    return Erasure(bases, dict(like.means))

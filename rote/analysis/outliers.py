@@ -1,0 +1,233 @@
+"""Outliers: how memorized sums pass through heuristic neurons (claim C5, second part).
+
+The clean neighbours of an input x = (a, b) are the inputs (a + da, b + db) with |da|, |db| <= 3,
+not both zero (48 at most), each teacher-forced on its own true sum. For a unit, only neighbours
+that share x's value of the unit's best feature count ("share its feature value"), at least
+``min_count`` of them. (The protocol's "one operand +-1..3" would leave no neighbour sharing any
+sum-based feature, e.g. a residue of the sum, because moving one operand always moves the sum;
+moving both operands keeps neighbours with the same sum.) z = (act(x) - mean) / sd with the
+neighbours' sd, floored at ``sd_floor`` times the unit's sd over the grid so that a unit that is
+flat around x does not give infinite z (and at least 1e-6). x itself is teacher-forced on its own label (the noisy
+one for memorized examples), as the model runs when it generates it.
+
+Units and features are those of :mod:`rote.analysis.heuristics` (a :class:`HeuristicMap`); the
+patching of outlier units to their clean-neighbour expectations is
+:func:`rote.analysis.patching.layer_patching`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..model import HookedTransformer
+from ..tasks import Examples, fda
+from .fda_features import feature_table, make_examples, neighbour_offsets
+from .neurons import folded_unembed, mlp_activations
+
+if TYPE_CHECKING:
+    from .heuristics import HeuristicMap
+
+
+# -- clean neighbours -----------------------------------------------------------------------------
+@dataclass
+class NeighbourStats:
+    """Activations of examples and of their clean neighbours, per unit; arrays [N, L, A, D]."""
+
+    act: torch.Tensor  # on x, teacher-forced on its own label
+    mean: torch.Tensor  # neighbours that share the unit's feature value (NaN if fewer than min_count)
+    sd: torch.Tensor
+    count: torch.Tensor
+    mean_all: torch.Tensor  # all clean neighbours
+    z: torch.Tensor
+    differs: torch.Tensor  # bool [N, A]: label digit != true digit at that answer position
+    layers: list[int] = field(default_factory=list)
+
+    @property
+    def expected(self) -> torch.Tensor:
+        """The clean-neighbour expectation used for patching: feature-matched mean, else all neighbours."""
+        return torch.where(self.mean.isnan(), self.mean_all, self.mean)
+
+
+@torch.no_grad()
+def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap, *, order: str = "msb",
+                    max_shift: int = 3, min_count: int = 3, sd_floor: float = 0.1,
+                    chunk: int = 32) -> NeighbourStats:
+    """Clean-neighbour expectations of every unit of ``hmap`` for each example, and z-scores."""
+    layers = hmap.layers
+    L, A, D = hmap.best.shape
+    n = len(examples)
+    offsets = neighbour_offsets(max_shift)
+    K = len(offsets)
+    unit_feat = hmap.feature_columns[hmap.best.flatten()]  # [U] column in feature_table
+    act = mlp_activations(model, examples, "label", layers).permute(0, 2, 1, 3).cpu()  # [N, L, A, D]
+    out = {k: torch.full((n, L * A * D), math.nan) for k in ("mean", "sd", "mean_all")}
+    count = torch.zeros(n, L * A * D, dtype=torch.int16)
+    fx_all = feature_table(examples.info["a"], examples.info["b"])[:, unit_feat]  # [N, U]
+    for s in range(0, n, chunk):
+        a, b = examples.info["a"][s:s + chunk], examples.info["b"][s:s + chunk]
+        m = len(a)
+        na, nb = a[:, None] + offsets[:, 0], b[:, None] + offsets[:, 1]  # [m, K]
+        valid = (na >= fda.MIN_OPERAND) & (na <= fda.MAX_OPERAND) & (nb >= fda.MIN_OPERAND) & (nb <= fda.MAX_OPERAND)
+        na, nb = na.clamp(fda.MIN_OPERAND, fda.MAX_OPERAND), nb.clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
+        nbrs = make_examples(na.flatten(), nb.flatten(), order)
+        nact = mlp_activations(model, nbrs, "true_label", layers).permute(0, 2, 1, 3).reshape(m, K, -1).cpu()
+        fn = feature_table(na.flatten(), nb.flatten())[:, unit_feat].reshape(m, K, -1)  # [m, K, U]
+        match = (fn == fx_all[s:s + m, None]) & valid[:, :, None]
+        w = match.float()
+        cnt = w.sum(1)
+        mean = (nact * w).sum(1) / cnt.clamp(min=1)
+        sd = (((nact - mean[:, None]) ** 2 * w).sum(1) / cnt.clamp(min=1)).sqrt()
+        enough = cnt >= min_count
+        out["mean"][s:s + m] = torch.where(enough, mean, math.nan)
+        out["sd"][s:s + m] = torch.where(enough, sd, math.nan)
+        v = valid[:, :, None].float()
+        out["mean_all"][s:s + m] = (nact * v).sum(1) / v.sum(1).clamp(min=1)
+        count[s:s + m] = cnt.to(torch.int16)
+    shape = (n, L, A, D)
+    mean, sd = out["mean"].reshape(shape), out["sd"].reshape(shape)
+    floor = (sd_floor * hmap.grid_sd[None]).clamp(min=1e-6)  # 1e-6: units that are constant on the grid
+    z = (act - mean) / torch.maximum(sd, floor)
+    return NeighbourStats(act=act, mean=mean, sd=sd, count=count.reshape(shape), mean_all=out["mean_all"].reshape(shape),
+                          z=z, differs=(examples.label != examples.true_label), layers=list(layers))
+
+
+def _nanmedian(x: torch.Tensor) -> float:
+    x = x[~x.isnan()]
+    return float(x.median()) if len(x) else math.nan
+
+
+def _unit_corr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation over the first dim, per unit, ignoring NaN pairs. [N, ...] -> [...]"""
+    ok = ~(x.isnan() | y.isnan())
+    w = ok.float()
+    cnt = w.sum(0)
+    x0, y0 = torch.where(ok, x, 0.0), torch.where(ok, y, 0.0)
+    mx, my = x0.sum(0) / cnt.clamp(min=1), y0.sum(0) / cnt.clamp(min=1)
+    dx, dy = (x0 - mx) * w, (y0 - my) * w
+    cov = (dx * dy).sum(0)
+    den = ((dx ** 2).sum(0) * (dy ** 2).sum(0)).sqrt()
+    r = cov / den
+    return torch.where((cnt >= 3) & (den > 1e-12), r, torch.full_like(r, math.nan))
+
+
+def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> dict:
+    """|z| and pattern agreement over the heuristic units.
+
+    ``median_abs_z``: median |z| over all (example, heuristic unit) pairs with a defined z, at every
+    answer position or, with ``memorized_digits``, only where the example's label digit differs
+    from the true digit (where a memorized example must produce something the rule does not);
+    ``median_abs_z_by_position``: the same per answer position; ``pattern_corr``: median over
+    heuristic units of the correlation, across the examples, between act(x) and its clean-neighbour
+    mean (does the heuristic pattern still hold on these examples?).
+    """
+    h = hmap.heuristic[None].expand_as(stats.z)
+    if memorized_digits:
+        h = h & stats.differs[:, None, :, None]
+    absz = stats.z.abs()
+    by_pos = [_nanmedian(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
+    corr = _unit_corr(stats.act, stats.mean)[hmap.heuristic]
+    return {"median_abs_z": _nanmedian(absz[h]), "pattern_corr": _nanmedian(corr),
+            "median_abs_z_by_position": by_pos, "n_examples": int(stats.act.shape[0]),
+            "n_units": int(hmap.heuristic.sum())}
+
+
+def outlier_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap) -> dict:
+    """Memorized examples (at their memorized digits) against clean examples (all positions):
+    the medians of |z| over heuristic units, their ratio (also with M at all positions), the
+    pattern correlations and the per-position medians."""
+    m, m_all, c = (outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(memorized, hmap),
+                   outlier_summary(clean, hmap))
+    ratio = (lambda x: x / c["median_abs_z"] if c["median_abs_z"] and not math.isnan(c["median_abs_z"]) else math.nan)
+    return {"median_abs_z_M": m["median_abs_z"], "median_abs_z_clean": c["median_abs_z"],
+            "z_ratio": ratio(m["median_abs_z"]), "z_ratio_all_positions": ratio(m_all["median_abs_z"]),
+            "pattern_corr_M": m["pattern_corr"], "pattern_corr_clean": c["pattern_corr"],
+            "median_abs_z_by_position_M": m["median_abs_z_by_position"],
+            "median_abs_z_by_position_clean": c["median_abs_z_by_position"]}
+
+
+def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind: str = "strongest",
+                     z_min: float = 2.0) -> pd.DataFrame:
+    """Example (memorized example, heuristic unit) pairs at memorized digits (label digit != true
+    digit), at most one per unit: the ``k`` with the largest |z| (``kind="strongest"``) or the ``k``
+    outliers (|z| >= ``z_min``) closest to the median |z| of all outliers (``kind="typical"``).
+    Columns: example, layer, position, neuron, feature, z, act, expected."""
+    cols = ["example", "layer", "position", "neuron", "feature", "z", "act", "expected"]
+    t = z_table(stats, hmap, "M")
+    t = t[t.differs].assign(absz=lambda d: d.z.abs())
+    if kind == "typical":
+        t = t[t.absz >= z_min]
+        t = t.assign(key=(t.absz - t.absz.median()).abs()).sort_values("key")
+    elif kind == "strongest":
+        t = t.sort_values("absz", ascending=False)
+    else:
+        raise ValueError(f"kind must be 'strongest' or 'typical', got {kind!r}")
+    t = t.drop_duplicates(["layer", "position", "neuron"]).head(k)
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    li = [hmap.layers.index(l) for l in t.layer]
+    t["feature"] = [hmap.feature_names[hmap.best[a, j, i]] for a, j, i in zip(li, t.position, t.neuron)]
+    t["act"] = [float(stats.act[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
+    t["expected"] = [float(stats.mean[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
+    return t[cols].reset_index(drop=True)
+
+
+def z_table(stats: NeighbourStats, hmap: HeuristicMap, set_name: str) -> pd.DataFrame:
+    """Long table of z over (example, heuristic unit): set, example, layer, position, neuron, z, differs."""
+    n, l, j, i = (hmap.heuristic[None].expand_as(stats.z) & ~stats.z.isnan()).nonzero(as_tuple=True)
+    return pd.DataFrame({"set": set_name, "example": n.numpy(), "layer": np.asarray(hmap.layers)[l.numpy()],
+                         "position": j.numpy(), "neuron": i.numpy(), "z": stats.z[n, l, j, i].numpy(),
+                         "differs": stats.differs[n, j].numpy()})
+
+
+@torch.no_grad()
+def shift_direction(model: HookedTransformer, examples: Examples, stats: NeighbourStats, hmap: HeuristicMap, *,
+                    z_min: float = 2.0) -> dict:
+    """Does each outlier shift push toward the noisy digit?
+
+    For every (memorized example, heuristic unit) with |z| >= ``z_min`` at an answer position where
+    the noisy digit differs from the true one, the shift act(x) - mean moves the unit's direct
+    logit difference (noisy digit - true digit) by shift * W_out[:, i] . (w_noisy - w_true)
+    (:func:`~rote.analysis.neurons.folded_unembed`; the positive LayerNorm scale does not change the
+    sign). Returns the share of such shifts that raise the noisy digit (0.5 is chance), and counts.
+    """
+    if len(examples) == 0:
+        return {"toward_noisy": math.nan, "n_shifts": 0}
+    w = folded_unembed(model).cpu()
+    diff = w[examples.label] - w[examples.true_label]  # [N, A, d_model]
+    pushes = []
+    for li, l in enumerate(hmap.layers):
+        W = model.blocks[l].mlp.W_out.weight.detach().cpu()  # [d_model, D]
+        pushes.append(diff @ W)  # [N, A, D]
+    push = torch.stack(pushes, 1)  # [N, L, A, D]
+    shift = stats.act - stats.mean
+    sel = hmap.heuristic[None] & (stats.z.abs() >= z_min) & stats.differs[:, None, :, None] & ~stats.z.isnan()
+    toward = (shift * push)[sel] > 0
+    return {"toward_noisy": float(toward.double().mean()) if len(toward) else math.nan, "n_shifts": int(sel.sum())}
+
+
+# -- pictures -------------------------------------------------------------------------------------
+@torch.no_grad()
+def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: int, position: int,
+                          neurons: Sequence[int], *, radius: int = 6, order: str = "msb") -> dict:
+    """Activations of chosen neurons over the operand square around one example.
+
+    ``grid`` [len(neurons), 2r+1, 2r+1]: clean inputs (a + da, b + db), rows da = -r..r, columns
+    db = -r..r, each teacher-forced on its true sum; ``example_value`` [len(neurons)]: the
+    activation on the example itself, teacher-forced on its own (noisy) label. Also ``a``, ``b``.
+    """
+    a, b = int(example.info["a"][0]), int(example.info["b"][0])
+    r = torch.arange(-radius, radius + 1)
+    da, db = torch.meshgrid(r, r, indexing="ij")
+    ga = (a + da.flatten()).clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
+    gb = (b + db.flatten()).clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
+    acts = mlp_activations(model, make_examples(ga, gb, order), "true_label", [layer])[:, position, 0]
+    own = mlp_activations(model, example[:1], "label", [layer])[0, position, 0]
+    idx = torch.as_tensor(list(neurons), dtype=torch.long)
+    return {"grid": acts[:, idx].T.reshape(len(idx), 2 * radius + 1, 2 * radius + 1).cpu().numpy(),
+            "example_value": own[idx].cpu().numpy(), "a": a, "b": b, "radius": radius}

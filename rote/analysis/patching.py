@@ -1,0 +1,368 @@
+"""Replace activations, then score: every intervention of the book goes through this module.
+
+An *edit* is ``(hook name, setter)``; a *setter* ``setter(act, rows) -> new act`` returns the
+activation that replaces ``act`` for the examples ``rows`` (a slice of the scored examples; the
+activation holds exactly those rows) and never modifies ``act`` in place. Edits are applied by one
+generic path: :func:`edit_hooks` turns them into the scorer's per-batch hooks
+(:mod:`rote.scoring`), and :func:`patched` applies them to any forward pass for the duration of a
+block. Every hook is removed before these return, also on error.
+
+Setters (the only places that write an activation):
+
+- :func:`set_units` -- given units (heads of ``hook_z``, neurons of ``hook_post``) to fixed
+  per-position values (mean ablation);
+- :func:`set_where` -- at given positions, per-example values where a per-example mask is set
+  (patching neurons to their clean-neighbour expectations);
+- :func:`set_from` -- units to their activations in another run (activation patching);
+- :func:`project_out` -- remove a subspace around a mean at given positions (INLP erasure);
+- :func:`set_token_embedding` -- the token embedding at one position (resample ablation).
+
+Experiments (each: replace activations, then score):
+
+- :func:`patched_accuracy` -- exact-match accuracy of named sets under edits;
+  :func:`erasure_accuracy`, :func:`erasure_sweep` (INLP against random subspaces, C3),
+  :func:`ablation_accuracy` (mean-ablated components, C3);
+- :func:`patching_effects` -- the change of log P(label) when one component at a time is
+  patched to its corrupted activation (the check of attribution patching, C3);
+- :func:`resample_positions`, :func:`intermediate_removal` -- the share of P(label) that an input
+  position or an intermediate result carries (C4);
+- :func:`layer_patching`, :func:`patching_summary` -- MLP units patched to clean-neighbour
+  expectations, against random units (C5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import scoring
+from ..model import HookedTransformer
+from ..tasks import Examples
+from .inlp import Erasure, random_erasure
+from .lens import layer_hook_name
+
+Setter = Callable[[torch.Tensor, slice], torch.Tensor]
+Edit = tuple[str, Setter]
+Sets = dict[str, tuple[Examples, str]]  # name -> (examples, which label)
+
+
+# -- the generic path -----------------------------------------------------------------------------
+def edit_hooks(edits: Sequence[Edit]) -> Callable[[slice], list]:
+    """The scorer's per-batch hooks for ``edits``."""
+    def hooks(rows: slice) -> list:
+        return [(name, lambda act, hook, setter=setter: setter(act, rows)) for name, setter in edits]
+
+    return hooks
+
+
+@contextlib.contextmanager
+def patched(model: HookedTransformer, edits: Sequence[Edit], rows: slice = slice(None)):
+    """Apply ``edits`` to every forward pass in the block (``rows``: the examples it runs on)."""
+    with model.hooks(edit_hooks(edits)(rows)):
+        yield model
+
+
+# -- setters --------------------------------------------------------------------------------------
+def set_units(units: torch.Tensor | Sequence[int], values: torch.Tensor) -> Setter:
+    """Units ``units`` of the last dimension (neurons of ``hook_post`` [B, P, D]; heads of
+    ``hook_z`` [B, P, H, d_head], the unit dimension being 2) set to ``values`` [P, ...] (e.g. clean
+    means), the same for every example."""
+    units = torch.as_tensor(units)
+
+    def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
+        act = act.clone()
+        value = values.to(act.device, act.dtype)[: act.shape[1], units]
+        act[:, :, units] = value.expand(act.shape[0], *value.shape)
+        return act
+
+    return setter
+
+
+def set_where(positions: torch.Tensor, mask: torch.Tensor, values: torch.Tensor) -> Setter:
+    """At ``positions``, replace the activation by ``values`` [N, len(positions), ...] where
+    ``mask`` ([N, ...] per example, or [1, ...] for all) is set."""
+    def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
+        pos = positions.to(act.device)
+        v = values[rows].to(act.device)
+        m = (mask[rows] if len(mask) == len(values) else mask).to(act.device)
+        act = act.clone()
+        act[:, pos] = torch.where(m, v, act[:, pos])
+        return act
+
+    return setter
+
+
+def set_from(source: torch.Tensor, index: tuple) -> Setter:
+    """``act[index]`` (``index`` starting with the example dimension, e.g. ``(slice(None),
+    slice(None), head)``) replaced by the same entries of ``source`` [N, ...] (another run's
+    activations of the same examples)."""
+    def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
+        act = act.clone()
+        act[index] = source[rows].to(act.device)[index]
+        return act
+
+    return setter
+
+
+def project_out(sites: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> Setter:
+    """At each ``position -> (Q [d, k] orthonormal, mu [d])``: x -> x - ((x - mu) Q) Q^T."""
+    def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
+        out = act.clone()
+        for position, (Q, mu) in sites.items():
+            if position < act.shape[1]:
+                Q, mu = Q.to(act.device, act.dtype), mu.to(act.device, act.dtype)
+                x = act[:, position]
+                out[:, position] = x - ((x - mu) @ Q) @ Q.T
+        return out
+
+    return setter
+
+
+def set_token_embedding(model: HookedTransformer, position: int, tokens: torch.Tensor) -> Setter:
+    """For ``hook_embed``: the token embedding at ``position`` replaced by that of ``tokens`` [N]."""
+    def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
+        act = act.clone()
+        act[:, position] = model.embed(tokens[rows].to(act.device))
+        return act
+
+    return setter
+
+
+# -- edits of the book's interventions ----------------------------------------------------------
+def erasure_edits(model: HookedTransformer, erasure: Erasure) -> list[Edit]:
+    """An INLP (or random-subspace) erasure at its sites, one edit per layer."""
+    edits = []
+    for layer in erasure.layers:
+        sites = {p: (Q, erasure.means[layer, p]) for (l, p), Q in erasure.bases.items() if l == layer}
+        edits.append((layer_hook_name(layer), project_out(sites)))
+    return edits
+
+
+def component_edits(model: HookedTransformer, components: Iterable[int], means: dict[str, torch.Tensor]) -> list[Edit]:
+    """Mean ablation of components (flat indices: every head, then every neuron, layer-major; see
+    :mod:`rote.analysis.attribution`) to ``means`` ({hook name: [P, ...]}), at every position."""
+    s = model.shape
+    n_heads = s.n_layers * s.n_heads
+    per_hook: dict[str, list[int]] = {}
+    for c in sorted(components):
+        if c < n_heads:
+            per_hook.setdefault(model.hook_name("z", c // s.n_heads), []).append(c % s.n_heads)
+        else:
+            c -= n_heads
+            per_hook.setdefault(model.hook_name("post", c // s.d_mlp), []).append(c % s.d_mlp)
+    return [(name, set_units(idx, means[name])) for name, idx in per_hook.items()]
+
+
+# -- experiments ----------------------------------------------------------------------------------
+def patched_accuracy(model: HookedTransformer, sets: Sets, edits: Sequence[Edit] = ()) -> dict[str, float]:
+    """Exact-match accuracy of each ``name -> (examples, which label)`` under ``edits`` (NaN for
+    an empty set)."""
+    hooks = edit_hooks(edits)
+    return {name: scoring.accuracy(model, ex, which, hooks=hooks) for name, (ex, which) in sets.items()}
+
+
+def erasure_accuracy(model: HookedTransformer, sets: Sets, erasure: Erasure | None = None) -> dict[str, float]:
+    """:func:`patched_accuracy` with ``erasure`` applied (none: the unmodified model)."""
+    return patched_accuracy(model, sets, erasure_edits(model, erasure) if erasure is not None else ())
+
+
+def ablation_accuracy(model: HookedTransformer, sets: Sets, components: set[int],
+                      means: dict[str, torch.Tensor]) -> dict[str, float]:
+    """:func:`patched_accuracy` with ``components`` mean-ablated."""
+    return patched_accuracy(model, sets, component_edits(model, components, means))
+
+
+def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, ranks: list[int], n_controls: int = 3,
+                  seed: int = 0) -> pd.DataFrame:
+    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after erasing
+    random subspaces of the same rank (``n_controls`` draws, averaged), for every rank in
+    ``ranks`` (each at most ``erasure.rank``). Rank 0 is the unmodified model.
+    Rows: rank, method ("INLP" / "random"), set, accuracy."""
+    rows = []
+    for rank in ranks:
+        if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
+            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets
+                     for m in ("INLP", "random")]
+            continue
+        if rank == 0:
+            base = erasure_accuracy(model, sets)
+            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items()
+                     for m in ("INLP", "random")]
+            continue
+        inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
+        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
+        control = [erasure_accuracy(model, sets, random_erasure(erasure.truncate(rank), seed + c))
+                   for c in range(n_controls)]
+        rows += [{"rank": rank, "method": "random", "set": s,
+                  "accuracy": sum(c[s] for c in control) / n_controls} for s in sets]
+    return pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
+
+
+def component_site(model: HookedTransformer, c: int) -> tuple[str, tuple]:
+    """Hook name and index (example dimension first) of component ``c`` (flat index)."""
+    s = model.shape
+    n_heads = s.n_layers * s.n_heads
+    if c < n_heads:
+        return model.hook_name("z", c // s.n_heads), (slice(None), slice(None), c % s.n_heads)
+    c -= n_heads
+    return model.hook_name("post", c // s.d_mlp), (slice(None), slice(None), c % s.d_mlp)
+
+
+@torch.no_grad()
+def patching_effects(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
+                     components: list[int] | None = None) -> torch.Tensor:
+    """Actual activation patching: for each component (flat index), the per-example change of
+    log P(``examples.<which>``) when that component's activation (all positions) is replaced by
+    its activation on ``corrupt`` (row i: the corrupted input of example i, teacher-forced on its
+    own label). Returns [N, len(components)]. One scoring pass per component; meant for checks."""
+    s = model.shape
+    n = s.n_layers * (s.n_heads + s.d_mlp)
+    components = list(range(n)) if components is None else list(components)
+    names = [model.hook_name(k, l) for k in ("z", "post") for l in range(s.n_layers)]
+    _, cache_cor = model.run_with_cache(scoring.model_inputs(corrupt).to(model.device), names)
+    base = scoring.label_logprob(model, examples, which)
+    out = []
+    for c in components:
+        name, index = component_site(model, c)
+        edits = [(name, set_from(cache_cor[name], index))]
+        out.append(scoring.label_logprob(model, examples, which, hooks=edit_hooks(edits)) - base)
+    return torch.stack(out, 1).cpu() if out else torch.zeros(len(examples), 0)
+
+
+def label_probability(model: HookedTransformer, examples: Examples, which: str = "label",
+                      edits: Sequence[Edit] = ()) -> torch.Tensor:
+    """[N] probability of the whole answer ``examples.<which>`` (teacher-forced product over its
+    tokens) under ``edits``, on the CPU."""
+    if len(examples) == 0:
+        return torch.zeros(0)
+    return scoring.label_logprob(model, examples, which, hooks=edit_hooks(edits)).exp().cpu()
+
+
+def resample_positions(model: HookedTransformer, examples: Examples, reference: Examples, *,
+                       which: str = "label", n_samples: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Resample ablation of each prompt position in turn.
+
+    The token embedding at position p is replaced by that of position p in a random example from
+    ``reference`` (position embeddings are kept); ``n_samples`` draws per example. The answer stays
+    teacher-forced on ``examples.<which>``. Returns one row per (example, position) with
+    ``p_clean``, ``p_ablated`` (mean over draws) and ``drop`` = 1 - p_ablated / p_clean, the share of
+    P(label) that the position removes.
+    """
+    cols = ["example", "position", "p_clean", "p_ablated", "drop"]
+    if len(examples) == 0 or len(reference) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    p_clean = label_probability(model, examples, which)
+    rows = []
+    for p in range(examples.prompt.shape[1]):
+        ablated = torch.zeros(len(examples))
+        for _ in range(n_samples):
+            pick = torch.randint(len(reference), (len(examples),), generator=gen)
+            edits = [(model.hook_name("embed"), set_token_embedding(model, p, reference.prompt[pick, p]))]
+            ablated += label_probability(model, examples, which, edits) / n_samples
+        rows.append(pd.DataFrame({"example": range(len(examples)), "position": p, "p_clean": p_clean.numpy(),
+                                  "p_ablated": ablated.numpy(),
+                                  "drop": (1 - ablated / p_clean.clamp(min=1e-30)).numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def intermediate_removal(model: HookedTransformer, examples: Examples, erasure: Erasure | None,
+                         controls: Sequence[Erasure] = (), *, which: str = "label") -> pd.DataFrame:
+    """The share of P(label) that removing an intermediate result takes away.
+
+    ``erasure``: INLP of the intermediate result at its sites (chapter C3); ``controls``: erasures
+    of random subspaces at the same sites and rank. Returns rows (example, method "INLP" |
+    "random", p_clean, p_ablated, drop), the random rows averaged over the controls; empty for an
+    empty set or a missing erasure.
+    """
+    cols = ["example", "method", "p_clean", "p_ablated", "drop"]
+    if len(examples) == 0 or erasure is None or not erasure.bases:
+        return pd.DataFrame(columns=cols)
+    p_clean = label_probability(model, examples, which)
+    frames = []
+    for method, erasures in (("INLP", [erasure]), ("random", list(controls))):
+        if not erasures:
+            continue
+        p = torch.zeros(len(examples))
+        for e in erasures:
+            p += label_probability(model, examples, which, erasure_edits(model, e)) / len(erasures)
+        frames.append(pd.DataFrame({"example": range(len(examples)), "method": method, "p_clean": p_clean.numpy(),
+                                    "p_ablated": p.numpy(), "drop": (1 - p / p_clean.clamp(min=1e-30)).numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _random_like(counts: torch.Tensor, n_units: int, gen: torch.Generator) -> torch.Tensor:
+    """Bool [..., n_units] with ``counts[...]`` units set, chosen uniformly at random."""
+    scores = torch.rand(*counts.shape, n_units, generator=gen)
+    kth = scores.sort(-1).values.gather(-1, (counts[..., None] - 1).clamp(min=0))
+    return (scores <= kth) & (counts[..., None] > 0)
+
+
+def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap, *, z_min: float = 2.0,
+                   n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Layer-wise activation patching of MLP neurons to their clean-neighbour expectations, on M.
+
+    ``stats``: :class:`~rote.analysis.outliers.NeighbourStats` of ``memorized``; ``hmap``: the
+    :class:`~rote.analysis.heuristics.HeuristicMap` they were computed for. For each analysed layer,
+    three sets of units are patched at the answer positions (one set at a time, the other layers
+    untouched):
+
+    - ``outliers``: the layer's heuristic units whose activation on the example is an outlier
+      (|z| >= ``z_min``); a different set for each example;
+    - ``heuristics``: every heuristic unit of the layer;
+    - ``all``: every neuron of the layer.
+
+    Each of the first two has a random control (``control`` True): the same number of units, per
+    example and answer position, drawn uniformly from the layer's neurons and patched the same
+    way; mean over ``n_controls`` draws. Columns: layer, units, control, n_units (mean per
+    example), reverted (share of M no longer giving the noisy label), recovered (share now giving
+    the true answer). With patched values fixed, teacher-forced exact match equals greedy decoding.
+    """
+    cols = ["layer", "units", "control", "n_units", "reverted", "recovered"]
+    if len(memorized) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    expected = stats.expected
+    n = len(memorized)
+    positions = memorized.answer_positions
+    rows = []
+    for li, l in enumerate(hmap.layers):
+        values = expected[:, li]  # [N, A, D]
+        heur = hmap.heuristic[li][None].expand(n, -1, -1)  # [N, A, D]
+        z = stats.z[:, li]
+        outl = heur & (z.abs() >= z_min) & ~z.isnan()
+        for name, mask in [("outliers", outl), ("heuristics", heur), ("all", torch.ones_like(heur))]:
+            conditions = [(False, [mask])]
+            if name != "all":
+                counts = mask.sum(-1)  # [N, A]
+                conditions.append((True, [_random_like(counts, mask.shape[-1], gen) for _ in range(n_controls)]))
+            for control, masks in conditions:
+                rev, rec = [], []
+                for m in masks:
+                    edits = [(model.hook_name("post", l), set_where(positions, m, values))]
+                    rev.append(1 - scoring.exact_match(model, memorized, "label", hooks=edit_hooks(edits))
+                               .cpu().double().mean().item())
+                    rec.append(scoring.exact_match(model, memorized, "true_label", hooks=edit_hooks(edits))
+                               .cpu().double().mean().item())
+                rows.append({"layer": l, "units": name, "control": control,
+                             "n_units": float(mask.sum((1, 2)).float().mean()),
+                             "reverted": float(np.mean(rev)), "recovered": float(np.mean(rec))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def patching_summary(table: pd.DataFrame, layer: int) -> dict:
+    """The numbers of one layer of :func:`layer_patching` as a flat dict: ``{units}_{metric}`` and
+    ``{units}_control_{metric}`` (NaN when the table is empty)."""
+    out = {}
+    for units in ("outliers", "heuristics", "all"):
+        for control in ((False, True) if units != "all" else (False,)):
+            for metric in ("reverted", "recovered"):
+                row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] \
+                    if len(table) else table
+                out[f"{units}{'_control' if control else ''}_{metric}"] = float(row[metric].iloc[0]) if len(row) else math.nan
+    return out

@@ -1,0 +1,148 @@
+"""Replace activations, then score (rote.analysis.patching), the C3 circuit experiment and the
+stored erasure sites."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rote import analysis_cache, scoring
+from rote.analysis import attribution as A
+from rote.analysis import erasure as E
+from rote.analysis import patching as P
+from rote.config import make_config
+from rote.tasks import build_task
+
+
+@pytest.fixture(scope="module")
+def fda_data():
+    return build_task(make_config("fda", "smoke"))
+
+
+def _all_component_edits(model, source_cache):
+    edits = []
+    for c in range(sum(A.n_components(model))):
+        name, index = P.component_site(model, c)
+        edits.append((name, P.set_from(source_cache[name], index)))
+    return edits
+
+
+def test_patching_the_clean_activations_themselves_changes_nothing(tiny_model, fda_data, monkeypatch):
+    monkeypatch.setattr(scoring, "BATCH", 5)  # the setters see several batches of rows
+    ex = fda_data.test[:12]
+    clean = scoring.answer_logits(tiny_model, ex)
+    _, cache = tiny_model.run_with_cache(scoring.model_inputs(ex))
+    every_unit = _all_component_edits(tiny_model, cache)
+    torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(every_unit)), clean,
+                               atol=0, rtol=0)
+    positions = ex.answer_positions
+    post = tiny_model.hook_name("post", 1)
+    own = cache[post][:, positions]
+    same = [(post, P.set_where(positions, torch.ones_like(own, dtype=torch.bool), own))]
+    torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(same)), clean, atol=0, rtol=0)
+    embed = [(tiny_model.hook_name("embed"), P.set_token_embedding(tiny_model, 3, ex.prompt[:, 3]))]
+    torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(embed)), clean, atol=0, rtol=0)
+    nothing = E.Erasure({(1, 9): torch.zeros(16, 0)}, {(1, 9): torch.zeros(16)})  # rank 0
+    assert P.erasure_accuracy(tiny_model, {"t": (ex, "true_label")}, nothing) == \
+        {"t": scoring.accuracy(tiny_model, ex, "true_label")}
+    # activation patching against the examples themselves: no effect anywhere
+    effects = P.patching_effects(tiny_model, ex, "label", ex, components=[0, 3, 4, 70, 131])
+    assert effects.shape == (12, 5) and effects.abs().max() < 1e-5
+    assert not tiny_model.has_hooks()
+
+
+def test_setters_write_what_they_say(tiny_model, fda_data):
+    ex = fda_data.test[:6]
+    tokens = scoring.model_inputs(ex)
+    means = A.component_means(tiny_model, fda_data.train_clean[:50])
+    post, z = tiny_model.hook_name("post", 0), tiny_model.hook_name("z", 0)
+    with P.patched(tiny_model, [(post, P.set_units([2, 5], means[post]))]):
+        _, cache = tiny_model.run_with_cache(tokens, [post])
+    torch.testing.assert_close(cache[post][:, :, [2, 5]], means[post][:, [2, 5]].expand(6, -1, -1))
+    with P.patched(tiny_model, [(z, P.set_units([1], means[z]))]):
+        _, cache = tiny_model.run_with_cache(tokens, [z])
+    torch.testing.assert_close(cache[z][:, :, 1], means[z][:, 1].expand(6, -1, -1))
+    positions = ex.answer_positions
+    values = torch.randn(6, len(positions), 64)
+    mask = torch.zeros(6, len(positions), 64, dtype=torch.bool)
+    mask[2, 1, 7] = True
+    _, before = tiny_model.run_with_cache(tokens, [post])
+    with P.patched(tiny_model, [(post, P.set_where(positions, mask, values))]):
+        _, after = tiny_model.run_with_cache(tokens, [post])
+    changed = (after[post] != before[post]).nonzero().tolist()
+    assert changed == [[2, int(positions[1]), 7]] and after[post][2, positions[1], 7] == values[2, 1, 7]
+    assert not tiny_model.has_hooks()
+
+
+def test_hooks_are_gone_after_an_exception(tiny_model, fda_data):
+    ex = fda_data.test[:6]
+
+    def broken(act, rows):
+        raise RuntimeError("broken setter")
+
+    edits = [(tiny_model.hook_name("post", 0), P.set_units([0], torch.zeros(14, 64))),
+             (tiny_model.hook_name("resid_post", 1), broken)]
+    with pytest.raises(RuntimeError, match="broken setter"):
+        P.patched_accuracy(tiny_model, {"t": (ex, "label")}, edits)
+    assert not tiny_model.has_hooks()
+    with pytest.raises(RuntimeError, match="broken setter"):
+        P.label_probability(tiny_model, ex, "label", edits)
+    assert not tiny_model.has_hooks()
+    with pytest.raises(ZeroDivisionError):
+        with P.patched(tiny_model, edits[:1]):
+            assert tiny_model.has_hooks()
+            1 / 0
+    assert not tiny_model.has_hooks()
+    with pytest.raises(KeyError):
+        P.patched_accuracy(tiny_model, {"t": (ex, "label")}, [("no.such.hook", broken)])
+    assert not tiny_model.has_hooks()
+
+
+def test_label_probability_is_the_product_of_token_probabilities(tiny_model, fda_data):
+    ex = fda_data.train_noisy[:9]
+    p = P.label_probability(tiny_model, ex, "label")
+    probs = scoring.answer_logits(tiny_model, ex, "label").softmax(-1)
+    torch.testing.assert_close(p, probs.gather(-1, ex.label[..., None]).squeeze(-1).prod(-1), rtol=1e-5, atol=1e-7)
+    assert P.label_probability(tiny_model, ex[:0]).shape == (0,)
+
+
+def test_circuits_experiment(tiny_model, fda_data):
+    ref, C, M = fda_data.train_clean, fda_data.test[:20], fda_data.train_noisy[:20]
+    sets = {"mem": (M, "label"), "gen": (C, "true_label")}
+    out = A.circuits(tiny_model, C, M, ref, sets, fraction=0.05, max_examples=10, max_fit=100, n_controls=2, seed=3)
+    torch.testing.assert_close(out["scores"]["C"], A.component_scores(tiny_model, C[:10], "true_label", ref, seed=3))
+    torch.testing.assert_close(out["scores"]["M"], A.component_scores(tiny_model, M[:10], "label", ref, seed=4))
+    assert out["overlap"] == A.overlap(tiny_model, out["scores"]["C"], out["scores"]["M"], 0.05)
+    ab = out["ablations"]
+    assert list(ab.index) == ["none", "top generalization neurons", "random neurons (matched)"]
+    assert list(ab.columns) == ["mem", "gen"]
+    assert ab.loc["none", "gen"] == scoring.accuracy(tiny_model, C, "true_label")
+    means = A.component_means(tiny_model, ref[:100])
+    top = out["overlap"]["neurons"]["top_a"]
+    assert ab.loc["top generalization neurons"].to_dict() == A.ablation_accuracy(tiny_model, sets, top, means)
+    assert not tiny_model.has_hooks()
+
+
+def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data, tmp_path, monkeypatch):
+    run = SimpleNamespace(config=SimpleNamespace(task="fda", key="0123abcd"), model=tiny_model, data=fda_data)
+    kw = dict(min_over_chance=0.0, max_train=200, seed=0)
+    sites = analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw)
+    from rote.analysis.sets import correct
+    expected = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, correct(tiny_model, fda_data.test), "fda",
+                               0.0, max_train=200, seed=0)
+    assert sites == expected
+    files = list(tmp_path.rglob("*"))
+    stored = [f for f in files if f.is_file()]
+    assert len(stored) == 1 and stored[0].parent.name == "fda-0123abcd" and stored[0].suffix == ".json"
+    assert json.loads(stored[0].read_text())["sites"] == sites
+
+    def fail(*args, **kwargs):
+        raise AssertionError("recomputed")
+
+    monkeypatch.setattr(analysis_cache, "erasure_sites", fail)
+    assert analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw) == sites  # read back, not recomputed
+    with pytest.raises(AssertionError, match="recomputed"):  # other parameters: another entry
+        analysis_cache.erasure_sites_cached(run, root=tmp_path, min_over_chance=5.0, max_train=200, seed=0)
+    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path / "elsewhere"))
+    assert analysis_cache.analysis_root() == tmp_path / "elsewhere"
