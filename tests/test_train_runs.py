@@ -1,3 +1,4 @@
+import io
 import json
 import os
 import subprocess
@@ -7,9 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
+import rote.train as train_module
 from rote.config import make_config
+from rote.model import HookedTransformer, ModelShape
 from rote.runs import get_or_train, lookup, verify
-from rote.train import METRICS, evaluate, exact_match, first_step
+from rote.tasks import Examples, build_task
+from rote.train import METRICS, accuracy, evaluate, exact_match, first_step, train
 
 
 class Interrupt(Exception):
@@ -25,7 +29,30 @@ def test_smoke_training_lowers_loss_and_logs_metrics(smoke_runs):
         assert len(m) == run.config.train.steps // run.config.train.eval_every + 1
         assert m["test_loss"].iloc[-1] < m["test_loss"].iloc[0], task
         assert m["train_loss"].iloc[-1] < m["train_loss"].iloc[1], task
-        assert m[list(METRICS)].stack().between(0, 1).all()
+        tc = run.config.train
+        assert m["lr"].tolist() == [tc.lr_at(max(int(step) - 1, 0)) for step in m["step"]]
+
+
+def test_logged_metrics_are_the_checkpoints_evaluated(smoke_runs):
+    """Each logged row is the evaluation of the model at that step: re-evaluating the stored
+    checkpoint gives the same accuracies, and each is a count of examples over the split size."""
+    for task, run in smoke_runs.items():
+        data, tc = run.data, run.config.train
+        sizes = {"gen": len(data.test), "fit": min(tc.fit_eval_size or len(data.train_clean), len(data.train_clean)),
+                 "mem": len(data.train_noisy), "rec": len(data.train_noisy)}
+        assert len(run.checkpoint_steps) >= 2 and min(sizes.values()) > 0
+        threads = torch.get_num_threads()
+        torch.set_num_threads(train_module.TRAIN_THREADS)  # evaluate as training did
+        try:
+            for step in run.checkpoint_steps:
+                row = run.metrics.set_index("step").loc[step]
+                again = evaluate(run.load_model(step, device="cpu"), data, tc.fit_eval_size)
+                for k in METRICS:
+                    assert again[k] == row[k], (task, step, k)
+                    assert row[k] == round(row[k] * sizes[k]) / sizes[k], (task, step, k)  # count / size
+                assert again["test_loss"] == pytest.approx(row["test_loss"], rel=1e-6)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def test_teacher_forced_exact_match_equals_greedy_decoding(smoke_runs):
@@ -100,8 +127,9 @@ def test_interrupted_training_resumes(tmp_path, capsys):
     assert (tmp_path / ".partial" / f"fda-{cfg.key}" / "resume.pt").exists()
     resumed = get_or_train(cfg, root=tmp_path, progress=False)
     assert "resuming" in capsys.readouterr().err and not resumed.cached
-    cols = ["step", "gen", "fit", "mem", "rec", "test_loss"]
-    pd.testing.assert_frame_equal(resumed.metrics[cols], reference.metrics[cols], atol=1e-5)
+    pd.testing.assert_frame_equal(resumed.metrics.drop(columns="seconds"), reference.metrics.drop(columns="seconds"),
+                                  check_exact=True)
+    _assert_same_tensors(resumed.model.state_dict(), reference.model.state_dict(), "model")
     assert not (tmp_path / ".partial" / f"fda-{cfg.key}").exists()
 
 
@@ -159,15 +187,142 @@ def test_cli_train_prints_json(tmp_path):
     assert again["cached"] is True and again["run_dir"] == out["run_dir"]
 
 
-def test_accuracy_is_an_exact_fraction(monkeypatch):
-    """900 of 1000 must count as 0.9 (a float32 mean gives 0.8999..., which misses a 0.9 threshold)."""
-    import rote.train as train_module
+def constant_model(token: int, vocab_size: int = 13, n_ctx: int = 14) -> HookedTransformer:
+    """A network that predicts ``token`` at every position: the final LayerNorm's weight is zero,
+    so its output is its bias, which the unembedding reads as ``token`` only."""
+    model = HookedTransformer(ModelShape(n_layers=1, d_model=16, n_heads=2, vocab_size=vocab_size, n_ctx=n_ctx))
+    with torch.no_grad():
+        model.ln_final.weight.zero_()
+        model.ln_final.bias.copy_(torch.eye(16)[0])
+        model.unembed.weight.zero_()
+        model.unembed.weight[token, 0] = 1.0
+    return model.eval()
 
-    monkeypatch.setattr(train_module, "exact_match", lambda model, ex, which: torch.arange(1000) < 900)
 
-    class Thousand:
-        def __len__(self):
-            return 1000
+def test_accuracy_is_an_exact_fraction():
+    """900 exact answers of 1000 score exactly 0.9 (a float32 mean gives 0.8999..., which misses a
+    0.9 threshold); an answer with one wrong digit of five is a miss; 1000 rows span two batches."""
+    model = constant_model(7)
+    n, answer_len = 1000, 5
+    prompt = torch.randint(0, 10, (n, 10), generator=torch.Generator().manual_seed(0))
+    label = torch.full((n, answer_len), 7)
+    wrong = torch.arange(0, n, 10)  # every tenth example: 100 misses, one digit off each
+    label[wrong, torch.arange(len(wrong)) % answer_len] = 3
+    examples = Examples(prompt, label, torch.full((n, answer_len), 7))
+    assert torch.equal(model.generate(prompt[:3], answer_len), torch.full((3, answer_len), 7))
+    assert exact_match(model, examples, "label").sum().item() == 900
+    assert accuracy(model, examples, "label") == 0.9
+    assert accuracy(model, examples, "true_label") == 1.0
+    assert accuracy(model, examples[wrong], "label") == 0.0
+    assert torch.tensor([True] * 900 + [False] * 100).float().mean().item() < 0.9  # the trap avoided
 
-    assert train_module.accuracy(None, Thousand()) >= 0.9
-    assert torch.tensor([True] * 900 + [False] * 100).float().mean().item() < 0.9  # the trap it avoids
+
+# -- resuming --------------------------------------------------------------------------------------
+
+
+def _stored(model, optimizer, step, metrics) -> dict:
+    """The resume state as rote.runs stores resume.pt, through a torch.save/load round trip."""
+    state = {"model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+             "optimizer": optimizer.state_dict(), "step": step, "metrics": metrics}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, map_location="cpu", weights_only=True)
+
+
+def _train_recording(cfg, data, *, stop_at=None, resume=None):
+    """Train; return the state at the last step (model, optimizer) and at ``stop_at`` if given."""
+    states = {}
+
+    def checkpoint(step, model, optimizer, metrics):
+        states[step] = _stored(model, optimizer, step, metrics)
+        if step == stop_at:
+            raise Interrupt
+
+    try:
+        _, metrics = train(cfg, data, device="cpu", resume=resume, on_checkpoint=checkpoint, progress=False)
+    except Interrupt:
+        return states[stop_at], None
+    return states[cfg.train.steps], metrics
+
+
+def _assert_same_tensors(a, b, where=""):
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _assert_same_tensors(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same_tensors(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+RESUME_CASES = [  # (checkpoint_every, stop at): at an evaluation step, and between evaluations
+    pytest.param(10, 20, id="stop-at-eval-step"),
+    pytest.param(15, 15, id="stop-between-evals"),
+]
+
+
+@pytest.fixture(scope="module")
+def resume_runs():
+    """FDA smoke runs of 40 steps (eval every 10): uninterrupted, and stopped then resumed."""
+    out = {}
+    for checkpoint_every, stop_at in (case.values for case in RESUME_CASES):
+        cfg = make_config("fda", "smoke", steps=40, eval_every=10, checkpoint_every=checkpoint_every)
+        data = build_task(cfg)
+        reference, ref_metrics = _train_recording(cfg, data)
+        stopped, _ = _train_recording(cfg, data, stop_at=stop_at)
+        assert stopped["step"] == stop_at
+        resumed, metrics = _train_recording(cfg, data, resume=stopped)
+        out[checkpoint_every, stop_at] = reference, ref_metrics, resumed, metrics
+    return out
+
+
+@pytest.mark.parametrize("checkpoint_every, stop_at", RESUME_CASES)
+def test_resumed_run_equals_uninterrupted_in_weights_and_optimizer_state(resume_runs, checkpoint_every, stop_at):
+    reference, _, resumed, _ = resume_runs[checkpoint_every, stop_at]
+    _assert_same_tensors(resumed["model"], reference["model"], "model")
+    _assert_same_tensors(resumed["optimizer"], reference["optimizer"], "optimizer")
+    assert resumed["optimizer"]["state"]  # AdamW moments are there to compare
+
+
+@pytest.mark.parametrize("checkpoint_every, stop_at", [
+    RESUME_CASES[0],
+    pytest.param(*RESUME_CASES[1].values, id=RESUME_CASES[1].id, marks=pytest.mark.xfail(strict=True, reason=(
+        "known bug, reported: the resume state lacks the running train-loss sum, so the first "
+        "train_loss logged after resuming between evaluations averages only the steps since the resume"))),
+])
+def test_resumed_run_logs_the_same_metrics(resume_runs, checkpoint_every, stop_at):
+    _, ref_metrics, _, metrics = resume_runs[checkpoint_every, stop_at]
+    frame = lambda rows: pd.DataFrame(rows).drop(columns="seconds")  # noqa: E731
+    assert [r["step"] for r in metrics] == [r["step"] for r in ref_metrics]
+    pd.testing.assert_frame_equal(frame(metrics), frame(ref_metrics), check_exact=True)
+
+
+def test_thread_count_is_restored_after_training():
+    cfg = make_config("fda", "smoke", steps=4, warmup_steps=1, eval_every=2, checkpoint_every=2)
+    data = build_task(cfg)
+    before = torch.get_num_threads()
+    outside = train_module.TRAIN_THREADS + 2
+    during = []
+
+    def record(step, *_):
+        during.append(torch.get_num_threads())
+
+    def fail(step, *_):
+        raise Interrupt
+
+    try:
+        torch.set_num_threads(outside)
+        train(cfg, data, device="cpu", on_checkpoint=record, progress=False)
+        assert torch.get_num_threads() == outside
+        with pytest.raises(Interrupt):  # also when training stops with an error
+            train(cfg, data, device="cpu", on_checkpoint=fail, progress=False)
+        assert torch.get_num_threads() == outside
+    finally:
+        torch.set_num_threads(before)
+    assert during == [train_module.TRAIN_THREADS] * 2
