@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PROFILE ?= quick
 SMOKE_DIR ?= _build/smoke
 
-.PHONY: install test unit notebooks book site clean
+.PHONY: install test unit notebooks book site browser clean
 
 $(BIN)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,17 +16,26 @@ $(BIN)/.installed: requirements.txt pyproject.toml
 
 install: $(BIN)/.installed
 
-# Unit tests, then every chapter executed on the smoke profile (nbval), in throwaway caches.
-test: install unit notebooks
+# Unit tests, then every chapter executed on the smoke profile (nbval), in throwaway caches, then
+# the smoke site in a browser.
+test: install unit notebooks browser
 
 unit: install
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --ignore=tests/test_site.py
 
 notebooks: install
 	rm -rf $(SMOKE_DIR)
 	cd book && ROTE_PROFILE=smoke ROTE_RUNS=../$(SMOKE_DIR)/runs ROTE_RESULTS=../$(SMOKE_DIR)/results \
 		ROTE_FIGURES=../$(SMOKE_DIR)/figures ROTE_PLAIN_PROGRESS=1 \
 		../$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider -q .
+
+# The smoke site opened in a browser (tests/test_site.py, Playwright driving the system chromium):
+# renders a fresh site into $(SMOKE_DIR)/site from the smoke caches `notebooks` left (trained runs
+# reused), serves it on 127.0.0.1 and checks every page; screenshots in _build/site-screenshots.
+# Without Playwright or chromium it is skipped and says why (.ci/run installs chromium and requires it).
+browser: install
+	rm -rf $(SMOKE_DIR)/site
+	ROTE_SMOKE_DIR=$(SMOKE_DIR) $(BIN)/python -m pytest tests/test_site.py -p no:cacheprovider -q -rs
 
 # Execute every chapter with papermill and render the site into _build/html.
 book: install

@@ -1,0 +1,383 @@
+"""The built smoke site, opened in a browser as a reader gets it: over HTTP on 127.0.0.1.
+
+Needs Playwright for Python and a system Chromium (Debian's ``chromium``; Playwright's own browser
+download is never used). Without either, the whole module is skipped with the reason (or fails,
+with ``ROTE_REQUIRE_BROWSER=1``, as in CI). The site is ``$ROTE_SMOKE_DIR/site/_build/html``
+(default ``_build/smoke``, the Makefile's ``SMOKE_DIR``); when missing it is built first with
+``python -m rote book --profile smoke`` from the smoke caches that ``make notebooks`` leaves there.
+
+Each page of the table of contents is visited once at desktop width and once at 390 pixels
+(a phone), every request that leaves 127.0.0.1 is blocked (a reader may be offline), and a
+screenshot of each visit is saved under ``_build/site-screenshots/`` for review. The checks then
+read what the visits collected.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = "smoke"
+SMOKE = (ROOT / os.environ.get("ROTE_SMOKE_DIR", "_build/smoke")).resolve()  # the Makefile's SMOKE_DIR
+SITE_ROOT = SMOKE / "site"
+HTML = SITE_ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "site-screenshots"
+TIMEOUT_MS = 20_000  # every browser wait is bounded
+PHONE = {"width": 390, "height": 844}
+
+
+
+def _skip(reason: str) -> None:
+    """Skip the module with its reason, or fail where the browser is required (CI: ROTE_REQUIRE_BROWSER=1)."""
+    if os.environ.get("ROTE_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"browser test required but {reason}", pytrace=False)
+    pytest.skip(f"browser test skipped: {reason}", allow_module_level=True)
+
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    _skip("Playwright for Python is not installed (pip install playwright; never `playwright install`)")
+CHROMIUM = os.environ.get("ROTE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    _skip("no system Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+
+
+def _toc_pages() -> list[str]:
+    """The site's pages in reading order, as paths of their HTML files ("book/intro.html")."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    return [f"{f}.html" for f in files]
+
+
+PAGES = _toc_pages()
+NOTEBOOK_PAGES = [p for p in PAGES if (ROOT / p.replace(".html", ".ipynb")).exists()]
+SCORECARD = "book/scorecard.html"
+
+# What a reader must never see: a path of the build machine, or a Python object's bare repr.
+MACHINE_PATHS = sorted({str(ROOT), str(Path.home()), "/home/", "/Users/", "/tmp/", "/root/", "/work/",
+                        "site-packages"}, key=len, reverse=True)
+BARE_REPR = re.compile(r"\bat 0x[0-9a-fA-F]{6,}|<Figure size \d+x\d+|<(?:Axes|AxesSubplot)\b|\b(?:Posix|Windows)?Path\('"
+                       r"|<matplotlib\.|<seaborn\.|<pandas\.io\.formats\.style\.Styler")
+
+# JavaScript run on every page once it has loaded.
+COLLECT_JS = """async () => {
+  const main = document.querySelector('main') || document.body;
+  for (const img of document.images) img.loading = 'eager';
+  const decoded = await Promise.all([...document.images].map(img => Promise.race([
+      img.decode().then(() => true, () => false),
+      new Promise(r => setTimeout(() => r(false), 10000))])));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
+  }
+  const outputs = [...main.querySelectorAll('div.cell_output')];
+  return {
+    title: document.title,
+    images: [...document.images].map((img, i) => ({src: img.currentSrc || img.src, width: img.naturalWidth,
+        decoded: decoded[i], figure: !!img.closest('div.cell_output, figure')})),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    text: main.textContent,
+    outputText: outputs.map(o => o.textContent),
+    errors: [...main.querySelectorAll('div.output.traceback, div.output.error, .admonition.error')]
+        .map(e => e.textContent.slice(0, 300)),
+    mathSource: main.querySelectorAll('.math').length,
+    mathRendered: main.querySelectorAll('mjx-container').length,
+    rawTex: [...main.querySelectorAll('.math')].filter(m => !m.querySelector('mjx-container'))
+        .map(m => m.textContent.slice(0, 80)),
+    verdictBoxes: main.querySelectorAll('.admonition.rote-verdict').length,
+    rerun: [...main.querySelectorAll('div.highlight-bash pre')].map(p => p.textContent.trim())
+        .filter(t => t.startsWith('python -m rote')),
+    hiddenCode: main.querySelectorAll('details.hide, .tag_hide-input details, details.above-input').length,
+  };
+}"""
+
+PHONE_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  const article = document.querySelector('article') || document.body;
+  const inScrollBox = e => {  // a wide table or code block may scroll inside its own box
+    for (let a = e.parentElement; a && a !== article; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return true;
+    }
+    return false;
+  };
+  const wide = [...article.querySelectorAll('p, li, h1, h2, h3, dd, .admonition')]
+      .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > width + 1 && !inScrollBox(e))
+      .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60));
+  return {width, scrollWidth: document.documentElement.scrollWidth, wide};
+}"""
+
+
+# -- the site and a server for it ---------------------------------------------------------------
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """The rendered smoke site; built first (chapters executed with the smoke caches) when missing.
+    A chapter that fails still renders (its page says FAILED), so the checks below report it."""
+    if not (HTML / "index.html").exists():
+        env = {**os.environ, "ROTE_SITE": str(SITE_ROOT), "ROTE_RUNS": str(SMOKE / "runs"),
+               "ROTE_RESULTS": str(SMOKE / "results")}
+        subprocess.run([sys.executable, "-m", "rote", "book", "--profile", PROFILE], cwd=ROOT, env=env,
+                       timeout=1800, check=False)
+    assert (HTML / "index.html").exists(), f"no smoke site at {HTML}: `python -m rote book --profile smoke` failed"
+    return HTML
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"],
+                                      timeout=TIMEOUT_MS)
+        yield chromium
+        chromium.close()
+
+
+def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str) -> dict[str, dict]:
+    """Open every page in one browser context; return what each page logged, requested and showed."""
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(TIMEOUT_MS)
+    host = urlparse(base_url).netloc
+    log: dict[str, list] = {}
+
+    def route(r):  # the reader may be offline: nothing leaves 127.0.0.1
+        if urlparse(r.request.url).netloc == host or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            log["external"].append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    shot_dir.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for page_path in PAGES:
+        log.update(console=[], failed=[], external=[])
+        page = context.new_page()
+        page.on("console", lambda m: log["console"].append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: log["console"].append(f"uncaught: {e}"))
+        page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} ({r.failure})"))
+        page.on("response", lambda r: log["failed"].append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
+        response = page.goto(base_url + page_path, wait_until="load", timeout=TIMEOUT_MS)
+        info = page.evaluate(script)
+        page.screenshot(path=str(shot_dir / (page_path.replace("/", "_").replace(".html", ".png"))), full_page=True,
+                        timeout=TIMEOUT_MS)
+        info.update(status=response.status if response else None, console=list(log["console"]),
+                    failed=[f for f in log["failed"] if urlparse(f.split(" ")[0]).netloc in (host, "")],
+                    external=list(log["external"]))
+        out[page_path] = info
+        page.close()
+    context.close()
+    return out
+
+
+@pytest.fixture(scope="session")
+def desktop(browser, base_url):
+    return _visit(browser, base_url, {"width": 1280, "height": 900}, SHOTS / "desktop", COLLECT_JS)
+
+
+@pytest.fixture(scope="session")
+def phone(browser, base_url):
+    return _visit(browser, base_url, PHONE, SHOTS / "phone", PHONE_JS)
+
+
+# -- every page ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("page", PAGES)
+def test_page_loads_cleanly(desktop, page):
+    info = desktop[page]
+    assert info["status"] == 200, f"{page}: HTTP {info['status']}"
+    assert not info["console"], f"{page}: console errors {info['console']}"
+    assert not info["failed"], f"{page}: failed requests {info['failed']}"
+    assert not info["external"], f"{page}: requests leaving the machine (offline readers lose them) {info['external']}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_images_decode(desktop, page):
+    broken = [i["src"] for i in desktop[page]["images"] if not (i["decoded"] and i["width"] > 0)]
+    assert not broken, f"{page}: images that do not decode: {broken}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_chapter_shows_a_figure(desktop, page):
+    figures = [i for i in desktop[page]["images"] if i["figure"] and i["width"] > 0]
+    assert figures, f"{page}: no figure"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_error_output_or_failed_banner(desktop, page):
+    info = desktop[page]
+    assert not info["errors"], f"{page}: error output {info['errors']}"
+    for banner in ("FAILED", "has not been executed", "source changed after this page was executed"):
+        assert banner not in info["text"], f"{page}: shows {banner!r}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_machine_path_or_bare_repr(desktop, page):
+    info = desktop[page]
+    for path in MACHINE_PATHS:
+        assert path not in info["text"], f"{page}: shows the build machine's path {path!r}"
+    for text in info["outputText"]:
+        found = BARE_REPR.search(text)
+        assert not found, f"{page}: a cell prints a bare object repr: {text[max(0, found.start() - 40):found.end() + 40]!r}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_formulas_render_offline(desktop, page):
+    info = desktop[page]
+    assert not info["rawTex"], f"{page}: formulas left as raw TeX: {info['rawTex'][:5]}"
+    if info["mathSource"]:
+        assert info["mathRendered"] >= info["mathSource"], f"{page}: MathJax rendered {info['mathRendered']} " \
+                                                            f"of {info['mathSource']} formulas"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_chapter_shows_its_rerun_command_and_hides_boilerplate(desktop, page):
+    info = desktop[page]
+    chapter = Path(page).stem.split("_", 1)[-1]
+    assert any(cmd.startswith(f"python -m rote run {chapter} --profile {PROFILE}") for cmd in info["rerun"]), \
+        f"{page}: no rerun command (found {info['rerun']})"
+    assert info["hiddenCode"] >= 1, f"{page}: no collapsed boilerplate cell"
+
+
+def test_claim_chapters_open_with_a_verdict_box(desktop):
+    from rote import claims
+
+    pages = sorted({f"book/{p}.html" for p in getattr(claims, "CLAIM_PAGES", {}).values()})
+    assert pages, "rote.claims names no claim pages (CLAIM_PAGES)"
+    missing = [p for p in pages if desktop[p]["verdictBoxes"] < 1]
+    assert not missing, f"claim chapters without a verdict box: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_horizontal_scrolling_on_a_phone(phone, page):
+    info = phone[page]
+    assert info["scrollWidth"] <= info["width"] + 1, \
+        f"{page}: at {PHONE['width']} px the page scrolls sideways ({info['scrollWidth']} px wide)"
+    assert not info["wide"], f"{page}: text wider than the screen: {info['wide'][:5]}"
+
+
+# -- the site as a whole ------------------------------------------------------------------------
+def test_every_internal_link_resolves(desktop, base_url):
+    host = urlparse(base_url).netloc
+    targets: dict[str, set[str]] = {}
+    for page, info in desktop.items():
+        for link in info["links"]:
+            url, fragment = urldefrag(link)
+            if urlparse(url).netloc == host:
+                targets.setdefault(url, set()).add(fragment)
+    assert targets
+    broken = []
+    for url, fragments in sorted(targets.items()):
+        status, body = _get(url)
+        if status != 200:
+            broken.append(f"{url} (HTTP {status})")
+            continue
+        html = body.decode("utf-8", "replace")
+        for fragment in sorted(f for f in fragments if f):
+            if not re.search(rf'\b(id|name)="{re.escape(fragment)}"', html):
+                broken.append(f"{url}#{fragment} (no such anchor)")
+    assert not broken, f"{len(broken)} broken links: {broken[:10]}"
+
+
+def test_search_finds_memorization(browser, base_url, site):
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(base_url + "search.html?q=memorization", wait_until="load")
+        page.wait_for_selector("#search-results ul.search li", timeout=TIMEOUT_MS)
+        hits = page.locator("#search-results ul.search li a").all_text_contents()
+    finally:
+        page.close()
+    assert hits, "the search page found nothing for 'memorization'"
+
+
+def _scorecard_rows(browser, base_url) -> list[dict]:
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(base_url + SCORECARD, wait_until="load")
+        return page.evaluate("""() => {
+          for (const table of document.querySelectorAll('div.cell_output table')) {
+            const head = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
+            if (!['claim', 'task', 'condition'].every(h => head.includes(h))) continue;
+            return [...table.querySelectorAll('tbody tr')].map(tr => {
+              const cells = [...tr.children];
+              const offset = cells.length - head.length;  // a leading index cell has no header of its own
+              const row = {};
+              head.forEach((h, i) => { if (i + offset >= 0 && cells[i + offset]) row[h] = cells[i + offset].textContent.trim(); });
+              row.links = [...tr.querySelectorAll('a[href]')].map(a => a.href);
+              return row;
+            });
+          }
+          return null;
+        }""")
+    finally:
+        page.close()
+
+
+def test_scorecard_has_a_linked_row_for_every_claim(browser, base_url):
+    from rote import claims
+
+    rows = _scorecard_rows(browser, base_url)
+    assert rows is not None, "the scorecard has no table with columns claim, task and condition"
+    expected = {(r.claim, r.task, r.condition) for r in claims.load_all(PROFILE, root=ROOT / "_nowhere")}
+    shown = {(r.get("claim"), r.get("task"), r.get("condition")) for r in rows}
+    assert expected <= shown, f"scorecard rows missing: {sorted(expected - shown)}"
+    unlinked = [(r.get("claim"), r.get("task"), r.get("condition")) for r in rows if not r["links"]]
+    assert not unlinked, f"scorecard rows without a link to their section: {unlinked}"
+    broken = []
+    for r in rows:
+        for link in r["links"]:
+            url, fragment = urldefrag(link)
+            status, body = _get(url)
+            if status != 200 or (fragment and f'id="{fragment}"' not in body.decode("utf-8", "replace")):
+                broken.append(link)
+    assert not broken, f"scorecard links to sections that do not exist: {broken}"
+
+
+def test_scorecard_offers_the_records_as_json_and_csv(desktop, base_url):
+    links = [u for u in desktop[SCORECARD]["links"] if "/_downloads/" in u]
+    by_ext = {Path(urlparse(u).path).suffix: u for u in links}
+    assert {".json", ".csv"} <= set(by_ext), f"scorecard download links: {links}"
+    status, body = _get(by_ext[".json"])
+    assert status == 200
+    records = json.loads(body)
+    assert records and all({"claim", "task", "profile"} <= set(r) for r in records)
+    status, body = _get(by_ext[".csv"])
+    assert status == 200
+    header = body.decode().splitlines()[0].split(",")
+    assert {"claim", "task", "condition", "seed", "check", "value", "threshold"} <= set(header)
