@@ -157,3 +157,26 @@ def test_unhooked_layernorm_is_the_fused_kernel():
     expected = torch.nn.functional.layer_norm(x, (32,), model.ln_final.weight, model.ln_final.bias,
                                               model.ln_final.eps)
     assert torch.equal(model.ln_final(x), expected)
+
+
+def test_hook_names_are_spelled_only_in_the_model():
+    """Outside rote/model.py no code builds a hook name from a string (docstrings may mention them)."""
+    import ast
+    import pathlib
+    import re
+
+    import rote
+
+    offenders = []
+    for path in pathlib.Path(rote.__file__).parent.rglob("*.py"):
+        if path.name == "model.py":
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                    and re.search(r"(^|\.)hook_[a-z]|^blocks\.", node.value)):
+                offenders.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert not offenders, offenders
