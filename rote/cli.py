@@ -107,7 +107,6 @@ def cmd_train(args) -> int:
 def cmd_plan(args) -> int:
     from .engine import default_workers
     from .plan import differs, estimate_seconds, fmt_seconds, makespan, plan, remaining_seconds, seed_list
-    from .runs import runs_root, status
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
@@ -115,6 +114,7 @@ def cmd_plan(args) -> int:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     seeds = seed_list(args.profile, args.seeds)
     configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None)
+    from .runs import runs_root, status
     root = runs_root()
     rows = []
     for c in configs:

@@ -41,7 +41,17 @@ from pathlib import Path
 
 from .config import ConfigError, RunConfig, code_fingerprint
 from .plan import estimate_seconds, fmt_seconds, makespan, remaining_seconds
-from .runs import entry_name, read_progress, runs_root, status
+# rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
+
+
+def entry_name(config: RunConfig) -> str:
+    return f"{config.task}-{config.key}"
+
+
+def read_progress(config, root):
+    from .runs import read_progress
+
+    return read_progress(config, root)
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 POLL_S = 0.25
@@ -282,6 +292,8 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     workers = default_workers() if workers is None else workers
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
+    from .runs import runs_root, status
+
     root = Path(root or runs_root())
     root.mkdir(parents=True, exist_ok=True)
     unique = list({c.key: c for c in configs}.values())
