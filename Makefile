@@ -3,9 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PROFILE ?= quick
+SEEDS ?= 1
+WORKERS ?=
 SMOKE_DIR ?= _build/smoke
 
-.PHONY: install test unit notebooks book site browser clean
+.PHONY: install test unit notebooks book train site browser clean clean-runs
 
 $(BIN)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +39,19 @@ browser: install
 	rm -rf $(SMOKE_DIR)/site
 	ROTE_SMOKE_DIR=$(SMOKE_DIR) $(BIN)/python -m pytest tests/test_site.py -p no:cacheprovider -q -rs
 
-# Execute every chapter with papermill and render the site into _build/html.
+# Train every missing run of the plan, WORKERS at a time (default: the cores), then execute every
+# chapter with papermill (they only load runs) and render the site into _build/html.
+# `make book SEEDS=3` uses seed triples 0, 1, 2 (protocol 7.1); `make book` keeps 1 seed.
 book: install
-	$(BIN)/python -m rote book --profile $(PROFILE)
+	$(BIN)/python -m rote book --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS))
 
+# Train the plan's missing runs only (`python -m rote plan` lists them first).
+train: install
+	$(BIN)/python -m rote train --plan --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS))
+
+# Everything built except the trained runs (_build/runs: hours of training); `make clean-runs` removes those.
 clean:
-	rm -rf _build
+	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name runs -exec rm -rf {} +; fi
+
+clean-runs:
+	rm -rf _build/runs
