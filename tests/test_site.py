@@ -7,8 +7,9 @@ with ``ROTE_REQUIRE_BROWSER=1``, as in CI). The site is ``$ROTE_SMOKE_DIR/site/_
 ``python -m rote book --profile smoke`` from the smoke caches that ``make notebooks`` leaves there.
 
 Each page of the table of contents is visited once at desktop width and once at 390 pixels
-(a phone), every request that leaves 127.0.0.1 is blocked (a reader may be offline), and a
-screenshot of each visit is saved under ``_build/site-screenshots/`` for review. The checks then
+(a phone), every request that leaves 127.0.0.1 is blocked (a reader may be offline), and
+screenshots are saved under ``_build/site-screenshots/`` for review (desktop: the whole page;
+phone: the first screen). The checks then
 read what the visits collected.
 """
 
@@ -26,7 +27,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlparse
+from urllib.parse import urldefrag, urlparse
 
 import pytest
 import yaml
@@ -168,7 +169,7 @@ def browser():
         chromium.close()
 
 
-def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str) -> dict[str, dict]:
+def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str, full_page: bool) -> dict[str, dict]:
     """Open every page in one browser context; return what each page logged, requested and showed."""
     context = browser.new_context(viewport=viewport)
     context.set_default_timeout(TIMEOUT_MS)
@@ -194,8 +195,8 @@ def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str) 
         page.on("response", lambda r: log["failed"].append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
         response = page.goto(base_url + page_path, wait_until="load", timeout=TIMEOUT_MS)
         info = page.evaluate(script)
-        page.screenshot(path=str(shot_dir / (page_path.replace("/", "_").replace(".html", ".png"))), full_page=True,
-                        timeout=TIMEOUT_MS)
+        page.screenshot(path=str(shot_dir / (page_path.replace("/", "_").replace(".html", ".png"))),
+                        full_page=full_page, timeout=TIMEOUT_MS)
         info.update(status=response.status if response else None, console=list(log["console"]),
                     failed=[f for f in log["failed"] if urlparse(f.split(" ")[0]).netloc in (host, "")],
                     external=list(log["external"]))
@@ -207,12 +208,12 @@ def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str) 
 
 @pytest.fixture(scope="session")
 def desktop(browser, base_url):
-    return _visit(browser, base_url, {"width": 1280, "height": 900}, SHOTS / "desktop", COLLECT_JS)
+    return _visit(browser, base_url, {"width": 1280, "height": 900}, SHOTS / "desktop", COLLECT_JS, full_page=True)
 
 
 @pytest.fixture(scope="session")
 def phone(browser, base_url):
-    return _visit(browser, base_url, PHONE, SHOTS / "phone", PHONE_JS)
+    return _visit(browser, base_url, PHONE, SHOTS / "phone", PHONE_JS, full_page=False)  # the first screen
 
 
 # -- every page ---------------------------------------------------------------------------------

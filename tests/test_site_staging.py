@@ -1,0 +1,155 @@
+"""What the site adds to the executed chapters (rote.site, rote.book.stage_site), without a browser."""
+
+import csv
+import json
+
+import nbformat
+import pytest
+
+from rote import book, claims, site
+from rote.plots import save_figure
+
+
+def _record(claim="C1", task="fda", condition="random", page="02_learning_dynamics", seeds=(0, 1), passed=(True, False)):
+    per_seed = [{"seed": s, "registered": "pass" if ok else "fail", "amended": "pass" if ok else "fail",
+                 "metrics": {"gen": 0.9}, "run_keys": [f"k{s}"],
+                 "checks": [{"name": "final_gen", "kind": "registered", "value": 0.91 if ok else 0.85,
+                             "threshold": 0.9, "passed": ok},
+                            {"name": "gen_control", "kind": "control", "value": 0.5, "threshold": None, "passed": None}]}
+                for s, ok in zip(seeds, passed)]
+    return {"claim": claim, "task": task, "condition": condition, "profile": "smoke", "seeds": list(seeds),
+            "verdict_registered": "mixed 1/2", "verdict_amended": "mixed 1/2", "status": "mixed 1/2",
+            "per_seed": per_seed, "page": page, "anchor": "verdict", "created": 0.0}
+
+
+def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
+    box = site.verdict_box([_record(), _record(task="thr", condition="-", seeds=(0,), passed=(True,))],
+                           {"C1": "Generalize first"})
+    assert box.startswith(":::{admonition} Verdict. C1: Generalize first")
+    assert "rote-verdict-mixed" in box
+    assert "**C1 · FDA · random noise**: registered **mixed 1/2**, amended **mixed 1/2** (seeds 0, 1)" in box
+    assert "`final_gen` (registered) = 0.91, 0.85; threshold 0.9: 1/2 seeds pass" in box
+    assert "gen_control" not in box  # a control check does not decide the verdict
+    assert "**C1 · THR**" in box and "= 0.91; threshold 0.9: passes" in box
+    assert site.verdict_box([], {}) is None
+
+
+def test_records_for_page_and_box_colour():
+    records = [_record(), _record(claim="C2", page="03_intermediate_results")]
+    assert [r["claim"] for r in site.records_for_page(records, "03_intermediate_results")] == ["C2"]
+    held = {**_record(), "verdict_amended": "holds"}
+    assert "rote-verdict-holds" in site.verdict_box([held])
+    assert "rote-verdict-fails" in site.verdict_box([{**held, "verdict_amended": "fails"}])
+    assert "rote-verdict-notrun" in site.verdict_box([{**held, "verdict_amended": "not run", "per_seed": []}])
+
+
+def test_downloads_json_and_long_csv(tmp_path):
+    records = [_record(), {**_record(claim="C2"), "per_seed": [], "verdict_amended": "not run"}]
+    json_name, csv_name = site.write_downloads(records, tmp_path, "smoke")
+    assert json.loads((tmp_path / json_name).read_text()) == records
+    rows = list(csv.DictReader(open(tmp_path / csv_name)))
+    assert len(rows) == 2 * 2 + 1  # two seeds x two checks, and one row for the record without checks
+    assert rows[0]["claim"] == "C1" and rows[0]["seed"] == "0" and rows[0]["check"] == "final_gen"
+    assert rows[1]["passed"] == "" and rows[-1]["claim"] == "C2" and rows[-1]["check"] == ""
+    assert "{download}`JSON <records-smoke.json>`" in site.downloads_markdown(json_name, csv_name, 2)
+
+
+@pytest.mark.parametrize("params, command", [
+    ({"profile": "smoke"}, "python -m rote run learning_dynamics --profile smoke"),
+    ({"profile": "quick", "tasks": ["thr"], "overrides": {"noise_ratio": 0.2}},
+     "python -m rote run learning_dynamics --profile quick -p tasks thr -p noise_ratio 0.2"),
+    ({"profile": "quick", "sweep_ratios": [0, 0.3]},
+     "python -m rote run learning_dynamics --profile quick -p sweep_ratios '[0, 0.3]'"),
+])
+def test_rerun_command(params, command):
+    assert site.rerun_command("learning_dynamics", params) == command
+
+
+def test_rerun_command_round_trips_through_the_chapter_parameters():
+    params = book.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "sweep_ratios": "[0, 0.3]"})
+    words = site.rerun_command("learning_dynamics", params).split()
+    assert words[:7] == ["python", "-m", "rote", "run", "learning_dynamics", "--profile", "smoke"]
+
+
+def _chapter():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title\n\nIntro text."),
+                nbformat.v4.new_code_cell("import os"),
+                nbformat.v4.new_code_cell("profile = 'quick'\ntasks = ['fda']", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("profile = \"smoke\"\n", metadata={"tags": ["injected-parameters"]}),
+                nbformat.v4.new_code_cell("runs = train()", outputs=[nbformat.v4.new_output("stream", name="stderr", text="50%")]),
+                nbformat.v4.new_code_cell("table", outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "1"})]),
+                nbformat.v4.new_code_cell("import numpy as np"),
+                nbformat.v4.new_code_cell("fig = plot()")]
+    return nb
+
+
+def test_boilerplate_collapses_into_one_toggle():
+    nb = _chapter()
+    assert site.hide_boilerplate(nb) == 5  # import os, parameters, injected, silent setup; the later import
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert len(code) == 4
+    first = code[0]
+    assert "hide-input" in first.metadata.tags
+    assert first.source.index("import os") < first.source.index("# Parameters (the chapter's defaults)") \
+        < first.source.index("# Parameters papermill injected") < first.source.index("runs = train()")
+    assert "hide-input" not in code[1].metadata.get("tags", [])  # the first output stays in view
+    assert "hide-input" in code[2].metadata.tags and code[2].source == "import numpy as np"
+    assert "hide-input" not in code[3].metadata.get("tags", [])  # code after the first output stays visible
+    assert all("rote_merged" not in c.metadata for c in nb.cells)
+
+
+def test_effective_parameters_prefer_the_injected_values():
+    assert site.effective_parameters(_chapter()) == {"profile": '"smoke"', "tasks": "['fda']"}
+
+
+def test_notes_go_under_the_title_heading():
+    nb = _chapter()
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("papermill banner"))
+    site.insert_after_title(nb, [nbformat.v4.new_markdown_cell("NOTE")])
+    assert [c.source for c in nb.cells[:4]] == ["papermill banner", "# Title", "NOTE", "Intro text."]
+
+
+def test_stamp_names_the_rerun_command_and_parameters():
+    meta = {"chapter": "tasks", "profile": "smoke", "parameters": {"profile": "smoke"}, "seconds": 11.2,
+            "executed": "2026-11-30 16:38 UTC", "ok": True, "error": ""}
+    text = site.stamp_markdown(meta, {"profile": '"smoke"'})
+    assert text.startswith("::::{note}\nExecuted 2026-11-30 16:38 UTC with profile `smoke` in 11 s.")
+    assert "```bash\npython -m rote run tasks --profile smoke\n```" in text and '`profile = "smoke"`' in text
+    failed = site.stamp_markdown({**meta, "ok": False, "error": "cell 3 raised ValueError: x"})
+    assert failed.startswith("::::{error}\nThis chapter FAILED") and "cell 3 raised ValueError: x" in failed
+
+
+def test_save_figure_returns_nothing(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    assert save_figure(fig, "x", folder=tmp_path) is None  # a returned path printed the machine's path into pages
+    assert (tmp_path / "x.png").stat().st_size > 0
+    plt.close(fig)
+
+
+def test_stage_site_adds_the_reader_cells(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    name, source = "learning_dynamics", book.chapters()["learning_dynamics"]
+    nb = nbformat.read(source, as_version=4)
+    executed = book.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True)
+    nbformat.write(nb, executed)
+    book._stamp(executed, "old stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
+                                        "seconds": 3.0, "executed": "now", "ok": True, "error": "",
+                                        "source_sha": book._source_hash(source)})
+    staged = book.stage_site("smoke")
+    assert staged == tmp_path / "site" / "_build" / "site_src"
+    page = nbformat.read(staged / "book" / source.name, as_version=4)
+    texts = [c.source for c in page.cells if c.cell_type == "markdown"]
+    assert texts[0].startswith("# ")
+    assert texts[1].startswith(":::{admonition} Verdict. C1")  # placeholders: every claim has a box
+    assert "python -m rote run learning_dynamics --profile smoke" in texts[2]
+    assert (staged / "_static" / "rote.css").exists()
+    assert (staged / "book" / "records-smoke.json").exists() and (staged / "book" / "records-smoke.csv").exists()
+    records = json.loads((staged / "book" / "records-smoke.json").read_text())
+    assert {(r["claim"], r["task"], r["condition"]) for r in records} == \
+        {(r.claim, r.task, r.condition) for r in claims.expected("smoke")}
+    assert "python -m rote book --profile smoke" in (staged / "book" / "intro.md").read_text()
