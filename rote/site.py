@@ -21,7 +21,6 @@ from pathlib import Path
 
 HIDE_TAG = "hide-input"  # myst-nb: the code collapses behind a "Show code cell source" toggle
 BOILERPLATE_TAGS = ("parameters", "injected-parameters")
-DECIDING_KINDS = ("registered", "amended")  # checks[].kind that decide the verdicts
 SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
 
 
@@ -66,23 +65,34 @@ def _verdict_class(verdicts: list[str]) -> str:
     return "rote-verdict-mixed"
 
 
-def deciding_numbers(rec) -> list[str]:
-    """One line per deciding check (kind registered or amended): its value on each seed, the threshold,
-    and how many seeds pass it."""
-    by_name: dict[tuple[str, str], list[dict]] = {}
+def deciding_numbers(rec) -> dict[str, list[str]]:
+    """Per reading (registered, amended), the checks that decide its verdict, as in
+    :func:`rote.verdicts.deciding`: those that fail on some seed, else those unresolved on some
+    seed, else all. One line per check: its value on each seed, the threshold, how many seeds pass."""
+    from .verdicts import READINGS  # the check kinds each reading counts (protocol section 7)
+
+    by_check: dict[tuple[str, str], list[dict]] = {}
     for seed in _get(rec, "per_seed") or []:
         for check in seed.get("checks", []):
-            if check.get("kind") in DECIDING_KINDS:
-                by_name.setdefault((check.get("kind"), check.get("name")), []).append({**check, "seed": seed.get("seed")})
-    lines = []
-    for (kind, name), checks in by_name.items():
-        values = ", ".join(_fmt(c.get("value")) for c in checks)
-        passed = sum(bool(c.get("passed")) for c in checks)
-        threshold = checks[0].get("threshold")
-        limit = f"; threshold {_fmt(threshold)}" if threshold is not None else ""
-        seeds = f"{passed}/{len(checks)} seeds pass" if len(checks) > 1 else ("passes" if passed else "fails")
-        lines.append(f"`{name}` ({kind}) = {values}{limit}: {seeds}")
-    return lines
+            by_check.setdefault((check.get("kind"), check.get("name")), []).append(check)
+    out = {}
+    for reading, kinds in READINGS.items():
+        judged = {key: checks for key, checks in by_check.items() if key[0] in kinds}
+        failed = {k: v for k, v in judged.items() if any(c.get("passed") is False for c in v)}
+        unresolved = {k: v for k, v in judged.items() if any(c.get("passed") is None for c in v)}
+        lines = []
+        for (kind, name), checks in (failed or unresolved or judged).items():
+            values = " / ".join(_fmt(c.get("value")) for c in checks)
+            passed = sum(c.get("passed") is True for c in checks)
+            threshold = checks[0].get("threshold")
+            limit = f", threshold {_fmt(threshold)}" if threshold is not None else ""
+            result = (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1 else
+                      {True: "pass", False: "fail", None: "unresolved"}[checks[0].get("passed")])
+            tag = "" if kind in ("registered", reading) else f" ({kind})"
+            lines.append(f"`{name}`{tag} = {values}{limit}: {result}")
+        if lines:
+            out[reading] = lines
+    return out
 
 
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
@@ -104,8 +114,8 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
         lines.append(f"**{what}**: registered **{registered}**, amended **{amended}** (seeds {seeds_text})")
         lines.append("")
-        for line in deciding_numbers(r):
-            lines.append(f"- {line}")
+        for reading, checks in deciding_numbers(r).items():
+            lines.append(f"- {reading} reading, deciding checks: " + "; ".join(checks))
         lines.append("")
     lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
     lines.append(":::")

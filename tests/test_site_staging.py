@@ -28,9 +28,13 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     assert box.startswith(":::{admonition} Verdict. C1: Generalize first")
     assert "rote-verdict-mixed" in box
     assert "**C1 · FDA · random noise**: registered **mixed 1/2**, amended **mixed 1/2** (seeds 0, 1)" in box
-    assert "`final_gen` (registered) = 0.91, 0.85; threshold 0.9: 1/2 seeds pass" in box
-    assert "gen_control" not in box  # a control check does not decide the verdict
-    assert "**C1 · THR**" in box and "= 0.91; threshold 0.9: passes" in box
+    # the registered reading: its failing check; the amended one: the failing check (controls pass or wait)
+    assert "- registered reading, deciding checks: `final_gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
+    assert "- amended reading, deciding checks: `final_gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
+    assert "gen_control" not in box.split("**C1 · THR**")[0]  # a failure decides; the unresolved control does not
+    thr = box.split("**C1 · THR**")[1]
+    assert "registered reading, deciding checks: `final_gen` = 0.91, threshold 0.9: pass" in thr
+    assert "amended reading, deciding checks: `gen_control` (control) = 0.5: unresolved" in thr
     assert site.verdict_box([], {}) is None
 
 
