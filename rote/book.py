@@ -223,6 +223,9 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
     figures.mkdir(parents=True, exist_ok=True)
     notebook = out_dir / f"{name}.ipynb"
     partial = out_dir / f"{name}.partial.ipynb"
+    for key in ("ROTE_RUNS", "ROTE_RESULTS"):  # the kernel runs in book/: a relative cache would land there
+        if os.environ.get(key):
+            os.environ[key] = str(Path(os.environ[key]).expanduser().resolve())
     env_before = {k: os.environ.get(k) for k in ("ROTE_PROFILE", "ROTE_FIGURES", "ROTE_PLAIN_PROGRESS")}
     os.environ.update(ROTE_PROFILE=profile, ROTE_FIGURES=str(figures), ROTE_PLAIN_PROGRESS="1")
     error = ""
