@@ -291,6 +291,35 @@ def hide_boilerplate(nb) -> int:
     return hidden
 
 
+WIDE_TABLE_COLUMNS = 7
+
+
+def _table_columns(html: str) -> int:
+    """How many columns the first table of an HTML output has (header cells of its first row)."""
+    import re
+
+    head = re.search(r"<thead.*?</thead>|<tr.*?</tr>", html, flags=re.S | re.I)
+    return len(re.findall(r"<t[hd][\s>]", head.group(0), flags=re.I)) if head else 0
+
+
+def widen_tables(nb, min_columns: int = WIDE_TABLE_COLUMNS) -> int:
+    """Tag ``full-width`` the code cells whose output is a table of ``min_columns`` or more columns:
+    the theme then lets them use the page's right margin (on a wide screen), so that long columns
+    (the scorecard's deciding checks) get room to wrap. Returns how many cells it tagged."""
+    tagged = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        html = "".join(o.get("data", {}).get("text/html", "") if isinstance(o.get("data", {}).get("text/html", ""), str)
+                       else "".join(o["data"]["text/html"]) for o in cell.get("outputs", []))
+        if "<table" in html and _table_columns(html) >= min_columns:
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if "full-width" not in tags:
+                tags.append("full-width")
+                tagged += 1
+    return tagged
+
+
 def title_index(nb) -> int:
     """The index of the page's title cell (the first markdown cell with a ``# `` heading), else 0."""
     for i, cell in enumerate(nb.cells):

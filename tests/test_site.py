@@ -100,7 +100,7 @@ COLLECT_JS = """async () => {
     mathRendered: main.querySelectorAll('mjx-container').length,
     rawTex: [...main.querySelectorAll('.math')].filter(m => !m.querySelector('mjx-container'))
         .map(m => m.textContent.slice(0, 80)),
-    verdictBoxes: main.querySelectorAll('.admonition.rote-verdict').length,
+    verdictBoxes: [...main.querySelectorAll('.admonition.rote-verdict')].map(b => b.textContent),
     rerun: [...main.querySelectorAll('div.highlight-bash pre')].map(p => p.textContent.trim())
         .filter(t => t.startsWith('python -m rote')),
     hiddenCode: main.querySelectorAll('details.hide, .tag_hide-input details, details.above-input').length,
@@ -279,8 +279,11 @@ def test_claim_chapters_open_with_a_verdict_box(desktop):
 
     pages = sorted({f"book/{p}.html" for p in getattr(claims, "CLAIM_PAGES", {}).values()})
     assert pages, "rote.claims names no claim pages (CLAIM_PAGES)"
-    missing = [p for p in pages if desktop[p]["verdictBoxes"] < 1]
+    missing = [p for p in pages if not desktop[p]["verdictBoxes"]]
     assert not missing, f"claim chapters without a verdict box: {missing}"
+    # a chapter that ran writes every record it owns: a box still saying "not run" reads the wrong records
+    unread = [p for p in pages if "FAILED" not in desktop[p]["text"] and any("not run" in b for b in desktop[p]["verdictBoxes"])]
+    assert not unread, f"verdict boxes say 'not run' on chapters that ran: {unread}"
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -157,3 +157,13 @@ def test_stage_site_adds_the_reader_cells(tmp_path, monkeypatch):
     assert {(r["claim"], r["task"], r["condition"]) for r in records} == \
         {(r.claim, r.task, r.condition) for r in claims.expected("smoke")}
     assert "python -m rote book --profile smoke" in (staged / "book" / "intro.md").read_text()
+
+
+def test_wide_tables_get_the_full_width():
+    wide = "<table><thead><tr>" + "<th>c</th>" * 7 + "</tr></thead><tbody></tbody></table>"
+    narrow = "<table><thead><tr>" + "<th>c</th>" * 3 + "</tr></thead></table>"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("t", outputs=[nbformat.v4.new_output("display_data", data={"text/html": html})])
+                for html in (wide, narrow)]
+    assert site.widen_tables(nb) == 1
+    assert "full-width" in nb.cells[0].metadata.tags and "full-width" not in nb.cells[1].metadata.get("tags", [])
