@@ -368,13 +368,10 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
         return []
     known_run = set(param_names("fda")) | set(param_names("thr"))
     overrides = {k: _parse_value(v) for k, v in params.items() if k in known_run}
-    def listed(name):
-        value = _parse_value(params[name]) if name in params else None
-        return [v for v in value.split(",") if v] if isinstance(value, str) else value
-
-    sweep = listed("sweep_ratios")
-    return plan(profile, seeds, overrides, tasks=listed("tasks"),
-                sweep=None if sweep is None else [float(r) for r in sweep])
+    tasks = _parse_value(params["tasks"]) if "tasks" in params else None
+    if isinstance(tasks, str):
+        tasks = [t for t in tasks.split(",") if t]
+    return plan(profile, seeds, overrides, tasks=tasks)
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,
