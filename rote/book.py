@@ -355,9 +355,9 @@ def render_site(profile: str) -> int:
 
 
 def _needs_runs(name: str) -> bool:
-    """Whether a chapter loads trained runs (its source mentions the run cache or the plan)."""
+    """Whether a chapter loads trained runs (its source uses the run cache: ``get_or_train`` or ``rote.runs``)."""
     text = chapter_path(name).read_text()
-    return any(word in text for word in ("get_or_train", "rote.runs", "rote.plan", "plan.units", "units("))
+    return any(word in text for word in ("get_or_train", "rote.runs"))
 
 
 def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int]) -> list:
@@ -368,10 +368,15 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
         return []
     known_run = set(param_names("fda")) | set(param_names("thr"))
     overrides = {k: _parse_value(v) for k, v in params.items() if k in known_run}
-    tasks = _parse_value(params["tasks"]) if "tasks" in params else None
-    if isinstance(tasks, str):
-        tasks = [t for t in tasks.split(",") if t]
-    return plan(profile, seeds, overrides, tasks=tasks)
+    def listed(name):
+        value = _parse_value(params[name]) if name in params else None
+        if isinstance(value, str):
+            return [v for v in value.split(",") if v]
+        return [value] if isinstance(value, (int, float)) else value
+
+    sweep = listed("sweep_ratios")
+    return plan(profile, seeds, overrides, tasks=listed("tasks"),
+                sweep=None if sweep is None else [float(r) for r in sweep])
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,

@@ -247,14 +247,17 @@ class Display:
             self.bar = tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)
 
     def line(self, done: int, running: list[RunConfig], pending: list[RunConfig], failed: int) -> str:
-        parts, left = [], []
+        parts, left, pace = [], [], []
         for config in running:
             info = read_progress(config, self.root) or {}
             step = info.get("step", 0)
             parts.append(f"{entry_name(config)[:12]} {step}/{config.train.steps}")
             left.append(estimate_seconds(config) * max(0.0, 1 - step / config.train.steps))
+            if step > 0 and info.get("seconds"):  # observed time per step against the estimate
+                pace.append(info["seconds"] / step / (estimate_seconds(config) / config.train.steps))
         left += [estimate_seconds(c) for c in pending]
-        eta = makespan(left, self.workers)
+        pace.sort()
+        eta = makespan(left, self.workers) * (pace[len(pace) // 2] if pace else 1.0)
         text = f"{done}/{self.total} runs done"
         if failed:
             text += f", {failed} failed"

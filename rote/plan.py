@@ -114,13 +114,14 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
 
 
 def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
-         tasks: Iterable[str] | None = None) -> list[RunConfig]:
+         tasks: Iterable[str] | None = None, sweep: Iterable[float] | None = None) -> list[RunConfig]:
     """Every distinct run the book's chapters need (units, twins, sweep), deduplicated by key, in a stable
-    order: task, condition, seed; within a unit the noisy run, its twin, then the sweep."""
+    order: task, condition, seed; within a unit the noisy run, its twin, then the sweep (``sweep``: the
+    noise ratios a chapter was given instead of :func:`sweep_ratios`)."""
     out: dict[str, RunConfig] = {}
     for unit in units(profile, tuple(tasks or TASKS), seeds, overrides):
-        for config in [unit.noisy, unit.clean,
-                       *(unit.noisy.replace(noise_ratio=r) for r in sweep_ratios(profile, unit.noisy))]:
+        ratios = sweep_ratios(profile, unit.noisy) if sweep is None else [float(r) for r in sweep]
+        for config in [unit.noisy, unit.clean, *(unit.noisy.replace(noise_ratio=r) for r in ratios)]:
             out.setdefault(config.key, config)
     return list(out.values())
 

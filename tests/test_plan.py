@@ -124,3 +124,17 @@ def test_plan_command(tmp_path):
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
     assert "4 runs (smoke, seeds [0])" in table.stdout
     assert not tmp_path.exists() or not any(p.name.startswith(("fda-", "thr-")) for p in tmp_path.iterdir())
+
+
+def test_book_trains_what_its_chapters_ask_for():
+    from rote.book import _needs_runs, book_plan, chapters
+
+    assert "tasks" in chapters() and not _needs_runs("tasks")  # the tasks chapter trains nothing
+    assert any(_needs_runs(name) for name in chapters())
+    everything = list(chapters())
+    assert book_plan("smoke", ["tasks"], {}, [0]) == []
+    assert book_plan("smoke", everything, {}, [0, 1]) == P.plan("smoke", [0, 1])
+    only = book_plan("smoke", everything, {"noise_ratio": "0.2", "tasks": "thr"}, [0])
+    assert [(c.task, c.data.noise_ratio) for c in only] == [("thr", 0.2), ("thr", 0.0)]
+    swept = book_plan("smoke", everything, {"tasks": "thr", "sweep_ratios": "0,0.3"}, [0])
+    assert sorted(c.data.noise_ratio for c in swept) == [0.0, 0.1, 0.3]
