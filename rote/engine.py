@@ -215,7 +215,7 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip()[:300] if lines else ""
 
 
-def _submitit_executor(executor: str, root: Path, workers: int, slurm: SlurmOptions):
+def _submitit_executor(executor: str, root: Path, slurm: SlurmOptions):
     import submitit
 
     folder = root / ".submitit" / "%j"
@@ -223,7 +223,7 @@ def _submitit_executor(executor: str, root: Path, workers: int, slurm: SlurmOpti
     ex = submitit.AutoExecutor(folder=folder, cluster=cluster)
     params = dict(timeout_min=slurm.time_min, cpus_per_task=slurm.cpus, name="rote")
     if cluster == "slurm":
-        params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus, slurm_array_parallelism=workers)
+        params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus)
         if slurm.partition:
             params["slurm_partition"] = slurm.partition
         params.update(slurm.extra)
@@ -292,8 +292,7 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     """Train every run of ``configs`` that is not cached, ``workers`` at a time; return the outcomes of
     the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker."""
     check_executor(executor)
-    workers = default_workers() if workers is None else workers
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     from .runs import runs_root, status
 
@@ -305,10 +304,11 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
         return []
     # longest first: the greedy schedule then finishes close to the ideal makespan
     todo.sort(key=lambda c: remaining_seconds(c, status(c, root)), reverse=True)
-    sub = _submitit_executor(executor, root, workers, slurm or SlurmOptions()) if executor != "local" else None
-    slots = workers if executor != "slurm" else len(todo)  # Slurm schedules; array_parallelism caps it
+    # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
+    slots = (workers or len(todo)) if executor == "slurm" else (workers or default_workers())
+    sub = _submitit_executor(executor, root, slurm or SlurmOptions()) if executor != "local" else None
     _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time)")
-    display = Display(len(todo), min(workers, len(todo)), root, enabled=progress)
+    display = Display(len(todo), min(slots, len(todo)), root, enabled=progress)
     pending, running, outcomes = list(todo), {}, []
     started: dict[str, float] = {}
     try:

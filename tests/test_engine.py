@@ -266,3 +266,19 @@ def test_plan_order_is_longest_first_in_the_pool(tmp_path, monkeypatch):
     configs = plan("smoke", [0]) + [make_config("fda", "quick")]
     engine.train_plan(configs, workers=1, root=tmp_path, progress=False)
     assert started[0] == configs[-1] and len(started) == len(configs)
+
+
+def test_slurm_jobs_get_the_requested_resources(tmp_path, monkeypatch):
+    """With Slurm's commands on PATH (stand-ins here), the sbatch script carries the options."""
+    for name in ("sbatch", "srun"):
+        (tmp_path / name).write_text("#!/bin/sh\nexit 1\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    engine.check_executor("slurm")  # sbatch found: no error
+    import submitit.slurm.slurm as slurm
+
+    ex = engine._submitit_executor("slurm", tmp_path / "runs", engine.SlurmOptions(
+        partition="gpu", time_min=30, mem_gb=4, gpus=1))
+    script = slurm._make_sbatch_string(command="python -m x", folder=str(tmp_path), **ex._executor.parameters)
+    for line in ("--partition=gpu", "--time=30", "--mem=4GB", "--gpus-per-node=1", "--cpus-per-task=1"):
+        assert f"#SBATCH {line}" in script
