@@ -185,19 +185,6 @@ def test_overlap_and_matched_random_control(tiny_model):
     assert sorted(A._stratum(tiny_model, c) for c in control) == sorted(A._stratum(tiny_model, c) for c in chosen)
 
 
-def test_c3_evaluation_reads_the_sweep():
-    import pandas as pd
-
-    rows = [(0, "INLP", "mem", 1.0), (0, "random", "mem", 1.0), (8, "INLP", "mem", 0.4), (8, "random", "mem", 0.9),
-            (0, "INLP", "gen", 1.0), (0, "random", "gen", 1.0), (8, "INLP", "gen", 0.5), (8, "random", "gen", 0.95)]
-    sweep = pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
-    metrics, checks = E.c3_evaluation(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda")
-    assert metrics["mem_drop_over_control"] == pytest.approx(0.5)
-    assert checks == {"erasure_mem_drop_over_control": True, "overlap_min": True, "overlap_over_random": True}
-    _, checks = E.c3_evaluation(sweep, 8, {"jaccard": 0.6, "random": 0.3}, "thr")
-    assert not checks["overlap_over_random"] and not checks["erasure_unconnected_mem_drop_over_control"]
-
-
 def test_inlp_bases_fit_each_site_separately():
     x1, y, u1 = _planted(seed=0)
     g = torch.Generator().manual_seed(9)

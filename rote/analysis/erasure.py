@@ -12,19 +12,18 @@ range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block 
   probe reads the result, at its positions (computed once per run and shared by chapters 04 and
   05 through :func:`rote.analysis_cache.erasure_sites_cached`).
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
-  positions from a model's clean activations: an :class:`Erasure`; :func:`random_erasure` is its
-  control.
+  positions from a model's clean activations: an :class:`Erasure`. Its controls, each of the same
+  rank at the same sites: :func:`random_erasure` (random subspaces) and :func:`information_matched`
+  (INLP fitted to a random relabeling of the same input key, protocol section 7.5).
 - :func:`erased` -- a context manager applying an erasure through hooks (removed on exit).
 - :func:`erasure_accuracy`, :func:`erasure_sweep` -- exact-match accuracy of named sets under an
-  erasure, and over ranks against the random control (:mod:`rote.analysis.patching`).
+  erasure, and over ranks against the controls (:mod:`rote.analysis.patching`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 
-import pandas as pd
 import torch
 
 from ..model import HookedTransformer
@@ -75,58 +74,119 @@ def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, cle
     return {"group": group, "targets": targets, "layers": layers, "positions": target_positions(data, targets)}
 
 
+def _subsample(train: Examples, max_train: int, seed: int) -> Examples:
+    if len(train) > max_train:
+        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
+    return train
+
+
+def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, n_classes: list[int],
+               layers: list[int], positions: list[int], rank: int, targets: tuple[str, ...],
+               **inlp_kwargs) -> Erasure:
+    """INLP of ``labels`` [N, k] at every (layer, position), each site on its own activations."""
+    acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
+    sites = [(layer, position) for layer in layers for position in positions]
+    if not sites:
+        return Erasure({}, {}, targets)
+    x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
+    Q = inlp_bases(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
+    return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)},
+                   targets)
+
+
 def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targets: list[str], layers: list[int],
                 positions: list[int], rank: int, max_train: int = 2000, seed: int = 0, **inlp_kwargs) -> Erasure:
     """INLP for the named targets (jointly: each iteration removes directions of one classifier
     per target) at every (layer, position), each site fitted on clean examples' activations there.
 
     Per site rather than one projection pooled over positions: the residual stream stores the same
-    result in different directions at different positions, and a pooled projection misses them."""
-    if len(train) > max_train:
-        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
+    result in different directions at different positions, and a pooled projection misses them.
+    The returned erasure remembers ``targets`` (for :func:`information_matched`)."""
+    train = _subsample(train, max_train, seed)
     tt = intermediate_targets(train, data)
     labels = torch.stack([tt[n].labels for n in targets], 1)  # [N, k]
     n_classes = [tt[n].n_classes for n in targets]
-    acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
-    sites = [(layer, position) for layer in layers for position in positions]
-    if not sites:
-        return Erasure({}, {})
-    x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
-    Q = inlp_bases(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
-    return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)})
+    return _fit_sites(model, train, labels, n_classes, layers, positions, rank, tuple(targets), **inlp_kwargs)
 
 
-def c3_evaluation(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, dict]:
-    """Claim C3's metrics and checks for one task.
+# --- the information-matched control (protocol section 7.5) -------------------------------------
 
-    ``sweep``: :func:`erasure_sweep` rows with sets ``mem`` (M, noisy labels), ``gen`` (C, true labels)
-    and for THR ``mem_unconnected``; ``rank``: the rank the claim is judged at; ``overlap``: the
-    all-component entry of :func:`~rote.analysis.attribution.overlap` (``jaccard``, ``random``).
-    Checks: ``erasure_mem_drop_over_control`` (mem falls at least
-    ``erasure_mem_drop_over_control_min`` more under INLP than under the random control), for THR the
-    same on the unconnected subset, ``overlap_min`` and ``overlap_over_random``. NaN fails."""
-    from ..claims import THRESHOLDS
+def input_key(examples: Examples, data: TaskData, target: str) -> tuple[torch.Tensor, int]:
+    """The part of the input a target is a function of, as one integer key per example, and the
+    number of possible keys. THR ``bridge``: (h, r1) -> h * n_relations + r1. FDA ``carry_i``: the
+    digits of column i, (a_i, b_i) -> 10 a_i + b_i (the carry out of column i is decided by them,
+    up to the carry in when a_i + b_i = 9)."""
+    if data.task == "thr" and target == "bridge":
+        n_relations = int(data.meta["graph"].shape[1])
+        return examples.info["head"] * n_relations + examples.info["r1"], int(data.meta["graph"].size)
+    if data.task == "fda" and target.startswith("carry_") and target[6:].isdigit():
+        i = int(target[6:])
+        a, b = examples.info["a"], examples.info["b"]
+        return ((a // 10 ** i) % 10) * 10 + (b // 10 ** i) % 10, 100
+    raise ValueError(f"no information-matched relabeling for target {target!r} of task {data.task!r}")
 
-    th = THRESHOLDS["C3"]
 
-    def acc(s, method, r):
-        hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
-        return float(hit.iloc[0]) if len(hit) else math.nan
+def random_relabeling(data: TaskData, target: str, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+    """A random function from the target's input keys (:func:`input_key`) to classes, as a table
+    [n_keys] (-1 for keys that never occur), and its number of classes.
 
-    metrics: dict = {"erasure_rank": rank}
-    checks: dict = {}
-    for s in [x for x in ("mem", "gen", "mem_unconnected") if x in set(sweep.set)]:
-        before, inlp, control = acc(s, "INLP", 0), acc(s, "INLP", rank), acc(s, "random", rank)
-        drop = (before - inlp) - (before - control)
-        metrics.update({f"{s}_before": before, f"{s}_inlp": inlp, f"{s}_random": control,
-                        f"{s}_drop_over_control": drop})
-    checks["erasure_mem_drop_over_control"] = bool(
-        metrics.get("mem_drop_over_control", math.nan) >= th["erasure_mem_drop_over_control_min"])
-    if task == "thr":
-        checks["erasure_unconnected_mem_drop_over_control"] = bool(
-            metrics.get("mem_unconnected_drop_over_control", math.nan) >= th["erasure_mem_drop_over_control_min"])
-    j, rand = overlap.get("jaccard", math.nan), overlap.get("random", math.nan)
-    metrics.update({"overlap": j, "overlap_random": rand, "overlap_over_random": j / rand if rand else math.nan})
-    checks["overlap_min"] = bool(j >= th["overlap_min"])
-    checks["overlap_over_random"] = bool(j >= th["overlap_over_random_min"] * rand)
-    return metrics, checks
+    THR ``bridge``: the bridge map f(h, r1) with its values shuffled over the (h, r1) pairs of the
+    graph: a random look-up of the same key with exactly the bridge's class sizes. FDA ``carry_i``:
+    a random balanced binary function of the column's two digits (50 of the 100 digit pairs -> 1)."""
+    if data.task == "thr" and target == "bridge":
+        graph = torch.as_tensor(data.meta["graph"]).flatten()
+        table = graph.clone()
+        present = (graph >= 0).nonzero().flatten()
+        table[present] = graph[present][torch.randperm(len(present), generator=generator)]
+        return table.long(), int(data.meta["graph"].shape[0])
+    _, n_keys = input_key(data.test[:1], data, target)  # validates the target
+    table = torch.zeros(n_keys, dtype=torch.long)
+    table[torch.randperm(n_keys, generator=generator)[:n_keys // 2]] = 1
+    return table, 2
+
+
+def matched_labels(examples: Examples, data: TaskData, targets: tuple[str, ...] | list[str],
+                   seed: int) -> tuple[torch.Tensor, list[int]]:
+    """Labels [N, k] of one information-matched relabeling of ``targets`` (one independent random
+    function per target, :func:`random_relabeling`) and their numbers of classes."""
+    g = torch.Generator().manual_seed(seed)
+    cols, n_classes = [], []
+    for t in targets:
+        key, _ = input_key(examples, data, t)
+        table, n = random_relabeling(data, t, g)
+        labels = table[key]
+        if (labels < 0).any():
+            raise ValueError(f"examples with an input key outside the graph for target {t!r}")
+        cols.append(labels)
+        n_classes.append(n)
+    return torch.stack(cols, 1), n_classes
+
+
+def information_matched(model: HookedTransformer, data: TaskData, train_examples: Examples, erasure: Erasure, *,
+                        n_controls: int, max_train: int, seed: int, **inlp_kwargs) -> list[Erasure]:
+    """The information-matched erasure control (protocol section 7.5): for each of ``n_controls``
+    draws, INLP of the same rank at the same sites as ``erasure`` (a :func:`fit_erasure` result,
+    which knows its targets), fitted on the same examples to a random relabeling of the same input
+    key (:func:`matched_labels`): THR (h, r1) mapped to random classes with the bridge's class
+    sizes; FDA one random balanced function of column i's digits per carry target.
+
+    A random subspace removes directions the model may not use at all; this control removes as
+    many directions that carry a look-up of the same input, fitted the same way. If erasing the
+    real result hurts M no more than erasing a random function of the same input, the drop says
+    nothing about the result. The returned erasures go wherever :func:`random_erasure` outputs go
+    (:func:`erasure_sweep` with ``matched=``; ``neurons.intermediate_removal`` controls)."""
+    if not erasure.bases:
+        return []
+    if not erasure.targets:
+        raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
+    train = _subsample(train_examples, max_train, seed)
+    layers, positions = erasure.layers, erasure.positions
+    out = []
+    for c in range(n_controls):
+        labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed * 1_000_003 + 7919 * (c + 1))
+        fitted = _fit_sites(model, train, labels, n_classes, layers, positions, erasure.rank, erasure.targets,
+                            **inlp_kwargs)
+        # only the treatment's sites (its layers x positions grid is what _fit_sites covers)
+        out.append(Erasure({s: fitted.bases[s] for s in erasure.bases}, {s: fitted.means[s] for s in erasure.bases},
+                           erasure.targets))
+    return out

@@ -13,7 +13,7 @@ x -> mu + (x - mu) P it removes only the variation along Q. This module works on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -117,10 +117,14 @@ Site = tuple[int, int]  # (layer, position)
 @dataclass
 class Erasure:
     """Directions to remove at each site (layer, position): an orthonormal basis Q [d, k] and the
-    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P."""
+    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P. ``targets``: the
+    names of the results it was fitted to (:mod:`rote.analysis.targets`; empty when not fitted to
+    named targets), which the information-matched control
+    (:func:`rote.analysis.erasure.information_matched`) needs."""
 
     bases: dict[Site, torch.Tensor]
     means: dict[Site, torch.Tensor]
+    targets: tuple[str, ...] = field(default=())
 
     @property
     def rank(self) -> int:
@@ -142,7 +146,7 @@ class Erasure:
         INLP run to that rank)."""
         if rank > self.rank:
             raise ValueError(f"rank {rank} exceeds the erasure's rank {self.rank}")
-        return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means))
+        return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means), self.targets)
 
     @classmethod
     def from_projection(cls, P: torch.Tensor, layers: list[int], positions: list[int],
@@ -159,4 +163,4 @@ def random_erasure(like: Erasure, seed: int = 0) -> Erasure:
     bases = {}
     for i, (site, Q) in enumerate(sorted(like.bases.items())):
         bases[site] = random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
-    return Erasure(bases, dict(like.means))
+    return Erasure(bases, dict(like.means), like.targets)

@@ -178,28 +178,33 @@ def ablation_accuracy(model: HookedTransformer, sets: Sets, components: set[int]
 
 
 def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, ranks: list[int], n_controls: int = 3,
-                  seed: int = 0) -> pd.DataFrame:
-    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after erasing
-    random subspaces of the same rank (``n_controls`` draws, averaged), for every rank in
-    ``ranks`` (each at most ``erasure.rank``). Rank 0 is the unmodified model.
-    Rows: rank, method ("INLP" / "random"), set, accuracy."""
+                  seed: int = 0, matched: Sequence[Erasure] | None = None) -> pd.DataFrame:
+    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after each
+    control of the same rank, for every rank in ``ranks`` (each at most ``erasure.rank``). Rank 0
+    is the unmodified model. Controls: method "random", random subspaces (``n_controls`` draws,
+    averaged); method "matched" when ``matched`` is given, the information-matched erasures
+    (:func:`rote.analysis.erasure.information_matched`, fitted to ``erasure.rank``) truncated to
+    each rank, averaged.
+    Rows: rank, method ("INLP" / "random" / "matched"), set, accuracy."""
+    methods = ("INLP", "random") + (("matched",) if matched is not None else ())
     rows = []
     for rank in ranks:
         if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
-            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets
-                     for m in ("INLP", "random")]
+            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets for m in methods]
             continue
         if rank == 0:
             base = erasure_accuracy(model, sets)
-            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items()
-                     for m in ("INLP", "random")]
+            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items() for m in methods]
             continue
         inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
         rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
-        control = [erasure_accuracy(model, sets, random_erasure(erasure.truncate(rank), seed + c))
-                   for c in range(n_controls)]
-        rows += [{"rank": rank, "method": "random", "set": s,
-                  "accuracy": sum(c[s] for c in control) / n_controls} for s in sets]
+        controls = {"random": [random_erasure(erasure.truncate(rank), seed + c) for c in range(n_controls)]}
+        if matched is not None:
+            controls["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
+        for method, erasures in controls.items():
+            accs = [erasure_accuracy(model, sets, e) for e in erasures]
+            rows += [{"rank": rank, "method": method, "set": s,
+                      "accuracy": sum(a[s] for a in accs) / len(accs) if accs else math.nan} for s in sets]
     return pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
 
 
