@@ -39,6 +39,9 @@ THRESHOLDS: dict[str, dict[str, float]] = {
     "C2": {
         "probe_ratio_min": 0.8,  # probe accuracy on M >= 0.8 x accuracy on C
         "probe_over_chance_min": 5.0,  # ... and >= 5 x chance
+        # amendment 1, 7.4: the lens share's 95% binomial (Wilson) interval must lie above the
+        # training-label prior's share
+        "lens_interval_level": 0.95,
     },
     "C3": {
         "erasure_mem_drop_over_control_min": 0.3,
@@ -53,6 +56,8 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "top_neurons": 10,
         "drop_min": 0.2,  # an input position / the intermediate result removes >= 20% of P(noisy label)
         "positions_min": 2,
+        # amendment 1, 7.6: INLP's drop of P(noisy label) minus the information-matched control's drop
+        "intermediate_over_matched_min": 0.2,
     },
     "C5": {
         "heuristic_coverage_min": 0.8,
@@ -61,6 +66,10 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "pattern_corr_min": 0.5,
         "patch_revert_min": 0.5,
         "control_revert_max": 0.1,
+        # amendment 1, 7.7: m50 is the smallest m of this grid whose top-m patch reverts >= patch_revert_min
+        "m_grid": (1, 2, 5, 10, 25, 50, 100, 200),
+        # amendment 1, 7.7: the heuristic share must also be >= 2 x the untrained model's share
+        "untrained_share_factor_min": 2.0,
     },
 }
 

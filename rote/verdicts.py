@@ -192,22 +192,40 @@ def c1(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[dict,
 
 
 # -- C2 ---------------------------------------------------------------------------------------
-def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M: int, n_C: int, task: str
-       ) -> tuple[dict, list[Check]]:
+def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M: int, n_C: int, task: str,
+       bridge_r2: pd.DataFrame | dict | None = None, masked_tail: pd.DataFrame | dict | None = None,
+       lens_share: pd.DataFrame | None = None) -> tuple[dict, list[Check]]:
     """C2 from the probe summary (best layer per headline group: ``acc_M``, ``acc_C``, ``chance``)
-    and the logit-lens verdict on M (``true_ahead_intermediate``, ``noisy_only_last``)."""
+    and the logit-lens verdict on M (``true_ahead_intermediate``, ``noisy_only_last``), plus the
+    inputs of amendment 7.4:
+
+    - ``bridge_r2`` (THR): the bridge read at r2, one summary row
+      (:func:`rote.analysis.probes.position_summary`). The registered bridge check at r1 is
+      ``superseded`` (at r1 the bridge is an atomic fact of the input, so M = C there by
+      construction); the amended check is the same pair of thresholds at r2.
+    - ``masked_tail`` (THR): the true tail with the noisy label's class masked on M and a random
+      wrong class on C, chance 1 / (n_classes - 1), one summary row
+      (:func:`rote.analysis.probes.masked_summary`). The unmasked registered check is
+      ``superseded``: trained where the true tail is the output, the probe reads the output, which on
+      M is the noisy label (``reads_masked_M`` records how often).
+    - ``lens_share``: per layer ``n``, ``ahead``, ``null`` (:func:`rote.analysis.lens.ahead_share`).
+      ``null`` check: at the intermediate layer (1..L-1) with the largest share, the lower bound of
+      the Wilson interval (level ``lens_interval_level``) must be above the training-label prior's share.
+
+    A missing amended input leaves its check unresolved; a NaN value (e.g. no memorized example)
+    fails, as in the registered checks."""
     th = THRESHOLDS["C2"]
     metrics: dict = {"n_M": n_M, "n_C": n_C}
     checks: list[Check] = []
+    replaced = C2_SUPERSEDED if task == "thr" else {}
     for row in summary.itertuples():
         key = row.group.replace(" ", "_")
         metrics.update({f"{key}_best_layer": row.best_layer, f"{key}_acc_M": row.acc_M,
                         f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance})
-        checks.append(at_least(f"probe {row.group}: M vs {th['probe_ratio_min']} x C", "registered",
-                               row.acc_M, th["probe_ratio_min"] * _num(row.acc_C)))
-        checks.append(at_least(f"probe {row.group}: M vs {th['probe_over_chance_min']} x chance", "registered",
-                               row.acc_M if _num(row.acc_M) > 0 else math.nan,
-                               th["probe_over_chance_min"] * _num(row.chance)))
+        if row.group in replaced:
+            checks += _c2_probe_pair(f"probe {replaced[row.group]}", "superseded", row.acc_M, row.acc_C, row.chance)
+        else:
+            checks += _c2_probe_pair(f"probe {row.group}", "registered", row.acc_M, row.acc_C, row.chance)
     checks.append(Check("logit lens: true ahead at an intermediate layer", "registered",
                         lens_verdict.get("true_ahead_intermediate"), True, bool(lens_verdict.get("true_ahead_intermediate"))))
     checks.append(Check("logit lens: noisy wins only in the last layer(s)", "registered",
@@ -216,10 +234,80 @@ def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M:
                     "lens_p_true_by_layer": [float(x) for x in lens_table.p_true],
                     "lens_p_noisy_by_layer": [float(x) for x in lens_table.p_noisy]})
     if task == "thr":
-        checks.append(pending("7.4: bridge judged at r2", "amended"))
-        checks.append(pending("7.4: true tail with the noisy class masked", "control"))
-    checks.append(pending("7.4: lens share vs training-label prior", "null"))
+        for key, name, given in (("bridge_r2", C2_AMENDED["bridge"], bridge_r2),
+                                 ("tail_masked", C2_AMENDED["true tail"], masked_tail)):
+            row = _c2_row(given)
+            if row is None:
+                checks += [Check(f"probe {name}: not given", "amended", None, None, None)]
+                continue
+            metrics.update({f"{key}_{k}": row.get(k) for k in ("best_layer", "acc_M", "acc_C", "chance")})
+            if "reads_masked_M" in row:
+                metrics[f"{key}_reads_noisy_M"] = row.get("reads_masked_M")
+                metrics[f"{key}_acc_M_unmasked"] = row.get("acc_M_unmasked")
+            checks += _c2_probe_pair(f"probe {name}", "amended", row.get("acc_M"), row.get("acc_C"), row.get("chance"))
+    share, check = c2_lens_share(lens_share, th["lens_interval_level"])
+    metrics.update(share)
+    checks.append(check)
     return metrics, checks
+
+
+# The THR checks that amendment 7.4 replaces (the reason is in the name), and their replacements.
+C2_SUPERSEDED = {"bridge": "bridge at r1 (atomic fact of the input there: judged at r2)",
+                 "true tail": "true tail unmasked (reads the output: judged with the noisy class masked)"}
+C2_AMENDED = {"bridge": "7.4 bridge at r2",
+              "true tail": "7.4 true tail, noisy class masked (C: a random wrong one)"}
+C2_LENS_NULL = "7.4 lens: true-ahead share, Wilson lower bound vs training-label prior"
+
+
+def _c2_probe_pair(name: str, kind: str, acc_m, acc_c, chance) -> list[Check]:
+    """Section 5's probe thresholds: acc_M >= 0.8 x acc_C and acc_M >= 5 x chance (acc_M = 0 fails)."""
+    th = THRESHOLDS["C2"]
+    return [at_least(f"{name}: M vs {th['probe_ratio_min']} x C", kind, acc_m, th["probe_ratio_min"] * _num(acc_c)),
+            at_least(f"{name}: M vs {th['probe_over_chance_min']} x chance", kind,
+                     acc_m if _num(acc_m) > 0 else math.nan, th["probe_over_chance_min"] * _num(chance))]
+
+
+def _c2_row(given) -> dict | None:
+    if given is None:
+        return None
+    if isinstance(given, pd.DataFrame):
+        return None if not len(given) else given.iloc[0].to_dict()
+    return dict(given)
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion k / n at ``level`` (NaN, NaN when n = 0)."""
+    if not n:
+        return math.nan, math.nan
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check]:
+    """Amendment 7.4's lens null from :func:`rote.analysis.lens.ahead_share`: the intermediate layer
+    (1..L-1) with the largest share of M with the true token ahead, its Wilson interval, and the check
+    that the interval's lower bound is above the training-label prior's share (strictly)."""
+    if table is None:
+        return {}, Check(f"{C2_LENS_NULL}: not given", "null", None, None, None)
+    last = int(table.layer.max()) if len(table) else 0
+    inner = table[(table.layer > 0) & (table.layer < last) & (table.n > 0)]
+    null = _num(table.null.iloc[0]) if len(table) else math.nan
+    if not len(inner):
+        return ({"lens_share_best_layer": None, "lens_share": math.nan, "lens_share_null": null, "lens_share_n": 0},
+                Check(C2_LENS_NULL, "null", None, None if math.isnan(null) else null, False))
+    best = inner.loc[inner.ahead.idxmax()]
+    k, n = int(best.ahead), int(best.n)
+    lo, hi = wilson_interval(k, n, level)
+    metrics = {"lens_share_best_layer": int(best.layer), "lens_share": k / n, "lens_share_lo": lo,
+               "lens_share_hi": hi, "lens_share_null": null, "lens_share_n": n,
+               "lens_share_by_layer": [_num(x) for x in table.share]}
+    ok = not math.isnan(null) and lo > null
+    return metrics, Check(C2_LENS_NULL, "null", lo, None if math.isnan(null) else null, bool(ok))
 
 
 # -- C3 ---------------------------------------------------------------------------------------
@@ -255,40 +343,110 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, 
 
 
 # -- C4 ---------------------------------------------------------------------------------------
-def c4(summary: dict) -> tuple[dict, list[Check]]:
-    """C4 from :func:`rote.analysis.neurons.c4_summary`."""
+LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
+
+
+def c4(summary: dict, lookup: dict | None = None) -> tuple[dict, list[Check]]:
+    """C4 from :func:`rote.analysis.neurons.c4_summary` on M (``summary``) and the same statistics
+    on a known look-up (``lookup``: :func:`rote.analysis.lookup.lookup_statistics`; THR atomic facts,
+    FDA a look-up grafted into the model; None or empty: not computed).
+
+    Section 5's four checks are registered. Amendment 1, 7.6, per statistic (k50 ratio, activity of
+    the top neurons, input positions): a ``control`` check applies the statistic's own threshold to
+    the look-up and passes when the look-up fails it. Where the look-up passes it (the statistic
+    calls a known look-up "distributed", so it cannot tell the two apart) that control fails and the
+    registered check becomes ``superseded``; unresolved where the look-up was not measured. The
+    intermediate result is also judged (``amended``) as the INLP drop minus the information-matched
+    control's drop (``intermediate_matched_drop``) >= ``intermediate_over_matched_min``; unresolved
+    when ``summary["matched_available"]`` is False (the control could not be computed)."""
     th = THRESHOLDS["C4"]
-    checks = [
-        at_least(f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C", "registered",
-                 summary.get("k50_M"), th["k50_ratio_min"] * _num(summary.get("k50_C"))),
-        at_least("median activity fraction of top neurons", "registered", summary.get("top_activity_median"),
-                 th["activity_fraction_min"]),
-        at_least(f"input positions removing >= {th['drop_min']} of P(noisy)", "registered",
-                 summary.get("positions_over_min"), th["positions_min"]),
-        at_least("intermediate result removes share of P(noisy)", "registered", summary.get("intermediate_drop"),
-                 th["drop_min"]),
-        pending("7.6: positive control on a known look-up"),
-        pending("7.6: intermediate drop over information-matched control", "amended"),
-    ]
-    return dict(summary), checks
+    lookup = {k: v for k, v in (lookup or {}).items() if k != "tables"}
+    k50_name = f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C"
+    statistics = {  # name, key, threshold on M, threshold on the look-up, short name
+        "k50": (k50_name, "k50_M", th["k50_ratio_min"] * _num(summary.get("k50_C")),
+                th["k50_ratio_min"] * _num(lookup.get("k50_C")), "k50 ratio"),
+        "activity": ("median activity fraction of top neurons", "top_activity_median", th["activity_fraction_min"],
+                     th["activity_fraction_min"], "top-neuron activity"),
+        "positions": (f"input positions removing >= {th['drop_min']} of P(noisy)", "positions_over_min",
+                      th["positions_min"], th["positions_min"], "input positions"),
+    }
+    metrics = dict(summary)
+    metrics.update({f"lookup_{k}": v for k, v in lookup.items()})
+    checks: list[Check] = []
+    superseded = []
+    for stat in LOOKUP_STATISTICS:
+        name, key, thr_m, thr_l, short = statistics[stat]
+        treatment = at_least(name, "registered", summary.get(key), thr_m)
+        on_lookup = at_least(name, "control", lookup.get(key), thr_l)  # True: the look-up passes it
+        control_name = f"7.6 look-up control: {short} on a known look-up fails the statistic"
+        if on_lookup.value is None or on_lookup.threshold is None:
+            control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, None)
+        else:
+            control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, not on_lookup.passed)
+        if control.passed is False:
+            treatment = Check(treatment.name, "superseded", treatment.value, treatment.threshold, treatment.passed)
+            superseded.append(stat)
+        checks += [treatment, control]
+    checks.append(at_least("intermediate result removes share of P(noisy)", "registered",
+                           summary.get("intermediate_drop"), th["drop_min"]))
+    over = _num(summary.get("intermediate_drop")) - _num(summary.get("intermediate_matched_drop"))
+    metrics["intermediate_over_matched"] = over
+    metrics["lookup_superseded"] = superseded
+    matched_name = "7.6: intermediate drop over information-matched control"
+    if summary.get("matched_available") is False:
+        checks.append(Check(f"{matched_name} (control not available)", "amended", None,
+                            th["intermediate_over_matched_min"], None))
+    else:
+        checks.append(at_least(matched_name, "amended", over, th["intermediate_over_matched_min"]))
+    return metrics, checks
 
 
 # -- C5 ---------------------------------------------------------------------------------------
 def c5(metrics: dict) -> tuple[dict, list[Check]]:
-    """C5 from the chapter's measured numbers: ``heuristic_fraction``, ``z_ratio``, ``pattern_corr_M``,
-    ``patch_revert_last`` and ``control_revert_last``."""
+    """C5 from the chapter's measured numbers.
+
+    Registered (section 5): ``heuristic_fraction`` (share of *neurons* that are heuristics, the
+    unit of section 5), ``z_ratio`` (median |z| on M at memorized digits over clean examples),
+    ``pattern_corr_M``; ``patch_revert_last`` and ``control_revert_last`` (the last layer's outlier
+    units and as many random units), now ``superseded``: 7.7 found that the outlier set holds
+    ~230 of 2,560 units per example and that patching that many units anywhere disrupts
+    memorization, so the check cannot say whether the outliers are special.
+
+    Amended (7.7), from :func:`rote.analysis.patching.dose_summary` of the last layer:
+    ``top_revert_max`` (the best top-m revert over ``THRESHOLDS["C5"]["m_grid"]``) must reach
+    ``patch_revert_min`` (``amended``); at ``m50``, ``random_revert_m50`` and
+    ``mismatched_revert_m50`` must each be under ``control_revert_max`` (``control``; both fail
+    when no m reaches ``patch_revert_min``; the mismatched one is unresolved with fewer than two
+    memorized examples); ``z_null_ratio`` (median |z| on M over never-trained noisy labels) >=
+    ``z_ratio_min`` (``null``); ``heuristic_fraction`` >= ``untrained_share_factor_min`` x
+    ``untrained_heuristic_fraction`` (``null``).
+    """
     th = THRESHOLDS["C5"]
+    m50 = metrics.get("m50")
+    no_m50 = m50 is None or (isinstance(m50, float) and math.isnan(m50))
+    random_m50 = below("7.7: m random neurons at m50 revert M", "control", metrics.get("random_revert_m50"),
+                       th["control_revert_max"])
+    mismatched_m50 = below("7.7: another example's top m at m50 revert M", "control",
+                           metrics.get("mismatched_revert_m50"), th["control_revert_max"])
+    if not no_m50 and mismatched_m50.value is None:  # m50 exists, but no other example to take its top m from
+        mismatched_m50 = Check(mismatched_m50.name, "control", None, th["control_revert_max"], None)
+    untrained = _num(metrics.get("untrained_heuristic_fraction"))
     checks = [
-        at_least("heuristic share of units", "registered", metrics.get("heuristic_fraction"),
+        at_least("heuristic share of neurons", "registered", metrics.get("heuristic_fraction"),
                  th["heuristic_fraction_min"]),
         at_least("median |z| on M over clean", "registered", metrics.get("z_ratio"), th["z_ratio_min"]),
         at_least("pattern correlation on M", "registered", metrics.get("pattern_corr_M"), th["pattern_corr_min"]),
-        at_least("patching the last layer reverts M", "registered", metrics.get("patch_revert_last"),
+        at_least("patching the last layer reverts M", "superseded", metrics.get("patch_revert_last"),
                  th["patch_revert_min"]),
-        below("random control reverts M", "registered", metrics.get("control_revert_last"), th["control_revert_max"]),
-        pending("7.7: top-m dose-response against random and mismatched m (m50)", "amended"),
-        pending("7.7: |z| ratio against never-trained noisy labels", "null"),
-        pending("7.7: heuristic share against the untrained model", "null"),
+        below("random control reverts M", "superseded", metrics.get("control_revert_last"), th["control_revert_max"]),
+        at_least("7.7: top-m patch of the last layer reverts M at some m (m50 exists)", "amended",
+                 metrics.get("top_revert_max"), th["patch_revert_min"]),
+        random_m50,
+        mismatched_m50,
+        at_least("7.7: median |z| on M over never-trained noisy labels", "null", metrics.get("z_null_ratio"),
+                 th["z_ratio_min"]),
+        at_least(f"7.7: heuristic share of neurons vs {th['untrained_share_factor_min']:g} x the untrained model",
+                 "null", metrics.get("heuristic_fraction"), th["untrained_share_factor_min"] * untrained),
     ]
     return dict(metrics), checks
 

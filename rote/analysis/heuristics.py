@@ -40,9 +40,10 @@ from ..tasks import Examples
 from .fda_features import (ANSWER_WINDOWS, FEATURE_KINDS, RANGE_WIDTHS, RESIDUE_MODULI, feature_list,  # noqa: F401
                            feature_table, make_examples, neighbour_offsets, operand_grid)
 from .neurons import mlp_activations
-from .outliers import (NeighbourStats, example_outliers, neighbour_stats, operand_neighbourhood,  # noqa: F401
-                       outlier_comparison, outlier_summary, shift_direction, z_table)
-from .patching import layer_patching, patching_summary  # noqa: F401
+from .outliers import (NeighbourStats, example_outliers, fresh_noisy_labels, neighbour_stats,  # noqa: F401
+                       null_comparison, operand_neighbourhood, outlier_comparison, outlier_summary, shift_direction,
+                       z_table)
+from .patching import dose_response, dose_summary, layer_patching, neuron_scores, patching_summary  # noqa: F401
 
 
 # -- classification -------------------------------------------------------------------------------
@@ -62,6 +63,7 @@ class HeuristicMap:
     grid_sd: torch.Tensor  # the unit's activation sd over the grid
     top_k: int
     coverage_min: float
+    top_mean: torch.Tensor | None = None  # the mean of the unit's top-k grid activations
 
     def table(self) -> pd.DataFrame:
         """One row per unit: layer, position, neuron, feature, kind, coverage, base_rate, score, heuristic."""
@@ -89,6 +91,40 @@ class HeuristicMap:
 
     def layer_fractions(self) -> list[float]:
         return [float(x) for x in self.heuristic.double().mean(dim=(1, 2))]
+
+    # -- neurons as units (protocol section 5: "at least 20% of neurons") ---------------------
+    @property
+    def home_position(self) -> torch.Tensor:
+        """[L, D] each neuron's *home* answer position: the one where its top-k grid activations are
+        largest on average (where it fires for its pattern)."""
+        if self.top_mean is None:
+            raise ValueError("this HeuristicMap was built without top_mean")
+        return self.top_mean.argmax(1)
+
+    @property
+    def neuron_heuristic(self) -> torch.Tensor:
+        """Bool [L, D]: a neuron is a heuristic when it is a heuristic unit at its home position.
+
+        One classification per neuron, at the position where it fires most strongly for its top
+        inputs, so that a neuron is tested once, as in section 5 ("for every MLP neuron, take its
+        top-activating inputs"); counting a neuron that is a heuristic at *any* of the five
+        positions would give every neuron five chances to pass."""
+        home = self.home_position
+        return self.heuristic.gather(1, home[:, None]).squeeze(1)
+
+    @property
+    def neuron_fraction(self) -> float:
+        """The share of neurons (over the analysed layers) that are heuristics."""
+        return float(self.neuron_heuristic.double().mean())
+
+    def neuron_layer_fractions(self) -> list[float]:
+        return [float(x) for x in self.neuron_heuristic.double().mean(dim=1)]
+
+    @property
+    def any_position_fraction(self) -> float:
+        """The share of neurons that are a heuristic unit at one answer position at least (shown
+        beside :attr:`neuron_fraction`, never judged)."""
+        return float(self.heuristic.any(1).double().mean())
 
 
 def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
@@ -120,7 +156,8 @@ def classify_activations(acts: torch.Tensor, features: torch.Tensor, *, top_k: i
     F = feats[:, keep].float()  # [G, F']
     base = base_all[keep]
     k = min(top_k, len(flat))
-    top = flat.topk(k, dim=0).indices.T  # [U, k]
+    top_values, top = flat.topk(k, dim=0)
+    top = top.T  # [U, k]
     cov = torch.empty(top.shape[0], len(keep))
     for s in range(0, top.shape[0], 256):  # gather in chunks: [256, k, F']
         cov[s:s + 256] = F[top[s:s + 256]].mean(1)
@@ -136,7 +173,7 @@ def classify_activations(acts: torch.Tensor, features: torch.Tensor, *, top_k: i
         feature_columns=keep, best=best.reshape(shape), coverage=coverage.reshape(shape),
         base_rate=base[best].reshape(shape), score=score[u, best].reshape(shape),
         heuristic=(coverage >= coverage_min).reshape(shape), grid_sd=flat.std(0).reshape(shape), top_k=k,
-        coverage_min=coverage_min)
+        coverage_min=coverage_min, top_mean=top_values.mean(0).reshape(shape))
 
 
 def classify_neurons(model: HookedTransformer, grid: Examples, *, coverage_min: float, top_k: int = 50,

@@ -151,6 +151,45 @@ def outlier_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: H
             "median_abs_z_by_position_clean": c["median_abs_z_by_position"]}
 
 
+def fresh_noisy_labels(examples: Examples, kind: str, order: str = "msb", seed: int = 0) -> Examples:
+    """The |z| null of amendment 1 (7.7): the same examples with fresh labels from the task's noise
+    process (:func:`rote.tasks.fda.noisy_sums`, ``kind`` "random" or "digit"), drawn with a fixed
+    ``seed`` and never trained on. Teacher-forced on these labels, the model reads a noisy prefix
+    exactly as on M, but nothing about the label was memorized."""
+    if len(examples) == 0:
+        return make_examples(examples.info["a"], examples.info["b"], order)
+    sums = (examples.info["a"] + examples.info["b"]).numpy()
+    label = fda.noisy_sums(sums, kind, order, np.random.default_rng([seed, 77]))
+    return make_examples(examples.info["a"], examples.info["b"], order, label=torch.from_numpy(label.astype(np.int64)))
+
+
+def null_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap) -> dict:
+    """|z| at memorized digits on M against the same on never-trained noisy labels (the null of
+    :func:`fresh_noisy_labels`; its "memorized digits" are where the fresh label differs from the
+    true sum). ``z_null_ratio``: the ratio of the medians over every answer position;
+    ``z_null_ratio_position9``: the same at the first answer position alone (sequence position 9,
+    the ``=``, where neither set has a noisy prefix yet), reported separately; per-position medians."""
+    m, z0 = outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(null, hmap, memorized_digits=True)
+
+    def ratio(a, b):
+        return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
+
+    pm, pn = m["median_abs_z_by_position"], z0["median_abs_z_by_position"]
+    return {"median_abs_z_null": z0["median_abs_z"], "z_null_ratio": ratio(m["median_abs_z"], z0["median_abs_z"]),
+            "median_abs_z_position9_M": pm[0] if pm else math.nan,
+            "median_abs_z_position9_null": pn[0] if pn else math.nan,
+            "z_null_ratio_position9": ratio(pm[0], pn[0]) if pm and pn else math.nan,
+            "z_null_ratio_after_position9": ratio(_median_after_position9(memorized, hmap), _median_after_position9(null, hmap)),
+            "median_abs_z_by_position_null": pn, "n_null": z0["n_examples"]}
+
+
+def _median_after_position9(stats: NeighbourStats, hmap: HeuristicMap) -> float:
+    """Median |z| over heuristic units at memorized digits of answer positions 2.. (after the ``=``)."""
+    h = hmap.heuristic[None].expand_as(stats.z) & stats.differs[:, None, :, None]
+    h[:, :, 0] = False
+    return _nanmedian(stats.z.abs()[h])
+
+
 def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind: str = "strongest",
                      z_min: float = 2.0) -> pd.DataFrame:
     """Example (memorized example, heuristic unit) pairs at memorized digits (label digit != true

@@ -27,7 +27,10 @@ Experiments (each: replace activations, then score):
 - :func:`resample_positions`, :func:`intermediate_removal` -- the share of P(label) that an input
   position or an intermediate result carries (C4);
 - :func:`layer_patching`, :func:`patching_summary` -- MLP units patched to clean-neighbour
-  expectations, against random units (C5).
+  expectations, against random units (C5);
+- :func:`neuron_scores`, :func:`dose_response`, :func:`dose_summary` -- each example's top-m
+  neurons by |z| patched to their clean-neighbour expectations, against m random neurons and
+  another example's top m (C5, amendment 1, 7.7).
 """
 
 from __future__ import annotations
@@ -370,4 +373,109 @@ def patching_summary(table: pd.DataFrame, layer: int) -> dict:
                 row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] \
                     if len(table) else table
                 out[f"{units}{'_control' if control else ''}_{metric}"] = float(row[metric].iloc[0]) if len(row) else math.nan
+    return out
+
+
+# -- C5 dose-response (amendment 1, 7.7): neurons as units -----------------------------------------
+def neuron_scores(stats, layer_index: int) -> torch.Tensor:
+    """[N, D] each example's score of every neuron of one analysed layer: its largest |z| over the
+    answer positions (-inf where z is undefined at every position), for ranking."""
+    absz = stats.z[:, layer_index].abs()  # [N, A, D]
+    absz = torch.where(absz.isnan(), torch.full_like(absz, -math.inf), absz)
+    return absz.max(1).values
+
+
+def _top_mask(scores: torch.Tensor, m: int) -> torch.Tensor:
+    """Bool [N, D]: each row's ``m`` highest-scoring neurons (ties: lower index)."""
+    m = min(m, scores.shape[1])
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    if m > 0:
+        mask.scatter_(1, scores.topk(m, dim=1).indices, True)
+    return mask
+
+
+def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
+    """[n] for each example another example (a random cyclic shift along a random permutation, so
+    that no example is its own partner); empty when ``n < 2``."""
+    if n < 2:
+        return torch.zeros(0, dtype=torch.long)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    partner = torch.empty(n, dtype=torch.long)
+    partner[perm] = perm.roll(-1)
+    return partner
+
+
+def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int], m_grid: Sequence[int],
+                  *, n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Patching each memorized example's top-m neurons by |z| to their clean-neighbour expectations.
+
+    A unit is a neuron (layer l, index i), patched at every answer position. For each layer of
+    ``layers`` (among ``stats.layers``) and each m of ``m_grid``, three sets of m neurons are
+    patched, one at a time, each to *this* example's clean-neighbour expectation
+    (``stats.expected``):
+
+    - ``top``: the example's m neurons with the largest |z| (:func:`neuron_scores`);
+    - ``random``: m neurons of the same layer drawn uniformly (mean over ``n_controls`` draws);
+    - ``mismatched``: the top m neurons of another memorized example (:func:`mismatch_partner`),
+      which are outliers for some memorized example but not chosen for this one (NaN with fewer
+      than two examples).
+
+    Rows: layer, m, units ("top" | "random" | "mismatched"), reverted (share of M no longer giving
+    its noisy label), recovered (share now giving the true sum).
+    """
+    cols = ["layer", "m", "units", "reverted", "recovered"]
+    if len(memorized) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    n, positions = len(memorized), memorized.answer_positions
+    expected = stats.expected
+    partner = mismatch_partner(n, seed)
+    rows = []
+    for l in layers:
+        li = list(stats.layers).index(l)
+        values = expected[:, li]  # [N, A, D]
+        A, D = values.shape[1:]
+        scores = neuron_scores(stats, li)
+        hook = model.hook_name("post", l)
+
+        def score(mask: torch.Tensor) -> tuple[float, float]:
+            full = mask[:, None, :].expand(n, A, D)
+            hooks = edit_hooks([(hook, set_where(positions, full, values))])
+            rev = 1 - scoring.exact_match(model, memorized, "label", hooks=hooks).cpu().double().mean().item()
+            rec = scoring.exact_match(model, memorized, "true_label", hooks=hooks).cpu().double().mean().item()
+            return rev, rec
+
+        for m in m_grid:
+            top = _top_mask(scores, m)
+            rev, rec = score(top)
+            rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec})
+            draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
+            rows.append({"layer": l, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
+                         "recovered": float(np.mean([d[1] for d in draws]))})
+            rev, rec = score(top[partner]) if len(partner) else (math.nan, math.nan)
+            rows.append({"layer": l, "m": m, "units": "mismatched", "reverted": rev, "recovered": rec})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> dict:
+    """The numbers of one layer of :func:`dose_response`: ``m50`` (the smallest m whose top-m patch
+    reverts at least ``revert_min`` of M; None if none does), the random and mismatched reverts at
+    m50, the largest top-m revert, and the three curves (``curve_top`` etc., by m)."""
+    t = table[table.layer == layer] if len(table) else table
+    curves = {u: t[t.units == u].sort_values("m") for u in ("top", "random", "mismatched")}
+    out: dict = {f"curve_{u}": [float(x) for x in c.reverted] for u, c in curves.items()}
+    out["curve_m"] = [int(x) for x in curves["top"].m]
+    top = curves["top"]
+    hit = top[top.reverted >= revert_min]
+    m50 = int(hit.m.iloc[0]) if len(hit) else None
+
+    def at(units):
+        if m50 is None:
+            return math.nan
+        row = curves[units][curves[units].m == m50]
+        return float(row.reverted.iloc[0]) if len(row) else math.nan
+
+    out.update({"m50": m50, "top_revert_max": float(top.reverted.max()) if len(top) else math.nan,
+                "top_revert_m50": at("top"), "random_revert_m50": at("random"),
+                "mismatched_revert_m50": at("mismatched")})
     return out
