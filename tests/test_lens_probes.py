@@ -169,20 +169,6 @@ def test_worked_example_helpers(tiny_model, fda_data):
     assert len(tr) == len(reads) * 3 and tr.prob.between(0, 1).all()
 
 
-def test_c2_evaluation_checks():
-    import pandas as pd
-
-    summary = pd.DataFrame([{"group": "bridge", "best_layer": 1, "acc_M": 0.9, "acc_C": 1.0, "chance": 0.02},
-                            {"group": "true tail", "best_layer": None, "acc_M": math.nan, "acc_C": math.nan,
-                             "chance": math.nan}])
-    table = pd.DataFrame({"layer": [0, 1, 2], "p_true": [0.1, 0.6, 0.1], "p_noisy": [0.1, 0.2, 0.9]})
-    metrics, checks = probes.c2_evaluation(summary, table, lens.lens_verdict(table), 10, 20)
-    assert checks["probe_bridge_M_vs_C"] and checks["probe_bridge_over_chance"]
-    assert not checks["probe_true_tail_M_vs_C"] and not checks["probe_true_tail_over_chance"]  # NaN fails
-    assert checks["lens_true_ahead_intermediate"] and checks["lens_noisy_wins_only_last"]
-    assert metrics["lens_p_noisy_by_layer"] == [0.1, 0.2, 0.9]
-
-
 def test_group_curves_use_own_positions_only(smoke_runs):
     run = smoke_runs["thr"]
     data = run.data

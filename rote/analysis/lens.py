@@ -9,6 +9,8 @@ model's own output. Inputs are ``examples.sequences(which)[:, :-1]`` (teacher fo
 - :func:`logit_lens` -- log-probabilities at every layer, [L+1, N, P, vocab].
 - :func:`label_race` -- on teacher-forced answers, P(true token) and P(trained token) per layer.
 - :func:`lens_curves`, :func:`lens_verdict` -- the C2 summary of a race on M.
+- :func:`label_prior`, :func:`ahead_share` -- the share of examples with the true token ahead, one
+  trial per example, next to the same share under the training-label prior (amendment 7.4's null).
 - :func:`trace` -- one example: the probability (and rank) of chosen tokens at chosen positions;
   :func:`most_visible` picks the example, :func:`example_reads` the tokens to read.
 """
@@ -103,6 +105,49 @@ def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
             "rank_noisy": race["noisy_rank"][layer][mask].float().mean().item() if n else math.nan,
         })
     return pd.DataFrame(rows)
+
+
+def first_differing(race: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Per example, the first answer position where the true and the trained token differ (-1: none)."""
+    differs = race["differs"]
+    first = differs.float().argmax(-1)
+    return torch.where(differs.any(-1), first, torch.full_like(first, -1))
+
+
+def label_prior(labels: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """The training-label prior: the frequency of each token at each answer position among ``labels``
+    [N, A] (the labels the model was trained on, noisy ones included). Returns [A, vocab]."""
+    labels = labels.long()
+    counts = torch.zeros(labels.shape[1], vocab_size, dtype=torch.float64)
+    counts.scatter_add_(1, labels.T, torch.ones(labels.T.shape, dtype=torch.float64))
+    return counts / max(len(labels), 1)
+
+
+def ahead_share(race: dict[str, torch.Tensor], examples: Examples, prior: torch.Tensor) -> pd.DataFrame:
+    """Per layer, the number of examples with P(true) > P(noisy) at their first differing answer
+    position (one trial per example; examples with no differing position are left out), and the
+    null: the expected share of the same examples under ``prior`` (:func:`label_prior`), i.e. for a
+    model that knows only the training-label frequencies (1 where the true token is the more frequent
+    label at that position, 0 where the noisy one is, 1/2 on a tie).
+
+    ``race``: :func:`label_race` of ``examples``. The first differing position is used because
+    there the teacher-forced prefix is still the true answer's (no earlier noisy token conditions the
+    read), and because the answer positions of one example are not independent trials. Returns one
+    row per layer: ``layer``, ``n``, ``ahead``, ``share`` (NaN when n = 0) and ``null``."""
+    pos = first_differing(race)
+    keep = pos >= 0
+    idx = torch.arange(len(pos))[keep]
+    p = pos[keep]
+    true_tok, noisy_tok = examples.true_label[idx, p].long(), examples.label[idx, p].long()
+    pt, pn = prior[p, true_tok], prior[p, noisy_tok]
+    null_each = (pt > pn).double() + 0.5 * (pt == pn).double()
+    n = int(keep.sum())
+    null = null_each.mean().item() if n else math.nan
+    rows = []
+    for layer in range(race["true"].shape[0]):
+        ahead = int((race["true"][layer][idx, p] > race["noisy"][layer][idx, p]).sum()) if n else 0
+        rows.append({"layer": layer, "n": n, "ahead": ahead, "share": ahead / n if n else math.nan, "null": null})
+    return pd.DataFrame(rows, columns=["layer", "n", "ahead", "share", "null"])
 
 
 def lens_verdict(curves: pd.DataFrame) -> dict:

@@ -10,8 +10,12 @@ answering the most frequent class of the probe's training labels.
 - :func:`probe_sweep` -- every target of :mod:`rote.analysis.targets` at every layer and chosen
   positions, trained on clean training examples, evaluated on named example sets (e.g. M and C).
 - :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
-  headline results) per layer, and the comparison at the best layer; :func:`c2_evaluation` turns
-  them and the logit lens into claim C2's metrics and checks.
+  headline results) per layer, and the comparison at the best layer (claim C2's checks are computed
+  from them by :func:`rote.verdicts.c2`).
+- :func:`position_summary` -- the same comparison for one target read at another position (THR: the
+  bridge at r2, amendment 7.4).
+- :func:`masked_probe_sweep` -- a target read with one class masked per example (THR: the true tail
+  on M with the noisy label's class masked, on C a random wrong class; amendment 7.4).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import torch.nn.functional as F
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from .lens import model_inputs, residual_stack
-from .targets import headline_targets, intermediate_targets, joint_targets
+from .targets import headline_targets, intermediate_targets, joint_targets, masked_class
 
 
 @contextlib.contextmanager
@@ -119,6 +123,13 @@ def chance_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tensor) -> fl
     return (eval_labels == majority).float().mean().item()
 
 
+def probe_training_set(train: Examples, max_train: int, seed: int) -> Examples:
+    """Up to ``max_train`` of ``train``, drawn with ``seed`` (the same draw for every probe of a chapter)."""
+    if len(train) > max_train:
+        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
+    return train
+
+
 def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
     """Examples a target is scored on: all of them, except that on noisy examples the true answer
     (a target with ``differs``) is scored only where the noisy label disagrees with it."""
@@ -141,8 +152,7 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
     with ``n`` (examples scored), ``correct``, ``accuracy``, ``chance`` (NaN accuracy for an empty
     set) and ``own`` (the row is at the target's own position, or is a joint target).
     """
-    if len(train) > max_train:
-        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
+    train = probe_training_set(train, max_train, seed)
     train_t = intermediate_targets(train, data)
     names = list(train_t) if targets is None else list(targets)
     if joint is None:
@@ -240,31 +250,76 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
     return pd.DataFrame(rows)
 
 
-def c2_evaluation(summary: pd.DataFrame, lens_table: pd.DataFrame, verdict: dict, n_M: int, n_C: int
-                  ) -> tuple[dict, dict]:
-    """Claim C2's metrics and checks for one task, from :func:`best_layer_summary` (probes) and
-    :func:`~rote.analysis.lens.lens_curves` / :func:`~rote.analysis.lens.lens_verdict` (logit lens on M).
+def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None,
+                     memorized: str = "M", clean: str = "C") -> pd.DataFrame:
+    """:func:`best_layer_summary` for ``target`` read at ``position`` (a row of
+    :func:`probe_sweep` with ``positions`` including it), e.g. the THR bridge at r2. One row, group
+    ``group`` (default ``"<target> at <position>"``); NaN accuracies when the position was not probed."""
+    part = sweep[(sweep.target == target) & (sweep.position == position)]
+    curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
+                                                                    "chance"]]
+    if not len(curves):
+        return pd.DataFrame([{"group": group or f"{target} at {position}", "best_layer": None, "acc_M": math.nan,
+                              "acc_C": math.nan, "chance": math.nan, "ratio_M_C": math.nan,
+                              "over_chance": math.nan, "n_M": 0}])
+    return best_layer_summary(curves, memorized, clean)
 
-    Checks, for each headline group: ``probe_<group>_M_vs_C`` (acc_M >= probe_ratio_min x acc_C at the
-    best layer) and ``probe_<group>_over_chance`` (acc_M >= probe_over_chance_min x chance); and
-    ``lens_true_ahead_intermediate``, ``lens_noisy_wins_only_last``. NaN values fail their checks."""
-    from ..claims import THRESHOLDS
 
-    th = THRESHOLDS["C2"]
-    metrics: dict = {"n_M": n_M, "n_C": n_C}
-    checks: dict = {}
-    for row in summary.itertuples():
-        key = row.group.replace(" ", "_")
-        checks[f"probe_{key}_M_vs_C"] = bool(row.acc_M >= th["probe_ratio_min"] * row.acc_C)
-        checks[f"probe_{key}_over_chance"] = bool(row.acc_M > 0 and row.acc_M >= th["probe_over_chance_min"] * row.chance)
-        metrics.update({f"{key}_best_layer": row.best_layer, f"{key}_acc_M": row.acc_M,
-                        f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance})
-    checks["lens_true_ahead_intermediate"] = bool(verdict["true_ahead_intermediate"])
-    checks["lens_noisy_wins_only_last"] = bool(verdict["noisy_only_last"])
-    metrics.update({"lens_takeover_layer": verdict["takeover_layer"],
-                    "lens_p_true_by_layer": [float(x) for x in lens_table.p_true],
-                    "lens_p_noisy_by_layer": [float(x) for x in lens_table.p_noisy]})
-    return metrics, checks
+def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
+                       target: str = "tail", max_train: int = 3000, seed: int = 0, mask_seed: int = 0,
+                       weight_decay: float = 1e-3, max_iter: int = 50) -> pd.DataFrame:
+    """Read ``target`` at its own position with one class masked per example (amendment 7.4).
+
+    The probes (one per layer) are trained exactly as in :func:`probe_sweep` (same training draw for
+    the same ``max_train`` and ``seed``), without any mask. On each set, each example's prediction is
+    the top-1 over the classes other than :func:`~rote.analysis.targets.masked_class` (noisy examples:
+    their trained label's class; clean ones: a random wrong class drawn with ``mask_seed``). Scored
+    on the examples of :func:`probe_sweep` (on noisy ones, only where the true answer differs from the
+    label). Chance is 1 / (n_classes - 1): with one wrong class hidden, a guess among the rest.
+
+    Returns one row per (layer, set): ``n``, ``correct`` and ``accuracy`` (masked), ``accuracy_unmasked``
+    (the plain top-1, as in :func:`probe_sweep`), ``reads_masked`` (share of examples whose plain top-1
+    is the masked class: on M, how often the probe reads the model's output, the noisy label, instead
+    of the true answer) and ``chance``."""
+    train = probe_training_set(train, max_train, seed)
+    tt = intermediate_targets(train, data)[target]
+    acts = residual_stack(model, model_inputs(train), [tt.position])[:, :, 0]  # [L+1, N, d]
+    layers = acts.shape[0]
+    fitted = fit_probes(acts, tt.labels.expand(layers, -1), tt.n_classes, weight_decay, max_iter)
+    chance = 1.0 / (tt.n_classes - 1)
+    rows = []
+    for s, ex in sets.items():
+        t = intermediate_targets(ex, data)[target]
+        keep = _evaluation_mask(t, ex)
+        hidden = masked_class(t, ex, seed=mask_seed)
+        x = residual_stack(model, model_inputs(ex), [t.position])[:, :, 0]
+        logits = fitted.logits(x) if len(ex) else torch.zeros(layers, 0, tt.n_classes)  # [L+1, N, C]
+        plain = logits.argmax(-1)
+        masked = logits.scatter(-1, hidden[None, :, None].expand(layers, -1, 1), -math.inf).argmax(-1)
+        n = int(keep.sum())
+        for layer in range(layers):
+            hit, raw = masked[layer][keep] == t.labels[keep], plain[layer][keep]
+            rows.append({"target": target, "layer": layer, "set": s, "n": n, "correct": int(hit.sum()),
+                         "accuracy": hit.double().mean().item() if n else math.nan,
+                         "accuracy_unmasked": (raw == t.labels[keep]).double().mean().item() if n else math.nan,
+                         "reads_masked": (raw == hidden[keep]).double().mean().item() if n else math.nan,
+                         "chance": chance})
+    return pd.DataFrame(rows, columns=["target", "layer", "set", "n", "correct", "accuracy", "accuracy_unmasked",
+                                       "reads_masked", "chance"])
+
+
+def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked", memorized: str = "M",
+                   clean: str = "C") -> pd.DataFrame:
+    """:func:`best_layer_summary` of :func:`masked_probe_sweep` (best layer = best masked accuracy on
+    M), with, at that layer, ``acc_M_unmasked`` and ``reads_masked_M`` (share of M whose unmasked read
+    is the masked, i.e. the noisy, class)."""
+    out = best_layer_summary(sweep.assign(group=group), memorized, clean)
+    layer = out.iloc[0].best_layer
+    m = sweep[sweep.set == memorized].set_index("layer")
+    ok = layer is not None and not (isinstance(layer, float) and math.isnan(layer))
+    out["acc_M_unmasked"] = float(m.accuracy_unmasked[int(layer)]) if ok else math.nan
+    out["reads_masked_M"] = float(m.reads_masked[int(layer)]) if ok else math.nan
+    return out
 
 
 def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_name: str = "C") -> list[int]:

@@ -10,6 +10,7 @@ API (stable; other analyses import it)::
     t.differs    # BoolTensor [N] or None: the result differs from what the *trained* label implies
     joint_targets(task)      # results read jointly by several targets, e.g. FDA "carries"
     headline_targets(task)   # the results that claim C2 checks, by group
+    masked_class(t, examples, seed)  # the class a masked read-out hides (amendment 7.4)
 
 All labels are computed from the examples' ``info`` (operands, bridge) and ``true_label``, never
 from the model. ``differs`` is only defined for the true answer (digits, tail): it marks examples
@@ -120,3 +121,16 @@ def headline_targets(task: str) -> dict[str, list[str]]:
         return {"bridge": ["bridge"], "true tail": ["tail"]}
     raise ValueError(f"unknown task {task!r}")
 
+
+
+def masked_class(target: Target, examples: Examples, answer_index: int = 0, seed: int = 0) -> torch.Tensor:
+    """The class that a masked read-out of ``target`` (the true answer) hides, per example (amendment
+    7.4): on a noisy example, the class of its trained (noisy) label at answer token ``answer_index``;
+    on a clean example, one class drawn uniformly among the wrong ones (never the true class), so that
+    M and C are read with one class removed alike. Returns [N] long."""
+    labels, k = target.labels, target.n_classes
+    gen = torch.Generator().manual_seed(seed)
+    draw = torch.randint(0, k - 1, (len(labels),), generator=gen)
+    wrong = draw + (draw >= labels).long()  # uniform over the k - 1 classes other than the true one
+    trained = examples.label[:, answer_index]
+    return torch.where(trained != labels, trained, wrong)

@@ -1,0 +1,125 @@
+"""Claim C2's checks under amendment 7.4, on made-up analysis outputs: pass, fail, unresolved and
+superseded."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from rote import verdicts
+from rote.claims import THRESHOLDS
+
+
+def _summary(rows):
+    return pd.DataFrame([{"group": g, "best_layer": 1, "acc_M": m, "acc_C": c, "chance": ch} for g, m, c, ch in rows])
+
+
+LENS = pd.DataFrame({"layer": [0, 1, 2, 3], "p_true": [0.1, 0.6, 0.5, 0.1], "p_noisy": [0.1, 0.2, 0.3, 0.8]})
+LENS_VERDICT = {"true_ahead_intermediate": True, "noisy_only_last": True, "takeover_layer": 3}
+
+
+def _share(ahead, n=100, null=0.5, layers=4):
+    """An ahead_share table: ``ahead`` per layer (layer 0 first)."""
+    return pd.DataFrame({"layer": range(layers), "n": n, "ahead": ahead, "share": [a / n if n else math.nan for a in ahead], "null": null})
+
+
+def _by(checks, start):
+    hits = [c for c in checks if c.name.startswith(start)]
+    assert hits, f"no check named {start!r}..."
+    return hits
+
+
+def _thr(bridge_r2, masked_tail, share, registered=(("bridge", 1.0, 1.0, 0.02), ("true tail", 0.1, 0.9, 0.02))):
+    return verdicts.c2(_summary(registered), LENS_VERDICT, LENS, 20, 100, "thr", bridge_r2=bridge_r2,
+                       masked_tail=masked_tail, lens_share=share)
+
+
+GOOD_R2 = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02}
+GOOD_TAIL = {"best_layer": 3, "acc_M": 0.6, "acc_C": 0.7, "chance": 1 / 49, "acc_M_unmasked": 0.05,
+             "reads_masked_M": 0.9}
+
+
+def test_thr_amended_checks_pass_and_registered_r1_and_unmasked_are_superseded():
+    metrics, checks = _thr(GOOD_R2, GOOD_TAIL, _share([50, 80, 90, 10]))
+    r1 = _by(checks, "probe bridge at r1")
+    unmasked = _by(checks, "probe true tail unmasked")
+    assert {c.kind for c in r1 + unmasked} == {"superseded"}
+    assert [c.passed for c in unmasked] == [False, True]  # 0.1 < 0.8 x 0.9; 0.1 >= 5 x 0.02
+    assert not any(c.kind == "registered" and c.name.startswith("probe") for c in checks)
+    r2, tail = _by(checks, "probe 7.4 bridge at r2"), _by(checks, "probe 7.4 true tail")
+    assert {c.kind for c in r2 + tail} == {"amended"} and all(c.passed for c in r2 + tail)
+    assert tail[1].threshold == pytest.approx(THRESHOLDS["C2"]["probe_over_chance_min"] / 49)
+    null = _by(checks, verdicts.C2_LENS_NULL)[0]
+    assert null.kind == "null" and null.passed is True and null.threshold == 0.5
+    assert metrics["lens_share_best_layer"] == 2 and metrics["lens_share"] == pytest.approx(0.9)
+    assert metrics["tail_masked_reads_noisy_M"] == 0.9 and metrics["bridge_r2_acc_M"] == 0.7
+    # the unmasked tail fails the registered reading; the masked one passes the amended reading
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+
+
+def test_thr_bridge_at_r2_and_masked_tail_fail_on_their_own_numbers():
+    look_up_tail = dict(GOOD_TAIL, acc_M=0.05)  # masked, M is at chance (a look-up)
+    lost_bridge = dict(GOOD_R2, acc_M=0.3)  # M reads the bridge much worse than C at r2
+    _, checks = _thr(lost_bridge, look_up_tail, _share([50, 80, 90, 10]))
+    r2, tail = _by(checks, "probe 7.4 bridge at r2"), _by(checks, "probe 7.4 true tail")
+    assert [c.passed for c in r2] == [False, True] and [c.passed for c in tail] == [False, False]
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    assert verdicts.seed_verdict(checks, "registered") == "fail"  # unchanged by the amendment's inputs
+
+
+def test_lens_null_fails_when_the_interval_reaches_the_prior():
+    # share 0.6 on n = 30 is above the null 0.5, but its Wilson lower bound (~0.42) is not
+    _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([10, 18, 17, 2], n=30))
+    null = _by(checks, verdicts.C2_LENS_NULL)[0]
+    assert null.passed is False and null.value == pytest.approx(verdicts.wilson_interval(18, 30)[0])
+    assert 0.4 < null.value < 0.5
+    # the same share on n = 300 clears it
+    _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([100, 180, 170, 20], n=300))
+    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is True
+    # a prior that already favours the true token: a high share is not enough
+    _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([50, 80, 90, 10], null=0.9))
+    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+
+
+def test_lens_null_uses_intermediate_layers_only():
+    # the embedding (layer 0) and the last layer are never the best intermediate layer
+    metrics, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
+                                  lens_share=_share([100, 40, 45, 100]))
+    assert metrics["lens_share_best_layer"] == 2 and _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+    # a 1-layer model has no intermediate layer: the check fails
+    _, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
+                            lens_share=_share([100, 100], layers=2))
+    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+
+
+def test_missing_inputs_are_unresolved_and_empty_sets_fail():
+    _, checks = _thr(None, None, None)
+    amended = [c for c in checks if c.kind in ("amended", "null")]
+    assert len(amended) == 3 and all(c.passed is None for c in amended)
+    assert verdicts.seed_verdict([c for c in checks if c.kind != "superseded"], "amended") == "unresolved"
+    # no memorized example: NaN accuracies and n = 0 fail, as the registered checks do
+    nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02}
+    _, checks = _thr(nan, dict(nan, chance=1 / 49), _share([0, 0, 0, 0], n=0, null=math.nan))
+    assert all(c.passed is False for c in checks if c.kind in ("amended", "null"))
+
+
+def test_fda_keeps_its_registered_probe_checks_and_gets_the_lens_null():
+    summary = _summary([("carries", 0.85, 0.9, 0.1), ("answer digits", 0.6, 0.9, 0.1)])
+    _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
+    assert {c.kind for c in checks} == {"registered", "null"}
+    assert not any("not computed" in c.name for c in checks)
+    assert verdicts.seed_verdict(checks, "amended") == "fail"  # the digits fail 0.6 < 0.72 in both readings
+    summary = _summary([("carries", 0.85, 0.9, 0.1), ("answer digits", 0.8, 0.9, 0.1)])
+    _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+
+
+def test_wilson_interval_known_values():
+    lo, hi = verdicts.wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+    assert verdicts.wilson_interval(0, 10)[0] == pytest.approx(0.0, abs=1e-12)
+    assert verdicts.wilson_interval(10, 10)[1] == pytest.approx(1.0, abs=1e-12)
+    assert all(math.isnan(x) for x in verdicts.wilson_interval(0, 0))
+    narrow = verdicts.wilson_interval(80, 100, 0.5)
+    assert narrow[0] > lo and narrow[1] < hi
