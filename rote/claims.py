@@ -48,6 +48,12 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "overlap_min": 0.5,
         "overlap_over_random_min": 3.0,
         "top_fraction": 0.05,
+        # amendment 1, 7.5: gen sanity check: erasure lowers gen on C by more than the larger
+        # control (random, information-matched) does: gen drop over that control > 0 (strictly)
+        "gen_drop_over_control_above": 0.0,
+        # amendment 1, 7.5: where the split-half ceiling J(C, C') is below overlap_min, the overlap
+        # check becomes J(M, C) >= 0.5 x J(C, C') (logit-difference attribution)
+        "ceiling_ratio_min": 0.5,
     },
     "C4": {
         "k50_ratio_min": 0.5,  # median k50 on M >= 0.5 x median k50 on C

@@ -311,10 +311,29 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
 
 
 # -- C3 ---------------------------------------------------------------------------------------
-def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, list[Check]]:
-    """C3 from the erasure sweep (rows rank, method INLP/random, set mem/gen/mem_unconnected,
-    accuracy; rank 0 = before) and the all-component overlap (``jaccard``, ``random``)."""
+C3_CONTROLS = ("random", "matched")  # erasure controls of the sweep: random subspace; information-matched (7.5)
+C3_OVERLAP = "circuit overlap (Jaccard of top 5%)"  # the registered overlap check (superseded below its ceiling)
+
+
+def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
+       statistics: dict | None = None) -> tuple[dict, list[Check]]:
+    """C3 from the erasure sweep (rows rank, method INLP / random / matched, set mem / gen /
+    mem_unconnected, accuracy; rank 0 = before), the all-component overlap of section 5
+    (``jaccard``, ``random``: log-prob attribution) and ``statistics``, the overlap statistics of
+    amendment 1, 7.5 per attribution metric ({"logprob": ..., "logit_diff": ...}, each
+    :func:`rote.analysis.attribution.overlap_statistics`: ``jaccard``, ``split_half_C``,
+    ``split_half_M``, ``spearman``, ``ci_low``, ``ci_high``).
+
+    Registered (section 5): mem drop over the random control >= 0.3 (THR: also on the unconnected
+    subset); overlap >= 0.5; overlap >= 3 x random. Amended (7.5): the same margin over the larger
+    of the two controls' drops (random, information-matched); gen on C drops more under INLP than
+    under the larger control (the sanity check, > 0); the split-half ceiling J(C, C') (kind
+    ``ceiling``, a measurement: it passes when it is computed). Where the log-prob ceiling is below
+    0.5 the registered overlap check is ``superseded`` by J(M, C) >= 0.5 x J(C, C') on the
+    logit-difference attribution (``amended``). Inputs that are missing (no matched control in the
+    sweep, no statistics) leave their amended checks unresolved."""
     th = THRESHOLDS["C3"]
+    methods = set(sweep.method)
 
     def acc(s, method, r):
         hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
@@ -322,24 +341,64 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str) -> tuple[dict, 
 
     metrics: dict = {"erasure_rank": rank}
     for s in [x for x in ("mem", "gen", "mem_unconnected") if x in set(sweep.set)]:
-        before, inlp, control = acc(s, "INLP", 0), acc(s, "INLP", rank), acc(s, "random", rank)
-        metrics.update({f"{s}_before": before, f"{s}_inlp": inlp, f"{s}_random": control,
-                        f"{s}_drop_over_control": (before - inlp) - (before - control)})
+        before, inlp = acc(s, "INLP", 0), acc(s, "INLP", rank)
+        drops = {m: before - acc(s, m, rank) for m in C3_CONTROLS}
+        larger = max(drops.values()) if not any(math.isnan(d) for d in drops.values()) else math.nan
+        metrics.update({f"{s}_before": before, f"{s}_inlp": inlp, f"{s}_random": acc(s, "random", rank),
+                        f"{s}_matched": acc(s, "matched", rank),
+                        f"{s}_drop_over_control": (before - inlp) - drops["random"],
+                        f"{s}_drop_over_matched": (before - inlp) - drops["matched"],
+                        f"{s}_drop_over_larger_control": (before - inlp) - larger})
     margin = th["erasure_mem_drop_over_control_min"]
+    matched = "matched" in methods
     checks = [at_least("erasure: mem drop over random control", "registered",
-                       metrics.get("mem_drop_over_control"), margin)]
+                       metrics.get("mem_drop_over_control"), margin),
+              _c3_resolved(at_least("erasure: mem drop over the larger control (random, information-matched)",
+                                    "amended", metrics.get("mem_drop_over_larger_control"), margin), matched)]
     if task == "thr":
-        checks.append(at_least("erasure: unconnected mem drop over random control", "registered",
-                               metrics.get("mem_unconnected_drop_over_control"), margin))
+        checks += [at_least("erasure: unconnected mem drop over random control", "registered",
+                            metrics.get("mem_unconnected_drop_over_control"), margin),
+                   _c3_resolved(at_least("erasure: unconnected mem drop over the larger control", "amended",
+                                         metrics.get("mem_unconnected_drop_over_larger_control"), margin), matched)]
+    checks.append(_c3_resolved(_c3_above("erasure lowers gen on C more than the larger control (sanity)", "amended",
+                                         metrics.get("gen_drop_over_larger_control"),
+                                         th["gen_drop_over_control_above"]), matched))
+
     j, rand = _num(overlap.get("jaccard")), _num(overlap.get("random"))
     metrics.update({"overlap": j, "overlap_random": rand, "overlap_over_random": j / rand if rand else math.nan})
-    checks += [at_least("circuit overlap (Jaccard of top 5%)", "registered", j, th["overlap_min"]),
+    stats = statistics or {}
+    for metric, short in (("logprob", "lp"), ("logit_diff", "ld")):
+        for key, value in (stats.get(metric) or {}).items():
+            if key in ("jaccard", "random", "split_half_C", "split_half_M", "spearman", "ci_low", "ci_high"):
+                metrics[f"overlap_{short}_{key}"] = _num(value)
+    ceiling = metrics.get("overlap_lp_split_half_C", math.nan)  # what identical circuits reach with the registered metric
+    ceiling_ld = metrics.get("overlap_ld_split_half_C", math.nan)
+    j_ld = metrics.get("overlap_ld_jaccard", math.nan)
+    metrics["overlap_ld_over_ceiling"] = j_ld / ceiling_ld if ceiling_ld else math.nan
+    superseded = not math.isnan(ceiling) and ceiling < th["overlap_min"]
+    metrics["overlap_superseded"] = superseded
+    checks += [at_least(C3_OVERLAP, "superseded" if superseded else "registered", j, th["overlap_min"]),
                at_least(f"circuit overlap vs {th['overlap_over_random_min']} x random", "registered", j,
                         th["overlap_over_random_min"] * rand),
-               pending("7.5: information-matched erasure control"),
-               pending("7.5: erasure lowers gen on C (sanity)", "amended"),
-               pending("7.5: split-half overlap ceiling", "ceiling")]
+               Check("split-half overlap ceiling J(C, C') (log-prob)", "ceiling", None if math.isnan(ceiling) else ceiling,
+                     None, None if math.isnan(ceiling) else True)]
+    if superseded:
+        checks.append(_c3_resolved(at_least(f"circuit overlap vs {th['ceiling_ratio_min']} x split-half ceiling "
+                                            "(logit difference)", "amended", j_ld, th["ceiling_ratio_min"] * ceiling_ld),
+                                   not (math.isnan(j_ld) and math.isnan(ceiling_ld)) or bool(stats.get("logit_diff"))))
     return metrics, checks
+
+
+def _c3_above(name: str, kind: str, value, threshold) -> Check:
+    """``value > threshold`` (strictly); a missing or NaN value fails."""
+    v, t = _num(value), _num(threshold)
+    ok = not (math.isnan(v) or math.isnan(t)) and v > t
+    return Check(name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, bool(ok))
+
+
+def _c3_resolved(check: Check, computed: bool) -> Check:
+    """``check`` as it is when its analysis was run; unresolved (passed None) when it was not."""
+    return check if computed else Check(check.name, check.kind, check.value, check.threshold, None)
 
 
 # -- C4 ---------------------------------------------------------------------------------------

@@ -2,11 +2,12 @@
 
 Attribution patching (Nanda 2023; Syed et al. 2023) estimates, to first order, how much a metric
 changes when one component's activation is replaced by its activation on another input:
-``score = (a_corrupt - a_clean) . d metric / d a`` at the clean input. Components are every
-attention head (its output ``blocks.{l}.attn.hook_z[:, :, h]``) and every MLP neuron
-(``blocks.{l}.mlp.hook_post[:, :, n]``), patched at all positions at once. The metric is the
-teacher-forced log-probability of the chosen label (summed over answer tokens); the corrupted
-input of each example is the full sequence of a randomly drawn reference example ("resampled").
+``score = (a_corrupt - a_clean) . d metric / d a`` at the clean input. The metric is the
+teacher-forced log-probability of the chosen label (section 5) or, for the amended reading
+(amendment 1, 7.5), its logit difference (target minus the best other logit, summed over answer
+tokens). Components are every attention head (its output ``blocks.{l}.attn.hook_z[:, :, h]``)
+and every MLP neuron (``blocks.{l}.mlp.hook_post[:, :, n]``), patched at all positions at once.
+The corrupted input of each example is the full sequence of a randomly drawn reference example ("resampled").
 
 Components are indexed in one flat order: all heads (layer-major), then all neurons (layer-major);
 :func:`component_labels` names them.
@@ -17,6 +18,10 @@ Components are indexed in one flat order: all heads (layer-major), then all neur
   checking.
 - :func:`top_k`, :func:`jaccard`, :func:`random_jaccard` -- circuits and their overlap.
 - :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
+- :func:`split_half_overlap`, :func:`spearman`, :func:`bootstrap_overlap`, :func:`overlap_statistics`
+  -- the overlap's ceiling (two disjoint halves of one set), rank correlation over all components
+  and bootstrap interval (amendment 1, 7.5), from per-example importances
+  (:func:`example_importance`).
 - :func:`component_means`, :func:`ablated`, :func:`ablation_accuracy`, :func:`random_components` --
   mean-ablation of a set of components, and a random control matched in kind and layer.
 - :func:`circuits` -- claim C3's whole circuit experiment (scores, overlap, ablation of the top
@@ -69,13 +74,40 @@ def _names(model: HookedTransformer) -> list[str]:
     return [model.hook_name(kind, l) for kind in ("z", "post") for l in range(model.shape.n_layers)]
 
 
+METRICS = ("logprob", "logit_diff")
+
+
+def target_logit_diff(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """[N] sum over answer tokens of the target's logit minus the largest other logit, from answer
+    ``logits`` [N, A, vocab] and ``target`` [N, A] (the attribution metric of amendment 1, 7.5:
+    unlike the log-probability it does not saturate when the answer's probability is near one)."""
+    target = target.to(logits.device)
+    own = logits.gather(-1, target[..., None]).squeeze(-1)
+    others = logits.scatter(-1, target[..., None], -math.inf).amax(-1)
+    return (own - others).sum(-1)
+
+
+def _metric(model: HookedTransformer, examples: Examples, which: str, hooks, metric: str) -> torch.Tensor:
+    """[N] the attribution metric of ``examples.<which>`` through the one scorer, with gradients."""
+    if metric == "logprob":
+        return scoring.label_logprob(model, examples, which, hooks=hooks, grad=True)
+    if metric == "logit_diff":
+        return target_logit_diff(scoring.answer_logits(model, examples, which, hooks=hooks, grad=True),
+                                 getattr(examples, which))
+    raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+
+
 def attribution_scores(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
-                       batch_size: int = BATCH) -> dict[str, torch.Tensor]:
+                       batch_size: int = BATCH, metric: str = "logprob") -> dict[str, torch.Tensor]:
     """Per-example attribution patching scores of every head and neuron for the metric
-    ``log P(examples.<which>)``, against ``corrupt`` (same length as ``examples``: row i is the
-    resampled input of example i; its own trained label is its teacher-forced answer)."""
+    ``log P(examples.<which>)`` (``metric="logprob"``, section 5) or the logit difference of
+    ``examples.<which>`` (``"logit_diff"``: :func:`target_logit_diff`, amendment 1, 7.5), against
+    ``corrupt`` (same length as ``examples``: row i is the resampled input of example i; its own
+    trained label is its teacher-forced answer)."""
     if len(corrupt) != len(examples):
         raise ValueError("corrupt must hold one row per example")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     s = model.shape
     names = _names(model)
     z, post = [model.hook_name("z", l) for l in range(s.n_layers)], [model.hook_name("post", l) for l in range(s.n_layers)]
@@ -90,8 +122,8 @@ def attribution_scores(model: HookedTransformer, examples: Examples, which: str,
         def keep(act, point):
             kept[point.name].append(act)
 
-        metric = scoring.label_logprob(model, ex, which, hooks=[(n, keep) for n in names], grad=True).sum()
-        flat = torch.autograd.grad(metric, [a for n in names for a in kept[n]])
+        total = _metric(model, ex, which, [(n, keep) for n in names], metric).sum()
+        flat = torch.autograd.grad(total, [a for n in names for a in kept[n]])
         grads, i = {}, 0
         for n in names:  # the scorer's batches, put back together
             grads[n] = torch.cat(flat[i:i + len(kept[n])])
@@ -111,14 +143,23 @@ def flatten(scores: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.cat([scores["heads"].flatten(1), scores["neurons"].flatten(1)], dim=1)
 
 
+def example_importance(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
+                       seed: int = 0, batch_size: int = BATCH, metric: str = "logprob") -> torch.Tensor:
+    """|attribution score| of every component for every example, [N, n_components], with corrupted
+    inputs resampled from ``reference``; :func:`component_scores` is its mean over examples."""
+    if len(examples) == 0:
+        return torch.zeros(0, sum(n_components(model)))
+    scores = attribution_scores(model, examples, which, resample(reference, len(examples), seed), batch_size, metric)
+    return flatten(scores).abs()
+
+
 def component_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
-                     seed: int = 0, batch_size: int = BATCH) -> torch.Tensor:
+                     seed: int = 0, batch_size: int = BATCH, metric: str = "logprob") -> torch.Tensor:
     """Importance of every component [n_components]: mean over examples of |attribution score|,
     with corrupted inputs resampled from ``reference``. NaN when ``examples`` is empty."""
     if len(examples) == 0:
         return torch.full((sum(n_components(model)),), math.nan)
-    scores = attribution_scores(model, examples, which, resample(reference, len(examples), seed), batch_size)
-    return flatten(scores).abs().mean(0)
+    return example_importance(model, examples, which, reference, seed, batch_size, metric).mean(0)
 
 
 def patching_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
@@ -155,6 +196,94 @@ def random_jaccard(n: int, k1: int, k2: int | None = None) -> float:
         p = math.comb(k1, i) * math.comb(n - k1, k2 - i) / math.comb(n, k2)
         total += p * i / (k1 + k2 - i)
     return total
+
+
+def _ranks(x: torch.Tensor) -> torch.Tensor:
+    """Ranks of ``x`` [n] (0-based), ties sharing their average rank."""
+    x = x.double()
+    sorted_x, order = x.sort()
+    ranks = torch.empty_like(x)
+    ranks[order] = torch.arange(len(x), dtype=torch.float64)
+    uniq, inverse, counts = torch.unique(sorted_x, return_inverse=True, return_counts=True)
+    if len(uniq) < len(x):  # average the ranks of ties
+        mean_rank = torch.zeros(len(uniq), dtype=torch.float64).index_add_(0, inverse, torch.arange(len(x)).double())
+        ranks[order] = (mean_rank / counts)[inverse]
+    return ranks
+
+
+def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman rank correlation of two score vectors over all their entries (NaN if either is
+    constant or holds a NaN)."""
+    if len(a) != len(b) or len(a) < 2 or torch.isnan(a).any() or torch.isnan(b).any():
+        return math.nan
+    ra, rb = _ranks(a), _ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    den = float(ra.norm() * rb.norm())
+    return float(ra @ rb) / den if den > 0 else math.nan
+
+
+def top_jaccard(a: torch.Tensor, b: torch.Tensor, fraction: float) -> float:
+    """Jaccard index of the top ``fraction`` of two score vectors (NaN if either holds a NaN)."""
+    ta, tb = top_k(a, fraction), top_k(b, fraction)
+    return jaccard(ta, tb) if ta and tb else math.nan
+
+
+def split_half_overlap(importance: torch.Tensor, fraction: float, n_splits: int = 5, seed: int = 0) -> float:
+    """The overlap ceiling of amendment 1, 7.5: the top-``fraction`` Jaccard of the mean importance
+    of two disjoint random halves of the same examples (``importance`` [N, n_components], e.g.
+    :func:`example_importance`), averaged over ``n_splits`` splits. Both halves estimate one and
+    the same importance vector, so this is what two estimates of an identical circuit reach with
+    this many examples (each half has N/2 of them; NaN below 2 examples)."""
+    n = len(importance)
+    if n < 2:
+        return math.nan
+    g = torch.Generator().manual_seed(seed)
+    values = []
+    for _ in range(n_splits):
+        perm = torch.randperm(n, generator=g)
+        half = n // 2
+        values.append(top_jaccard(importance[perm[:half]].mean(0), importance[perm[half:2 * half]].mean(0), fraction))
+    return sum(values) / len(values)
+
+
+def bootstrap_overlap(importance_a: torch.Tensor, importance_b: torch.Tensor, fraction: float, n_boot: int = 200,
+                      seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval (over examples: each set resampled with replacement) of the
+    top-``fraction`` Jaccard of the mean importances of two sets of examples ([N_a, n], [N_b, n])."""
+    if len(importance_a) == 0 or len(importance_b) == 0 or n_boot < 1:
+        return math.nan, math.nan
+    g = torch.Generator().manual_seed(seed)
+    values = []
+    for _ in range(n_boot):
+        ia = torch.randint(len(importance_a), (len(importance_a),), generator=g)
+        ib = torch.randint(len(importance_b), (len(importance_b),), generator=g)
+        values.append(top_jaccard(importance_a[ia].mean(0), importance_b[ib].mean(0), fraction))
+    v = torch.tensor(values, dtype=torch.float64)
+    v = v[~v.isnan()]
+    if not len(v):
+        return math.nan, math.nan
+    alpha = (1 - level) / 2
+    return float(v.quantile(alpha)), float(v.quantile(1 - alpha))
+
+
+def overlap_statistics(importance_C: torch.Tensor, importance_M: torch.Tensor, fraction: float, *,
+                       n_splits: int = 5, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+    """Everything amendment 1, 7.5 asks of the overlap of all components, from per-example
+    importances ([N, n_components] on C and on M): ``jaccard`` J(M, C) of the mean importances,
+    ``random`` (two random sets of that size), the split-half ceilings ``split_half_C`` J(C, C')
+    and ``split_half_M`` J(M, M') (:func:`split_half_overlap`), ``spearman`` over all components,
+    the bootstrap interval ``ci_low``/``ci_high`` of J(M, C), and the numbers of examples."""
+    n = importance_C.shape[1]
+    C = importance_C.mean(0) if len(importance_C) else torch.full((n,), math.nan)
+    M = importance_M.mean(0) if len(importance_M) else torch.full((n,), math.nan)
+    k = max(1, round(fraction * n))
+    j = top_jaccard(C, M, fraction)
+    lo, hi = bootstrap_overlap(importance_C, importance_M, fraction, n_boot, seed, level)
+    return {"jaccard": j, "random": random_jaccard(n, k) if not math.isnan(j) else math.nan,
+            "split_half_C": split_half_overlap(importance_C, fraction, n_splits, seed),
+            "split_half_M": split_half_overlap(importance_M, fraction, n_splits, seed + 1),
+            "spearman": spearman(C, M), "ci_low": lo, "ci_high": hi, "level": level,
+            "n_C": len(importance_C), "n_M": len(importance_M)}
 
 
 @torch.no_grad()
@@ -223,7 +352,8 @@ def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Te
 
 def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, reference: Examples,
              sets: dict[str, tuple[Examples, str]], *, fraction: float, max_examples: int, max_fit: int,
-             n_controls: int, seed: int = 0) -> dict:
+             n_controls: int, seed: int = 0, metrics: tuple[str, ...] = METRICS, n_splits: int = 5,
+             n_boot: int = 200) -> dict:
     """Claim C3's circuit experiment: do generalization and memorization use the same components?
 
     Attribution scores (:func:`component_scores`, corrupted inputs resampled from ``reference``)
@@ -232,13 +362,27 @@ def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, ref
     with the top ``fraction`` of *neurons* for the clean set mean-ablated (means over up to
     ``max_fit`` reference examples), against ``n_controls`` random neuron sets matched in layer.
 
-    Returns ``scores`` ({"C", "M"}: [n_components]), ``overlap`` (the :func:`overlap` dict) and
-    ``ablations`` (one row per condition: "none", "top generalization neurons", "random neurons
-    (matched)" averaged over the draws; one column per set).
+    Returns ``scores`` ({"C", "M"}: [n_components]), ``overlap`` (the :func:`overlap` dict), both
+    for the log-prob metric of section 5; ``ablations`` (one row per condition: "none", "top
+    generalization neurons", "random neurons (matched)" averaged over the draws; one column per
+    set); and per attribution metric in ``metrics`` (amendment 1, 7.5: "logprob" and
+    "logit_diff"): ``by_metric[metric]`` = {"scores": {"C", "M"}, "statistics":
+    :func:`overlap_statistics` (split-half ceilings, Spearman, bootstrap interval; ``n_splits``
+    splits, ``n_boot`` resamples)}.
     """
     C, M = clean[:max_examples], memorized[:max_examples]
-    scores = {"C": component_scores(model, C, "true_label", reference, seed=seed),
-              "M": component_scores(model, M, "label", reference, seed=seed + 1)}
+    by_metric = {}
+    for metric in dict.fromkeys(("logprob", *metrics)):
+        imp_C = example_importance(model, C, "true_label", reference, seed=seed, metric=metric)
+        imp_M = example_importance(model, M, "label", reference, seed=seed + 1, metric=metric)
+        n = imp_C.shape[1]
+        by_metric[metric] = {
+            "scores": {"C": imp_C.mean(0) if len(imp_C) else torch.full((n,), math.nan),
+                       "M": imp_M.mean(0) if len(imp_M) else torch.full((n,), math.nan)},
+            "statistics": overlap_statistics(imp_C, imp_M, fraction, n_splits=n_splits, n_boot=n_boot, seed=seed)}
+    scores = by_metric["logprob"]["scores"]
+    if "logprob" not in metrics:
+        del by_metric["logprob"]
     overlaps = overlap(model, scores["C"], scores["M"], fraction)
     top_gen = overlaps["neurons"]["top_a"]
     means = component_means(model, reference[:max_fit])
@@ -249,4 +393,4 @@ def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, ref
             control = random_components(model, top_gen, seed=seed + c, exclude=top_gen)
             rows.append({"ablated": "random neurons (matched)", **ablation_accuracy(model, sets, control, means)})
     ablations = pd.DataFrame(rows).groupby("ablated", sort=False).mean()
-    return {"scores": scores, "overlap": overlaps, "ablations": ablations}
+    return {"scores": scores, "overlap": overlaps, "ablations": ablations, "by_metric": by_metric}

@@ -1,0 +1,169 @@
+"""Claim C3's checks (rote.verdicts.c3, amendment 1, 7.5) on made-up analysis outputs, and the
+planted-answer test of the overlap ceiling (deliverable 5)."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from rote import verdicts
+from rote.analysis import attribution as A
+from rote.claims import THRESHOLDS
+
+T = THRESHOLDS["C3"]
+
+
+def _sweep(acc: dict, rank=8) -> pd.DataFrame:
+    """acc: {(set, method): (before, after)}; method "random" / "matched" (INLP is given as "INLP")."""
+    rows = []
+    for (s, method), (before, after) in acc.items():
+        rows += [{"rank": 0, "method": method, "set": s, "accuracy": before},
+                 {"rank": rank, "method": method, "set": s, "accuracy": after}]
+    return pd.DataFrame(rows)
+
+
+def _stats(j, ceiling, j_ld=None, ceiling_ld=None):
+    lp = {"jaccard": j, "random": 0.03, "split_half_C": ceiling, "split_half_M": ceiling, "spearman": 0.8,
+          "ci_low": j - 0.05, "ci_high": j + 0.05}
+    ld = {"jaccard": j if j_ld is None else j_ld, "random": 0.03,
+          "split_half_C": ceiling if ceiling_ld is None else ceiling_ld, "split_half_M": 0.5, "spearman": 0.7,
+          "ci_low": 0.1, "ci_high": 0.9}
+    return {"logprob": lp, "logit_diff": ld}
+
+
+def _by(checks, fragment):
+    found = [c for c in checks if fragment in c.name]
+    assert len(found) == 1, [c.name for c in checks]
+    return found[0]
+
+
+GOOD = {("mem", "INLP"): (1.0, 0.2), ("mem", "random"): (1.0, 0.95), ("mem", "matched"): (1.0, 0.9),
+        ("gen", "INLP"): (1.0, 0.5), ("gen", "random"): (1.0, 0.98), ("gen", "matched"): (1.0, 0.9)}
+
+
+def test_pass_with_both_controls_and_a_high_ceiling():
+    metrics, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    assert metrics["mem_drop_over_larger_control"] == pytest.approx(0.7)  # 0.8 - max(0.05, 0.1)
+    assert metrics["gen_drop_over_larger_control"] == pytest.approx(0.4)
+    assert _by(checks, "mem drop over the larger control").kind == "amended"
+    assert _by(checks, verdicts.C3_OVERLAP).kind == "registered"  # ceiling 0.7 >= 0.5: not superseded
+    assert not any("split-half ceiling (logit" in c.name for c in checks)
+    ceiling = _by(checks, "split-half overlap ceiling")
+    assert ceiling.kind == "ceiling" and ceiling.value == pytest.approx(0.7) and ceiling.passed is True
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+    assert metrics["overlap_ld_spearman"] == pytest.approx(0.7) and metrics["overlap_lp_ci_low"] == pytest.approx(0.55)
+
+
+def test_the_information_matched_control_can_fail_what_the_random_control_passes():
+    acc = {**GOOD, ("mem", "matched"): (1.0, 0.4)}  # erasing a random look-up of the key hurts M as much
+    metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    assert metrics["mem_drop_over_control"] == pytest.approx(0.75)
+    assert metrics["mem_drop_over_larger_control"] == pytest.approx(0.2)
+    assert _by(checks, "mem drop over random control").passed is True
+    assert _by(checks, "mem drop over the larger control").passed is False
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_gen_sanity_needs_a_drop_beyond_the_larger_control():
+    acc = {**GOOD, ("gen", "INLP"): (1.0, 0.9)}  # gen drops 0.1, exactly as much as the matched control
+    _, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    sanity = _by(checks, "lowers gen on C")
+    assert sanity.kind == "amended" and sanity.value == pytest.approx(0.0) and sanity.passed is False
+    assert sanity.threshold == T["gen_drop_over_control_above"]
+    assert verdicts.seed_verdict(checks, "registered") == "pass"  # section 5 did not judge it
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_unresolved_without_the_matched_control_or_statistics():
+    acc = {k: v for k, v in GOOD.items() if k[1] != "matched"}
+    metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda")
+    assert math.isnan(metrics["mem_drop_over_larger_control"])
+    assert _by(checks, "mem drop over the larger control").passed is None
+    assert _by(checks, "split-half overlap ceiling").passed is None
+    assert _by(checks, verdicts.C3_OVERLAP).kind == "registered"  # no ceiling: nothing superseded
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
+def test_a_low_ceiling_supersedes_the_registered_overlap_check():
+    # identical circuits could not reach 0.5: the registered check fails, the ratio to the ceiling passes
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.25, "random": 0.03}, "fda",
+                            _stats(0.25, 0.3, j_ld=0.2, ceiling_ld=0.35))
+    old = _by(checks, verdicts.C3_OVERLAP)
+    assert old.kind == "superseded" and old.passed is False
+    new = _by(checks, "split-half ceiling (logit difference)")
+    assert new.kind == "amended" and new.value == pytest.approx(0.2)
+    assert new.threshold == pytest.approx(T["ceiling_ratio_min"] * 0.35) and new.passed is True
+    assert _by(checks, "3.0 x random").kind == "registered"  # the '>= 3 x random' part stays
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+    # ... and fails where M's circuit is no closer to C's than half the ceiling
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.25, "random": 0.03}, "fda",
+                            _stats(0.25, 0.3, j_ld=0.1, ceiling_ld=0.35))
+    assert _by(checks, "split-half ceiling (logit difference)").passed is False
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_thr_judges_the_unconnected_subset_against_both_controls():
+    acc = {**GOOD, ("mem_unconnected", "INLP"): (1.0, 0.5), ("mem_unconnected", "random"): (1.0, 0.95),
+           ("mem_unconnected", "matched"): (1.0, 0.7)}
+    metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "thr", _stats(0.6, 0.7))
+    assert metrics["mem_unconnected_drop_over_larger_control"] == pytest.approx(0.2)
+    assert _by(checks, "unconnected mem drop over random control").passed is True
+    assert _by(checks, "unconnected mem drop over the larger control").passed is False
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_no_pending_placeholders_remain():
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "thr", _stats(0.6, 0.7))
+    assert not any("not computed yet" in c.name for c in checks)
+    assert {c.kind for c in checks} <= set(verdicts.KINDS)
+
+
+# -- planted answers (deliverable 5) ----------------------------------------------------------
+def _noisy_copies(v: torch.Tensor, n: int, noise: float, seed: int) -> torch.Tensor:
+    """[n, len(v)] per-example importances whose expectation is ``v``: multiplicative noise per
+    example and component (attribution scores of single examples are that noisy)."""
+    g = torch.Generator().manual_seed(seed)
+    return v * torch.exp(noise * torch.randn(n, len(v), generator=g) - noise ** 2 / 2)
+
+
+def _planted(same: bool, noise=2.0, n=60, components=1000):
+    g = torch.Generator().manual_seed(0)
+    v = torch.exp(torch.randn(components, generator=g))  # one importance vector, heavy-tailed
+    w = torch.exp(torch.randn(components, generator=g))  # a genuinely different one
+    imp_C = _noisy_copies(v, n, noise, 1)
+    imp_M = _noisy_copies(v if same else w, n, noise, 2)
+    return A.overlap_statistics(imp_C, imp_M, 0.05, n_splits=5, n_boot=50, seed=0)
+
+
+def test_identical_importance_plus_noise_reaches_the_ceiling_and_passes_the_amended_check():
+    st = _planted(same=True)
+    # the construction the issue describes: two noisy estimates of one vector stay far below 0.5
+    assert st["split_half_C"] < T["overlap_min"] and st["split_half_M"] < T["overlap_min"]
+    assert st["jaccard"] < T["overlap_min"]
+    # ... but identical circuits reach the ceiling (full sets: at least the split-half value)
+    assert st["jaccard"] >= st["split_half_C"] * 0.9
+    assert st["ci_low"] <= st["jaccard"] <= st["ci_high"]
+    assert st["spearman"] > 0.5
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": st["jaccard"], "random": st["random"]}, "fda",
+                            {"logprob": st, "logit_diff": st})
+    assert _by(checks, verdicts.C3_OVERLAP).kind == "superseded"
+    assert _by(checks, verdicts.C3_OVERLAP).passed is False  # the registered check cannot pass a true claim
+    assert _by(checks, "split-half ceiling (logit difference)").passed is True
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+
+
+def test_a_different_importance_vector_does_not_pass():
+    st = _planted(same=False)
+    assert st["split_half_C"] > 3 * st["random"]  # C's own halves agree
+    assert st["jaccard"] < 0.5 * st["split_half_C"]
+    assert abs(st["spearman"]) < 0.2
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": st["jaccard"], "random": st["random"]}, "fda",
+                            {"logprob": st, "logit_diff": st})
+    assert _by(checks, "split-half ceiling (logit difference)").passed is False
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
