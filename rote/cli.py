@@ -232,7 +232,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM (a scheduler's or CI's timeout) stops the workers like Ctrl-C does."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _sigterm_as_interrupt()
     try:
         args = parser().parse_args(argv)
         if getattr(args, "profile", None) is not None and args.profile not in PROFILES:

@@ -154,7 +154,7 @@ class _LocalJob:
         with open(self.log, "ab") as log:
             # its own session: Ctrl-C reaches the engine, which stops each worker itself
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=env, start_new_session=True)
+                                         env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
     def poll(self) -> tuple[bool, str] | None:
         code = self.proc.poll()
@@ -205,6 +205,15 @@ class _SubmititJob:
                 return True
             time.sleep(0.2)
         return False
+
+
+def _die_with_parent() -> None:
+    """In a worker, before exec: SIGTERM when the engine dies, even by SIGKILL (Linux prctl), so that no
+    worker outlives the command that started it (a SIGTERM'd worker leaves its run resumable)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _last_line(path: Path) -> str:
