@@ -54,6 +54,7 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         # amendment 1, 7.5: where the split-half ceiling J(C, C') is below overlap_min, the overlap
         # check becomes J(M, C) >= 0.5 x J(C, C') (logit-difference attribution)
         "ceiling_ratio_min": 0.5,
+        "bootstrap_level": 0.95,  # amendment 1, 7.5: the bootstrap interval of J(M, C) shown (over examples)
     },
     "C4": {
         "k50_ratio_min": 0.5,  # median k50 on M >= 0.5 x median k50 on C

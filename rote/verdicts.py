@@ -385,7 +385,7 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
     if superseded:
         checks.append(_c3_resolved(at_least(f"circuit overlap vs {th['ceiling_ratio_min']} x split-half ceiling "
                                             "(logit difference)", "amended", j_ld, th["ceiling_ratio_min"] * ceiling_ld),
-                                   not (math.isnan(j_ld) and math.isnan(ceiling_ld)) or bool(stats.get("logit_diff"))))
+                                   bool(stats.get("logit_diff"))))
     return metrics, checks
 
 

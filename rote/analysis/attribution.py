@@ -353,7 +353,7 @@ def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Te
 def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, reference: Examples,
              sets: dict[str, tuple[Examples, str]], *, fraction: float, max_examples: int, max_fit: int,
              n_controls: int, seed: int = 0, metrics: tuple[str, ...] = METRICS, n_splits: int = 5,
-             n_boot: int = 200) -> dict:
+             n_boot: int = 200, level: float = 0.95) -> dict:
     """Claim C3's circuit experiment: do generalization and memorization use the same components?
 
     Attribution scores (:func:`component_scores`, corrupted inputs resampled from ``reference``)
@@ -368,7 +368,7 @@ def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, ref
     set); and per attribution metric in ``metrics`` (amendment 1, 7.5: "logprob" and
     "logit_diff"): ``by_metric[metric]`` = {"scores": {"C", "M"}, "statistics":
     :func:`overlap_statistics` (split-half ceilings, Spearman, bootstrap interval; ``n_splits``
-    splits, ``n_boot`` resamples)}.
+    splits, ``n_boot`` resamples, a ``level`` interval)}.
     """
     C, M = clean[:max_examples], memorized[:max_examples]
     by_metric = {}
@@ -379,7 +379,8 @@ def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, ref
         by_metric[metric] = {
             "scores": {"C": imp_C.mean(0) if len(imp_C) else torch.full((n,), math.nan),
                        "M": imp_M.mean(0) if len(imp_M) else torch.full((n,), math.nan)},
-            "statistics": overlap_statistics(imp_C, imp_M, fraction, n_splits=n_splits, n_boot=n_boot, seed=seed)}
+            "statistics": overlap_statistics(imp_C, imp_M, fraction, n_splits=n_splits, n_boot=n_boot, seed=seed,
+                                             level=level)}
     scores = by_metric["logprob"]["scores"]
     if "logprob" not in metrics:
         del by_metric["logprob"]
