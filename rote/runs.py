@@ -256,10 +256,11 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
                 _report(f"resume state of {name} is unreadable ({err}); training from scratch")
                 resume = None
 
-        def checkpoint(step, model, optimizer, metrics):
+        def checkpoint(step, model, optimizer, metrics, loss_window):
             _atomic_save(_model_dict(model), partial / "checkpoints" / f"step_{step:06d}.pt")
             _atomic_save({"model": _model_dict(model)["state_dict"], "optimizer": optimizer.state_dict(),
-                          "step": step, "metrics": metrics}, partial / "resume.pt")
+                          "step": step, "metrics": metrics, "loss_window": list(loss_window)},
+                         partial / "resume.pt")
             if on_checkpoint is not None:
                 on_checkpoint(step)
 

@@ -41,7 +41,6 @@ METRICS = ("gen", "fit", "mem", "rec")
 # a pool of W workers or as a cluster job, and the run (not the thread) is the unit of parallel
 # work: two 1-thread runs side by side train 1.34x faster than one 2-thread run (schema 3).
 TRAIN_THREADS = 1
-EVAL_BATCH = 512  # measured: 0.60 s per FDA evaluation at 512 vs 0.79 s at 4096 (benchmarks/RESULTS.md)
 
 
 def build_model(config: RunConfig, data: TaskData) -> HookedTransformer:
@@ -107,7 +106,7 @@ def make_optimizer(model: HookedTransformer, config: RunConfig) -> torch.optim.A
     return torch.optim.AdamW(groups, lr=config.train.lr, betas=(0.9, 0.98))
 
 
-CheckpointFn = Callable[[int, HookedTransformer, torch.optim.Optimizer, list], None]
+CheckpointFn = Callable[[int, HookedTransformer, torch.optim.Optimizer, list, tuple], None]
 
 
 def train(
@@ -154,6 +153,10 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
         optimizer.load_state_dict(resume["optimizer"])
         step, metrics = resume["step"], list(resume["metrics"])
         elapsed = metrics[-1]["seconds"] if metrics else 0.0
+    # the train-loss sum and count since the last evaluation: part of the resume state, so that a run
+    # resumed between two evaluations logs the same mean train loss as one that never stopped
+    running, count = (float(resume["loss_window"][0]), int(resume["loss_window"][1])) \
+        if resume is not None and "loss_window" in resume else (0.0, 0)
 
     inputs, targets = data.training_sequences()
     inputs, targets = inputs.to(device), targets.to(device)
@@ -178,7 +181,6 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
     try:
         if step == 0:
             log(0, math.nan)
-        running, count = 0.0, 0
         while step < tc.steps:
             generator.manual_seed(config.model.model_seed * 1_000_003 + step)
             batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(device)
@@ -197,7 +199,7 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
                 log(step, running / count)
                 running, count = 0.0, 0
             if on_checkpoint is not None and (step % tc.checkpoint_every == 0 or step == tc.steps):
-                on_checkpoint(step, model, optimizer, metrics)
+                on_checkpoint(step, model, optimizer, metrics, (running, count))
     finally:
         bar.close()
     model.eval()

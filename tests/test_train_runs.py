@@ -220,10 +220,10 @@ def test_accuracy_is_an_exact_fraction():
 # -- resuming --------------------------------------------------------------------------------------
 
 
-def _stored(model, optimizer, step, metrics) -> dict:
+def _stored(model, optimizer, step, metrics, loss_window) -> dict:
     """The resume state as rote.runs stores resume.pt, through a torch.save/load round trip."""
     state = {"model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-             "optimizer": optimizer.state_dict(), "step": step, "metrics": metrics}
+             "optimizer": optimizer.state_dict(), "step": step, "metrics": metrics, "loss_window": list(loss_window)}
     buffer = io.BytesIO()
     torch.save(state, buffer)
     buffer.seek(0)
@@ -234,8 +234,8 @@ def _train_recording(cfg, data, *, stop_at=None, resume=None):
     """Train; return the state at the last step (model, optimizer) and at ``stop_at`` if given."""
     states = {}
 
-    def checkpoint(step, model, optimizer, metrics):
-        states[step] = _stored(model, optimizer, step, metrics)
+    def checkpoint(step, model, optimizer, metrics, loss_window):
+        states[step] = _stored(model, optimizer, step, metrics, loss_window)
         if step == stop_at:
             raise Interrupt
 
@@ -290,12 +290,7 @@ def test_resumed_run_equals_uninterrupted_in_weights_and_optimizer_state(resume_
     assert resumed["optimizer"]["state"]  # AdamW moments are there to compare
 
 
-@pytest.mark.parametrize("checkpoint_every, stop_at", [
-    RESUME_CASES[0],
-    pytest.param(*RESUME_CASES[1].values, id=RESUME_CASES[1].id, marks=pytest.mark.xfail(strict=True, reason=(
-        "known bug, reported: the resume state lacks the running train-loss sum, so the first "
-        "train_loss logged after resuming between evaluations averages only the steps since the resume"))),
-])
+@pytest.mark.parametrize("checkpoint_every, stop_at", RESUME_CASES)
 def test_resumed_run_logs_the_same_metrics(resume_runs, checkpoint_every, stop_at):
     _, ref_metrics, _, metrics = resume_runs[checkpoint_every, stop_at]
     frame = lambda rows: pd.DataFrame(rows).drop(columns="seconds")  # noqa: E731
