@@ -133,9 +133,11 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
 
 
 # -- time estimates -----------------------------------------------------------------------------
-# Measured on the 2-core machine, 1 intra-op thread (TRAIN_THREADS), idle or nearly so:
-# (task, n_layers, d_model, batch_size, n_ctx) -> (training steps/s, seconds per evaluation).
-# benchmarks/engine_speed.py --measure prints these; quick FDA's 7.6 steps/s is the issue's own.
+# (task, n_layers, d_model, batch_size, n_ctx) -> (training steps/s, seconds per evaluation) at 1
+# intra-op thread on the 2-core machine. Quick FDA's 7.6 steps/s was measured on an idle machine
+# (issue 11); its evaluation cost and the THR and smoke rows are estimates scaled from 2-thread
+# measurements, because this table was written on a loaded machine. Replace them with the output of
+# `benchmarks/engine_speed.py measure` taken on an idle one.
 MEASURED: dict[tuple, tuple[float, float]] = {
     ("fda", 2, 128, 256, 14): (7.6, 0.85),
     ("thr", 4, 128, 512, 3): (9.0, 0.65),
