@@ -228,8 +228,14 @@ def static_page_note(profile: str) -> str:
 
 # -- boilerplate ---------------------------------------------------------------------------------
 def _visible(output) -> bool:
-    """Whether a cell output shows on the page (stderr is dropped by the site's config)."""
-    return not (output.get("output_type") == "stream" and output.get("name") == "stderr")
+    """Whether a cell output shows on the page: not stderr (the site's config drops it), not a value
+    stored with myst-nb's ``glue(..., display=False)`` (mime type ``application/papermill.record/...``)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output.get("name") != "stderr"
+    if kind in ("display_data", "execute_result"):
+        return any(not k.startswith("application/papermill.record") for k in output.get("data", {}))
+    return True  # errors
 
 
 def _imports_only(source: str) -> bool:
@@ -244,10 +250,20 @@ BOILERPLATE_HEADERS = {"parameters": "# Parameters (the chapter's defaults)",
                        "injected-parameters": "# Parameters papermill injected for this build"}
 
 
+def _starts_with_imports(source: str) -> bool:
+    """A setup cell: its code opens with an import (its output, if any, stays in view)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return bool(tree.body) and isinstance(tree.body[0], (ast.Import, ast.ImportFrom))
+
+
 def hide_boilerplate(nb) -> int:
     """Collapse the code a reader need not see behind one "show code" toggle (tag ``hide-input``):
-    the ``parameters`` and ``injected-parameters`` cells, cells that only import, and the setup
-    cells that show nothing before the page's first output. Consecutive such cells without output
+    the ``parameters`` and ``injected-parameters`` cells, cells that only import, the setup cells
+    that show nothing before the page's first output, and the first output's cell when it opens
+    with imports (its output stays in view). Consecutive such cells without output
     are merged into one cell, so that a page opens with one toggle, not four. Returns how many
     cells were hidden."""
     marked = []
@@ -259,7 +275,7 @@ def hide_boilerplate(nb) -> int:
         tags = cell.get("metadata", {}).get("tags", [])
         visible = any(_visible(o) for o in cell.get("outputs", []))
         boiler = (any(t in tags for t in BOILERPLATE_TAGS) or _imports_only(cell.source)
-                  or (not seen_output and not visible))
+                  or (not seen_output and (not visible or _starts_with_imports(cell.source))))
         seen_output = seen_output or visible
         already = any(t in tags for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell"))
         marked.append(boiler and not already)

@@ -81,7 +81,9 @@ def _chapter():
                 nbformat.v4.new_code_cell("import os"),
                 nbformat.v4.new_code_cell("profile = 'quick'\ntasks = ['fda']", metadata={"tags": ["parameters"]}),
                 nbformat.v4.new_code_cell("profile = \"smoke\"\n", metadata={"tags": ["injected-parameters"]}),
-                nbformat.v4.new_code_cell("runs = train()", outputs=[nbformat.v4.new_output("stream", name="stderr", text="50%")]),
+                nbformat.v4.new_code_cell("runs = train()\nglue('x', 1, display=False)", outputs=[
+                    nbformat.v4.new_output("stream", name="stderr", text="50%"),
+                    nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": "1"})]),
                 nbformat.v4.new_code_cell("table", outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "1"})]),
                 nbformat.v4.new_code_cell("import numpy as np"),
                 nbformat.v4.new_code_cell("fig = plot()")]
@@ -97,10 +99,24 @@ def test_boilerplate_collapses_into_one_toggle():
     assert "hide-input" in first.metadata.tags
     assert first.source.index("import os") < first.source.index("# Parameters (the chapter's defaults)") \
         < first.source.index("# Parameters papermill injected") < first.source.index("runs = train()")
+    assert any("application/papermill.record/text/plain" in o.get("data", {}) for o in first.outputs)  # glued values kept
     assert "hide-input" not in code[1].metadata.get("tags", [])  # the first output stays in view
     assert "hide-input" in code[2].metadata.tags and code[2].source == "import numpy as np"
     assert "hide-input" not in code[3].metadata.get("tags", [])  # code after the first output stays visible
     assert all("rote_merged" not in c.metadata for c in nb.cells)
+
+
+def test_a_setup_cell_with_output_hides_its_code_not_its_output():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"),
+                nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame()", outputs=[
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "df"})]),
+                nbformat.v4.new_code_cell("import numpy as np\nnp.zeros(1)", outputs=[
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "z"})])]
+    assert site.hide_boilerplate(nb) == 2
+    assert [("hide-input" in c.metadata.get("tags", []), len(c.outputs)) for c in nb.cells[1:]] == \
+        [(True, 0), (True, 1), (False, 1)]  # not merged: the table stays; later code stays visible
 
 
 def test_effective_parameters_prefer_the_injected_values():
