@@ -298,14 +298,16 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
     inner = table[(table.layer > 0) & (table.layer < last) & (table.n > 0)]
     null = _num(table.null.iloc[0]) if len(table) else math.nan
     if not len(inner):
-        return ({"lens_share_best_layer": None, "lens_share": math.nan, "lens_share_null": null, "lens_share_n": 0},
+        # no memorized example with a differing token (n = 0), or no intermediate layer (a 1-block model)
+        return ({"lens_share_best_layer": None, "lens_share": math.nan, "lens_share_null": null,
+                 "lens_share_n": int(table.n.max()) if len(table) else 0, "lens_intermediate_layers": max(last - 1, 0)},
                 Check(C2_LENS_NULL, "null", None, None if math.isnan(null) else null, False))
     best = inner.loc[inner.ahead.idxmax()]
     k, n = int(best.ahead), int(best.n)
     lo, hi = wilson_interval(k, n, level)
     metrics = {"lens_share_best_layer": int(best.layer), "lens_share": k / n, "lens_share_lo": lo,
                "lens_share_hi": hi, "lens_share_null": null, "lens_share_n": n,
-               "lens_share_by_layer": [_num(x) for x in table.share]}
+               "lens_share_by_layer": [_num(x) for x in table.share], "lens_intermediate_layers": last - 1}
     ok = not math.isnan(null) and lo > null
     return metrics, Check(C2_LENS_NULL, "null", lo, None if math.isnan(null) else null, bool(ok))
 

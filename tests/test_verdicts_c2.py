@@ -88,9 +88,10 @@ def test_lens_null_uses_intermediate_layers_only():
                                   lens_share=_share([100, 40, 45, 100]))
     assert metrics["lens_share_best_layer"] == 2 and _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
     # a 1-layer model has no intermediate layer: the check fails
-    _, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
-                            lens_share=_share([100, 100], layers=2))
+    metrics, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
+                                  lens_share=_share([100, 100], layers=2))
     assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+    assert metrics["lens_intermediate_layers"] == 0 and metrics["lens_share_n"] == 100
 
 
 def test_missing_inputs_are_unresolved_and_empty_sets_fail():
