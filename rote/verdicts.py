@@ -422,6 +422,7 @@ def c4(summary: dict, lookup: dict | None = None) -> tuple[dict, list[Check]]:
     when ``summary["matched_available"]`` is False (the control could not be computed)."""
     th = THRESHOLDS["C4"]
     lookup = {k: v for k, v in (lookup or {}).items() if k != "tables"}
+    measured_lookup = bool(lookup) and _num(lookup.get("n_lookup", 1)) > 0  # no look-up example: unresolved
     k50_name = f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C"
     statistics = {  # name, key, threshold on M, threshold on the look-up, short name
         "k50": (k50_name, "k50_M", th["k50_ratio_min"] * _num(summary.get("k50_C")),
@@ -440,7 +441,7 @@ def c4(summary: dict, lookup: dict | None = None) -> tuple[dict, list[Check]]:
         treatment = at_least(name, "registered", summary.get(key), thr_m)
         on_lookup = at_least(name, "control", lookup.get(key), thr_l)  # True: the look-up passes it
         control_name = f"7.6 look-up control: {short} on a known look-up fails the statistic"
-        if on_lookup.value is None or on_lookup.threshold is None:
+        if not measured_lookup or on_lookup.value is None or on_lookup.threshold is None:
             control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, None)
         else:
             control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, not on_lookup.passed)

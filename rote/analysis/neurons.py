@@ -114,15 +114,18 @@ def memorized_positions(examples: Examples) -> torch.Tensor:
     return examples.label != examples.true_label
 
 
-def k50_table(model: HookedTransformer, memorized: Examples, clean: Examples) -> pd.DataFrame:
+def k50_table(model: HookedTransformer, memorized: Examples, clean: Examples,
+              mask: torch.Tensor | None = None) -> pd.DataFrame:
     """k50 per (example, answer position): on M to the noisy label at the positions where it
-    differs from the true label, on the clean set to the true label at every answer position.
+    differs from the true label (or those of ``mask`` [N, A], e.g. every position of a look-up of
+    clean facts), on the clean set to the true label at every answer position.
 
     Neurons of all layers compete (units = layer x neuron at that position).
     Columns: set ("M" | "C"), example, position, k50, positive (total positive attribution).
     """
     frames = []
-    for name, ex, which, mask in (("M", memorized, "label", memorized_positions(memorized)),
+    m_mask = memorized_positions(memorized) if mask is None else mask.bool()
+    for name, ex, which, mask in (("M", memorized, "label", m_mask),
                                   ("C", clean, "true_label", torch.ones_like(clean.label, dtype=torch.bool))):
         att = neuron_dla(model, ex, which).flatten(-2).cpu()  # [N, A, U]
         n, j = mask.nonzero(as_tuple=True)
@@ -169,11 +172,13 @@ def activity_fractions(model: HookedTransformer, clean: Examples, quantile: floa
 
 
 def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples, *, top: int,
-                           quantile: float, within_k50: bool = True) -> pd.DataFrame:
+                           quantile: float, within_k50: bool = True, mask: torch.Tensor | None = None
+                           ) -> pd.DataFrame:
     """The top neurons by DLA to the noisy label of each memorized (example, position) and the
     fraction of clean inputs each is active on (:func:`activity_fractions`).
 
-    Positions are those where the noisy digit differs from the true one. The top neurons are the
+    Positions are those where the noisy digit differs from the true one (or those of ``mask``
+    [N, A]). The top neurons are the
     ``top`` with the largest attribution; with ``within_k50`` only those among the k50 neurons that
     carry the first half of the positive attribution (so at most min(top, k50)): in a look-up the
     one neuron that writes the label would otherwise be outvoted by nine bystanders whose
@@ -186,7 +191,7 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
     frac, _ = activity_fractions(model, clean, quantile)
     att = neuron_dla(model, memorized, "label").cpu()  # [N, A, L, D]
     d_mlp = att.shape[3]
-    n, j = memorized_positions(memorized).nonzero(as_tuple=True)
+    n, j = (memorized_positions(memorized) if mask is None else mask.bool()).nonzero(as_tuple=True)
     flat = att[n, j].flatten(-2)  # [pairs, U]
     k = min(top, flat.shape[-1])
     val, idx = flat.topk(k, dim=-1)
@@ -203,6 +208,19 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 
 
 # -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
+def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
+                       matched_controls=(), *, which: str = "label") -> pd.DataFrame:
+    """:func:`intermediate_removal` with both erasure controls: rows of method ``INLP``, ``random``
+    (random subspaces of the same rank at the same sites) and ``matched`` (the information-matched
+    control of amendment 1, 7.5: INLP of the same rank and sites fitted to a random relabeling of
+    the same input key; :func:`rote.analysis.erasure.information_matched`)."""
+    table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
+    if len(table) and len(matched_controls):
+        matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
+        matched = matched[matched.method == "random"].assign(method="matched")
+        table = pd.concat([table, matched], ignore_index=True)
+    return table
+
 
 
 def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
@@ -212,8 +230,8 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
 
     Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
     the mean drop of P(noisy label) per input position and the number of positions whose mean drop
-    is at least ``drop_min``; the mean drop under INLP and under the random control. NaN where a
-    table is empty.
+    is at least ``drop_min``; the mean drop under INLP, under the random control and under the
+    information-matched control (:func:`intermediate_table`). NaN where a table is empty.
     """
     def med(frame, col):
         return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
@@ -227,7 +245,8 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
             "positions_over_min": int((per_pos >= drop_min).sum()),
             "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
             "intermediate_drop": float(inter.get("INLP", math.nan)),
-            "intermediate_control_drop": float(inter.get("random", math.nan))}
+            "intermediate_control_drop": float(inter.get("random", math.nan)),
+            "intermediate_matched_drop": float(inter.get("matched", math.nan))}
 
 
 def prompt_position_names(task: str, n_positions: int) -> list[str]:

@@ -1,0 +1,198 @@
+"""Known look-ups: the positive control of claim C4 (amendment 1, section 7.6).
+
+C4's statistics (k50, the activity of the top neurons, the input positions a label depends on) are
+meant to tell a distributed encoding from a look-up table. The amendment asks them to prove it on
+a look-up whose nature is known: a statistic that calls a known look-up "distributed" cannot
+decide the claim.
+
+- THR: the atomic facts (h, r) -> t. They are trained on, never noised, and no rule gives them:
+  the model can only store them. :func:`atomic_lookup` returns those the model answers.
+- FDA has no such facts (every sum follows the rule). :func:`plant_lookup` grafts a look-up into
+  the trained model itself: ``n_keys`` neurons of its last MLP layer (those least active on clean
+  inputs) are rewired so that each fires for one key input only (its activation rises when the
+  MLP input at the ``=`` position is the key's, and is below zero for every other clean input
+  seen) and then writes a wrong first answer digit. The keys, taught their wrong digit this way,
+  are memorized examples whose mechanism is a look-up by construction; everything else about the
+  model (its inputs, positions, layers and the clean set the statistics are compared with) is that
+  of the trained FDA run.
+
+:func:`lookup_statistics` computes the C4 statistics of :mod:`rote.analysis.neurons` on a look-up
+set, in the same form as :func:`rote.analysis.neurons.c4_summary` (the look-up set in place of M).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from .. import scoring
+from ..model import HookedTransformer
+from ..tasks import Examples, TaskData
+from . import neurons
+
+
+# -- THR: atomic facts ---------------------------------------------------------------------------
+def atomic_lookup(model: HookedTransformer, data: TaskData) -> Examples:
+    """The THR atomic facts (h, r) -> t that the model answers correctly (empty without any)."""
+    if data.atomic is None:
+        raise ValueError(f"task {data.task!r} has no atomic facts")
+    return data.atomic[scoring.exact_match(model, data.atomic, "label").cpu()]
+
+
+# -- FDA: a look-up grafted into the trained model -------------------------------------------------
+@dataclass
+class PlantedLookup:
+    """A copy of a model with look-up neurons grafted into its last MLP layer.
+
+    ``keys``: the key inputs whose first answer digit the look-up rewrites (``label``: the planted
+    digit, ``true_label``: the rule's answer) and that the grafted model does answer with it;
+    ``neurons``: the grafted neuron of each key (last layer); ``answer_index``: the answer token
+    the look-up writes; ``clean``: the clean examples the grafted model still answers correctly."""
+
+    model: HookedTransformer
+    keys: Examples
+    neurons: list[int]
+    layer: int
+    answer_index: int
+    clean: Examples
+
+
+@torch.no_grad()
+def normalized_mlp_inputs(model: HookedTransformer, examples: Examples, layer: int,
+                          which: str = "true_label") -> torch.Tensor:
+    """[N, A, d_model]: the input of layer ``layer``'s MLP before ``ln2``'s gain and bias (the
+    residual stream mid-block, centred and scaled to norm sqrt(d_model)) at the answer positions,
+    teacher-forced on ``examples.<which>``."""
+    name = model.hook_name("resid_mid", layer)
+    mid = scoring.answer_activations(model, examples, [name], which)[name]
+    return torch.nn.functional.layer_norm(mid, mid.shape[-1:], eps=model.blocks[layer].ln2.eps)
+
+
+DEAD_BIAS = -30.0  # pre-activation of an added neuron that must stay silent (GELU(-30) = 0)
+
+
+@torch.no_grad()
+def widened(model: HookedTransformer, extra: int) -> HookedTransformer:
+    """A copy of ``model`` whose every MLP layer has ``extra`` more neurons (appended after the
+    trained ones, so the trained neurons keep their indices), silent and writing nothing: the copy
+    computes exactly what ``model`` computes. (Every layer, so that layers keep one width.)"""
+    out = copy.deepcopy(model).eval()
+    for block in out.blocks:
+        mlp = block.mlp
+        d_in, d_mlp = mlp.W_in.in_features, mlp.W_in.out_features
+        w_in, w_out = torch.nn.Linear(d_in, d_mlp + extra), torch.nn.Linear(d_mlp + extra, d_in)
+        w_in.to(mlp.W_in.weight.device, mlp.W_in.weight.dtype)
+        w_out.to(mlp.W_out.weight.device, mlp.W_out.weight.dtype)
+        w_in.weight.zero_()
+        w_in.weight[:d_mlp] = mlp.W_in.weight
+        w_in.bias.fill_(DEAD_BIAS)
+        w_in.bias[:d_mlp] = mlp.W_in.bias
+        w_out.weight.zero_()
+        w_out.weight[:, :d_mlp] = mlp.W_out.weight
+        w_out.bias.copy_(mlp.W_out.bias)
+        mlp.W_in, mlp.W_out = w_in, w_out
+    return out
+
+
+@torch.no_grad()
+def plant_lookup(model: HookedTransformer, clean: Examples, keys: Examples, *, answer_index: int = -1,
+                 seed: int = 0, max_scale: int = 12) -> PlantedLookup:
+    """Graft a look-up of the inputs ``keys`` (examples the model answers correctly, not in
+    ``clean``) into a copy of ``model``; ``clean``: the clean examples it is compared with.
+
+    For key k, with x the normalized MLP input of the last layer (before ``ln2``'s gain and bias) at
+    answer position ``answer_index`` (default: the last, so that no later answer token is
+    teacher-forced on the planted one; the model reads the answer written so far) and
+    c(x) = x . x_k / |x_k|^2 (1 at the key), its neuron's
+    pre-activation is g (c(x) - tau), tau halfway between 1 and the largest c over ``clean`` and the
+    other keys, g = 4 / (1 - tau): 4 at the key, <= -4 at every input seen (GELU ~0); a key that
+    another input matches within 1e-3 is dropped. Its
+    output weight writes the planted digit (the true digit + 1 + a random 0..8, mod 10): the
+    direction whose folded-unembedding logits are those of the planted token alone (least squares),
+    doubled until the grafted model gives the
+    planted label (at most ``max_scale`` doublings; keys it never gives are dropped). The look-up
+    neurons are added to the last layer (:func:`widened`: every trained neuron is kept as it is).
+    """
+    layer = model.shape.n_layers - 1
+    gen = torch.Generator().manual_seed(seed)
+    answer_index = answer_index % keys.label.shape[1]
+    n_keys = len(keys)
+    if n_keys == 0 or len(clean) == 0:  # nothing to plant or nothing to compare with
+        return PlantedLookup(model, keys[:0], [], layer, answer_index, clean)
+    ln = model.blocks[layer].ln2
+    x_pool = normalized_mlp_inputs(model, clean, layer)[:, answer_index].cpu()  # [P, d]
+    x_keys = normalized_mlp_inputs(model, keys, layer)[:, answer_index].cpu()  # [K, d]
+    v = x_keys / (x_keys * x_keys).sum(-1, keepdim=True)  # c(x) = x . v: 1 at the key
+    cos = torch.cat([x_pool @ v.T, (x_keys @ v.T).fill_diagonal_(-math.inf)])  # [P + K, K]
+    same = torch.cat([(clean.prompt[:, None] == keys.prompt[None]).all(-1),
+                      (keys.prompt[:, None] == keys.prompt[None]).all(-1)])
+    others = cos.masked_fill(same, -math.inf).max(0).values  # [K]
+    separable = others < 1 - 1e-3  # a key some other input matches as well is dropped
+    tau = (1 + others.clamp(max=1 - 1e-3)) / 2
+    gain = 4 / (1 - tau)
+    gamma = ln.weight.detach().cpu()
+    gamma = torch.where(gamma.abs() < 1e-4, torch.full_like(gamma, 1e-4), gamma)
+    w_in = v / gamma  # z = gamma x + beta  ->  x . v = z . (v / gamma) - beta . (v / gamma)
+    b_in = -(w_in * ln.bias.detach().cpu()).sum(-1)
+
+    true_digit = keys.true_label[:, answer_index]
+    planted = (true_digit + 1 + torch.randint(0, 9, (n_keys,), generator=gen)) % 10
+    label = keys.true_label.clone()
+    label[:, answer_index] = planted
+    keys = Examples(keys.prompt, label, keys.true_label, dict(keys.info))
+
+    grafted = widened(model, n_keys)
+    mlp = grafted.blocks[layer].mlp
+    d_mlp = model.blocks[layer].mlp.W_in.out_features
+    slots = list(range(d_mlp, d_mlp + n_keys))
+    w = neurons.folded_unembed(grafted).cpu()  # [V, d]
+    target = torch.nn.functional.one_hot(planted, w.shape[0]).float() - 1 / w.shape[0]  # [K, V]
+    direction = (torch.linalg.pinv(w) @ target.T).T  # w . direction = target: only the planted logit rises
+    direction = direction / direction.norm(dim=-1, keepdim=True)
+    dev, dt = mlp.W_in.weight.device, mlp.W_in.weight.dtype
+    slot_t = torch.tensor(slots, dtype=torch.long)
+    mlp.W_in.weight[slot_t] = (gain[:, None] * w_in).to(dev, dt)
+    mlp.W_in.bias[slot_t] = (gain * (b_in - tau)).to(dev, dt)  # g (c(x) - tau)
+    scale = torch.ones(n_keys)
+    ok = torch.zeros(n_keys, dtype=torch.bool)
+    for _ in range(max_scale):
+        mlp.W_out.weight[:, slot_t] = (scale[:, None] * direction).T.to(dev, dt)
+        ok = scoring.exact_match(grafted, keys, "label").cpu() & separable
+        if ok.all():
+            break
+        scale = torch.where(ok | ~separable, scale, 2 * scale)
+    keep = ok.nonzero().squeeze(-1)
+    mlp.W_out.weight[:, slot_t[~ok]] = 0  # keys the look-up never wins: their neurons write nothing
+    still = clean[scoring.exact_match(grafted, clean, "true_label").cpu()]
+    return PlantedLookup(grafted, keys[keep], [slots[i] for i in keep.tolist()], layer, answer_index, still)
+
+
+# -- the C4 statistics on a look-up ------------------------------------------------------------------
+def lookup_statistics(model: HookedTransformer, lookup: Examples, clean: Examples, population: Examples,
+                      reference: Examples, *, top: int, quantile: float, drop_min: float, n_samples: int = 3,
+                      seed: int = 0, mask: torch.Tensor | None = None) -> dict:
+    """C4's statistics on a known look-up, in the form of :func:`rote.analysis.neurons.c4_summary`.
+
+    ``lookup``: the look-up's examples, teacher-forced on their ``label``; ``mask`` [N, A]: the answer
+    positions judged (None: those where label != true_label, as for M; a look-up of clean facts
+    passes all ones); ``clean``: the examples the k50 ratio compares with (C); ``population``: the
+    inputs whose share a top neuron is active on (THR: all atomic facts, read at the same position
+    as the look-up; FDA: C); ``reference``: the examples an input position is resampled from.
+    Returns ``k50_M`` (k50 on the look-up), ``k50_C``, ``k50_ratio``, ``top_activity_median``,
+    ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, and the tables
+    (``tables``: k50s, specificity, positions)."""
+    k_lookup = neurons.k50_table(model, lookup, clean, mask=mask)
+    spec = neurons.top_neuron_specificity(model, lookup, population, top=top, quantile=quantile, mask=mask)
+    pos = neurons.resample_positions(model, lookup, reference, n_samples=n_samples, seed=seed)
+    empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
+    summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=drop_min)
+    summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}
+    if not len(pos):  # no look-up example: no position was measured (c4_summary counts 0)
+        summary["positions_over_min"] = math.nan
+    summary["n_lookup"] = len(lookup)
+    summary["tables"] = {"k50s": k_lookup, "specificity": spec, "positions": pos}
+    return summary

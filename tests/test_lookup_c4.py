@@ -1,0 +1,147 @@
+"""Planted answers for C4's positive control (amendment 1, 7.6): a look-up grafted into a model must
+fail C4's statistics, a distributed encoding must pass them, and the verdict must supersede a
+statistic that calls a known look-up distributed."""
+
+import math
+
+import pandas as pd
+import torch
+
+from rote import scoring, verdicts
+from rote.analysis import lookup as L
+from rote.analysis import neurons as N
+from rote.claims import THRESHOLDS
+from rote.model import HookedTransformer, ModelShape
+from rote.tasks import Examples
+
+T = THRESHOLDS["C4"]
+
+
+def fda_like_model_and_sets(n_clean=300, n_keys=12):
+    """A random 2-layer model on FDA-shaped inputs (10 prompt tokens, 5 answer digits) whose "true
+    label" is its own greedy answer, so that it answers every example correctly."""
+    torch.manual_seed(0)
+    model = HookedTransformer(ModelShape(n_layers=2, d_model=32, n_heads=2, vocab_size=13, n_ctx=15)).eval()
+    with torch.no_grad():  # attention outputs large against the rest: inputs look different inside
+        for block in model.blocks:
+            block.attn.W_O.weight.mul_(20)
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, 10, (n_clean + n_keys, 10), generator=g)
+    prompt[:, 4], prompt[:, 9] = 10, 11  # "+" and "="
+    prompt = torch.unique(prompt, dim=0)[torch.randperm(n_clean + n_keys, generator=g)]
+    answer = torch.zeros(len(prompt), 5, dtype=torch.long)
+    for j in range(5):  # greedy decoding, one digit at a time
+        seq = torch.cat([prompt, answer[:, :j]], 1)
+        answer[:, j] = model(seq)[:, -1].argmax(-1)
+    ex = Examples(prompt, answer, answer.clone())
+    return model, ex[n_keys:], ex[:n_keys]
+
+
+def test_widened_model_computes_the_same():
+    model, clean, _ = fda_like_model_and_sets()
+    wide = L.widened(model, 7)
+    assert wide.blocks[0].mlp.W_in.out_features == model.blocks[0].mlp.W_in.out_features + 7
+    seq = clean.sequences()[:, :-1]
+    assert torch.allclose(model(seq), wide(seq), atol=1e-6)
+
+
+def test_planted_lookup_fails_c4_statistics():
+    model, clean, keys = fda_like_model_and_sets()
+    pl = L.plant_lookup(model, clean, keys)
+    assert len(pl.keys) >= len(keys) // 2  # most keys are now answered with their planted label
+    assert (pl.keys.label != pl.keys.true_label).sum(1).eq(1).all()  # one digit changed: the last
+    assert (pl.keys.label[:, -1] != pl.keys.true_label[:, -1]).all()
+    assert scoring.exact_match(pl.model, pl.keys, "label").all()
+    assert scoring.exact_match(model, pl.keys, "label").sum() == 0  # the original model does not
+    assert len(pl.clean) == len(clean)  # clean answers untouched
+    # each look-up neuron fires for its key only (at the answer position it writes)
+    acts = N.mlp_activations(pl.model, clean, "true_label", [pl.layer])[:, pl.answer_index, 0, pl.neurons]
+    assert acts.abs().max() < 1e-3
+    own = N.mlp_activations(pl.model, pl.keys, "label", [pl.layer])[:, pl.answer_index, 0, pl.neurons]
+    assert (own.diagonal() > 3).all()
+    st = L.lookup_statistics(pl.model, pl.keys, pl.clean, pl.clean, clean, top=T["top_neurons"],
+                             quantile=T["activity_quantile"], drop_min=T["drop_min"])
+    assert st["k50_M"] == 1.0 and st["k50_ratio"] < T["k50_ratio_min"]  # one neuron writes the label
+    top = st["tables"]["specificity"]
+    assert set(top.neuron) <= set(pl.neurons) and (top.activity == 0).all()  # active on no clean input
+    assert st["positions_over_min"] >= 2  # the key reads many positions: this statistic cannot tell
+    # the verdict: k50 and activity separate the look-up (control passes), positions does not
+    treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
+                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
+    _, checks = verdicts.c4(treatment, st)
+    by = {c.name: c for c in checks}
+    assert by["7.6 look-up control: k50 ratio on a known look-up fails the statistic"].passed is True
+    assert by["7.6 look-up control: top-neuron activity on a known look-up fails the statistic"].passed is True
+    assert by["7.6 look-up control: input positions on a known look-up fails the statistic"].passed is False
+    kinds = {c.name.split(" vs")[0]: c.kind for c in checks}
+    assert kinds["median k50 on M"] == "registered" and kinds["median activity fraction of top neurons"] == "registered"
+    assert kinds[f"input positions removing >= {T['drop_min']} of P(noisy)"] == "superseded"
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+    assert verdicts.seed_verdict(checks, "amended") == "fail"  # the claim cannot pass on positions
+    assert not pl.model.has_hooks()
+
+
+def spread_model(n_writers=40, V=40, D=64, label=3):
+    """Neurons 0..n_writers-1 are active on every input and each writes a little of ``label``."""
+    torch.manual_seed(0)
+    model = HookedTransformer(ModelShape(n_layers=1, d_model=D, n_heads=2, vocab_size=V, n_ctx=2)).eval()
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.eye(V, D))
+        model.pos_embed.weight.zero_()
+        model.blocks[0].attn.W_O.weight.zero_()
+        model.blocks[0].attn.W_O.bias.zero_()
+        mlp = model.blocks[0].mlp
+        mlp.W_out.weight.mul_(0.1)
+        mlp.W_in.bias[:n_writers] = 1.0
+        u = model.unembed.weight[label] / model.unembed.weight[label].norm()
+        mlp.W_out.weight[:, :n_writers] = 0.5 * u[:, None]
+    return model
+
+
+def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
+    model = spread_model()
+    t = torch.arange(40)
+    ex = Examples(torch.stack([torch.zeros_like(t), t], 1), torch.full((40, 1), 3), torch.full((40, 1), 3))
+    st = L.lookup_statistics(model, ex[:5], ex[5:], ex, ex, top=T["top_neurons"], quantile=T["activity_quantile"],
+                             drop_min=T["drop_min"], mask=torch.ones(5, 1, dtype=torch.bool))
+    assert st["k50_M"] >= 15 and st["k50_ratio"] >= T["k50_ratio_min"]  # many writers
+    assert st["top_activity_median"] >= T["activity_fraction_min"]  # shared with other inputs
+    # had this been the "known look-up", both statistics would call it distributed: superseded
+    treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
+                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
+    _, checks = verdicts.c4(treatment, st)
+    superseded = [c.name for c in checks if c.kind == "superseded"]
+    assert any(n.startswith("median k50") for n in superseded)
+    assert "median activity fraction of top neurons" in superseded
+
+
+def test_empty_lookup_is_unmeasured():
+    model, clean, keys = fda_like_model_and_sets()
+    pl = L.plant_lookup(model, clean, keys[:0])
+    st = L.lookup_statistics(pl.model, pl.keys, clean, clean, clean, top=10, quantile=0.9, drop_min=0.2)
+    assert st["n_lookup"] == 0 and math.isnan(st["k50_M"]) and math.isnan(st["positions_over_min"])
+    _, checks = verdicts.c4({"k50_M": 10.0, "k50_C": 12.0}, st)
+    assert all(c.passed is None for c in checks if c.kind == "control")
+
+
+def test_intermediate_table_has_the_matched_control():
+    from rote.analysis.inlp import Erasure
+
+    model = spread_model()
+    t = torch.arange(6)
+    ex = Examples(torch.stack([torch.zeros_like(t), t], 1), torch.full((6, 1), 3), torch.full((6, 1), 3))
+    D = 64
+    writers = torch.linalg.qr(model.blocks[0].mlp.W_out.weight[:, :1].detach())[0]
+    g = torch.Generator().manual_seed(0)
+    far = torch.linalg.qr(torch.randn(D, 1, generator=g))[0]
+    erase = Erasure({(1, 1): writers}, {(1, 1): torch.zeros(D)})
+    other = Erasure({(1, 1): far}, {(1, 1): torch.zeros(D)})
+    table = N.intermediate_table(model, ex, erase, [other], [other, other])
+    assert set(table.method) == {"INLP", "random", "matched"}
+    drop = table.groupby("method")["drop"].mean()
+    assert drop["matched"] == pd.Series(drop["random"]).iloc[0]  # the same subspace: the same drop
+    assert drop["INLP"] > drop["random"] + 0.2
+    s = N.c4_summary(pd.DataFrame({"set": [], "k50": []}), pd.DataFrame({"activity": []}),
+                     pd.DataFrame({"position": [], "drop": []}), table, drop_min=0.2)
+    assert s["intermediate_matched_drop"] == drop["matched"]
+    assert len(N.intermediate_table(model, ex, erase, [other])) == 12  # no matched rows without controls
