@@ -324,7 +324,12 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
         while pending or running:
             while pending and len(running) < slots:
                 config = pending.pop(0)
-                job = _LocalJob(config, root, device) if sub is None else _SubmititJob(sub, config, root, device)
+                try:
+                    job = _LocalJob(config, root, device) if sub is None else _SubmititJob(sub, config, root, device)
+                except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
+                    outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
+                    _say(f"run {entry_name(config)} could not start: {err}")
+                    continue
                 running[config.key] = job
                 started[config.key] = time.time()
             for key, job in list(running.items()):

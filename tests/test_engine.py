@@ -290,3 +290,20 @@ def test_slurm_jobs_get_the_requested_resources(tmp_path, monkeypatch):
     script = slurm._make_sbatch_string(command="python -m x", folder=str(tmp_path), **ex._executor.parameters)
     for line in ("--partition=gpu", "--time=30", "--mem=4GB", "--gpus-per-node=1", "--cpus-per-task=1"):
         assert f"#SBATCH {line}" in script
+
+
+def test_a_run_that_cannot_start_fails_alone(tmp_path, monkeypatch):
+    """A job the scheduler refuses is a failed run, named; the other runs still train."""
+    real = engine._LocalJob
+    configs = plan("smoke", [0], tasks=["thr"])
+
+    def refuse_the_twin(config, root, device):
+        if config.data.noise_ratio == 0:
+            raise RuntimeError("sbatch: error: invalid partition")
+        return real(config, root, device)
+
+    monkeypatch.setattr(engine, "_LocalJob", refuse_the_twin)
+    outcomes = engine.train_plan(configs, workers=2, root=tmp_path, progress=False, device="cpu")
+    assert {(o.config.data.noise_ratio, o.ok) for o in outcomes} == {(0.1, True), (0.0, False)}
+    assert "invalid partition" in [o for o in outcomes if not o.ok][0].error
+    assert engine.report_failures(outcomes) == 1
