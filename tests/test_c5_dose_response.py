@@ -66,7 +66,10 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
         scores = H.neuron_scores(stats, 0)
         assert scores.argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # top 1 by |z|: the planted neuron
         table = H.dose_response(model, M, stats, [0], [1, 2, 5], n_controls=5, seed=0)
+        first_two = H.dose_response(model, M, stats, [0], [1], n_controls=1, max_examples=2)
     assert not model.has_hooks()
+    assert first_two.set_index("units").reverted["top"] == 1.0
+    assert math.isnan(first_two.set_index("units").recovered["random"])  # recovered: top m only
     t = table.set_index(["m", "units"]).reverted
     for m in (1, 2, 5):
         assert t[(m, "top")] == 1.0  # its own top m (which holds the planted neuron) reverts every example

@@ -406,7 +406,7 @@ def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
 
 
 def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int], m_grid: Sequence[int],
-                  *, n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+                  *, n_controls: int = 3, seed: int = 0, max_examples: int | None = None) -> pd.DataFrame:
     """Patching each memorized example's top-m neurons by |z| to their clean-neighbour expectations.
 
     A unit is a neuron (layer l, index i), patched at every answer position. For each layer of
@@ -421,33 +421,38 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
       than two examples).
 
     Rows: layer, m, units ("top" | "random" | "mismatched"), reverted (share of M no longer giving
-    its noisy label), recovered (share now giving the true sum).
+    its noisy label), recovered (share now giving the true sum; top m only, NaN for the controls).
+    ``max_examples``: only the first that many examples of ``memorized`` (and ``stats``) are used.
+    Cost: (3 + ``n_controls``) scoring passes per layer and m.
     """
     cols = ["layer", "m", "units", "reverted", "recovered"]
+    if max_examples is not None:
+        memorized = memorized[:max_examples]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
     gen = torch.Generator().manual_seed(seed)
     n, positions = len(memorized), memorized.answer_positions
-    expected = stats.expected
+    expected = stats.expected[:n]
     partner = mismatch_partner(n, seed)
     rows = []
     for l in layers:
         li = list(stats.layers).index(l)
         values = expected[:, li]  # [N, A, D]
         A, D = values.shape[1:]
-        scores = neuron_scores(stats, li)
+        scores = neuron_scores(stats, li)[:n]
         hook = model.hook_name("post", l)
 
-        def score(mask: torch.Tensor) -> tuple[float, float]:
+        def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
             full = mask[:, None, :].expand(n, A, D)
             hooks = edit_hooks([(hook, set_where(positions, full, values))])
             rev = 1 - scoring.exact_match(model, memorized, "label", hooks=hooks).cpu().double().mean().item()
-            rec = scoring.exact_match(model, memorized, "true_label", hooks=hooks).cpu().double().mean().item()
+            rec = (scoring.exact_match(model, memorized, "true_label", hooks=hooks).cpu().double().mean().item()
+                   if recovered else math.nan)
             return rev, rec
 
         for m in m_grid:
             top = _top_mask(scores, m)
-            rev, rec = score(top)
+            rev, rec = score(top, recovered=True)
             rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec})
             draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
             rows.append({"layer": l, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
