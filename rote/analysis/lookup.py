@@ -8,13 +8,12 @@ decide the claim.
 - THR: the atomic facts (h, r) -> t. They are trained on, never noised, and no rule gives them:
   the model can only store them. :func:`atomic_lookup` returns those the model answers.
 - FDA has no such facts (every sum follows the rule). :func:`plant_lookup` grafts a look-up into
-  the trained model itself: ``n_keys`` neurons of its last MLP layer (those least active on clean
-  inputs) are rewired so that each fires for one key input only (its activation rises when the
-  MLP input at the ``=`` position is the key's, and is below zero for every other clean input
-  seen) and then writes a wrong first answer digit. The keys, taught their wrong digit this way,
-  are memorized examples whose mechanism is a look-up by construction; everything else about the
-  model (its inputs, positions, layers and the clean set the statistics are compared with) is that
-  of the trained FDA run.
+  the trained model itself: one neuron per key input is added to its last MLP layer
+  (:func:`widened`: every trained neuron is kept, so the model answers everything else exactly as
+  before); it fires only when that layer's normalized input at the last answer position is the
+  key's (silent on every other input seen) and then writes a wrong last digit. The keys are then
+  memorized examples whose mechanism is a look-up by construction, in the network, inputs,
+  positions and clean set that the statistics use on M.
 
 :func:`lookup_statistics` computes the C4 statistics of :mod:`rote.analysis.neurons` on a look-up
 set, in the same form as :func:`rote.analysis.neurons.c4_summary` (the look-up set in place of M).
