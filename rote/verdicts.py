@@ -285,7 +285,7 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # contains k / n exactly, also at 0 and n
 
 
 def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check]:

@@ -119,8 +119,11 @@ def test_fda_keeps_its_registered_probe_checks_and_gets_the_lens_null():
 def test_wilson_interval_known_values():
     lo, hi = verdicts.wilson_interval(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
-    assert verdicts.wilson_interval(0, 10)[0] == pytest.approx(0.0, abs=1e-12)
-    assert verdicts.wilson_interval(10, 10)[1] == pytest.approx(1.0, abs=1e-12)
+    assert verdicts.wilson_interval(0, 10)[0] == 0.0 and verdicts.wilson_interval(10, 10)[1] == 1.0
+    for n in (1, 7, 30, 1000):
+        for k in range(0, n + 1, max(1, n // 7)):
+            low, high = verdicts.wilson_interval(k, n)
+            assert 0 <= low <= k / n <= high <= 1
     assert all(math.isnan(x) for x in verdicts.wilson_interval(0, 0))
     narrow = verdicts.wilson_interval(80, 100, 0.5)
     assert narrow[0] > lo and narrow[1] < hi
