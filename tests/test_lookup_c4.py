@@ -2,6 +2,7 @@
 fail C4's statistics, a distributed encoding must pass them, and the verdict must supersede a
 statistic that calls a known look-up distributed."""
 
+import functools
 import math
 
 import pandas as pd
@@ -17,6 +18,7 @@ from rote.tasks import Examples
 T = THRESHOLDS["C4"]
 
 
+@functools.lru_cache(maxsize=1)  # built once per session; nothing below modifies it (plant_lookup copies)
 def fda_like_model_and_sets(n_clean=300, n_keys=12):
     """A random 2-layer model on FDA-shaped inputs (10 prompt tokens, 5 answer digits) whose "true
     label" is its own greedy answer, so that it answers every example correctly."""
@@ -145,3 +147,18 @@ def test_intermediate_table_has_the_matched_control():
                      pd.DataFrame({"position": [], "drop": []}), table, drop_min=0.2)
     assert s["intermediate_matched_drop"] == drop["matched"]
     assert len(N.intermediate_table(model, ex, erase, [other])) == 12  # no matched rows without controls
+
+
+def test_atomic_lookup_keeps_the_facts_the_model_answers():
+    from types import SimpleNamespace
+
+    import pytest
+
+    model = spread_model()  # answers 3 to every input
+    t = torch.arange(10)
+    label = torch.where(t < 4, 3, 5)[:, None]  # four facts answered 3, six answered 5
+    facts = Examples(torch.stack([torch.zeros_like(t), t], 1), label, label.clone())
+    kept = L.atomic_lookup(model, SimpleNamespace(task="thr", atomic=facts))
+    assert kept.prompt[:, 1].tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError):
+        L.atomic_lookup(model, SimpleNamespace(task="fda", atomic=None))
