@@ -123,8 +123,9 @@ def test_c3_c4_c5_checks_read_their_inputs():
     assert _by_name(checks, "k50", "registered").passed is False  # 4 < 0.5 x 10
     _, checks = verdicts.c5({"heuristic_fraction": 0.8, "z_ratio": 2.2, "pattern_corr_M": 0.7,
                              "patch_revert_last": 0.77, "control_revert_last": 0.39})
-    assert _by_name(checks, "random control", "registered").passed is False
-    assert [c.passed for c in checks if c.kind == "registered"] == [True, True, True, True, False]
+    assert _by_name(checks, "random control", "superseded").passed is False  # 7.7: replaced by the dose-response
+    assert [c.passed for c in checks if c.kind in ("registered", "superseded")] == [True, True, True, True, False]
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
 
 
 def test_records_group_seeds_per_task_and_condition(tmp_path):
