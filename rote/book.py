@@ -275,7 +275,8 @@ def build_times(profile: str) -> pd.DataFrame:
     path = BUILD_DIR / "executed" / profile / "build.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     return pd.DataFrame([{"chapter": k, "seconds": v["seconds"], "status": "ok" if v["ok"] else "FAILED",
-                          "executed": v["executed"]} for k, v in data.items()])
+                          "executed": v["executed"]} for k, v in data.items()],
+                        columns=["chapter", "seconds", "status", "executed"])  # the columns also before any build
 
 
 # -- rendering --------------------------------------------------------------------------------

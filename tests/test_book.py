@@ -157,3 +157,10 @@ def test_seeds_parameter_is_a_list_and_seed_overrides_are_refused():
                             ({"seeds": "-1"}, ">= 0")):
         with pytest.raises(ConfigError, match=message):
             book.resolve_parameters("learning_dynamics", "smoke", params)
+
+
+def test_build_times_has_its_columns_before_any_build(tmp_path, monkeypatch):
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    times = book.build_times("smoke")
+    assert list(times.columns) == ["chapter", "seconds", "status", "executed"] and times.empty
+    assert times[times.chapter != "scorecard"].empty
