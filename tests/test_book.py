@@ -25,6 +25,19 @@ def test_chapter_sources_are_committed_clean():
         assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), path
 
 
+def test_papermill_sees_every_assignment_of_each_parameters_cell():
+    # papermill drops a parameter whose comment it cannot parse (an apostrophe, an "="): it then
+    # neither validates nor documents it, and `-p` checks against the wrong list
+    import ast
+
+    for path in book.chapters().values():
+        nb = nbformat.read(path, as_version=4)
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assigned = {t.id for node in ast.parse(cell.source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+        assert set(book.notebook_parameters(path)) == assigned, path
+
+
 def test_resolve_parameters_accepts_chapter_and_run_parameters():
     out = book.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "noise_ratio": "0.2"})
     assert out == {"profile": "smoke", "tasks": ["thr"], "overrides": {"noise_ratio": 0.2}}
