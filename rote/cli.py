@@ -106,7 +106,7 @@ def cmd_train(args) -> int:
 
 def cmd_plan(args) -> int:
     from .engine import default_workers
-    from .plan import differs, estimate_seconds, fmt_seconds, makespan, plan, remaining_seconds, seed_list
+    from .plan import differs, estimate_seconds, fmt_seconds, plan, pool_seconds, remaining_seconds, seed_list
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
@@ -125,7 +125,7 @@ def cmd_plan(args) -> int:
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
     if args.json:
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
-                          "missing": len(left), "estimate_left_s": round(makespan(left, workers))}, indent=2))
+                          "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers))}, indent=2))
         return 0
     import pandas as pd
 
@@ -135,8 +135,8 @@ def cmd_plan(args) -> int:
     print(table.to_string(index=False))
     cached = sum(r["status"] == "cached" for r in rows)
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}), {cached} cached; "
-          f"training the rest on {workers} worker(s): ~{fmt_seconds(makespan(left, workers))} "
-          f"(1-thread estimates from rote/plan.py, idle machine)")
+          f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
+          f"(1-thread estimates measured on the idle 2-core machine, rote/plan.py)")
     return 0
 
 

@@ -134,17 +134,15 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
 
 # -- time estimates -----------------------------------------------------------------------------
 # (task, n_layers, d_model, batch_size, n_ctx) -> (training steps/s, seconds per evaluation) at 1
-# intra-op thread on the 2-core machine. Quick FDA's 7.6 steps/s was measured on an idle machine
-# (issue 11); its evaluation cost and the THR and smoke rows are estimates scaled from 2-thread
-# measurements, because this table was written on a loaded machine. Replace them with the output of
-# `benchmarks/engine_speed.py measure` taken on an idle one.
+# intra-op thread, measured on the idle 2-core machine with `benchmarks/engine_speed.py measure`
+# (2026-11-30, numbers in benchmarks/RESULTS.md). Other shapes fall back to a FLOP formula.
 MEASURED: dict[tuple, tuple[float, float]] = {
-    ("fda", 2, 128, 256, 14): (7.6, 0.85),
-    ("thr", 4, 128, 512, 3): (9.0, 0.65),
-    ("fda", 1, 32, 64, 14): (250.0, 0.01),
-    ("thr", 1, 32, 64, 3): (300.0, 0.01),
+    ("fda", 2, 128, 256, 14): (5.54, 1.10),
+    ("thr", 4, 128, 512, 3): (5.52, 0.80),
+    ("fda", 1, 32, 64, 14): (131.7, 0.022),
+    ("thr", 1, 32, 64, 3): (250.2, 0.005),
 }
-FLOPS_1THREAD = 6.4e10  # effective training FLOP/s of one thread, fitted to quick FDA's 7.6 steps/s
+FLOPS_1THREAD = 4.8e10  # effective training FLOP/s of one thread, fitted to quick FDA's 5.54 steps/s
 STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python), fallback formula only
 
 
@@ -202,6 +200,17 @@ def makespan(seconds: list[float], workers: int) -> float:
     for s in sorted(seconds, reverse=True):
         loads[loads.index(min(loads))] += s
     return max(loads) if seconds else 0.0
+
+
+# Each run of a 2-worker pool on the 2-core machine took 1.07-1.09x its solo time (the 10 runs of
+# `make book SEEDS=3 WORKERS=2`, 2026-11-30: FDA 1,069-1,135 s against 1,014 s alone, THR 801-889 s
+# against 789 s): the runs share memory bandwidth and caches.
+SHARED_CORE_SLOWDOWN = 1.08
+
+
+def pool_seconds(seconds: list[float], workers: int) -> float:
+    """Estimated wall time of training runs of these solo lengths on a local pool of ``workers``."""
+    return makespan(seconds, workers) * (SHARED_CORE_SLOWDOWN if workers > 1 and len(seconds) > 1 else 1.0)
 
 
 def fmt_seconds(seconds: float) -> str:

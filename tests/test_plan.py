@@ -138,3 +138,10 @@ def test_book_trains_what_its_chapters_ask_for():
     assert [(c.task, c.data.noise_ratio) for c in only] == [("thr", 0.2), ("thr", 0.0)]
     swept = book_plan("smoke", everything, {"tasks": "thr", "sweep_ratios": "0,0.3"}, [0])
     assert sorted(c.data.noise_ratio for c in swept) == [0.0, 0.1, 0.3]
+
+
+def test_pool_estimate_charges_the_shared_core_slowdown_only_when_runs_share_the_machine():
+    runs = [1000.0, 800.0, 600.0]
+    assert P.pool_seconds(runs, 1) == P.makespan(runs, 1) == 2400.0
+    assert P.pool_seconds(runs, 2) == pytest.approx(1400.0 * P.SHARED_CORE_SLOWDOWN)
+    assert P.pool_seconds([1000.0], 2) == 1000.0
