@@ -221,7 +221,8 @@ def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M:
     for row in summary.itertuples():
         key = row.group.replace(" ", "_")
         metrics.update({f"{key}_best_layer": row.best_layer, f"{key}_acc_M": row.acc_M,
-                        f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance})
+                        f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance,
+                        f"{key}_chance_reachable": chance_reachable(row.acc_C, row.chance)})
         if row.group in replaced:
             checks += _c2_probe_pair(f"probe {replaced[row.group]}", "superseded", row.acc_M, row.acc_C, row.chance)
         else:
@@ -241,6 +242,7 @@ def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M:
                 checks += [Check(f"probe {name}: not given", "amended", None, None, None)]
                 continue
             metrics.update({f"{key}_{k}": row.get(k) for k in ("best_layer", "acc_M", "acc_C", "chance")})
+            metrics[f"{key}_chance_reachable"] = chance_reachable(row.get("acc_C"), row.get("chance"))
             if "reads_masked_M" in row:
                 metrics[f"{key}_reads_noisy_M"] = row.get("reads_masked_M")
                 metrics[f"{key}_acc_M_unmasked"] = row.get("acc_M_unmasked")
@@ -262,9 +264,26 @@ C2_LENS_NULL = "7.4 lens: true-ahead share, Wilson lower bound vs training-label
 def _c2_probe_pair(name: str, kind: str, acc_m, acc_c, chance) -> list[Check]:
     """Section 5's probe thresholds: acc_M >= 0.8 x acc_C and acc_M >= 5 x chance (acc_M = 0 fails)."""
     th = THRESHOLDS["C2"]
+    out_of_reach = " " + CHANCE_OUT_OF_REACH if chance_reachable(acc_c, chance) is False else ""
     return [at_least(f"{name}: M vs {th['probe_ratio_min']} x C", kind, acc_m, th["probe_ratio_min"] * _num(acc_c)),
-            at_least(f"{name}: M vs {th['probe_over_chance_min']} x chance", kind,
+            at_least(f"{name}: M vs {th['probe_over_chance_min']} x chance{out_of_reach}", kind,
                      acc_m if _num(acc_m) > 0 else math.nan, th["probe_over_chance_min"] * _num(chance))]
+
+
+# appended to a chance check's name where even C's accuracy is below its threshold (chance_reachable)
+CHANCE_OUT_OF_REACH = "[out of reach: C is below it too]"
+
+
+def chance_reachable(acc_c, chance) -> bool | None:
+    """Whether a true claim could pass C2's chance check: the probe's accuracy on C (what M reaches
+    if M carries the result as C does) is at least 5 x chance. ``False`` means the check fails
+    whatever the model does on M, so that failure says nothing about the claim. It is recorded and
+    shown beside the verdict, which stays as the protocol defines it: judging the check differently
+    needs an amendment. ``None`` when either number is missing."""
+    c, ch = _num(acc_c), _num(chance)
+    if math.isnan(c) or math.isnan(ch):
+        return None
+    return bool(c >= THRESHOLDS["C2"]["probe_over_chance_min"] * ch)
 
 
 def _c2_row(given) -> dict | None:

@@ -127,3 +127,20 @@ def test_wilson_interval_known_values():
     assert all(math.isnan(x) for x in verdicts.wilson_interval(0, 0))
     narrow = verdicts.wilson_interval(80, 100, 0.5)
     assert narrow[0] > lo and narrow[1] < hi
+
+
+def test_chance_check_out_of_reach_of_a_true_claim_is_recorded_and_the_verdict_kept():
+    # the quick `digit` seed 1: chance 0.195, so 5 x chance = 0.977 is above C's 0.954: even M = C fails
+    summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.951, 0.954, 0.1954)])
+    metrics, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
+    assert metrics["carries_chance_reachable"] is True and metrics["answer_digits_chance_reachable"] is False
+    digits = _by(checks, "probe answer digits: M vs 5.0 x chance")[0]
+    assert digits.passed is False and digits.kind == "registered"  # section 5 as written
+    assert digits.name.endswith(verdicts.CHANCE_OUT_OF_REACH)  # so the scorecard's deciding checks say it
+    assert not _by(checks, "probe carries: M vs 5.0 x chance")[0].name.endswith(verdicts.CHANCE_OUT_OF_REACH)
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    assert verdicts.chance_reachable(0.95, 0.19) is True and verdicts.chance_reachable(0.95, 0.191) is False
+    assert verdicts.chance_reachable(math.nan, 0.1) is None
+    # amendment 7.4's pairs get the flag too
+    metrics, _ = _thr(dict(GOOD_R2, chance=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
+    assert metrics["bridge_r2_chance_reachable"] is False and metrics["tail_masked_chance_reachable"] is True
