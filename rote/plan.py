@@ -202,9 +202,9 @@ def makespan(seconds: list[float], workers: int) -> float:
     return max(loads) if seconds else 0.0
 
 
-# Each run of a 2-worker pool on the 2-core machine took 1.07-1.09x its solo time (the 10 runs of
-# `make book SEEDS=3 WORKERS=2`, 2026-11-30: FDA 1,069-1,135 s against 1,014 s alone, THR 801-889 s
-# against 789 s): the runs share memory bandwidth and caches.
+# A run in a 2-worker pool on the 2-core machine took on average 1.09x (FDA) and 1.07x (THR) its
+# solo time (the 10 runs of `make book SEEDS=3 WORKERS=2`, 2026-11-30: FDA 1,069-1,135 s against
+# 1,014 s alone, THR 801-889 s against 789 s): the runs share memory bandwidth and caches.
 SHARED_CORE_SLOWDOWN = 1.08
 
 
