@@ -32,6 +32,38 @@ SCHEMA_VERSION = 3
 TASKS = ("fda", "thr")
 PROFILES = ("smoke", "quick", "paper")
 PRECISIONS = ("fp32", "bf16")
+# "auto" (the default) resolves when a configuration is built: bf16 where the device that will
+# train computes bfloat16 natively, else fp32 (native_precision). The resolved value is what the
+# run key, the record and every page carry.
+AUTO_PRECISION = "auto"
+
+
+def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU computes bfloat16 matmuls natively (AVX-512 BF16 or AMX-BF16), read from
+    the flags of ``/proc/cpuinfo`` (Linux). Elsewhere, or when the file cannot be read: False."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+@functools.lru_cache(maxsize=None)
+def native_precision() -> str:
+    """The precision "auto" resolves to on this machine: bf16 on a CUDA device with bf16 (the
+    device training picks first) or on a CPU with native bf16, else fp32. Measured on a 2-core
+    CPU with AMX (benchmarks/RESULTS.md): quick FDA 108 -> 56 ms per step. On an AVX2-only CPU
+    bf16 runs ~12x slower than fp32, so it is never chosen there."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
 # -- code fingerprint ---------------------------------------------------------------------------
@@ -217,8 +249,9 @@ class TrainConfig:
     eval_every: int = 50
     checkpoint_every: int = 500
     fit_eval_size: int = 2000  # fit is measured on this many clean training examples (0: all of them)
-    # "fp32", or "bf16": bfloat16 autocast on the training forward pass only (evaluation stays fp32).
-    precision: str = "fp32"
+    # "fp32", or "bf16": bfloat16 autocast on the training forward pass only (evaluation stays fp32);
+    # "auto" resolves to the machine's native_precision() when the configuration is built.
+    precision: str = AUTO_PRECISION
 
     def __post_init__(self):
         _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
@@ -232,7 +265,9 @@ class TrainConfig:
         _check(self.eval_every >= 1, f"eval_every must be >= 1, got {self.eval_every}")
         _check(self.checkpoint_every >= 1, f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         _check(self.fit_eval_size >= 0, f"fit_eval_size must be >= 0, got {self.fit_eval_size}")
-        _check(self.precision in PRECISIONS, f"precision must be 'fp32' or 'bf16', got {self.precision!r}")
+        if self.precision == AUTO_PRECISION:
+            object.__setattr__(self, "precision", native_precision())
+        _check(self.precision in PRECISIONS, f"precision must be 'fp32', 'bf16' or 'auto', got {self.precision!r}")
 
     def lr_at(self, step: int) -> float:
         """Learning rate for optimizer step ``step`` (0-based): linear warmup, then the schedule."""

@@ -87,12 +87,35 @@ def test_noise_free_fda_has_no_noise_kind():
 
 
 def test_precision_is_a_validated_run_parameter():
-    fp32 = make_config("fda", "smoke")
+    fp32 = make_config("fda", "smoke", precision="fp32")
     assert fp32.train.precision == "fp32"
     bf16 = make_config("fda", "smoke", precision="bf16")
     assert bf16.key != fp32.key
     with pytest.raises(ConfigError, match="precision must be"):
         make_config("fda", "smoke", precision="fp8")
+
+
+def test_auto_precision_resolves_to_the_machine_and_the_key_holds_the_resolved_value(monkeypatch):
+    from rote import config as C
+
+    auto = make_config("fda", "smoke")  # the default is "auto"
+    assert auto.train.precision == C.native_precision() in ("fp32", "bf16")
+    assert auto.key == make_config("fda", "smoke", precision=C.native_precision()).key
+    assert auto.to_dict()["train"]["precision"] != "auto"
+    for native in ("fp32", "bf16"):
+        monkeypatch.setattr(C, "native_precision", lambda native=native: native)
+        assert make_config("thr", "smoke", precision="auto").train.precision == native
+        assert make_config("thr", "smoke", precision="fp32").train.precision == "fp32"  # explicit wins
+
+
+def test_native_bf16_is_read_from_the_cpu_flags():
+    from rote.config import cpu_has_native_bf16
+
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    assert not cpu_has_native_bf16(avx2)
+    assert cpu_has_native_bf16(avx2.replace("fma", "fma avx512f avx512_bf16"))
+    assert cpu_has_native_bf16(avx2.replace("fma", "amx_tile amx_bf16"))
+    assert not cpu_has_native_bf16("")
 
 
 def test_estimates_are_positive_and_ordered():
