@@ -4,25 +4,46 @@ The analyses themselves (:mod:`rote.analysis`) never touch files; this thin laye
 the chapters does, for results that more than one chapter needs. Layout under the root
 (``$ROTE_ANALYSIS``, else ``_build/analysis`` in the project folder)::
 
-    <task>-<run key>/erasure_sites-<parameters hash>.json
+    <task>-<run key>/erasure_sites-<hash>.json     an entry, never modified after it appears
+    .corrupt/<task>-<run key>/<file>-<time>-<pid>  entries that failed verification, moved aside
 
-A file is written to a temporary name and renamed into place, so a reader never sees half of one;
-two processes computing the same entry write the same content. The hash covers the parameters and
-:data:`VERSION`: change the version when the computation changes, and old entries are ignored.
+**The key** hashes the parameters and a *code fingerprint* of the sources that compute the value
+(:data:`ERASURE_SITES_SOURCES` and every package module they import, transitively, taken as parse
+trees without docstrings: :func:`rote.config.fingerprint_sources`, the machinery of the run key).
+The run key already covers the model and the data. Editing the analysis code therefore changes the
+key, and results computed by the old code are never served; comments and docstrings do not count.
+
+**Safety.** An entry holds its parameters, its code fingerprint and the SHA-256 of its value; one
+that cannot be read, is truncated, or whose content does not match is reported on stderr, moved to
+``.corrupt`` (never deleted) and recomputed. A file is written to a temporary name, flushed to disk
+and renamed into place, so a reader never sees half of one; two processes computing the same entry
+write the same content.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import sys
+import time
 from pathlib import Path
 
 from .analysis.erasure import erasure_sites
 from .analysis.sets import correct
-from .config import PROJECT_ROOT
+from .config import PROJECT_ROOT, fingerprint_sources
 
-VERSION = 1
+# The stored layout of an entry (what the file holds, not the computation: that is the fingerprint).
+FORMAT = 2
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# The code behind erasure_sites_cached: this module (which chooses the examples) and the analysis
+# it calls; their imports (probes, targets, lens, scoring, model, tasks, ...) are followed.
+ERASURE_SITES_SOURCES = ("analysis_cache.py", "analysis/erasure.py", "analysis/sets.py")
+
+
+class AnalysisCacheError(RuntimeError):
+    """A stored analysis entry failed verification."""
 
 
 def analysis_root() -> Path:
@@ -31,16 +52,87 @@ def analysis_root() -> Path:
     return PROJECT_ROOT / "_build" / "analysis"
 
 
-def _entry(run, name: str, params: dict, root: Path | None) -> Path:
-    digest = hashlib.sha256(json.dumps({"version": VERSION, **params}, sort_keys=True).encode()).hexdigest()[:16]
+def sources_fingerprint(roots: tuple[str, ...], package_dir: Path = _PACKAGE_DIR) -> str:
+    """Hash of the normalized sources of ``roots`` (paths in the package) and everything they import."""
+    h = hashlib.sha256()
+    for rel, source in fingerprint_sources(package_dir, roots=roots).items():
+        h.update(rel.encode() + b"\0" + source.encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_fingerprint(roots: tuple[str, ...]) -> str:
+    return sources_fingerprint(roots)
+
+
+def code_fingerprint(roots: tuple[str, ...] = ERASURE_SITES_SOURCES) -> str:
+    """The code fingerprint of an analysis (computed once per process). Tests may patch this."""
+    return _cached_fingerprint(tuple(roots))
+
+
+def _value_digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def _entry(run, name: str, params: dict, code: str, root: Path | None) -> Path:
+    blob = json.dumps({"format": FORMAT, "name": name, "code": code, **params}, sort_keys=True).encode()
+    digest = hashlib.sha256(blob).hexdigest()[:16]
     return (root or analysis_root()) / f"{run.config.task}-{run.config.key}" / f"{name}-{digest}.json"
 
 
 def _write_atomically(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(json.dumps(obj, indent=2, sort_keys=True))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _read_verified(path: Path, params: dict, code: str):
+    """The stored value, if the entry is whole and is the one asked for; else AnalysisCacheError."""
+    try:
+        stored = json.loads(path.read_text())
+        checks = [(stored["format"] == FORMAT, f"format {stored['format']} != {FORMAT}"),
+                  (stored["params"] == params, "stored parameters differ from the requested ones"),
+                  (stored["code"] == code, "stored code fingerprint differs from the current one"),
+                  (_value_digest(stored["value"]) == stored["sha256"], "the value does not match its checksum")]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise AnalysisCacheError(f"unreadable ({type(err).__name__}: {err})") from None
+    for ok, reason in checks:
+        if not ok:
+            raise AnalysisCacheError(reason)
+    return stored["value"]
+
+
+def _quarantine(root: Path, path: Path, reason: str) -> None:
+    target = root / ".corrupt" / path.parent.name / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    print(f"[rote] cached analysis {path.parent.name}/{path.name} is damaged ({reason}); moved to {target} "
+          f"and recomputing", file=sys.stderr, flush=True)
+
+
+def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], root: Path | None = None):
+    """``compute()`` for ``run``, stored under (run, name, params, code fingerprint of ``sources``);
+    read back when a verified entry exists, recomputed (the damaged entry moved aside) otherwise."""
+    root = root or analysis_root()
+    code = code_fingerprint(sources)
+    path = _entry(run, name, params, code, root)
+    if path.exists():
+        try:
+            return _read_verified(path, params, code)
+        except AnalysisCacheError as err:
+            _quarantine(root, path, str(err))
+    value = compute()
+    _write_atomically(path, {"format": FORMAT, "name": name, "params": params, "code": code,
+                             "sha256": _value_digest(value), "value": value})
+    return value
 
 
 def erasure_sites_cached(run, *, min_over_chance: float, max_train: int = 2000, seed: int = 0,
@@ -52,11 +144,10 @@ def erasure_sites_cached(run, *, min_over_chance: float, max_train: int = 2000, 
     at the same sites; this is where both get them. Returns {"group", "targets", "layers", "positions"}.
     """
     params = {"min_over_chance": float(min_over_chance), "max_train": int(max_train), "seed": int(seed)}
-    path = _entry(run, "erasure_sites", params, root)
-    if path.exists():
-        return json.loads(path.read_text())["sites"]
-    clean = correct(run.model, run.data.test)
-    sites = erasure_sites(run.model, run.data, run.data.train_clean, clean, run.config.task, min_over_chance,
-                          max_train=max_train, seed=seed)
-    _write_atomically(path, {"params": params, "version": VERSION, "sites": sites})
-    return sites
+
+    def compute():
+        clean = correct(run.model, run.data.test)
+        return erasure_sites(run.model, run.data, run.data.train_clean, clean, run.config.task, min_over_chance,
+                             max_train=max_train, seed=seed)
+
+    return cached(run, "erasure_sites", params, compute, sources=ERASURE_SITES_SOURCES, root=root)

@@ -135,7 +135,7 @@ def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data
     files = list(tmp_path.rglob("*"))
     stored = [f for f in files if f.is_file()]
     assert len(stored) == 1 and stored[0].parent.name == "fda-0123abcd" and stored[0].suffix == ".json"
-    assert json.loads(stored[0].read_text())["sites"] == sites
+    assert json.loads(stored[0].read_text())["value"] == sites
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed")
