@@ -1,8 +1,10 @@
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -71,6 +73,24 @@ def test_final_metrics_match_stored_model(smoke_runs):
         assert again[k] == pytest.approx(run.final[k], abs=1e-6)
 
 
+# The final losses of the smoke runs on fp32 (given explicitly: the default precision depends on the
+# hardware), one intra-op thread, torch 2.13 CPU. If this test fails, what training produces changed
+# (data, initialization, model, optimizer, schedule, loss): right only on purpose, and then the code
+# fingerprint has already retired the old runs; put the new values here. The tolerance is tight on
+# purpose: 60 smoke steps move the loss little (weight decay 0.09 for 0.1 shifts it by 3e-5, bf16 by
+# 3.5e-6, relative), while fp32 on one thread repeats to the last bit on one machine.
+PINNED_SMOKE_LOSSES = {"fda": {"test_loss": 2.0295324325561523, "train_loss": 2.0186899423599245},
+                       "thr": {"test_loss": 2.7883293628692627, "train_loss": 2.5341052532196047}}
+
+
+@pytest.mark.parametrize("task", ["fda", "thr"])
+def test_smoke_final_loss_is_pinned(tmp_path, task):
+    run = get_or_train(make_config(task, "smoke", precision="fp32"), root=tmp_path, progress=False, device="cpu")
+    assert run.config.train.precision == "fp32"
+    for column, value in PINNED_SMOKE_LOSSES[task].items():
+        assert run.final[column] == pytest.approx(value, rel=1e-6), column
+
+
 def test_first_step():
     m = pd.DataFrame({"step": [0, 10, 20, 30], "gen": [0.1, 0.95, 0.5, 0.99]})
     assert first_step(m, "gen", 0.9) == 10 and first_step(m, "gen", 0.999) is None
@@ -133,20 +153,50 @@ def test_interrupted_training_resumes(tmp_path, capsys):
     assert not (tmp_path / ".partial" / f"fda-{cfg.key}").exists()
 
 
-def test_killed_process_leaves_no_entry(tmp_path):
-    """A training process killed mid-run leaves only the .partial folder; the key stays empty."""
+def test_damaged_resume_state_falls_back_to_training_from_scratch(tmp_path, capsys):
+    """A truncated resume.pt (a crash mid-write on a filesystem without atomic rename, a bad disk) is
+    reported and ignored: the run trains from step 0 and equals an uninterrupted one."""
+    cfg = make_config("fda", "smoke", steps=40, eval_every=10, checkpoint_every=10)
+    reference = get_or_train(cfg, root=tmp_path / "ref", progress=False)
+
+    def stop_at_20(step):
+        if step == 20:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        get_or_train(cfg, root=tmp_path, progress=False, on_checkpoint=stop_at_20)
+    resume = tmp_path / ".partial" / f"fda-{cfg.key}" / "resume.pt"
+    resume.write_bytes(resume.read_bytes()[:100])
+    capsys.readouterr()
+    steps = []
+    again = get_or_train(cfg, root=tmp_path, progress=False, on_checkpoint=steps.append)
+    err = capsys.readouterr().err
+    assert "unreadable" in err and "training from scratch" in err and "resuming" not in err
+    assert steps == [10, 20, 30, 40]  # from the start, not from step 20
+    pd.testing.assert_frame_equal(again.metrics.drop(columns="seconds"), reference.metrics.drop(columns="seconds"),
+                                  check_exact=True)
+    _assert_same_tensors(again.model.state_dict(), reference.model.state_dict(), "model")
+    verify(again.path, cfg)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGKILL, -9), (signal.SIGTERM, 130)])
+def test_killed_process_leaves_no_entry(tmp_path, sig, code):
+    """A training process killed mid-run leaves only the .partial folder; the key stays empty. SIGTERM
+    (a scheduler's or CI's timeout) stops it like Ctrl-C: exit code 130 and a resumable run."""
     env = {**os.environ, "ROTE_RUNS": str(tmp_path)}
     cmd = [sys.executable, "-m", "rote", "train", "--task", "fda", "--profile", "smoke", "--quiet",
            "-p", "steps", "100000", "-p", "checkpoint_every", "20"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     partial = tmp_path / ".partial"
-    import time
-
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     while time.time() < deadline and not list(partial.glob("*/checkpoints/step_000040.pt")):
         time.sleep(0.2)
-    proc.kill()
-    proc.wait()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    if sig == signal.SIGTERM:
+        assert "interrupted" in err and "Traceback" not in err
     assert list(partial.glob("*/resume.pt"))
     assert [p for p in tmp_path.iterdir() if p.name.startswith("fda-")] == []
 
@@ -164,6 +214,7 @@ def run_cli(*args, env_root):
     (["train", "--task", "fda", "-p", "noise_ratio", "1.5"], "noise_ratio must be in [0, 1)"),
     (["train", "--task", "thr", "-p", "n_entities", "10"], "graph too small"),
     (["train"], "required"),
+    (["train", "--task", "fda", "-p", "steps", "10", "-p", "steps", "20"], "parameter steps given twice"),
 ])
 def test_cli_errors(tmp_path, args, message):
     result = run_cli(*args, env_root=tmp_path / "runs")
@@ -214,7 +265,6 @@ def test_accuracy_is_an_exact_fraction():
     assert accuracy(model, examples, "label") == 0.9
     assert accuracy(model, examples, "true_label") == 1.0
     assert accuracy(model, examples[wrong], "label") == 0.0
-    assert torch.tensor([True] * 900 + [False] * 100).float().mean().item() < 0.9  # the trap avoided
 
 
 # -- resuming --------------------------------------------------------------------------------------
