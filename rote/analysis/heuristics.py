@@ -24,10 +24,17 @@ coverage <= pi). This prefers a feature that covers all top inputs and is rare (
 ``a1∈[2,6]``) and lets a broad feature with full coverage (a carry) beat a narrow one with partial
 coverage. A unit is a *heuristic* when its best feature covers at least ``coverage_min`` of its
 top inputs.
+
+Amendment 2 (8.3) replaces the coverage rule by a cut calibrated on an untrained model: a unit is
+a heuristic when its best-feature score exceeds the 99th percentile (:data:`CUT_QUANTILE`) of the
+scores of the units at the same layer and answer position in an untrained model of another
+initialization (:func:`score_cut`, :func:`with_cut`); the same cut on the untrained model of the
+run's own seed gives the null share (:func:`cut_summary`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -40,10 +47,14 @@ from ..tasks import Examples
 from .fda_features import (ANSWER_WINDOWS, FEATURE_KINDS, RANGE_WIDTHS, RESIDUE_MODULI, feature_list,  # noqa: F401
                            feature_table, make_examples, neighbour_offsets, operand_grid)
 from .neurons import mlp_activations
-from .outliers import (NeighbourStats, example_outliers, fresh_noisy_labels, neighbour_stats,  # noqa: F401
-                       null_comparison, operand_neighbourhood, outlier_comparison, outlier_summary, shift_direction,
+from .outliers import (NeighbourStats, after_jstar_comparison, example_outliers, first_differing,  # noqa: F401
+                       fresh_noisy_labels, jstar_comparison, max_abs_z, neighbour_stats, null_comparison,
+                       operand_neighbourhood, outlier_comparison, outlier_summary, shift_direction, weighted_median,
                        z_table)
-from .patching import dose_response, dose_summary, layer_patching, neuron_scores, patching_summary  # noqa: F401
+from .patching import (after_jstar_mask, dose_response, dose_summary, jstar_dose_response, jstar_mask,  # noqa: F401
+                       jstar_summary, layer_patching, neuron_scores, patching_summary, position_dose_response)
+
+CUT_QUANTILE = 0.99  # amendment 2, 8.3: the untrained model's score quantile a heuristic unit must exceed
 
 
 # -- classification -------------------------------------------------------------------------------
@@ -64,6 +75,7 @@ class HeuristicMap:
     top_k: int
     coverage_min: float
     top_mean: torch.Tensor | None = None  # the mean of the unit's top-k grid activations
+    score_cut: torch.Tensor | None = None  # [L, A] amendment 2 (8.3): heuristic = score > cut (None: coverage rule)
 
     def table(self) -> pd.DataFrame:
         """One row per unit: layer, position, neuron, feature, kind, coverage, base_rate, score, heuristic."""
@@ -91,6 +103,10 @@ class HeuristicMap:
 
     def layer_fractions(self) -> list[float]:
         return [float(x) for x in self.heuristic.double().mean(dim=(1, 2))]
+
+    def empty_layers(self) -> list[int]:
+        """The analysed layers that hold no heuristic unit at any answer position."""
+        return [int(l) for li, l in enumerate(self.layers) if not bool(self.heuristic[li].any())]
 
     # -- neurons as units (protocol section 5: "at least 20% of neurons") ---------------------
     @property
@@ -128,10 +144,14 @@ class HeuristicMap:
 
 
 def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
-    """k * KL(Bernoulli(cov) || Bernoulli(base)) where cov > base, else 0."""
-    eps = 1e-9
-    c, p = cov.clamp(eps, 1 - eps), base.clamp(eps, 1 - eps)
-    kl = c * (c / p).log() + (1 - c) * ((1 - c) / (1 - p)).log()
+    """k * KL(Bernoulli(cov) || Bernoulli(base)) where cov > base, else 0.
+
+    ``xlogy`` gives the 0 * log 0 terms their limit 0: a feature that covers every top input
+    (cov = 1) scores k * log(1 / base), finite (a clamp to 1 - 1e-9 rounds back to 1 in float32 and
+    gave NaN, which argmax took as the best feature whatever its base rate)."""
+    p = base.clamp(1e-9, 1 - 1e-9)
+    c = cov.clamp(0.0, 1.0)
+    kl = torch.xlogy(c, c / p) + torch.xlogy(1 - c, (1 - c) / (1 - p))
     return torch.where(cov > base, k * kl, torch.zeros_like(kl))
 
 
@@ -184,3 +204,37 @@ def classify_neurons(model: HookedTransformer, grid: Examples, *, coverage_min: 
     acts = mlp_activations(model, grid, "true_label", layers)  # [G, A, L, D]
     return classify_activations(acts, feature_table(grid.info["a"], grid.info["b"]), top_k=top_k,
                                 coverage_min=coverage_min, min_base=min_base, max_base=max_base, layers=layers)
+
+
+# -- amendment 2, 8.3: a cut calibrated on an untrained model ------------------------------------
+def score_cut(reference: HeuristicMap, quantile: float = CUT_QUANTILE) -> torch.Tensor:
+    """[L, A] the ``quantile`` of the best-feature scores of the units at each (layer, answer
+    position) of ``reference`` (amendment 2, 8.3: an untrained model of another initialization,
+    classified on the same grid)."""
+    if reference.score.dim() != 3:
+        raise ValueError(f"score_cut needs a [L, A, D] map, got shape {tuple(reference.score.shape)}")
+    return torch.quantile(reference.score.double(), quantile, dim=-1).float()
+
+
+def with_cut(hmap: HeuristicMap, cut: torch.Tensor) -> HeuristicMap:
+    """``hmap`` with the heuristic rule of amendment 2 (8.3): a unit is a heuristic when its
+    best-feature score exceeds ``cut`` [L, A] of its layer and answer position (strictly). The
+    features, scores, home positions and neighbour statistics are those of ``hmap``; only
+    ``heuristic`` changes (so :class:`~rote.analysis.outliers.NeighbourStats` computed for ``hmap``
+    serve the cut map as well)."""
+    cut = cut.to(hmap.score.dtype)
+    return dataclasses.replace(hmap, heuristic=hmap.score > cut[..., None], score_cut=cut)
+
+
+def cut_summary(trained: HeuristicMap, null: HeuristicMap) -> dict:
+    """The numbers of 8.3 from two maps under the same cut (:func:`with_cut`): the trained model
+    and the untrained model of the run's own seed (the null share). Neurons are the judged units
+    (a neuron is a heuristic at its home position, as in section 5); (neuron, position) units are
+    shown beside them. ``cut_empty_layers``: the trained model's layers with no heuristic unit."""
+    return {"cut_heuristic_fraction": trained.neuron_fraction, "cut_null_fraction": null.neuron_fraction,
+            "cut_heuristic_fraction_per_layer": trained.neuron_layer_fractions(),
+            "cut_null_fraction_per_layer": null.neuron_layer_fractions(),
+            "cut_heuristic_fraction_units": trained.heuristic_fraction,
+            "cut_null_fraction_units": null.heuristic_fraction,
+            "cut_heuristic_fraction_units_per_layer": trained.layer_fractions(),
+            "cut_empty_layers": trained.empty_layers()}

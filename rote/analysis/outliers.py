@@ -270,3 +270,114 @@ def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: in
     idx = torch.as_tensor(list(neurons), dtype=torch.long)
     return {"grid": acts[:, idx].T.reshape(len(idx), 2 * radius + 1, 2 * radius + 1).cpu().numpy(),
             "example_value": own[idx].cpu().numpy(), "a": a, "b": b, "radius": radius}
+
+
+# -- amendment 2, 8.4: read memorization where the context is clean ----------------------------
+def first_differing(examples: Examples) -> torch.Tensor:
+    """[N] long: j*, each example's first answer position (in generation order) whose label digit
+    differs from the true digit; -1 where the label equals the true label everywhere. Up to j* the
+    teacher-forced prefix is the true sum's, so the model's input at j* is clean."""
+    differs = examples.label != examples.true_label
+    if differs.shape[1] == 0:
+        return torch.full((len(examples),), -1, dtype=torch.long)
+    first = differs.long().argmax(1)  # the first True (argmax returns the first maximum)
+    return torch.where(differs.any(1), first, torch.full_like(first, -1))
+
+
+def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
+    """[N, A] each example's largest |z| over the heuristic units of ``hmap`` (every analysed
+    layer) at each answer position; NaN where no heuristic unit there has a defined z."""
+    absz = stats.z.abs()
+    keep = hmap.heuristic[None].expand_as(absz) & ~absz.isnan()
+    top = torch.where(keep, absz, torch.full_like(absz, -math.inf)).amax(dim=(1, 3))
+    return torch.where(top == -math.inf, torch.full_like(top, math.nan), top)
+
+
+def weighted_median(values: torch.Tensor, weights: torch.Tensor) -> float:
+    """The weighted median (the smallest value at which the cumulative weight reaches half the
+    total) of ``values`` with non-negative ``weights``, ignoring NaN values and zero weights; NaN
+    when nothing is left."""
+    values, weights = values.flatten().double(), weights.flatten().double()
+    ok = ~values.isnan() & (weights > 0)
+    values, weights = values[ok], weights[ok]
+    if not len(values):
+        return math.nan
+    order = values.argsort()
+    cum = weights[order].cumsum(0)
+    return float(values[order][int((cum < 0.5 * cum[-1] - 1e-12).sum())])
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
+
+
+def _at_positions(values: torch.Tensor, weights: torch.Tensor, dim: int = 1) -> float:
+    """Weighted median of ``values`` whose answer position (dimension ``dim``) j carries weight
+    ``weights[j]`` in all, spread evenly over its defined entries."""
+    A = values.shape[dim]
+    per = values.movedim(dim, 0).reshape(A, -1)  # [A, everything else]
+    defined = (~per.isnan()).double().sum(1)
+    w = torch.where(defined > 0, weights.double() / defined.clamp(min=1), torch.zeros(A, dtype=torch.double))
+    return weighted_median(per, w[:, None].expand_as(per))
+
+
+def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
+                     jstar: torch.Tensor) -> dict:
+    """The outlier statistic of amendment 2 (8.4) at j* (``jstar`` [N] of :func:`first_differing`,
+    -1: no j*, excluded and counted).
+
+    ``jstar_z_M``: the median over M of each example's largest |z| over the heuristic units of
+    ``hmap`` at its j* (:func:`max_abs_z`); ``jstar_z_clean``: the same statistic on clean examples
+    at the same answer positions, weighted like M's j* (position j counts with the share of M whose
+    j* = j, spread over the clean examples: a weighted median); ``jstar_z_ratio``: their ratio.
+    ``jstar_median_z_*``: the median |z| over all (example, heuristic unit) pairs at j*, weighted
+    the same way (the section-5 statistic at j*, which a handful of shifted units leaves at its
+    clean value); ``jstar_pattern_corr_M``: the pattern correlation of :func:`outlier_summary`
+    with each M example read at its j* only. Counts: ``jstar_n_M``, ``jstar_n_without``,
+    ``jstar_counts`` (position -> number of M examples). NaN where undefined.
+    """
+    A = memorized.z.shape[2]
+    jstar = jstar.long().cpu()
+    has = jstar >= 0
+    n_has = int(has.sum())
+    counts = {int(j): int((jstar == j).sum()) for j in range(A) if (jstar == j).any()}
+    weights = torch.tensor([counts.get(j, 0) for j in range(A)], dtype=torch.double)
+    rows = has.nonzero().squeeze(1)
+    zm = max_abs_z(memorized, hmap)[rows, jstar[rows]] if n_has else torch.zeros(0)
+    z_M = _nanmedian(zm)
+    z_clean = _at_positions(max_abs_z(clean, hmap), weights) if n_has else math.nan
+    # the median over all heuristic units at j*, on M and on clean examples
+    at = torch.zeros(len(jstar), A, dtype=torch.bool)
+    at[rows, jstar[rows]] = True
+    h = hmap.heuristic[None].expand_as(memorized.z) & at[:, None, :, None]
+    med_M = _nanmedian(memorized.z.abs()[h])
+    absz_c = torch.where(hmap.heuristic[None].expand_as(clean.z), clean.z.abs(), torch.full_like(clean.z, math.nan))
+    med_clean = _at_positions(absz_c, weights, dim=2) if n_has else math.nan
+    only = at[:, None, :, None].expand_as(memorized.act)
+    nan = torch.full_like(memorized.act, math.nan)
+    corr = _unit_corr(torch.where(only, memorized.act, nan), torch.where(only, memorized.mean, nan))[hmap.heuristic]
+    return {"jstar_n_M": n_has, "jstar_n_without": int((~has).sum()), "jstar_counts": counts,
+            "jstar_z_M": z_M, "jstar_z_clean": z_clean, "jstar_z_ratio": _ratio(z_M, z_clean),
+            "jstar_median_z_M": med_M, "jstar_median_z_clean": med_clean,
+            "jstar_median_z_ratio": _ratio(med_M, med_clean), "jstar_pattern_corr_M": _nanmedian(corr),
+            "jstar_heuristic_units_per_position": [int(hmap.heuristic[:, j].sum()) for j in range(A)]}
+
+
+def after_jstar_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap,
+                           jstar_memorized: torch.Tensor, jstar_null: torch.Tensor) -> dict:
+    """Shown, not judged (8.4): |z| after j* on M against the same on the never-trained noisy
+    labels of 7.7 (:func:`fresh_noisy_labels`; their own j*). Median |z| over (example, heuristic
+    unit) pairs at the answer positions after each example's j*; and the same per-example maximum
+    over heuristic units, as at j*. ``after_jstar_z_ratio_null``: M's median over the null's."""
+    def pick(stats, jstar):
+        A = stats.z.shape[2]
+        after = (torch.arange(A)[None] > jstar.long().cpu()[:, None]) & (jstar.cpu() >= 0)[:, None]
+        h = hmap.heuristic[None].expand_as(stats.z) & after[:, None, :, None]
+        top = torch.where(after, max_abs_z(stats, hmap), torch.full(after.shape, math.nan))
+        return _nanmedian(stats.z.abs()[h]), _nanmedian(top), int(after.any(1).sum())
+
+    m, m_top, n_m = pick(memorized, jstar_memorized)
+    z0, z0_top, n_0 = pick(null, jstar_null)
+    return {"after_jstar_z_M": m, "after_jstar_z_null": z0, "after_jstar_z_ratio_null": _ratio(m, z0),
+            "after_jstar_max_z_M": m_top, "after_jstar_max_z_null": z0_top,
+            "after_jstar_max_z_ratio_null": _ratio(m_top, z0_top), "after_jstar_n_M": n_m, "after_jstar_n_null": n_0}

@@ -30,7 +30,10 @@ Experiments (each: replace activations, then score):
   expectations, against random units (C5);
 - :func:`neuron_scores`, :func:`dose_response`, :func:`dose_summary` -- each example's top-m
   neurons by |z| patched to their clean-neighbour expectations, against m random neurons and
-  another example's top m (C5, amendment 1, 7.7).
+  another example's top m (C5, amendment 1, 7.7);
+- :func:`position_dose_response`, :func:`jstar_dose_response`, :func:`jstar_summary` -- the same
+  patched at chosen answer positions only: each memorized example's first differing digit j*, or
+  the positions after it (C5, amendment 2, 8.4).
 """
 
 from __future__ import annotations
@@ -484,3 +487,111 @@ def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> dict:
                 "top_revert_m50": at("top"), "random_revert_m50": at("random"),
                 "mismatched_revert_m50": at("mismatched")})
     return out
+
+
+# -- C5 at the first differing digit (amendment 2, 8.4) ------------------------------------------
+def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: each example's j* (:func:`rote.analysis.outliers.first_differing`; none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: the answer positions after each example's j* (none where j* is -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+@torch.no_grad()
+def position_dose_response(model: HookedTransformer, examples: Examples, stats, layer: int, m_grid: Sequence[int],
+                           at: torch.Tensor, reference: torch.Tensor | None = None, *, n_controls: int = 3,
+                           seed: int = 0, max_examples: int | None = None) -> pd.DataFrame:
+    """Each example's top-m neurons of ``layer`` by |z| at chosen answer positions, patched there only.
+
+    ``at`` bool [N, A]: the positions of each example that are ranked on and patched (j* in 8.4:
+    :func:`jstar_mask`; the positions after it: :func:`after_jstar_mask`); examples with none are
+    left out. Neurons are ranked by their largest |z| over the example's ``at`` positions
+    (``stats``: :class:`~rote.analysis.outliers.NeighbourStats` of ``examples``) and set, at those
+    positions only, to the example's clean-neighbour expectations, through :func:`set_where`. The
+    model stays teacher-forced on ``examples.label``. Per m of ``m_grid``, as in
+    :func:`dose_response`: ``top`` (the example's own top m), ``random`` (m neurons of the layer,
+    mean over ``n_controls`` draws) and ``mismatched`` (the top m of another example, NaN with
+    fewer than two).
+
+    ``reverted``: the share of examples whose teacher-forced prediction at some ``at`` position
+    differs from ``reference`` [N, A] there (8.4: ``examples.label``, the noisy digit; None: the
+    unpatched prediction, for sets the model was never trained on); ``recovered``: the share whose
+    prediction equals the true digit at every ``at`` position (top m only, NaN for the controls).
+    Rows: layer, m, units, reverted, recovered, n (examples).
+    """
+    cols = ["layer", "m", "units", "reverted", "recovered", "n"]
+    rows_kept = at.bool().cpu().any(1).nonzero().squeeze(1)
+    if max_examples is not None:
+        rows_kept = rows_kept[:max_examples]
+    n = len(rows_kept)
+    if n == 0:
+        return pd.DataFrame(columns=cols)
+    ex = examples[rows_kept]
+    at = at.bool().cpu()[rows_kept]
+    li = list(stats.layers).index(layer)
+    values = stats.expected[rows_kept, li]  # [n, A, D]
+    D = values.shape[-1]
+    absz = stats.z[rows_kept, li].abs()
+    absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
+    scores = absz.max(1).values  # [n, D]
+    hook, positions = model.hook_name("post", layer), ex.answer_positions
+    true = ex.true_label
+
+    def predict(mask: torch.Tensor | None) -> torch.Tensor:
+        edits = [] if mask is None else [(hook, set_where(positions, at[:, :, None] & mask[:, None, :], values))]
+        return scoring.answer_logits(model, ex, "label", hooks=edit_hooks(edits)).argmax(-1).cpu()
+
+    ref = predict(None) if reference is None else reference.cpu()[rows_kept]
+
+    def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
+        pred = predict(mask)
+        rev = ((pred != ref) & at).any(1).double().mean().item()
+        rec = ((pred == true) | ~at).all(1).double().mean().item() if recovered else math.nan
+        return rev, rec
+
+    gen = torch.Generator().manual_seed(seed)
+    partner = mismatch_partner(n, seed)
+    out = []
+    for m in m_grid:
+        top = _top_mask(scores, m)
+        rev, rec = score(top, recovered=True)
+        out.append({"layer": layer, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
+        draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
+        out.append({"layer": layer, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
+                    "recovered": math.nan, "n": n})
+        rev = score(top[partner])[0] if len(partner) else math.nan
+        out.append({"layer": layer, "m": m, "units": "mismatched", "reverted": rev, "recovered": math.nan, "n": n})
+    return pd.DataFrame(out, columns=cols)
+
+
+def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor, layer: int,
+                        m_grid: Sequence[int], *, n_controls: int = 3, seed: int = 0,
+                        max_examples: int | None = None) -> pd.DataFrame:
+    """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
+    example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
+    is the true digit."""
+    at = jstar_mask(jstar, memorized.label.shape[1])
+    return position_dose_response(model, memorized, stats, layer, m_grid, at, memorized.label,
+                                  n_controls=n_controls, seed=seed, max_examples=max_examples)
+
+
+def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: str = "jstar_") -> dict:
+    """:func:`dose_summary` of a :func:`position_dose_response` table, keys prefixed with
+    ``prefix`` (``jstar_m50``, ``jstar_top_revert_max``, ``jstar_top_revert_m50``,
+    ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``), plus
+    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50) and ``n``
+    (examples patched). ``mismatched_revert_m50`` is None with fewer than two examples."""
+    s = dose_summary(table, layer, revert_min)
+    t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
+    row = t[t.m == s["m50"]] if s["m50"] is not None else t.iloc[:0]
+    s["recovered_m50"] = float(row.recovered.iloc[0]) if len(row) else math.nan
+    s["curve_recovered"] = [float(x) for x in t.sort_values("m").recovered] if len(t) else []
+    if s["m50"] is not None and isinstance(s["mismatched_revert_m50"], float) and math.isnan(s["mismatched_revert_m50"]):
+        s["mismatched_revert_m50"] = None
+    s["n"] = int(t.n.iloc[0]) if len(t) else 0
+    return {prefix + k: v for k, v in s.items()}
