@@ -41,13 +41,13 @@ def test_key_of_a_fixed_configuration(fixed_fingerprint):
 
 
 def test_key_includes_code_fingerprint(monkeypatch):
-    if not hasattr(config_module, "code_fingerprint"):
-        pytest.skip("no code fingerprint in this version")
     cfg = make_config("fda", "smoke")
     monkeypatch.setattr(config_module, "code_fingerprint", lambda: "a" * 12)
     first = cfg.key
     monkeypatch.setattr(config_module, "code_fingerprint", lambda: "b" * 12)
     assert cfg.key != first
+    monkeypatch.setattr(config_module, "code_fingerprint", lambda: "a" * 12)
+    assert cfg.key == first
 
 
 @pytest.mark.parametrize("task", TASKS)

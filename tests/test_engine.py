@@ -16,7 +16,7 @@ import torch
 
 import rote.config as config_module
 from rote import engine
-from rote.config import ConfigError, fingerprint_sources, make_config
+from rote.config import fingerprint_sources, make_config
 from rote.plan import plan, with_seed
 from rote.runs import entry_name, get_or_train, lookup, read_progress, status, verify
 
@@ -42,6 +42,7 @@ def _same_run(a, b):
         assert torch.equal(wa[name], wb[name]), name
 
 
+@pytest.mark.slow
 def test_a_run_is_identical_alone_in_the_pool_and_on_submitit(tmp_path):
     """One thread per run: alone (in this process), in a pool of 2 local workers beside another run,
     and as a submitit job, the same configuration gives identical metrics and weights."""
@@ -78,6 +79,7 @@ print(json.dumps({"cached": run.cached, "path": str(run.path)}))
 """
 
 
+@pytest.mark.slow
 def test_concurrent_writers_from_separate_processes(tmp_path):
     """Three processes ask for the same run at once: one trains, the others wait and load it; the
     entry only ever appears whole (every time it is seen, it verifies)."""
@@ -110,6 +112,7 @@ def _wait_for(predicate, timeout=120):
     raise AssertionError("timed out")
 
 
+@pytest.mark.slow
 def test_killed_worker_is_named_resumable_and_the_others_finish(tmp_path):
     """`rote train --seeds 2 --workers 2`: the worker of seed 0 is killed (as by the OOM killer); seed 1
     finishes, the command names seed 0's run and exits 1, and rerunning resumes it from its checkpoint."""
@@ -141,9 +144,11 @@ def test_killed_worker_is_named_resumable_and_the_others_finish(tmp_path):
     assert lookup(victim, tmp_path) is not None
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGKILL, -9)])
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 130), (signal.SIGKILL, -9)])
 def test_ctrl_c_stops_every_worker_and_leaves_nothing_half_written(tmp_path, sig, code):
-    """Ctrl-C stops the workers and exits 130; an engine killed outright takes its workers with it."""
+    """Ctrl-C, or SIGTERM (a scheduler's or CI's timeout), stops the workers and exits 130; an engine
+    killed outright takes its workers with it."""
     params = ["-p", "steps", "100000", "-p", "eval_every", "25", "-p", "checkpoint_every", "50"]
     env = {**os.environ, "ROTE_RUNS": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "rote", "train", "--task", "thr", "--profile", "smoke",
@@ -202,6 +207,35 @@ def test_worker_refuses_when_the_code_changed(tmp_path):
     assert not tmp_path.joinpath(entry_name(config)).exists()
 
 
+def test_a_real_worker_refuses_when_the_code_changed(tmp_path, monkeypatch, capsys):
+    """The plan's fingerprint reaches the worker process, which exits 3 with CodeChanged's message;
+    the engine names the run with that line and nothing is trained."""
+    config = make_config("fda", "smoke", **SMOKE)
+    monkeypatch.setattr(engine, "code_fingerprint", lambda: "000000000000")  # the planner's code "differs"
+    (outcome,) = engine.train_plan([config], workers=1, root=tmp_path, progress=False, device="cpu")
+    assert not outcome.ok
+    assert outcome.error.startswith("exit code 3; last log line: error: the training code changed since the plan")
+    assert engine.report_failures([outcome]) == 1
+    err = capsys.readouterr().err
+    assert f"FAILED {entry_name(config)}" in err and "changed since the plan" in err
+    assert not tmp_path.joinpath(entry_name(config)).exists() and not (tmp_path / ".partial").exists()
+
+
+def test_a_worker_that_raises_is_named_with_its_last_log_line(tmp_path, capsys):
+    """A worker that fails with an exception (not a signal): exit code 1, and the exception's line from
+    its log in the engine's report."""
+    config = make_config("fda", "smoke", **SMOKE)
+    (tmp_path / ".partial").write_text("a file where training needs a folder")
+    (outcome,) = engine.train_plan([config], workers=1, root=tmp_path, progress=False, device="cpu")
+    assert not outcome.ok and outcome.error.startswith("exit code 1; last log line: NotADirectoryError")
+    assert Path(outcome.log) == tmp_path / ".logs" / f"{entry_name(config)}.log"
+    assert "Traceback" in Path(outcome.log).read_text()
+    assert engine.report_failures([outcome]) == 1
+    err = capsys.readouterr().err
+    assert f"FAILED {entry_name(config)}" in err and "NotADirectoryError" in err
+    assert lookup(config, tmp_path) is None
+
+
 # -- cache safety -------------------------------------------------------------------------------------
 @pytest.fixture
 def package_copy(tmp_path):
@@ -239,23 +273,6 @@ def test_a_change_to_a_training_source_changes_the_fingerprint(package_copy, fil
     assert edit(text) != text, "the edit must apply to the current source"
     path.write_text(edit(text))
     assert (_digest(package_copy) != before) is changes
-
-
-def test_the_key_includes_the_code_fingerprint(monkeypatch):
-    config = make_config("fda", "smoke")
-    monkeypatch.setattr(config_module, "code_fingerprint", lambda: "aaaaaaaaaaaa")
-    a = config.key
-    monkeypatch.setattr(config_module, "code_fingerprint", lambda: "bbbbbbbbbbbb")
-    assert config.key != a
-    monkeypatch.setattr(config_module, "code_fingerprint", lambda: "aaaaaaaaaaaa")
-    assert config.key == a
-
-
-def test_old_two_thread_runs_miss_the_cache():
-    assert config_module.SCHEMA_VERSION == 3
-    stored = {**make_config("fda", "smoke").to_dict(), "schema": 2}
-    with pytest.raises(ConfigError, match="schema 2"):
-        config_module.RunConfig.from_dict(stored)
 
 
 def test_plan_order_is_longest_first_in_the_pool(tmp_path, monkeypatch):
