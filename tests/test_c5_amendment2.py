@@ -301,3 +301,22 @@ def test_degenerate_sets_give_no_m50_and_no_crash(grid):
     after = H.after_jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long), H.first_differing(M))
     assert math.isnan(after["after_jstar_z_ratio_null"])
     assert not model.has_hooks()
+
+
+def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
+    model, M = _model(), _memorized()
+    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap.heuristic[:] = True
+    null = H.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
+    with model.hooks(_plant(model, M, "jstar")):
+        stats = {name: H.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
+        out = H.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+    m = out["metrics"]
+    assert m["jstar_m50"] == 1 and m["jstar_n_M"] == 4 and m["jstar_z_ratio"] >= 2
+    for key in ("jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_pattern_corr_M", "jstar_top_revert_max",
+                "jstar_top_revert_m50", "jstar_random_revert_m50", "jstar_mismatched_revert_m50",
+                "jstar_recovered_m50", "after_jstar_z_ratio_null", "after_jstar_patch_revert",
+                "after_jstar_null_patch_revert"):
+        assert key in m, key
+    assert len(m["after_jstar_patch_revert"]) == 2 and len(m["after_jstar_null_patch_revert"]) == 2
+    assert out["jstar"].tolist() == JSTAR and not model.has_hooks()

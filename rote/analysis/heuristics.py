@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import math
 from typing import Sequence
 
 import numpy as np
@@ -238,3 +239,39 @@ def cut_summary(trained: HeuristicMap, null: HeuristicMap) -> dict:
             "cut_null_fraction_units": null.heuristic_fraction,
             "cut_heuristic_fraction_units_per_layer": trained.layer_fractions(),
             "cut_empty_layers": trained.empty_layers()}
+
+
+# -- amendment 2, 8.4: everything read at the first differing digit, for one run --------------------
+def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples, stats: dict[str, NeighbourStats],
+                   hmap: HeuristicMap, layer: int, m_grid: Sequence[int], *, revert_min: float, n_controls: int = 3,
+                   seed: int = 0, max_examples: int | None = None) -> dict:
+    """The numbers of 8.4 for one run.
+
+    ``stats``: :class:`NeighbourStats` of ``"M"`` (``memorized``), ``"clean"`` and ``"null"``
+    (``null``: never-trained noisy labels, :func:`fresh_noisy_labels`), computed for a map with the
+    same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
+    Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
+    in ``layer``, and the shown-only ``after_jstar_*``: :func:`after_jstar_comparison` and the
+    top-m / random-m curves of patching after j*, on M and on the null, reverted against the
+    unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
+    """
+    A = memorized.label.shape[1]
+    jstar, jstar_null = first_differing(memorized), first_differing(null)
+    metrics = jstar_comparison(stats["M"], stats["clean"], hmap, jstar)
+    metrics.update(after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null))
+    kw = dict(n_controls=n_controls, seed=seed, max_examples=max_examples)
+    dose = jstar_dose_response(model, memorized, stats["M"], jstar, layer, m_grid, **kw)
+    metrics.update(jstar_summary(dose, layer, revert_min))
+    after = position_dose_response(model, memorized, stats["M"], layer, m_grid, after_jstar_mask(jstar, A), **kw)
+    after_null = position_dose_response(model, null, stats["null"], layer, m_grid, after_jstar_mask(jstar_null, A), **kw)
+
+    def curve(table, units):
+        t = table[table.units == units].sort_values("m") if len(table) else table
+        return [float(x) for x in t.reverted] if len(t) else [math.nan] * len(m_grid)
+
+    metrics.update({"after_jstar_m": [int(m) for m in m_grid], "after_jstar_patch_revert": curve(after, "top"),
+                    "after_jstar_random_patch_revert": curve(after, "random"),
+                    "after_jstar_null_patch_revert": curve(after_null, "top"),
+                    "after_jstar_null_random_patch_revert": curve(after_null, "random"),
+                    "jstar_layer": int(layer)})
+    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar}
