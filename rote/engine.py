@@ -179,14 +179,19 @@ class _LocalJob:
 
 
 class _SubmititJob:
-    def __init__(self, executor, config: RunConfig, root: Path, device: str | None):
-        self.config, self.root = config, root
+    def __init__(self, executor, config: RunConfig, root: Path, device: str | None,
+                 queue: "_SlurmQueue | None" = None):
+        self.config, self.root, self.queue = config, root, queue
         self.job = executor.submit(train_one, config.to_dict(), str(root), device, code_fingerprint())
         self.log = Path(str(self.job.paths.stdout))
+        self.ended_at: float | None = None  # when Slurm first reported the job ended without a result
 
     def poll(self) -> tuple[bool, str] | None:
-        if not self.job.done():
-            return None
+        if self.queue is None:  # submitit's local executor: it knows its own processes
+            if not self.job.done():
+                return None
+        elif not self._result_exists():
+            return self._ended_without_result()
         try:
             self.job.result()
             return True, ""
@@ -194,17 +199,93 @@ class _SubmititJob:
             lines = [line for line in str(err).strip().splitlines() if line.strip()]
             return False, f"job {self.job.job_id} failed ({type(err).__name__}): {lines[-1] if lines else ''}"
 
+    def _ended_without_result(self) -> tuple[bool, str] | None:
+        """On Slurm, a job is done once its result file exists (submitit writes it on success and on an
+        exception), or once the queue (squeue, never sacct) has said for RESULT_GRACE_S that the job
+        ended without one (cancelled, killed, timed out, its node failed). submitit's own watcher is not
+        used: it polls sacct, which fails at every poll on a cluster without accounting storage, and a
+        job killed before writing its result then never looks done."""
+        state = self.queue.state(self.job.job_id)
+        if state not in SLURM_ENDED:  # queued, running, completing, requeued, or squeue did not answer
+            self.ended_at = None
+            return None
+        if self.ended_at is None:
+            self.ended_at = time.time()
+        if time.time() - self.ended_at < RESULT_GRACE_S:  # a shared filesystem may show the file late
+            return None
+        how = "left the queue" if state == "GONE" else f"ended {state}"
+        last = _last_line(Path(str(self.job.paths.stderr))) or _last_line(self.log)
+        return False, f"job {self.job.job_id} {how} without a result; last log line: {last}"
+
+    def _result_exists(self) -> bool:
+        folder = self.job.paths.folder
+        with contextlib.suppress(OSError):
+            folder.chmod(folder.stat().st_mode)  # refreshes an NFS client's view of the folder
+        return self.job.paths.result_pickle.exists()
+
     def stop(self, sig=signal.SIGINT) -> None:
         with contextlib.suppress(Exception):
             self.job.cancel(check=False)
 
+    def _ended(self) -> bool:
+        if self.queue is None:
+            return self.job.done()
+        return self._result_exists() or self.queue.state(self.job.job_id, max_age=1.0) in SLURM_ENDED
+
     def wait(self, timeout: float) -> bool:
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.job.done():
+            if self._ended():
                 return True
             time.sleep(0.2)
         return False
+
+
+# Slurm job states after which a job never runs again (squeue's %T). "GONE": no longer in the queue.
+SLURM_ENDED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
+                         "OUT_OF_MEMORY", "PREEMPTED", "GONE"})
+RESULT_GRACE_S = 15.0  # how long a job that Slurm says ended may take to show its result file
+SQUEUE_EVERY_S = 5.0   # one squeue call for all jobs at most this often
+
+
+class _SlurmQueue:
+    """The states of the engine's Slurm jobs, from one ``squeue`` call for all of them every few seconds.
+
+    ``squeue --states=all`` lists finished jobs too, while slurmctld keeps them (``MinJobAge``, 300 s by
+    default); a job it no longer knows is "GONE". sacct is never used: it needs accounting storage
+    (slurmdbd), which many clusters, and the test cluster, do not have. When squeue fails, the states
+    stay unknown (None) and the engine keeps waiting; it says so once."""
+
+    def __init__(self):
+        self.ids: set[str] = set()
+        self.states: dict[str, str] = {}
+        self.checked = float("-inf")
+        self.warned = False
+
+    def state(self, job_id: str, max_age: float = SQUEUE_EVERY_S) -> str | None:
+        self.ids.add(str(job_id))
+        if time.time() - self.checked >= max_age:
+            self.refresh()
+        return self.states.get(str(job_id))
+
+    def refresh(self) -> None:
+        self.checked = time.time()
+        ids = sorted(self.ids - {i for i, s in self.states.items() if s == "GONE"})
+        if not ids:
+            return
+        try:
+            out = subprocess.run(["squeue", "-h", "--states=all", "-o", "%i|%T", "-j", ",".join(ids)],
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            out = subprocess.CompletedProcess([], 1, "", str(err))
+        if out.returncode != 0 and "Invalid job id" not in out.stderr:  # one unknown id alone is an error
+            if not self.warned:
+                _say(f"squeue failed ({out.stderr.strip()[:200]}); waiting for the jobs' result files")
+                self.warned = True
+            return
+        listed = dict(line.split("|", 1) for line in out.stdout.split() if "|" in line)
+        for job_id in ids:
+            self.states[job_id] = listed.get(job_id, "GONE").split()[0].upper()
 
 
 def _die_with_parent() -> None:
@@ -316,6 +397,7 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
     slots = (workers or len(todo)) if executor == "slurm" else (workers or default_workers())
     sub = _submitit_executor(executor, root, slurm or SlurmOptions()) if executor != "local" else None
+    queue = _SlurmQueue() if executor == "slurm" else None
     _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time)")
     display = Display(len(todo), min(slots, len(todo)), root, enabled=progress)
     pending, running, outcomes = list(todo), {}, []
@@ -325,7 +407,8 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
             while pending and len(running) < slots:
                 config = pending.pop(0)
                 try:
-                    job = _LocalJob(config, root, device) if sub is None else _SubmititJob(sub, config, root, device)
+                    job = (_LocalJob(config, root, device) if sub is None else
+                           _SubmititJob(sub, config, root, device, queue))
                 except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
                     outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
                     _say(f"run {entry_name(config)} could not start: {err}")

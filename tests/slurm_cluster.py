@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "sinfo", "squeue", "scancel", "scontrol")
 PARTITION = "debug"
@@ -229,6 +231,31 @@ class SlurmCluster:
                 return
             time.sleep(0.2)
         raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}\n{self.logs()}")
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with the reason, or fail where the Slurm tests are required (CI: ROTE_REQUIRE_SLURM=1)."""
+    if os.environ.get("ROTE_REQUIRE_SLURM") == "1":
+        pytest.fail(f"Slurm tests required (ROTE_REQUIRE_SLURM=1) but {reason}", pytrace=False)
+    pytest.skip(f"Slurm tests skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A running one-node cluster for the whole session; its daemons are stopped at the end, also when
+    a test fails or the session is interrupted (and, should pytest die outright, by PR_SET_PDEATHSIG)."""
+    reason = unavailable_reason()
+    if reason:
+        skip_or_fail(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except Exception as err:  # start() has stopped whatever it had started
+        skip_or_fail(f"the cluster did not start: {err}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def main(argv: list[str]) -> int:
