@@ -120,3 +120,42 @@ def test_matched_control_removes_a_planted_lookup_that_inlp_of_the_result_leaves
     Qt = E.inlp_basis(x, result, rank=1)
     Qm = E.inlp_basis(x, lookup, rank=1)
     assert abs(float(Qt[:, 0] @ u)) > 0.95 and abs(float(Qm[:, 0] @ v)) > 0.95
+
+
+def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_result(monkeypatch):
+    """Through matched_labels and information_matched: activations that hold the input key of carry_0
+    (the digit pair (a_0, b_0)) as a one-hot, so that every function of the key is linearly readable.
+    The treatment's direction then weighs the key by the carry; each control's direction by its own
+    random relabeling: balanced (50 of the 100 keys on one side), unrelated to the carry, and another
+    one per control. A control that relabeled with the result itself would point along the treatment."""
+    data = build_task(make_config("fda", "quick"))
+    train = data.train_clean
+
+    def one_hot_keys(model, tokens, positions=None, batch_size=None):
+        key = 10 * tokens[:, 3] + tokens[:, 8]  # msb prompt: a_0 at 3, b_0 at 8
+        g = torch.Generator().manual_seed(int(key.sum()))
+        x = 3.0 * torch.nn.functional.one_hot(key, 100).float() + 0.3 * torch.randn(len(key), 100, generator=g)
+        return x[None, :, None].expand(2, -1, len(positions), -1)
+
+    monkeypatch.setattr(E, "residual_stack", one_hot_keys)
+    site = (1, 12)
+    er = E.fit_erasure(None, data, train, ["carry_0"], layers=[1], positions=[12], rank=1, max_train=4000, seed=0)
+    controls = E.information_matched(None, data, train, er, n_controls=3, max_train=4000, seed=0)
+    keys = torch.arange(100)
+    carry = ((keys // 10 + keys % 10) >= 10).float()
+
+    def corr(a, b):
+        return float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+
+    w = er.bases[site][:, 0]
+    assert abs(corr(w, carry)) > 0.9  # the treatment reads the result
+    directions = [c.bases[site][:, 0] for c in controls]
+    for wc in directions:
+        assert abs(corr(wc, carry)) < 0.4  # not the result
+        order = wc.sort().values
+        assert int((order[1:] - order[:-1]).argmax()) == 49  # two groups of 50 keys: a balanced function
+        split = (wc > (order[49] + order[50]) / 2).float()
+        assert abs(corr(wc, split)) > 0.9
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert abs(corr(directions[a], directions[b])) < 0.5  # a fresh relabeling per control
