@@ -1,20 +1,24 @@
 """Every check of claims C1-C5, and the verdicts computed from them, in one place.
 
 A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to the claim's
-function here (:func:`c1`, :func:`c2`, ...), which returns the claim's metrics and its checks. A
-check is ``{name, kind, value, threshold, passed}`` (protocol section 7):
+function here (:func:`c1`, :func:`c2`, ...), which returns the claim's metrics and its checks
+(:class:`Check`: a stable ``id``, display ``name``, ``kind``, ``value``, ``threshold``, ``passed``,
+the required ``part`` it decides, ``section5`` and a one-line ``reason``). Amendment 2, section 8.1:
 
-- ``registered``: a check of section 5, exactly as written; it counts in both readings;
-- ``superseded``: a registered check that amendment 1 replaces; it counts in the registered
-  reading only, and stays visible beside its replacement;
-- ``amended``, ``control``, ``null``, ``ceiling``: checks that amendment 1 adds or substitutes;
-  they count in the amended reading only.
+- ``registered``: a check of section 5, exactly as written;
+- ``amended``, ``control`` (a specificity control the claim must beat), ``null``: checks the
+  amendments add or substitute;
+- ``validity``: a check of the instrument (can the statistic tell a known look-up apart; can a
+  true claim reach the threshold). It never decides: where it fails, the check it validates is
+  ``superseded`` or unresolved in the amended reading (:func:`validate`);
+- ``superseded``: shown, not counted in the amended reading, with its reason.
 
-``passed`` is True, False or None (unresolved: neither pass nor fail; also a check whose
-analysis has not been built yet). One seed's verdict in a reading is ``fail`` if any of its
-checks fails, else ``unresolved`` if any is unresolved, else ``pass``. Across seeds (section
-7.1): ``holds`` when every seed passes, ``fails`` when every seed fails, ``mixed k/n`` otherwise
-(k seeds pass), and ``<verdict> (1 seed)`` for a single seed.
+The **registered reading** counts the checks of section 5 as written (``section5``, also once
+superseded); the **amended reading** counts ``registered``, ``amended``, ``control`` and ``null``.
+One seed's verdict in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is
+unresolved or a required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else
+``pass``. Across seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with
+its three counts; a single seed is labelled ``(1 seed)``.
 
 The analysis modules never import this layer; notebooks only show what it decides.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
@@ -32,26 +37,60 @@ import pandas as pd
 from . import claims
 from .claims import THRESHOLDS
 
-KINDS = ("registered", "amended", "control", "null", "ceiling", "superseded")
-READINGS = {"registered": ("registered", "superseded"),
-            "amended": ("registered", "amended", "control", "null", "ceiling")}
+KINDS = ("registered", "amended", "control", "null", "validity", "superseded")
+DECIDING = ("registered", "amended", "control", "null")  # amendment 2, 8.1: the kinds that decide
+READINGS = ("registered", "amended")
 FINAL_WINDOW = 5  # amendment 7.1: "final" metrics are the mean of the last 5 evaluations
+
+# Amendment 2, 8.1: a seed is unresolved when one of its claim's required parts has no deciding check
+# left. Each check names its part; C4's look-up statistics decide only where their control validates
+# them, so they are not a required part.
+REQUIRED_PARTS = {
+    "C1": ("ordering", "final mem", "final gen", "benign gap"),
+    "C2": ("probes", "lens"),
+    "C3": ("erasure", "overlap"),
+    "C4": ("intermediate",),
+    "C5": ("heuristic share", "outlier |z|", "specificity"),
+}
 
 
 @dataclass(frozen=True)
 class Check:
+    """One check of a claim on one seed.
+
+    ``id`` is stable (``c4.k50``, ``c4.k50.lookup``, ``c5.share``): records, chapters, the scorecard
+    and tests find a check by it, never by its display ``name``. ``kind`` is its role (8.1);
+    ``section5`` marks a check of protocol section 5 as written, the checks the registered reading
+    counts (also once superseded). ``part`` is the required part of the claim it decides; ``reason``
+    says in one line why it is superseded or unresolved. ``passed`` is True, False or None
+    (unresolved)."""
+
+    id: str
     name: str
     kind: str
     value: Any
     threshold: Any
     passed: bool | None
+    part: str = ""
+    section5: bool | None = None
+    reason: str = ""
+    # What amendment 2 changed: "" nothing; "new" it added the check; else the kind the check had
+    # under amendment 1 (the "amendment 1" reading counts it as that, to show what moved).
+    was: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.id or self.id != self.id.strip() or " " in self.id:
+            raise ValueError(f"a check needs a stable id without spaces, got {self.id!r}")
+        if self.section5 is None:
+            object.__setattr__(self, "section5", self.kind == "registered")
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def replace(self, **changes) -> "Check":
+        return dataclasses.replace(self, **changes)
 
 
 def _num(x) -> float:
@@ -61,56 +100,152 @@ def _num(x) -> float:
         return math.nan
 
 
-def at_least(name: str, kind: str, value, threshold) -> Check:
-    """``value >= threshold``; a missing or NaN value (or threshold) fails."""
+def _compare(check_id: str, name: str, kind: str, value, threshold, ok, part: str, missing: str | None) -> Check:
     v, t = _num(value), _num(threshold)
-    ok = not (math.isnan(v) or math.isnan(t)) and v >= t
-    return Check(name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, bool(ok))
+    nan = math.isnan(v) or math.isnan(t)
+    if nan and missing:  # a degenerate case the record states (amendment 2): neither pass nor fail
+        return Check(check_id, name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, None, part,
+                     reason=missing)
+    return Check(check_id, name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t,
+                 bool(not nan and ok(v, t)), part)
 
 
-def below(name: str, kind: str, value, threshold) -> Check:
-    """``value < threshold``; a missing or NaN value fails."""
-    v, t = _num(value), _num(threshold)
-    ok = not (math.isnan(v) or math.isnan(t)) and v < t
-    return Check(name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, bool(ok))
+def at_least(check_id: str, name: str, kind: str, value, threshold, part: str = "", missing: str | None = None) -> Check:
+    """``value >= threshold``. A missing or NaN value (or threshold) fails, or, where ``missing`` gives
+    the reason, is unresolved."""
+    return _compare(check_id, name, kind, value, threshold, lambda v, t: v >= t, part, missing)
 
 
-def pending(name: str, kind: str = "control") -> Check:
-    """A check the amendment requires whose analysis is not built yet: unresolved, so the amended
-    reading cannot pass on it (and says so) until it is computed."""
-    return Check(f"{name} (not computed yet)", kind, None, None, None)
+def below(check_id: str, name: str, kind: str, value, threshold, part: str = "", missing: str | None = None) -> Check:
+    """``value < threshold``; missing values as in :func:`at_least`."""
+    return _compare(check_id, name, kind, value, threshold, lambda v, t: v < t, part, missing)
+
+
+def above(check_id: str, name: str, kind: str, value, threshold, part: str = "", missing: str | None = None) -> Check:
+    """``value > threshold`` (strictly); missing values as in :func:`at_least`."""
+    return _compare(check_id, name, kind, value, threshold, lambda v, t: v > t, part, missing)
+
+
+def unresolved(check: Check, reason: str) -> Check:
+    """``check`` with no outcome (its analysis could not run, or could not decide), and why."""
+    return check.replace(passed=None, reason=reason)
+
+
+def supersede(check: Check, reason: str, amendment2: bool = False) -> Check:
+    """``check`` kept in the record and shown, but no longer counted in the amended reading
+    (``amendment2``: superseded by amendment 2, which records the kind it had before)."""
+    return check.replace(kind="superseded", reason=reason, was=check.kind if amendment2 else check.was)
+
+
+def validate(check: Check, validity: Check, on_fail: str) -> list[Check]:
+    """Amendment 2, 8.1: ``check`` and the ``validity`` check of its instrument, as the amended reading
+    takes them. A validity check never decides. Where it passes, ``check`` counts as it is. Where it
+    fails (or could not be measured), ``check`` stops counting in the amended reading:
+
+    - ``on_fail="supersede"``: the statistic cannot discriminate (a known look-up passes it too): it
+      is ``superseded``, shown and not counted;
+    - ``on_fail="unresolve"``: its threshold is out of reach of a true claim: in the amended reading
+      the seed can neither pass nor fail on it (a section-5 check stays as it is in the registered
+      reading, and an unresolved copy, id ``<id>.amended``, stands for it in the amended one).
+
+    The rule reads the validity check only, never the value on the treatment: it can take a pass or a
+    fail away, and never makes one."""
+    if validity.kind != "validity" or on_fail not in ("supersede", "unresolve"):
+        raise ValueError("validate needs a validity check and on_fail 'supersede' or 'unresolve'")
+    if validity.passed is True:
+        return [check, validity]
+    why = validity.reason or (f"{validity.id} failed: {_short(validity.value)} vs {_short(validity.threshold)}"
+                              if validity.passed is False else f"{validity.id} could not be measured")
+    if on_fail == "supersede" and validity.passed is False:
+        return [supersede(check, why), validity]
+    stand_in = check.replace(id=f"{check.id}.amended", kind="amended" if check.section5 else check.kind,
+                             section5=False, was="new")
+    return [supersede(check, f"judged as {check.id}.amended", amendment2=True), unresolved(stand_in, why), validity]
+
+
+def find(checks: Iterable[Check | dict], check_id: str) -> Check | dict | None:
+    """The check with id ``check_id`` (None when the list has none)."""
+    return next((c for c in checks if _get(c, "id") == check_id), None)
+
+
+def _get(check, key):
+    return check.get(key) if isinstance(check, dict) else getattr(check, key)
+
+
+def counts_in(check: Check | dict, reading: str) -> bool:
+    """Whether ``check`` counts in ``reading``: the registered reading counts the checks of section 5
+    as written; the amended reading counts the deciding kinds (8.1), never validity or superseded."""
+    if reading == "registered":
+        return bool(_get(check, "section5"))
+    if reading == "amended":
+        return _get(check, "kind") in DECIDING
+    if reading == AMENDMENT1:  # what amendment 1 counted, to show what amendment 2 moved
+        was = _get(check, "was") or ""
+        return (was == "" and _get(check, "kind") in DECIDING) or was in DECIDING or was == "ceiling"
+    raise ValueError(f"reading must be one of {READINGS + (AMENDMENT1,)}, got {reading!r}")
+
+
+AMENDMENT1 = "amendment 1"  # a reading for the record of what moved: section 7 without section 8
+
+
+def _outcome(check: Check | dict, reading: str) -> bool | None:
+    if reading == AMENDMENT1 and _get(check, "was") == "ceiling":  # 7.5's ceiling passed whenever computed
+        return None if _get(check, "value") is None else True
+    return _get(check, "passed")
+
+
+def claim_of(checks: Iterable[Check | dict]) -> str | None:
+    """The claim the checks belong to, from their ids (``c4.k50`` -> ``C4``)."""
+    for c in checks:
+        head = str(_get(c, "id")).split(".")[0].upper()
+        if head in REQUIRED_PARTS:
+            return head
+    return None
 
 
 # -- readings and aggregation -----------------------------------------------------------------
 def seed_verdict(checks: Iterable[Check | dict], reading: str) -> str:
-    """One seed's verdict in the ``registered`` or ``amended`` reading: pass, fail or unresolved."""
-    kinds = READINGS[reading]
-    results = [c["passed"] if isinstance(c, dict) else c.passed for c in checks
-               if (c["kind"] if isinstance(c, dict) else c.kind) in kinds]
-    if not results:
+    """One seed's verdict in the ``registered`` or ``amended`` reading (amendment 2, 8.1): ``fail`` if
+    a check that counts fails; else ``unresolved`` if one is unresolved or a required part of the
+    claim has no counted check; else ``pass``."""
+    checks = list(checks)
+    counted = [c for c in checks if counts_in(c, reading)]
+    if not counted:
         return "unresolved"
+    results = [_outcome(c, reading) for c in counted]
     if any(r is False for r in results):
         return "fail"
-    if any(r is None for r in results):
+    parts = {_get(c, "part") for c in counted}
+    required = set(REQUIRED_PARTS.get(claim_of(checks), ())) if reading != AMENDMENT1 else set()
+    if any(r is None for r in results) or required - parts:
         return "unresolved"
     return "pass"
 
 
+def missing_parts(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
+    """The required parts with no check that counts in ``reading`` (each makes the seed unresolved)."""
+    checks = list(checks)
+    parts = {_get(c, "part") for c in checks if counts_in(c, reading)}
+    return [p for p in REQUIRED_PARTS.get(claim_of(checks), ()) if p not in parts]
+
+
 def aggregate(verdicts: list[str]) -> str:
-    """The verdict across seeds (section 7.1)."""
+    """The verdict across seeds (amendment 2, 8.1): ``holds`` (every seed passes), ``fails`` (every
+    seed fails), ``unresolved`` (every seed unresolved), else ``mixed`` with its three counts
+    (``mixed: 2 pass, 0 fail, 1 unresolved``); a single seed is labelled ``(1 seed)``."""
     n = len(verdicts)
     if n == 0:
         return "not run"
     if n == 1:
         return f"{verdicts[0]} (1 seed)"
-    passes = sum(v == "pass" for v in verdicts)
-    if passes == n:
+    counts = {v: sum(x == v for x in verdicts) for v in ("pass", "fail", "unresolved")}
+    if counts["pass"] == n:
         return "holds"
-    if all(v == "fail" for v in verdicts):
+    if counts["fail"] == n:
         return "fails"
-    if all(v == "unresolved" for v in verdicts):
+    if counts["unresolved"] == n:
         return "unresolved"
-    return f"mixed {passes}/{n}"
+    return f"mixed: {counts['pass']} pass, {counts['fail']} fail, {counts['unresolved']} unresolved"
 
 
 # -- C1 ---------------------------------------------------------------------------------------
@@ -176,17 +311,24 @@ def c1(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[dict,
         order = None if abs(gap) < eval_every else gap > 0
     drop = th["benign_gen_drop_max"]
     checks = [
-        Check("t_gen < t_mem (first evaluated steps)", "superseded",
-              None if t_gen is None or t_mem is None else t_mem - t_gen, 0, bool(registered_order)),
-        at_least("final mem (last evaluation)", "superseded", metrics["last_mem"], th["final_mem_min"]),
-        at_least("final gen (last evaluation)", "superseded", metrics["last_gen"], th["final_gen_min"]),
-        at_least("gen vs noise-free gen (last evaluation)", "superseded", metrics["last_gen"],
-                 metrics["last_clean_gen"] - drop),
-        Check("t_gen < t_mem (interpolated; unresolved within one evaluation)", "amended", gap, eval_every, order),
-        at_least("final mem (mean of last 5)", "amended", metrics["final_mem"], th["final_mem_min"]),
-        at_least("final gen (mean of last 5)", "amended", metrics["final_gen"], th["final_gen_min"]),
-        at_least("gen vs noise-free gen (mean of last 5)", "amended", metrics["final_gen"],
-                 metrics["clean_final_gen"] - drop),
+        Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded",
+              None if t_gen is None or t_mem is None else t_mem - t_gen, 0, bool(registered_order), "ordering",
+              section5=True, reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"),
+        supersede(at_least("c1.mem.registered", "final mem (last evaluation)", "registered", metrics["last_mem"],
+                           th["final_mem_min"], "final mem"), "7.1: final = mean of the last 5 evaluations"),
+        supersede(at_least("c1.gen.registered", "final gen (last evaluation)", "registered", metrics["last_gen"],
+                           th["final_gen_min"], "final gen"), "7.1: final = mean of the last 5 evaluations"),
+        supersede(at_least("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
+                           metrics["last_gen"], metrics["last_clean_gen"] - drop, "benign gap"),
+                  "7.1: final = mean of the last 5 evaluations"),
+        Check("c1.order", "t_gen < t_mem (interpolated; unresolved within one evaluation)", "amended", gap, eval_every,
+              order, "ordering", reason="" if order is not None else "t_mem - t_gen is within one evaluation interval"),
+        at_least("c1.mem", "final mem (mean of last 5)", "amended", metrics["final_mem"], th["final_mem_min"],
+                 "final mem"),
+        at_least("c1.gen", "final gen (mean of last 5)", "amended", metrics["final_gen"], th["final_gen_min"],
+                 "final gen"),
+        at_least("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", metrics["final_gen"],
+                 metrics["clean_final_gen"] - drop, "benign gap"),
     ]
     return metrics, checks
 
@@ -224,13 +366,16 @@ def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M:
                         f"{key}_acc_C": row.acc_C, f"{key}_chance": row.chance,
                         f"{key}_chance_reachable": chance_reachable(row.acc_C, row.chance)})
         if row.group in replaced:
-            checks += _c2_probe_pair(f"probe {replaced[row.group]}", "superseded", row.acc_M, row.acc_C, row.chance)
+            name, why = replaced[row.group]
+            checks += [supersede(c, why) for c in _c2_probe_pair(key, f"probe {name}", "registered", row.acc_M,
+                                                                 row.acc_C, row.chance, validated=False)]
         else:
-            checks += _c2_probe_pair(f"probe {row.group}", "registered", row.acc_M, row.acc_C, row.chance)
-    checks.append(Check("logit lens: true ahead at an intermediate layer", "registered",
-                        lens_verdict.get("true_ahead_intermediate"), True, bool(lens_verdict.get("true_ahead_intermediate"))))
-    checks.append(Check("logit lens: noisy wins only in the last layer(s)", "registered",
-                        lens_verdict.get("noisy_only_last"), True, bool(lens_verdict.get("noisy_only_last"))))
+            checks += _c2_probe_pair(key, f"probe {row.group}", "registered", row.acc_M, row.acc_C, row.chance)
+    ahead, last = lens_verdict.get("true_ahead_intermediate"), lens_verdict.get("noisy_only_last")
+    checks.append(Check("c2.lens.ahead", "logit lens: true ahead at an intermediate layer", "registered",
+                        ahead, True, bool(ahead), "lens"))
+    checks.append(Check("c2.lens.last", "logit lens: noisy wins only in the last layer(s)", "registered",
+                        last, True, bool(last), "lens"))
     metrics.update({"lens_takeover_layer": lens_verdict.get("takeover_layer"),
                     "lens_p_true_by_layer": [float(x) for x in lens_table.p_true],
                     "lens_p_noisy_by_layer": [float(x) for x in lens_table.p_noisy]})
@@ -239,47 +384,60 @@ def c2(summary: pd.DataFrame, lens_verdict: dict, lens_table: pd.DataFrame, n_M:
                                  ("tail_masked", C2_AMENDED["true tail"], masked_tail)):
             row = _c2_row(given)
             if row is None:
-                checks += [Check(f"probe {name}: not given", "amended", None, None, None)]
+                checks.append(Check(f"c2.probe.{key}", f"probe {name}", "amended", None, None, None, "probes",
+                                    reason="not given to the verdict"))
                 continue
             metrics.update({f"{key}_{k}": row.get(k) for k in ("best_layer", "acc_M", "acc_C", "chance")})
             metrics[f"{key}_chance_reachable"] = chance_reachable(row.get("acc_C"), row.get("chance"))
             if "reads_masked_M" in row:
                 metrics[f"{key}_reads_noisy_M"] = row.get("reads_masked_M")
                 metrics[f"{key}_acc_M_unmasked"] = row.get("acc_M_unmasked")
-            checks += _c2_probe_pair(f"probe {name}", "amended", row.get("acc_M"), row.get("acc_C"), row.get("chance"))
+            checks += _c2_probe_pair(key, f"probe {name}", "amended", row.get("acc_M"), row.get("acc_C"),
+                                     row.get("chance"))
     share, check = c2_lens_share(lens_share, th["lens_interval_level"])
     metrics.update(share)
     checks.append(check)
     return metrics, checks
 
 
-# The THR checks that amendment 7.4 replaces (the reason is in the name), and their replacements.
-C2_SUPERSEDED = {"bridge": "bridge at r1 (atomic fact of the input there: judged at r2)",
-                 "true tail": "true tail unmasked (reads the output: judged with the noisy class masked)"}
+# The THR checks that amendment 7.4 replaces (display name, reason), and their replacements.
+C2_SUPERSEDED = {"bridge": ("bridge at r1", "7.4: at r1 the bridge is an atomic fact of the input; judged at r2"),
+                 "true tail": ("true tail unmasked", "7.4: the probe reads the output; judged with the noisy class masked")}
 C2_AMENDED = {"bridge": "7.4 bridge at r2",
               "true tail": "7.4 true tail, noisy class masked (C: a random wrong one)"}
 C2_LENS_NULL = "7.4 lens: true-ahead share, Wilson lower bound vs training-label prior"
+C2_NO_C = "no correctly answered example (C) for this probe target"
 
 
-def _c2_probe_pair(name: str, kind: str, acc_m, acc_c, chance) -> list[Check]:
-    """Section 5's probe thresholds: acc_M >= 0.8 x acc_C and acc_M >= 5 x chance (acc_M = 0 fails)."""
+def _c2_probe_pair(key: str, name: str, kind: str, acc_m, acc_c, chance, validated: bool = True) -> list[Check]:
+    """Section 5's probe thresholds for one probe target ``key``: acc_M >= 0.8 x acc_C
+    (``c2.probe.<key>.ratio``) and acc_M >= 5 x chance (``c2.probe.<key>.chance``; acc_M = 0 fails),
+    and, where ``validated``, amendment 2's chance ceiling (8.2, ``c2.probe.<key>.reachable``, a
+    validity check: acc_C >= 5 x chance); where it fails, the chance check is unresolved in the
+    amended reading. An empty C leaves both checks unresolved."""
     th = THRESHOLDS["C2"]
-    out_of_reach = " " + CHANCE_OUT_OF_REACH if chance_reachable(acc_c, chance) is False else ""
-    return [at_least(f"{name}: M vs {th['probe_ratio_min']} x C", kind, acc_m, th["probe_ratio_min"] * _num(acc_c)),
-            at_least(f"{name}: M vs {th['probe_over_chance_min']} x chance{out_of_reach}", kind,
-                     acc_m if _num(acc_m) > 0 else math.nan, th["probe_over_chance_min"] * _num(chance))]
-
-
-# appended to a chance check's name where even C's accuracy is below its threshold (chance_reachable)
-CHANCE_OUT_OF_REACH = "[out of reach: C is below it too]"
+    no_c = C2_NO_C if math.isnan(_num(acc_c)) else None
+    ratio = at_least(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, acc_m,
+                     th["probe_ratio_min"] * _num(acc_c), "probes", missing=no_c)
+    over_chance = at_least(f"c2.probe.{key}.chance", f"{name}: M vs {th['probe_over_chance_min']} x chance", kind,
+                           acc_m if _num(acc_m) > 0 else math.nan, th["probe_over_chance_min"] * _num(chance), "probes")
+    if not validated:
+        return [ratio, over_chance]
+    reachable = at_least(f"c2.probe.{key}.reachable", f"{name}: C vs {th['probe_over_chance_min']} x chance "
+                         "(can a true claim reach it?)", "validity", acc_c, th["probe_over_chance_min"] * _num(chance),
+                         "probes", missing=no_c or "chance not measured").replace(was="new")
+    if reachable.passed is False:
+        reachable = reachable.replace(reason=f"8.2: out of reach: C itself reaches {_short(reachable.value)} "
+                                             f"< {_short(reachable.threshold)}")
+    return [ratio, *validate(over_chance, reachable, "unresolve")]
 
 
 def chance_reachable(acc_c, chance) -> bool | None:
     """Whether a true claim could pass C2's chance check: the probe's accuracy on C (what M reaches
     if M carries the result as C does) is at least 5 x chance. ``False`` means the check fails
-    whatever the model does on M, so that failure says nothing about the claim. It is recorded and
-    shown beside the verdict, which stays as the protocol defines it: judging the check differently
-    needs an amendment. ``None`` when either number is missing."""
+    whatever the model does on M, so that failure says nothing about the claim (amendment 2, 8.2:
+    the chance check is then unresolved in the amended reading). ``None`` when either number is
+    missing."""
     c, ch = _num(acc_c), _num(chance)
     if math.isnan(c) or math.isnan(ch):
         return None
@@ -312,7 +470,7 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
     (1..L-1) with the largest share of M with the true token ahead, its Wilson interval, and the check
     that the interval's lower bound is above the training-label prior's share (strictly)."""
     if table is None:
-        return {}, Check(f"{C2_LENS_NULL}: not given", "null", None, None, None)
+        return {}, Check("c2.lens.null", C2_LENS_NULL, "null", None, None, None, "lens", reason="not given to the verdict")
     last = int(table.layer.max()) if len(table) else 0
     inner = table[(table.layer > 0) & (table.layer < last) & (table.n > 0)]
     null = _num(table.null.iloc[0]) if len(table) else math.nan
@@ -320,7 +478,8 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
         # no memorized example with a differing token (n = 0), or no intermediate layer (a 1-block model)
         return ({"lens_share_best_layer": None, "lens_share": math.nan, "lens_share_null": null,
                  "lens_share_n": int(table.n.max()) if len(table) else 0, "lens_intermediate_layers": max(last - 1, 0)},
-                Check(C2_LENS_NULL, "null", None, None if math.isnan(null) else null, False))
+                Check("c2.lens.null", C2_LENS_NULL, "null", None, None if math.isnan(null) else null, False, "lens",
+                      reason="no intermediate layer, or no memorized example with a differing token"))
     best = inner.loc[inner.ahead.idxmax()]
     k, n = int(best.ahead), int(best.n)
     lo, hi = wilson_interval(k, n, level)
@@ -328,7 +487,7 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
                "lens_share_hi": hi, "lens_share_null": null, "lens_share_n": n,
                "lens_share_by_layer": [_num(x) for x in table.share], "lens_intermediate_layers": last - 1}
     ok = not math.isnan(null) and lo > null
-    return metrics, Check(C2_LENS_NULL, "null", lo, None if math.isnan(null) else null, bool(ok))
+    return metrics, Check("c2.lens.null", C2_LENS_NULL, "null", lo, None if math.isnan(null) else null, bool(ok), "lens")
 
 
 # -- C3 ---------------------------------------------------------------------------------------
@@ -348,11 +507,11 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
     Registered (section 5): mem drop over the random control >= 0.3 (THR: also on the unconnected
     subset); overlap >= 0.5; overlap >= 3 x random. Amended (7.5): the same margin over the larger
     of the two controls' drops (random, information-matched); gen on C drops more under INLP than
-    under the larger control (the sanity check, > 0); the split-half ceiling J(C, C') (kind
-    ``ceiling``, a measurement: it passes when it is computed). Where the log-prob ceiling is below
-    0.5 the registered overlap check is ``superseded`` by J(M, C) >= 0.5 x J(C, C') on the
-    logit-difference attribution (``amended``). Inputs that are missing (no matched control in the
-    sweep, no statistics) leave their amended checks unresolved."""
+    under the larger control (the sanity check, > 0). The split-half ceiling J(C, C') is a
+    ``validity`` check (amendment 2, 8.1: what identical circuits reach, against the overlap
+    threshold); where it is below 0.5 the registered overlap check is ``superseded`` by
+    J(M, C) >= 0.5 x J(C, C') on the logit-difference attribution (``amended``). Inputs that are
+    missing (no matched control in the sweep, no statistics) leave their checks unresolved."""
     th = THRESHOLDS["C3"]
     methods = set(sweep.method)
 
@@ -371,19 +530,24 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
                         f"{s}_drop_over_matched": (before - inlp) - drops["matched"],
                         f"{s}_drop_over_larger_control": (before - inlp) - larger})
     margin = th["erasure_mem_drop_over_control_min"]
-    matched = "matched" in methods
-    checks = [at_least("erasure: mem drop over random control", "registered",
-                       metrics.get("mem_drop_over_control"), margin),
-              _c3_resolved(at_least("erasure: mem drop over the larger control (random, information-matched)",
-                                    "amended", metrics.get("mem_drop_over_larger_control"), margin), matched)]
+    no_matched = None if "matched" in methods else "the information-matched control was not computed"
+
+    def resolved(check: Check) -> Check:
+        return unresolved(check, no_matched) if no_matched else check
+
+    checks = [at_least("c3.erasure.random", "erasure: mem drop over random control", "registered",
+                       metrics.get("mem_drop_over_control"), margin, "erasure"),
+              resolved(at_least("c3.erasure", "erasure: mem drop over the larger control (random, information-matched)",
+                                "amended", metrics.get("mem_drop_over_larger_control"), margin, "erasure"))]
     if task == "thr":
-        checks += [at_least("erasure: unconnected mem drop over random control", "registered",
-                            metrics.get("mem_unconnected_drop_over_control"), margin),
-                   _c3_resolved(at_least("erasure: unconnected mem drop over the larger control", "amended",
-                                         metrics.get("mem_unconnected_drop_over_larger_control"), margin), matched)]
-    checks.append(_c3_resolved(_c3_above("erasure lowers gen on C more than the larger control (sanity)", "amended",
-                                         metrics.get("gen_drop_over_larger_control"),
-                                         th["gen_drop_over_control_above"]), matched))
+        checks += [at_least("c3.erasure.unconnected.random", "erasure: unconnected mem drop over random control",
+                            "registered", metrics.get("mem_unconnected_drop_over_control"), margin, "erasure"),
+                   resolved(at_least("c3.erasure.unconnected", "erasure: unconnected mem drop over the larger control",
+                                     "amended", metrics.get("mem_unconnected_drop_over_larger_control"), margin,
+                                     "erasure"))]
+    checks.append(resolved(above("c3.erasure.gen", "erasure lowers gen on C more than the larger control (sanity)",
+                                 "amended", metrics.get("gen_drop_over_larger_control"),
+                                 th["gen_drop_over_control_above"], "erasure")))
 
     j, rand = _num(overlap.get("jaccard")), _num(overlap.get("random"))
     metrics.update({"overlap": j, "overlap_random": rand, "overlap_over_random": j / rand if rand else math.nan})
@@ -396,30 +560,22 @@ def c3(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
     ceiling_ld = metrics.get("overlap_ld_split_half_C", math.nan)
     j_ld = metrics.get("overlap_ld_jaccard", math.nan)
     metrics["overlap_ld_over_ceiling"] = j_ld / ceiling_ld if ceiling_ld else math.nan
-    superseded = not math.isnan(ceiling) and ceiling < th["overlap_min"]
-    metrics["overlap_superseded"] = superseded
-    checks += [at_least(C3_OVERLAP, "superseded" if superseded else "registered", j, th["overlap_min"]),
-               at_least(f"circuit overlap vs {th['overlap_over_random_min']} x random", "registered", j,
-                        th["overlap_over_random_min"] * rand),
-               Check("split-half overlap ceiling J(C, C') (log-prob)", "ceiling", None if math.isnan(ceiling) else ceiling,
-                     None, None if math.isnan(ceiling) else True)]
-    if superseded:
-        checks.append(_c3_resolved(at_least(f"circuit overlap vs {th['ceiling_ratio_min']} x split-half ceiling "
-                                            "(logit difference)", "amended", j_ld, th["ceiling_ratio_min"] * ceiling_ld),
-                                   bool(stats.get("logit_diff"))))
+    validity = at_least("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap threshold",
+                        "validity", ceiling, th["overlap_min"], "overlap", missing="the split-half ceiling was not computed")
+    validity = validity.replace(was="ceiling")
+    if validity.passed is False:
+        validity = validity.replace(reason=f"7.5: out of reach: two halves of C overlap only {_short(ceiling)}")
+    registered = validate(at_least("c3.overlap.registered", C3_OVERLAP, "registered", j, th["overlap_min"], "overlap"),
+                          validity, "supersede")
+    metrics["overlap_superseded"] = registered[0].kind == "superseded"
+    checks += [*registered, at_least("c3.overlap.random", f"circuit overlap vs {th['overlap_over_random_min']} x random",
+                                     "registered", j, th["overlap_over_random_min"] * rand, "overlap")]
+    if validity.passed is False:
+        checks.append(at_least("c3.overlap", f"circuit overlap vs {th['ceiling_ratio_min']} x split-half ceiling "
+                               "(logit difference)", "amended", j_ld, th["ceiling_ratio_min"] * ceiling_ld, "overlap",
+                               missing="the logit-difference statistics were not computed"
+                               if not stats.get("logit_diff") else None))
     return metrics, checks
-
-
-def _c3_above(name: str, kind: str, value, threshold) -> Check:
-    """``value > threshold`` (strictly); a missing or NaN value fails."""
-    v, t = _num(value), _num(threshold)
-    ok = not (math.isnan(v) or math.isnan(t)) and v > t
-    return Check(name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, bool(ok))
-
-
-def _c3_resolved(check: Check, computed: bool) -> Check:
-    """``check`` as it is when its analysis was run; unresolved (passed None) when it was not."""
-    return check if computed else Check(check.name, check.kind, check.value, check.threshold, None)
 
 
 # -- C4 ---------------------------------------------------------------------------------------
@@ -431,14 +587,16 @@ def c4(summary: dict, lookup: dict | None = None) -> tuple[dict, list[Check]]:
     on a known look-up (``lookup``: :func:`rote.analysis.lookup.lookup_statistics`; THR atomic facts,
     FDA a look-up grafted into the model; None or empty: not computed).
 
-    Section 5's four checks are registered. Amendment 1, 7.6, per statistic (k50 ratio, activity of
-    the top neurons, input positions): a ``control`` check applies the statistic's own threshold to
-    the look-up and passes when the look-up fails it. Where the look-up passes it (the statistic
-    calls a known look-up "distributed", so it cannot tell the two apart) that control fails and the
-    registered check becomes ``superseded``; unresolved where the look-up was not measured. The
-    intermediate result is also judged (``amended``) as the INLP drop minus the information-matched
-    control's drop (``intermediate_matched_drop``) >= ``intermediate_over_matched_min``; unresolved
-    when ``summary["matched_available"]`` is False (the control could not be computed)."""
+    Section 5's four checks are registered. Amendment 1, 7.6 as amendment 2, 8.1 reads it, per
+    statistic (k50 ratio, activity of the top neurons, input positions): a ``validity`` check
+    (``c4.<statistic>.lookup``) applies the statistic's own threshold to the look-up and passes when
+    the look-up fails it. It never decides: where the look-up passes the statistic (it calls a known
+    look-up "distributed", so it cannot tell the two apart) the statistic is ``superseded`` in the
+    amended reading; where the look-up was not measured it is unresolved there. The intermediate
+    result is also judged (``amended``) as the INLP drop minus the information-matched control's drop
+    (``intermediate_matched_drop``) >= ``intermediate_over_matched_min``; unresolved when
+    ``summary["matched_available"]`` is False. ``metrics["verdict_rests_on"]`` names what still
+    decides (the validated statistics and the intermediate dependency)."""
     th = THRESHOLDS["C4"]
     lookup = {k: v for k, v in (lookup or {}).items() if k != "tables"}
     measured_lookup = bool(lookup) and _num(lookup.get("n_lookup", 1)) > 0  # no look-up example: unresolved
@@ -454,82 +612,121 @@ def c4(summary: dict, lookup: dict | None = None) -> tuple[dict, list[Check]]:
     metrics = dict(summary)
     metrics.update({f"lookup_{k}": v for k, v in lookup.items()})
     checks: list[Check] = []
-    superseded = []
+    superseded, validated = [], []
     for stat in LOOKUP_STATISTICS:
         name, key, thr_m, thr_l, short = statistics[stat]
-        treatment = at_least(name, "registered", summary.get(key), thr_m)
-        on_lookup = at_least(name, "control", lookup.get(key), thr_l)  # True: the look-up passes it
-        control_name = f"7.6 look-up control: {short} on a known look-up fails the statistic"
+        treatment = at_least(f"c4.{stat}", name, "registered", summary.get(key), thr_m, stat)
+        on_lookup = at_least(f"c4.{stat}.lookup", name, "validity", lookup.get(key), thr_l, stat)  # True: look-up passes
+        validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
+                         "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control")
         if not measured_lookup or on_lookup.value is None or on_lookup.threshold is None:
-            control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, None)
+            validity = unresolved(validity, "the known look-up was not measured")
+        elif on_lookup.passed:
+            validity = validity.replace(passed=False, reason=f"8.1: a known look-up passes it too "
+                                                             f"({_short(on_lookup.value)} vs {_short(on_lookup.threshold)})")
         else:
-            control = Check(control_name, "control", on_lookup.value, on_lookup.threshold, not on_lookup.passed)
-        if control.passed is False:
-            treatment = Check(treatment.name, "superseded", treatment.value, treatment.threshold, treatment.passed)
-            superseded.append(stat)
-        checks += [treatment, control]
-    checks.append(at_least("intermediate result removes share of P(noisy)", "registered",
-                           summary.get("intermediate_drop"), th["drop_min"]))
+            validity = validity.replace(passed=True)
+        judged = validate(treatment, validity, "supersede")
+        (validated if judged[0].kind == "registered" else superseded).append(stat)
+        checks += judged
+    checks.append(at_least("c4.intermediate.registered", "intermediate result removes share of P(noisy)", "registered",
+                           summary.get("intermediate_drop"), th["drop_min"], "intermediate"))
     over = _num(summary.get("intermediate_drop")) - _num(summary.get("intermediate_matched_drop"))
     metrics["intermediate_over_matched"] = over
     metrics["lookup_superseded"] = superseded
-    matched_name = "7.6: intermediate drop over information-matched control"
+    metrics["verdict_rests_on"] = validated + ["intermediate"]  # 8.1: the statistics that still decide
+    metrics["rests_on_intermediate_alone"] = not validated
+    matched = at_least("c4.intermediate", "7.6: intermediate drop over information-matched control", "amended", over,
+                       th["intermediate_over_matched_min"], "intermediate")
     if summary.get("matched_available") is False:
-        checks.append(Check(f"{matched_name} (control not available)", "amended", None,
-                            th["intermediate_over_matched_min"], None))
-    else:
-        checks.append(at_least(matched_name, "amended", over, th["intermediate_over_matched_min"]))
+        matched = unresolved(matched, "the information-matched control could not be computed")
+    checks.append(matched)
     return metrics, checks
 
 
 # -- C5 ---------------------------------------------------------------------------------------
+C5_REASONS = {
+    "7.7": "7.7: the outlier set holds ~230 of 2,560 units per example, and patching that many units anywhere "
+           "disrupts memorization; judged by the dose-response",
+    "8.3": "8.3: the section-5 rule calls most units of an untrained model heuristics; judged with the cut "
+           "calibrated on an untrained model",
+    "8.4": "8.4: after the first noisy digit every position reads a noisy prefix no clean neighbour has (the "
+           "never-trained null reaches the same |z|); judged at the first differing digit j*",
+}
+
+
 def c5(metrics: dict) -> tuple[dict, list[Check]]:
-    """C5 from the chapter's measured numbers.
+    """C5 from the chapter's measured numbers (protocol section 5, amendments 7.7, 8.3 and 8.4).
 
-    Registered (section 5): ``heuristic_fraction`` (share of *neurons* that are heuristics, the
-    unit of section 5), ``z_ratio`` (median |z| on M at memorized digits over clean examples),
-    ``pattern_corr_M``; ``patch_revert_last`` and ``control_revert_last`` (the last layer's outlier
-    units and as many random units), now ``superseded``: 7.7 found that the outlier set holds
-    ~230 of 2,560 units per example and that patching that many units anywhere disrupts
-    memorization, so the check cannot say whether the outliers are special.
+    Section 5 (the registered reading): ``heuristic_fraction`` (share of neurons that are heuristics
+    under the coverage rule), ``z_ratio`` (median |z| on M over clean), ``pattern_corr_M``, and the
+    patching of the last layer (``patch_revert_last``, ``control_revert_last``).
 
-    Amended (7.7), from :func:`rote.analysis.patching.dose_summary` of the last layer:
-    ``top_revert_max`` (the best top-m revert over ``THRESHOLDS["C5"]["m_grid"]``) must reach
-    ``patch_revert_min`` (``amended``); at ``m50``, ``random_revert_m50`` and
-    ``mismatched_revert_m50`` must each be under ``control_revert_max`` (``control``; both fail
-    when no m reaches ``patch_revert_min``; the mismatched one is unresolved with fewer than two
-    memorized examples); ``z_null_ratio`` (median |z| on M over never-trained noisy labels) >=
-    ``z_ratio_min`` (``null``); ``heuristic_fraction`` >= ``untrained_share_factor_min`` x
-    ``untrained_heuristic_fraction`` (``null``).
+    Amended reading (amendment 2): the heuristic share under 8.3's cut, ``cut_heuristic_fraction``
+    >= 0.2 (``c5.share``) and >= 2 x ``cut_null_fraction`` (``c5.share.null``); at the first
+    differing digit j* (8.4): ``jstar_z_ratio`` >= 2 (``c5.z``), ``jstar_pattern_corr_M`` >= 0.5
+    (``c5.pattern.jstar``), ``jstar_top_revert_max`` >= 0.5 (m50 exists, ``c5.specificity``), and at
+    m50 ``jstar_random_revert_m50`` and ``jstar_mismatched_revert_m50`` < 0.1 (``control``). The
+    registered pattern correlation keeps counting. Superseded and shown: the section-5 share and
+    7.7's share null (by 8.3), the registered |z| ratio, 7.7's |z| null and 7.7's dose-response (by
+    8.4), the registered patching checks (by 7.7). ``jstar_n_M`` = 0 (no memorized example with a
+    differing digit) leaves the j* checks unresolved, and so does a missing 8.3 classification.
     """
     th = THRESHOLDS["C5"]
-    m50 = metrics.get("m50")
-    no_m50 = m50 is None or (isinstance(m50, float) and math.isnan(m50))
-    random_m50 = below("7.7: m random neurons at m50 revert M", "control", metrics.get("random_revert_m50"),
-                       th["control_revert_max"])
-    mismatched_m50 = below("7.7: another example's top m at m50 revert M", "control",
-                           metrics.get("mismatched_revert_m50"), th["control_revert_max"])
-    if not no_m50 and mismatched_m50.value is None:  # m50 exists, but no other example to take its top m from
-        mismatched_m50 = Check(mismatched_m50.name, "control", None, th["control_revert_max"], None)
-    untrained = _num(metrics.get("untrained_heuristic_fraction"))
+    m, factor, z_min = metrics, th["untrained_share_factor_min"], th["z_ratio_min"]
+    share_min, corr_min = th["heuristic_fraction_min"], th["pattern_corr_min"]
+    revert_min, control_max = th["patch_revert_min"], th["control_revert_max"]
+    no_cut = "the 8.3 classifier was not run"
+    no_jstar = "no memorized example with a differing digit (j*)" if not m.get("jstar_n_M") else None
+    no_m50 = m.get("jstar_m50") is None or (isinstance(m.get("jstar_m50"), float) and math.isnan(m["jstar_m50"]))
+    jstar_mismatched = below("c5.specificity.mismatched", "8.4: another example's top m at j* (at m50) revert M",
+                             "control", m.get("jstar_mismatched_revert_m50"), control_max, "specificity",
+                             missing=no_jstar)
+    if not no_jstar and not no_m50 and jstar_mismatched.value is None:
+        jstar_mismatched = unresolved(jstar_mismatched, "needs a second memorized example")
+    dose_mismatched = below("c5.dose.mismatched", "7.7: another example's top m at m50 revert M", "control",
+                            m.get("mismatched_revert_m50"), control_max, "specificity")
     checks = [
-        at_least("heuristic share of neurons", "registered", metrics.get("heuristic_fraction"),
-                 th["heuristic_fraction_min"]),
-        at_least("median |z| on M over clean", "registered", metrics.get("z_ratio"), th["z_ratio_min"]),
-        at_least("pattern correlation on M", "registered", metrics.get("pattern_corr_M"), th["pattern_corr_min"]),
-        at_least("patching the last layer reverts M", "superseded", metrics.get("patch_revert_last"),
-                 th["patch_revert_min"]),
-        below("random control reverts M", "superseded", metrics.get("control_revert_last"), th["control_revert_max"]),
-        at_least("7.7: top-m patch of the last layer reverts M at some m (m50 exists)", "amended",
-                 metrics.get("top_revert_max"), th["patch_revert_min"]),
-        random_m50,
-        mismatched_m50,
-        at_least("7.7: median |z| on M over never-trained noisy labels", "null", metrics.get("z_null_ratio"),
-                 th["z_ratio_min"]),
-        at_least(f"7.7: heuristic share of neurons vs {th['untrained_share_factor_min']:g} x the untrained model",
-                 "null", metrics.get("heuristic_fraction"), th["untrained_share_factor_min"] * untrained),
+        supersede(at_least("c5.share.registered", "heuristic share of neurons (section-5 rule)", "registered",
+                           m.get("heuristic_fraction"), share_min, "heuristic share"), C5_REASONS["8.3"], amendment2=True),
+        supersede(at_least("c5.share.untrained", f"7.7: heuristic share of neurons vs {factor:g} x the untrained model",
+                           "null", m.get("heuristic_fraction"), factor * _num(m.get("untrained_heuristic_fraction")),
+                           "heuristic share"), C5_REASONS["8.3"], amendment2=True),
+        at_least("c5.share", "8.3: heuristic share of neurons (cut: 99th percentile of an untrained model)", "amended",
+                 m.get("cut_heuristic_fraction"), share_min, "heuristic share", missing=no_cut),
+        at_least("c5.share.null", f"8.3: heuristic share vs {factor:g} x the untrained model's share under the cut",
+                 "null", m.get("cut_heuristic_fraction"), factor * _num(m.get("cut_null_fraction")), "heuristic share",
+                 missing=no_cut),
+        supersede(at_least("c5.z.registered", "median |z| on M over clean", "registered", m.get("z_ratio"), z_min,
+                           "outlier |z|"), C5_REASONS["8.4"], amendment2=True),
+        supersede(at_least("c5.z.untrained_labels", "7.7: median |z| on M over never-trained noisy labels", "null",
+                           m.get("z_null_ratio"), z_min, "outlier |z|"), C5_REASONS["8.4"], amendment2=True),
+        at_least("c5.z", "8.4: largest |z| over heuristic units at j*, median on M over clean", "amended",
+                 m.get("jstar_z_ratio"), z_min, "outlier |z|",
+                 missing=no_jstar or "no heuristic unit at the j* positions under the 8.3 cut"),
+        at_least("c5.pattern", "pattern correlation on M", "registered", m.get("pattern_corr_M"), corr_min,
+                 "outlier |z|"),
+        at_least("c5.pattern.jstar", "8.4: pattern correlation on M at j*", "amended", m.get("jstar_pattern_corr_M"),
+                 corr_min, "outlier |z|", missing=no_jstar or "no heuristic unit at the j* positions under the 8.3 cut"),
+        supersede(at_least("c5.patch.registered", "patching the last layer reverts M", "registered",
+                           m.get("patch_revert_last"), revert_min, "specificity"), C5_REASONS["7.7"]),
+        supersede(below("c5.patch.random.registered", "random control reverts M", "registered",
+                        m.get("control_revert_last"), control_max, "specificity"), C5_REASONS["7.7"]),
+        supersede(at_least("c5.dose.top", "7.7: top-m patch of the last layer reverts M at some m (m50 exists)",
+                           "amended", m.get("top_revert_max"), revert_min, "specificity"), C5_REASONS["8.4"],
+                  amendment2=True),
+        supersede(below("c5.dose.random", "7.7: m random neurons at m50 revert M", "control",
+                        m.get("random_revert_m50"), control_max, "specificity"), C5_REASONS["8.4"], amendment2=True),
+        supersede(dose_mismatched, C5_REASONS["8.4"], amendment2=True),
+        at_least("c5.specificity", "8.4: top-m patch at j* reverts M at some m (m50 exists)", "amended",
+                 m.get("jstar_top_revert_max"), revert_min, "specificity", missing=no_jstar),
+        below("c5.specificity.random", "8.4: m random neurons at j* (at m50) revert M", "control",
+              m.get("jstar_random_revert_m50"), control_max, "specificity", missing=no_jstar),
+        jstar_mismatched,
     ]
-    return dict(metrics), checks
+    new = ("c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity", "c5.specificity.random",
+           "c5.specificity.mismatched")  # added by amendment 2 (8.3, 8.4)
+    return dict(metrics), [c.replace(was="new") if c.id in new else c for c in checks]
 
 
 CLAIM_CHECKS = {"C1": c1, "C2": c2, "C3": c3, "C4": c4, "C5": c5}
@@ -540,8 +737,14 @@ def seed_result(unit, metrics: dict, checks: list[Check], configs) -> dict:
     """One seed's part of a record: ``unit`` has ``task``, ``condition`` and ``seed`` (a
     :class:`rote.plan.Unit`); ``configs`` are the runs its numbers come from (noisy run first)."""
     checks = list(checks)
+    ids = [c.id for c in checks]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"check ids must be unique within a seed: {sorted(i for i in set(ids) if ids.count(i) > 1)}")
+    configs = list(configs)
     return {"task": unit.task, "condition": unit.condition, "seed": int(unit.seed),
             "registered": seed_verdict(checks, "registered"), "amended": seed_verdict(checks, "amended"),
+            "missing_parts": missing_parts(checks, "amended"),
+            "precision": configs[0].train.precision if configs else None,
             "metrics": metrics, "checks": [c.to_dict() for c in checks], "run_keys": [c.key for c in configs]}
 
 
@@ -564,18 +767,28 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     return out
 
 
+def deciding_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list:
+    """The checks that decide one seed's verdict in ``reading``: the failed ones, else the unresolved
+    ones, else every check that counts."""
+    judged = [c for c in checks if counts_in(c, reading)]
+    failed = [c for c in judged if _get(c, "passed") is False]
+    return failed or [c for c in judged if _get(c, "passed") is None] or judged
+
+
 def deciding(rec: claims.ClaimRecord) -> str:
-    """The checks that decide the amended verdict, as short text: the failed ones (else the
-    unresolved ones, else all), with value and threshold, per seed."""
+    """The checks that decide the amended verdict, as short text per seed: the failed ones (else the
+    unresolved ones with their reasons, else all), with value and threshold, and any required part
+    left without a deciding check."""
     if not rec.per_seed:
         return ""
     parts = []
     for s in rec.per_seed:
-        judged = [c for c in s["checks"] if c["kind"] in READINGS["amended"]]
-        failed = [c for c in judged if c["passed"] is False]
-        shown = failed or [c for c in judged if c["passed"] is None] or judged
-        text = "; ".join(f"{c['name']}: {_short(c['value'])} vs {_short(c['threshold'])}" if c["value"] is not None
-                         else c["name"] for c in shown)
+        texts = []
+        for c in deciding_checks(s["checks"]):
+            text = f"{c['id']} {_short(c['value'])} vs {_short(c['threshold'])}" if c["value"] is not None else c["id"]
+            texts.append(text + (f" (unresolved: {c['reason']})" if c["passed"] is None and c.get("reason") else ""))
+        texts += [f"no deciding check for the part '{p}'" for p in s.get("missing_parts", [])]
+        text = "; ".join(texts)
         parts.append(f"seed {s['seed']}: {text}" if len(rec.per_seed) > 1 else text)
     return " | ".join(parts)
 

@@ -22,8 +22,10 @@ def _c1_tables(gen, mem, clean_gen=None, rec=None, every=50):
     return noisy, clean
 
 
-def _by_name(checks, fragment, kind):
-    return next(c for c in checks if fragment in c.name and c.kind == kind)
+def _by(checks, check_id):
+    found = verdicts.find(checks, check_id)
+    assert found is not None, [c.id for c in checks]
+    return found
 
 
 def test_crossing_interpolates_between_evaluations():
@@ -51,8 +53,8 @@ def test_c1_tie_at_evaluation_resolution_is_unresolved_not_fail():
     mem = [0.0, 0.2, 0.6, 0.95, 0.95, 0.95, 0.95, 0.95]
     metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
     assert metrics["t_gen"] == metrics["t_mem"] == 100
-    assert _by_name(checks, "t_gen < t_mem", "superseded").passed is False
-    assert _by_name(checks, "t_gen < t_mem", "amended").passed is None
+    assert _by(checks, "c1.order.registered").passed is False
+    assert _by(checks, "c1.order").passed is None
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
@@ -62,8 +64,8 @@ def test_c1_final_is_the_mean_of_the_last_five_evaluations():
     gen = [0.0, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.88]
     mem = [0.0, 0.0, 0.0, 0.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95]
     metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
-    assert _by_name(checks, "final gen", "superseded").passed is False
-    assert _by_name(checks, "final gen", "amended").passed is True
+    assert _by(checks, "c1.gen.registered").passed is False
+    assert _by(checks, "c1.gen").passed is True
     assert metrics["last_gen"] == pytest.approx(0.88) and metrics["final_gen"] == pytest.approx(0.936)
 
 
@@ -71,30 +73,135 @@ def test_c1_fails_when_memorization_comes_first_or_is_not_benign():
     gen = [0.0, 0.2, 0.5, 0.7, 0.91, 0.91, 0.91, 0.91]
     mem = [0.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
     _, checks = verdicts.c1(*_c1_tables(gen, mem, clean_gen=[1.0] * 8), eval_every=50)
-    assert _by_name(checks, "t_gen < t_mem", "amended").passed is False
-    assert _by_name(checks, "noise-free", "amended").passed is False  # 0.91 < 1.0 - 0.05
+    assert _by(checks, "c1.order").passed is False
+    assert _by(checks, "c1.benign").passed is False  # 0.91 < 1.0 - 0.05
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_seed_verdict_readings_and_aggregation():
-    checks = [Check("a", "superseded", 0.4, 0.5, False), Check("a'", "amended", 0.6, 0.5, True),
-              Check("b", "registered", 1.0, 0.5, True), Check("null", "null", None, None, None)]
-    assert verdicts.seed_verdict(checks, "registered") == "fail"  # superseded counts only here
+    checks = [Check("c3.a", "a", "superseded", 0.4, 0.5, False, "erasure", section5=True),
+              Check("c3.a2", "a'", "amended", 0.6, 0.5, True, "erasure"),
+              Check("c3.b", "b", "registered", 1.0, 0.5, True, "overlap"),
+              Check("c3.null", "null", "null", None, None, None, "overlap")]
+    assert verdicts.seed_verdict(checks, "registered") == "fail"  # a superseded section-5 check counts only here
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # the null is not computed
     assert verdicts.aggregate(["pass"]) == "pass (1 seed)"
+    assert verdicts.aggregate(["unresolved"]) == "unresolved (1 seed)"
     assert verdicts.aggregate(["pass", "pass", "pass"]) == "holds"
     assert verdicts.aggregate(["fail", "fail", "fail"]) == "fails"
-    assert verdicts.aggregate(["pass", "fail", "unresolved"]) == "mixed 1/3"
     assert verdicts.aggregate(["unresolved", "unresolved"]) == "unresolved"
+    assert verdicts.aggregate(["pass", "fail", "unresolved"]) == "mixed: 1 pass, 1 fail, 1 unresolved"
+    assert verdicts.aggregate(["fail", "unresolved", "fail"]) == "mixed: 0 pass, 2 fail, 1 unresolved"
+    assert verdicts.aggregate(["pass", "pass", "unresolved"]) == "mixed: 2 pass, 0 fail, 1 unresolved"
     assert verdicts.aggregate([]) == "not run"
     with pytest.raises(ValueError):
-        Check("x", "made-up", 1, 1, True)
+        Check("c3.x", "x", "made-up", 1, 1, True)
+    with pytest.raises(ValueError, match="stable id"):
+        Check("a name with spaces", "x", "registered", 1, 1, True)
 
 
-def test_nan_values_fail_their_checks():
-    assert verdicts.at_least("x", "registered", math.nan, 0.5).passed is False
-    assert verdicts.at_least("x", "registered", 0.7, math.nan).passed is False
-    assert verdicts.below("x", "registered", None, 0.1).passed is False
+def _c3_checks(**changes):
+    base = [Check("c3.erasure", "erasure", "amended", 0.5, 0.3, True, "erasure"),
+            Check("c3.erasure.random", "erasure vs random", "registered", 0.5, 0.3, True, "erasure"),
+            Check("c3.overlap.random", "overlap vs random", "registered", 0.6, 0.1, True, "overlap")]
+    return base + [Check(**changes)] if changes else base
+
+
+def test_a_failing_validity_check_alone_never_fails_the_claim():
+    validity = Check("c3.overlap.ceiling", "ceiling", "validity", 0.2, 0.5, False, "overlap")
+    checks = _c3_checks() + [validity]
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+    assert verdicts.seed_verdict(checks, "registered") == "pass"  # not a section-5 check either
+    # ... but what it validates stops counting, and with it the claim can no longer pass on that check
+    statistic = Check("c3.overlap.registered", "overlap", "registered", 0.3, 0.5, False, "overlap")
+    judged = verdicts.validate(statistic, validity, "supersede")
+    assert [c.kind for c in judged] == ["superseded", "validity"] and judged[0].reason
+    assert verdicts.seed_verdict(_c3_checks() + judged, "amended") == "pass"
+    assert verdicts.seed_verdict(_c3_checks() + judged, "registered") == "fail"  # section 5 still counts it
+
+
+def test_an_out_of_reach_threshold_is_unresolved_and_never_a_pass():
+    out_of_reach = Check("c3.overlap.ceiling", "ceiling", "validity", 0.3, 0.5, False, "overlap")
+    for passed in (True, False):  # whatever the treatment does, the amended reading cannot decide on it
+        statistic = Check("c3.overlap.registered", "overlap", "registered", 0.6 if passed else 0.1, 0.5, passed,
+                          "overlap")
+        judged = verdicts.validate(statistic, out_of_reach, "unresolve")
+        amended = verdicts.find(judged, "c3.overlap.registered.amended")
+        assert amended.passed is None and amended.kind == "amended" and "out of reach" not in amended.id
+        assert verdicts.seed_verdict(_c3_checks() + judged, "amended") == "unresolved"
+        assert verdicts.seed_verdict(_c3_checks() + judged, "registered") == ("pass" if passed else "fail")
+    # an amended check keeps its kind in its stand-in; the original keeps its outcome for the record
+    own = Check("c3.overlap", "overlap", "amended", 0.9, 0.5, True, "overlap")
+    judged = verdicts.validate(own, out_of_reach, "unresolve")
+    assert [(c.id, c.kind, c.passed) for c in judged] == [("c3.overlap", "superseded", True),
+                                                         ("c3.overlap.amended", "amended", None),
+                                                         ("c3.overlap.ceiling", "validity", False)]
+    assert judged[0].was == "amended" and judged[1].was == "new"
+    # a validity check that passes changes nothing
+    ok = out_of_reach.replace(value=0.7, passed=True)
+    assert verdicts.validate(own, ok, "unresolve") == [own, ok]
+
+
+def test_a_required_part_without_a_deciding_check_is_unresolved():
+    only_erasure = [Check("c3.erasure", "erasure", "amended", 0.5, 0.3, True, "erasure"),
+                    Check("c3.overlap.registered", "overlap", "superseded", 0.6, 0.5, True, "overlap", section5=True)]
+    assert verdicts.missing_parts(only_erasure) == ["overlap"]
+    assert verdicts.seed_verdict(only_erasure, "amended") == "unresolved"
+    assert verdicts.seed_verdict(only_erasure, "registered") == "unresolved"  # no section-5 erasure check either
+    assert verdicts.seed_verdict(only_erasure + [Check("c3.erasure.random", "e", "registered", 0.5, 0.3, True,
+                                                       "erasure")], "registered") == "pass"
+    # a failing check still fails, even with a part missing
+    failing = [only_erasure[0].replace(value=0.1, passed=False), only_erasure[1]]
+    assert verdicts.seed_verdict(failing, "amended") == "fail"
+
+
+def test_the_amendment1_reading_shows_what_amendment_2_moved():
+    # amendment 1 counted the look-up control (now validity) and the out-of-reach check as they were
+    stat = Check("c4.positions", "positions", "registered", 8, 2, True, "positions")
+    validity = Check("c4.positions.lookup", "look-up", "validity", 8, 2, False, "positions", was="control")
+    intermediate = Check("c4.intermediate", "over matched", "amended", 0.5, 0.2, True, "intermediate")
+    checks = verdicts.validate(stat, validity, "supersede") + [intermediate]
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+    assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"
+    # an added check does not count in the amendment-1 reading
+    added = Check("c4.extra", "x", "amended", 0.0, 0.2, False, "intermediate", was="new")
+    assert verdicts.seed_verdict(checks[:2] + [intermediate, added], verdicts.AMENDMENT1) == "fail"
+    assert verdicts.seed_verdict([intermediate, added], verdicts.AMENDMENT1) == "pass"
+
+
+def test_deciding_names_failed_then_unresolved_checks_with_reasons():
+    def record(checks_per_seed):
+        results = [verdicts.seed_result(SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, [])
+                   for s, checks in enumerate(checks_per_seed)]
+        return verdicts.records("C3", "smoke", results)[0]
+
+    passing = _c3_checks()
+    failing = [passing[0].replace(value=0.1, passed=False), *passing[1:]]
+    open_ = [verdicts.unresolved(passing[0], "the control was not computed"), *passing[1:]]
+    rec = record([passing, failing, open_])
+    assert rec.verdict_amended == "mixed: 1 pass, 1 fail, 1 unresolved"
+    text = verdicts.deciding(rec)
+    seed0, seed1, seed2 = text.split(" | ")
+    assert seed0.startswith("seed 0: c3.erasure 0.5 vs 0.3; c3.erasure.random 0.5 vs 0.3; c3.overlap.random")  # all pass: every check
+    assert seed1 == "seed 1: c3.erasure 0.1 vs 0.3"  # only the failed one
+    assert seed2 == "seed 2: c3.erasure 0.5 vs 0.3 (unresolved: the control was not computed)"
+    rec = record([passing[:1]])
+    assert verdicts.deciding(rec) == "c3.erasure 0.5 vs 0.3; no deciding check for the part 'overlap'"
+
+
+def test_seed_results_refuse_duplicate_ids():
+    unit = SimpleNamespace(task="fda", condition="random", seed=0)
+    with pytest.raises(ValueError, match="unique"):
+        verdicts.seed_result(unit, {}, [_c3_checks()[0]] * 2, [])
+
+
+def test_nan_values_fail_their_checks_unless_a_reason_makes_them_unresolved():
+    assert verdicts.at_least("c9.x", "x", "registered", math.nan, 0.5).passed is False
+    assert verdicts.at_least("c9.x", "x", "registered", 0.7, math.nan).passed is False
+    assert verdicts.below("c9.x", "x", "registered", None, 0.1).passed is False
+    c = verdicts.at_least("c9.x", "x", "amended", None, 0.5, missing="no memorized example")
+    assert c.passed is None and c.reason == "no memorized example"
+    assert verdicts.at_least("c9.x", "x", "amended", 0.6, 0.5, missing="unused").passed is True
 
 
 def test_c2_checks_on_made_up_probe_and_lens_outputs():
@@ -103,8 +210,8 @@ def test_c2_checks_on_made_up_probe_and_lens_outputs():
     lens = pd.DataFrame({"p_true": [0.1, 0.6, 0.1], "p_noisy": [0.1, 0.2, 0.8]})
     verdict = {"true_ahead_intermediate": True, "noisy_only_last": True, "takeover_layer": 2}
     metrics, checks = verdicts.c2(summary, verdict, lens, n_M=10, n_C=20, task="fda")
-    assert _by_name(checks, "carries: M vs", "registered").passed is True
-    digits = _by_name(checks, "answer digits: M vs 0.8", "registered")
+    assert _by(checks, "c2.probe.carries.ratio").passed is True
+    digits = _by(checks, "c2.probe.answer_digits.ratio")
     assert digits.passed is False and digits.threshold == pytest.approx(0.72)
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert metrics["carries_acc_M"] == 0.85
@@ -118,13 +225,14 @@ def test_c3_c4_c5_checks_read_their_inputs():
     assert metrics["mem_drop_over_control"] == pytest.approx(0.7)
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # 7.5 controls not computed yet
+    assert "information-matched" in _by(checks, "c3.erasure").reason
     _, checks = verdicts.c4({"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
                              "intermediate_drop": 0.5})
-    assert _by_name(checks, "k50", "registered").passed is False  # 4 < 0.5 x 10
+    assert _by(checks, "c4.k50").passed is False  # 4 < 0.5 x 10
     _, checks = verdicts.c5({"heuristic_fraction": 0.8, "z_ratio": 2.2, "pattern_corr_M": 0.7,
                              "patch_revert_last": 0.77, "control_revert_last": 0.39})
-    assert _by_name(checks, "random control", "superseded").passed is False  # 7.7: replaced by the dose-response
-    assert [c.passed for c in checks if c.kind in ("registered", "superseded")] == [True, True, True, True, False]
+    assert _by(checks, "c5.patch.random.registered").passed is False  # 7.7: replaced by the dose-response
+    assert [c.passed for c in checks if c.section5] == [True, True, True, True, False]
     assert verdicts.seed_verdict(checks, "registered") == "fail"
 
 
@@ -132,12 +240,13 @@ def test_records_group_seeds_per_task_and_condition(tmp_path):
     def unit(task, condition, seed):
         return SimpleNamespace(task=task, condition=condition, seed=seed)
 
-    ok = [Check("a", "registered", 1.0, 0.5, True)]
-    bad = [Check("a", "registered", 0.1, 0.5, False)]
+    ok = [Check("c3.a", "a", "registered", 1.0, 0.5, True, "erasure"),
+          Check("c3.b", "b", "registered", 1.0, 0.5, True, "overlap")]
+    bad = [ok[0].replace(value=0.1, passed=False), ok[1]]
     results = [verdicts.seed_result(unit("fda", "random", s), {"x": float(s)}, ok if s else bad, []) for s in (2, 0, 1)]
     results.append(verdicts.seed_result(unit("fda", "digit", 0), {}, ok, []))
     recs = {r.condition: r for r in verdicts.records("C3", "smoke", results)}
-    assert recs["random"].seeds == [0, 1, 2] and recs["random"].verdict_amended == "mixed 2/3"
+    assert recs["random"].seeds == [0, 1, 2] and recs["random"].verdict_amended == "mixed: 2 pass, 1 fail, 0 unresolved"
     assert recs["digit"].verdict_registered == "pass (1 seed)" and recs["digit"].status == "pass (1 seed)"
     assert recs["random"].page == "04_interventions" and recs["random"].anchor == "verdict"
     claims.save(recs["random"], root=tmp_path)
@@ -145,3 +254,40 @@ def test_records_group_seeds_per_task_and_condition(tmp_path):
     assert loaded[("C3", "fda", "random")].per_seed[0]["checks"][0]["passed"] is False
     assert loaded[("C3", "fda", "digit")].status == "not run"  # not saved: a placeholder
     assert loaded[("C1", "thr", "-")].status == "not run"
+
+
+def test_c1_records_gen_cost_the_rec_peak_before_t_mem_and_gen_at_t_mem():
+    gen = [0.0, 0.95, 0.99, 0.97, 0.93, 0.91, 0.91, 0.91, 0.91, 0.91]
+    mem = [0.0, 0.0, 0.0, 0.3, 0.7, 0.95, 0.95, 0.95, 0.95, 0.95]
+    rec = [0.0, 0.9, 0.8, 0.6, 0.3, 0.05, 0.0, 0.0, 0.0, 0.0]
+    metrics, _ = verdicts.c1(*_c1_tables(gen, mem, clean_gen=[1.0] * 10, rec=rec), eval_every=50)
+    assert metrics["gen_cost"] == pytest.approx(1.0 - 0.91)
+    x_mem = 150 + 50 * (0.5 - 0.3) / (0.7 - 0.3)  # 175
+    assert metrics["t_mem_interpolated"] == pytest.approx(x_mem)
+    assert metrics["rec_peak_before_t_mem"] == pytest.approx(0.9)  # steps <= 175 only: the later dips do not count
+    assert metrics["gen_at_t_mem"] == pytest.approx(0.97 + (0.93 - 0.97) * 0.5)
+
+
+def test_c1_when_mem_never_crosses_the_order_passes_and_final_mem_decides():
+    gen = [0.0, 0.95, 0.97, 0.97, 0.97, 0.97, 0.97, 0.97]
+    mem = [0.0, 0.0, 0.1, 0.2, 0.3, 0.3, 0.3, 0.3]
+    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
+    assert metrics["t_mem_interpolated"] is None and math.isnan(metrics["gen_at_t_mem"])
+    assert _by(checks, "c1.order").passed is True and _by(checks, "c1.order").value is None
+    assert _by(checks, "c1.order.registered").passed is False  # section 5 needs both steps
+    assert _by(checks, "c1.mem").passed is False
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_c1_when_gen_never_crosses_the_order_fails():
+    gen = [0.0, 0.5, 0.6, 0.7, 0.8, 0.8, 0.8, 0.8]
+    mem = [0.0, 0.0, 0.6, 0.95, 0.95, 0.95, 0.95, 0.95]
+    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
+    assert metrics["t_gen_interpolated"] is None and metrics["t_gen"] is None
+    assert _by(checks, "c1.order").passed is False
+
+
+def test_c1_a_nan_before_the_crossing_takes_the_crossing_step_itself():
+    m = _curve([0, 50, 100, 150], gen=[0.0, math.nan, 0.95, 0.99])
+    assert verdicts.crossing(m, "gen", 0.9) == 100.0  # no interpolation from a missing evaluation
+    assert verdicts.first_evaluated(m, "gen", 0.9) == 100

@@ -23,10 +23,14 @@ def _share(ahead, n=100, null=0.5, layers=4):
     return pd.DataFrame({"layer": range(layers), "n": n, "ahead": ahead, "share": [a / n if n else math.nan for a in ahead], "null": null})
 
 
-def _by(checks, start):
-    hits = [c for c in checks if c.name.startswith(start)]
-    assert hits, f"no check named {start!r}..."
+def _by(checks, *ids):
+    hits = [verdicts.find(checks, i) for i in ids]
+    assert None not in hits, [c.id for c in checks]
     return hits
+
+
+def _pair(checks, key):
+    return _by(checks, f"c2.probe.{key}.ratio", f"c2.probe.{key}.chance")
 
 
 def _thr(bridge_r2, masked_tail, share, registered=(("bridge", 1.0, 1.0, 0.02), ("true tail", 0.1, 0.9, 0.02))):
@@ -41,15 +45,15 @@ GOOD_TAIL = {"best_layer": 3, "acc_M": 0.6, "acc_C": 0.7, "chance": 1 / 49, "acc
 
 def test_thr_amended_checks_pass_and_registered_r1_and_unmasked_are_superseded():
     metrics, checks = _thr(GOOD_R2, GOOD_TAIL, _share([50, 80, 90, 10]))
-    r1 = _by(checks, "probe bridge at r1")
-    unmasked = _by(checks, "probe true tail unmasked")
+    r1 = _pair(checks, "bridge")
+    unmasked = _pair(checks, "true_tail")
     assert {c.kind for c in r1 + unmasked} == {"superseded"}
     assert [c.passed for c in unmasked] == [False, True]  # 0.1 < 0.8 x 0.9; 0.1 >= 5 x 0.02
-    assert not any(c.kind == "registered" and c.name.startswith("probe") for c in checks)
-    r2, tail = _by(checks, "probe 7.4 bridge at r2"), _by(checks, "probe 7.4 true tail")
+    assert not any(c.kind == "registered" and c.id.startswith("c2.probe") for c in checks)
+    r2, tail = _pair(checks, "bridge_r2"), _pair(checks, "tail_masked")
     assert {c.kind for c in r2 + tail} == {"amended"} and all(c.passed for c in r2 + tail)
     assert tail[1].threshold == pytest.approx(THRESHOLDS["C2"]["probe_over_chance_min"] / 49)
-    null = _by(checks, verdicts.C2_LENS_NULL)[0]
+    null = _by(checks, "c2.lens.null")[0]
     assert null.kind == "null" and null.passed is True and null.threshold == 0.5
     assert metrics["lens_share_best_layer"] == 2 and metrics["lens_share"] == pytest.approx(0.9)
     assert metrics["tail_masked_reads_noisy_M"] == 0.9 and metrics["bridge_r2_acc_M"] == 0.7
@@ -62,7 +66,7 @@ def test_thr_bridge_at_r2_and_masked_tail_fail_on_their_own_numbers():
     look_up_tail = dict(GOOD_TAIL, acc_M=0.05)  # masked, M is at chance (a look-up)
     lost_bridge = dict(GOOD_R2, acc_M=0.3)  # M reads the bridge much worse than C at r2
     _, checks = _thr(lost_bridge, look_up_tail, _share([50, 80, 90, 10]))
-    r2, tail = _by(checks, "probe 7.4 bridge at r2"), _by(checks, "probe 7.4 true tail")
+    r2, tail = _pair(checks, "bridge_r2"), _pair(checks, "tail_masked")
     assert [c.passed for c in r2] == [False, True] and [c.passed for c in tail] == [False, False]
     assert verdicts.seed_verdict(checks, "amended") == "fail"
     assert verdicts.seed_verdict(checks, "registered") == "fail"  # unchanged by the amendment's inputs
@@ -71,45 +75,54 @@ def test_thr_bridge_at_r2_and_masked_tail_fail_on_their_own_numbers():
 def test_lens_null_fails_when_the_interval_reaches_the_prior():
     # share 0.6 on n = 30 is above the null 0.5, but its Wilson lower bound (~0.42) is not
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([10, 18, 17, 2], n=30))
-    null = _by(checks, verdicts.C2_LENS_NULL)[0]
+    null = _by(checks, "c2.lens.null")[0]
     assert null.passed is False and null.value == pytest.approx(verdicts.wilson_interval(18, 30)[0])
     assert 0.4 < null.value < 0.5
     # the same share on n = 300 clears it
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([100, 180, 170, 20], n=300))
-    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is True
+    assert _by(checks, "c2.lens.null")[0].passed is True
     # a prior that already favours the true token: a high share is not enough
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([50, 80, 90, 10], null=0.9))
-    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+    assert _by(checks, "c2.lens.null")[0].passed is False
 
 
 def test_lens_null_uses_intermediate_layers_only():
     # the embedding (layer 0) and the last layer are never the best intermediate layer
     metrics, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
                                   lens_share=_share([100, 40, 45, 100]))
-    assert metrics["lens_share_best_layer"] == 2 and _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+    assert metrics["lens_share_best_layer"] == 2 and _by(checks, "c2.lens.null")[0].passed is False
     # a 1-layer model has no intermediate layer: the check fails
     metrics, checks = verdicts.c2(_summary([("carries", 0.9, 0.9, 0.1)]), LENS_VERDICT, LENS, 20, 100, "fda",
                                   lens_share=_share([100, 100], layers=2))
-    assert _by(checks, verdicts.C2_LENS_NULL)[0].passed is False
+    assert _by(checks, "c2.lens.null")[0].passed is False
     assert metrics["lens_intermediate_layers"] == 0 and metrics["lens_share_n"] == 100
 
 
 def test_missing_inputs_are_unresolved_and_empty_sets_fail():
     _, checks = _thr(None, None, None)
     amended = [c for c in checks if c.kind in ("amended", "null")]
-    assert len(amended) == 3 and all(c.passed is None for c in amended)
-    assert verdicts.seed_verdict([c for c in checks if c.kind != "superseded"], "amended") == "unresolved"
+    assert len(amended) == 3 and all(c.passed is None and c.reason for c in amended)
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     # no memorized example: NaN accuracies and n = 0 fail, as the registered checks do
     nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02}
     _, checks = _thr(nan, dict(nan, chance=1 / 49), _share([0, 0, 0, 0], n=0, null=math.nan))
     assert all(c.passed is False for c in checks if c.kind in ("amended", "null"))
 
 
+def test_an_empty_C_set_leaves_its_probe_target_unresolved_and_says_so():
+    summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.9, math.nan, 0.1)])
+    _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 0, "fda", lens_share=_share([50, 80, 90, 10]))
+    ratio, chance = _pair(checks, "answer_digits")
+    assert ratio.passed is None and ratio.reason == verdicts.C2_NO_C
+    assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended").passed is None
+    assert verdicts.find(checks, "c2.probe.answer_digits.reachable").passed is None
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
 def test_fda_keeps_its_registered_probe_checks_and_gets_the_lens_null():
     summary = _summary([("carries", 0.85, 0.9, 0.1), ("answer digits", 0.6, 0.9, 0.1)])
     _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
-    assert {c.kind for c in checks} == {"registered", "null"}
-    assert not any("not computed" in c.name for c in checks)
+    assert {c.kind for c in checks} == {"registered", "null", "validity"}
     assert verdicts.seed_verdict(checks, "amended") == "fail"  # the digits fail 0.6 < 0.72 in both readings
     summary = _summary([("carries", 0.85, 0.9, 0.1), ("answer digits", 0.8, 0.9, 0.1)])
     _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
@@ -129,18 +142,30 @@ def test_wilson_interval_known_values():
     assert narrow[0] > lo and narrow[1] < hi
 
 
-def test_chance_check_out_of_reach_of_a_true_claim_is_recorded_and_the_verdict_kept():
+def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_reading_only():
     # the quick `digit` seed 1: chance 0.195, so 5 x chance = 0.977 is above C's 0.954: even M = C fails
     summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.951, 0.954, 0.1954)])
     metrics, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
     assert metrics["carries_chance_reachable"] is True and metrics["answer_digits_chance_reachable"] is False
-    digits = _by(checks, "probe answer digits: M vs 5.0 x chance")[0]
-    assert digits.passed is False and digits.kind == "registered"  # section 5 as written
-    assert digits.name.endswith(verdicts.CHANCE_OUT_OF_REACH)  # so the scorecard's deciding checks say it
-    assert not _by(checks, "probe carries: M vs 5.0 x chance")[0].name.endswith(verdicts.CHANCE_OUT_OF_REACH)
-    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    digits, reach = _by(checks, "c2.probe.answer_digits.chance", "c2.probe.answer_digits.reachable")
+    assert digits.passed is False and digits.section5 and digits.kind == "superseded"  # section 5 as written
+    assert reach.kind == "validity" and reach.passed is False and "out of reach" in reach.reason
+    amended = verdicts.find(checks, "c2.probe.answer_digits.chance.amended")
+    assert amended.passed is None and amended.kind == "amended" and "out of reach" in amended.reason
+    carries = _by(checks, "c2.probe.carries.chance")[0]
+    assert carries.kind == "registered" and carries.passed is True  # reachable: untouched
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # never a pass, and no longer a fail
+    # the rule reads C and chance only: an M that clears 5 x chance is no pass either
+    summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.99, 0.954, 0.1954)])
+    _, checks = verdicts.c2(summary, LENS_VERDICT, LENS, 20, 100, "fda", lens_share=_share([50, 80, 90, 10]))
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     assert verdicts.chance_reachable(0.95, 0.19) is True and verdicts.chance_reachable(0.95, 0.191) is False
     assert verdicts.chance_reachable(math.nan, 0.1) is None
-    # amendment 7.4's pairs get the flag too
-    metrics, _ = _thr(dict(GOOD_R2, chance=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
+    # amendment 7.4's pairs are validated too (an amended check is made unresolved in place)
+    metrics, checks = _thr(dict(GOOD_R2, chance=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
     assert metrics["bridge_r2_chance_reachable"] is False and metrics["tail_masked_chance_reachable"] is True
+    original, stand_in = _by(checks, "c2.probe.bridge_r2.chance", "c2.probe.bridge_r2.chance.amended")
+    assert original.kind == "superseded" and original.passed is False and stand_in.passed is None  # 0.7 < 5 x 0.2
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"  # what amendment 1 said

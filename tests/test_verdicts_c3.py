@@ -32,10 +32,10 @@ def _stats(j, ceiling, j_ld=None, ceiling_ld=None):
     return {"logprob": lp, "logit_diff": ld}
 
 
-def _by(checks, fragment):
-    found = [c for c in checks if fragment in c.name]
-    assert len(found) == 1, [c.name for c in checks]
-    return found[0]
+def _by(checks, check_id):
+    found = verdicts.find(checks, check_id)
+    assert found is not None, [c.id for c in checks]
+    return found
 
 
 GOOD = {("mem", "INLP"): (1.0, 0.2), ("mem", "random"): (1.0, 0.95), ("mem", "matched"): (1.0, 0.9),
@@ -46,11 +46,12 @@ def test_pass_with_both_controls_and_a_high_ceiling():
     metrics, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
     assert metrics["mem_drop_over_larger_control"] == pytest.approx(0.7)  # 0.8 - max(0.05, 0.1)
     assert metrics["gen_drop_over_larger_control"] == pytest.approx(0.4)
-    assert _by(checks, "mem drop over the larger control").kind == "amended"
-    assert _by(checks, verdicts.C3_OVERLAP).kind == "registered"  # ceiling 0.7 >= 0.5: not superseded
-    assert not any("split-half ceiling (logit" in c.name for c in checks)
-    ceiling = _by(checks, "split-half overlap ceiling")
-    assert ceiling.kind == "ceiling" and ceiling.value == pytest.approx(0.7) and ceiling.passed is True
+    assert _by(checks, "c3.erasure").kind == "amended"
+    assert _by(checks, "c3.overlap.registered").kind == "registered"  # ceiling 0.7 >= 0.5: not superseded
+    assert verdicts.find(checks, "c3.overlap") is None  # no replacement where the ceiling is reachable
+    ceiling = _by(checks, "c3.overlap.ceiling")
+    assert ceiling.kind == "validity" and ceiling.value == pytest.approx(0.7) and ceiling.passed is True
+    assert ceiling.threshold == T["overlap_min"]
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert metrics["overlap_ld_spearman"] == pytest.approx(0.7) and metrics["overlap_lp_ci_low"] == pytest.approx(0.55)
@@ -61,8 +62,8 @@ def test_the_information_matched_control_can_fail_what_the_random_control_passes
     metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
     assert metrics["mem_drop_over_control"] == pytest.approx(0.75)
     assert metrics["mem_drop_over_larger_control"] == pytest.approx(0.2)
-    assert _by(checks, "mem drop over random control").passed is True
-    assert _by(checks, "mem drop over the larger control").passed is False
+    assert _by(checks, "c3.erasure.random").passed is True
+    assert _by(checks, "c3.erasure").passed is False
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
@@ -70,7 +71,7 @@ def test_the_information_matched_control_can_fail_what_the_random_control_passes
 def test_gen_sanity_needs_a_drop_beyond_the_larger_control():
     acc = {**GOOD, ("gen", "INLP"): (1.0, 0.9)}  # gen drops 0.1, exactly as much as the matched control
     _, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
-    sanity = _by(checks, "lowers gen on C")
+    sanity = _by(checks, "c3.erasure.gen")
     assert sanity.kind == "amended" and sanity.value == pytest.approx(0.0) and sanity.passed is False
     assert sanity.threshold == T["gen_drop_over_control_above"]
     assert verdicts.seed_verdict(checks, "registered") == "pass"  # section 5 did not judge it
@@ -81,9 +82,11 @@ def test_unresolved_without_the_matched_control_or_statistics():
     acc = {k: v for k, v in GOOD.items() if k[1] != "matched"}
     metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda")
     assert math.isnan(metrics["mem_drop_over_larger_control"])
-    assert _by(checks, "mem drop over the larger control").passed is None
-    assert _by(checks, "split-half overlap ceiling").passed is None
-    assert _by(checks, verdicts.C3_OVERLAP).kind == "registered"  # no ceiling: nothing superseded
+    assert _by(checks, "c3.erasure").passed is None
+    assert _by(checks, "c3.overlap.ceiling").passed is None
+    # no ceiling: the overlap cannot be judged in the amended reading; section 5 still counts it
+    assert _by(checks, "c3.overlap.registered").kind == "superseded"
+    assert _by(checks, "c3.overlap.registered.amended").passed is None
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
@@ -92,18 +95,18 @@ def test_a_low_ceiling_supersedes_the_registered_overlap_check():
     # identical circuits could not reach 0.5: the registered check fails, the ratio to the ceiling passes
     _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.25, "random": 0.03}, "fda",
                             _stats(0.25, 0.3, j_ld=0.2, ceiling_ld=0.35))
-    old = _by(checks, verdicts.C3_OVERLAP)
+    old = _by(checks, "c3.overlap.registered")
     assert old.kind == "superseded" and old.passed is False
-    new = _by(checks, "split-half ceiling (logit difference)")
+    new = _by(checks, "c3.overlap")
     assert new.kind == "amended" and new.value == pytest.approx(0.2)
     assert new.threshold == pytest.approx(T["ceiling_ratio_min"] * 0.35) and new.passed is True
-    assert _by(checks, "3.0 x random").kind == "registered"  # the '>= 3 x random' part stays
+    assert _by(checks, "c3.overlap.random").kind == "registered"  # the '>= 3 x random' part stays
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     # ... and fails where M's circuit is no closer to C's than half the ceiling
     _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.25, "random": 0.03}, "fda",
                             _stats(0.25, 0.3, j_ld=0.1, ceiling_ld=0.35))
-    assert _by(checks, "split-half ceiling (logit difference)").passed is False
+    assert _by(checks, "c3.overlap").passed is False
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
@@ -112,16 +115,17 @@ def test_thr_judges_the_unconnected_subset_against_both_controls():
            ("mem_unconnected", "matched"): (1.0, 0.7)}
     metrics, checks = verdicts.c3(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "thr", _stats(0.6, 0.7))
     assert metrics["mem_unconnected_drop_over_larger_control"] == pytest.approx(0.2)
-    assert _by(checks, "unconnected mem drop over random control").passed is True
-    assert _by(checks, "unconnected mem drop over the larger control").passed is False
+    assert _by(checks, "c3.erasure.unconnected.random").passed is True
+    assert _by(checks, "c3.erasure.unconnected").passed is False
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
-def test_no_pending_placeholders_remain():
-    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "thr", _stats(0.6, 0.7))
-    assert not any("not computed yet" in c.name for c in checks)
-    assert {c.kind for c in checks} <= set(verdicts.KINDS)
+def test_every_check_has_a_unique_id_and_a_required_part():
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.25, "random": 0.03}, "thr", _stats(0.25, 0.3))
+    ids = [c.id for c in checks]
+    assert len(ids) == len(set(ids)) and all(i.startswith("c3.") for i in ids)
+    assert {c.part for c in checks} == set(verdicts.REQUIRED_PARTS["C3"])
 
 
 # -- planted answers (deliverable 5) ----------------------------------------------------------
@@ -152,9 +156,9 @@ def test_identical_importance_plus_noise_reaches_the_ceiling_and_passes_the_amen
     assert st["spearman"] > 0.5
     _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": st["jaccard"], "random": st["random"]}, "fda",
                             {"logprob": st, "logit_diff": st})
-    assert _by(checks, verdicts.C3_OVERLAP).kind == "superseded"
-    assert _by(checks, verdicts.C3_OVERLAP).passed is False  # the registered check cannot pass a true claim
-    assert _by(checks, "split-half ceiling (logit difference)").passed is True
+    assert _by(checks, "c3.overlap.registered").kind == "superseded"
+    assert _by(checks, "c3.overlap.registered").passed is False  # the registered check cannot pass a true claim
+    assert _by(checks, "c3.overlap").passed is True
     assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
@@ -165,5 +169,5 @@ def test_a_different_importance_vector_does_not_pass():
     assert abs(st["spearman"]) < 0.2
     _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": st["jaccard"], "random": st["random"]}, "fda",
                             {"logprob": st, "logit_diff": st})
-    assert _by(checks, "split-half ceiling (logit difference)").passed is False
+    assert _by(checks, "c3.overlap").passed is False
     assert verdicts.seed_verdict(checks, "amended") == "fail"

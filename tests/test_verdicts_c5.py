@@ -1,4 +1,7 @@
-"""C5's checks (amendment 1, 7.7) from made-up analysis outputs: pass, fail, unresolved, superseded."""
+"""C5's checks (amendment 1, 7.7; amendment 2, 8.3 and 8.4) from made-up analysis outputs: pass, fail,
+unresolved, superseded."""
+
+import math
 
 import pytest
 
@@ -9,80 +12,108 @@ T = THRESHOLDS["C5"]
 
 
 def _metrics(**changes):
-    good = {"heuristic_fraction": 0.4, "untrained_heuristic_fraction": 0.1, "z_ratio": 3.0, "pattern_corr_M": 0.7,
+    good = {"heuristic_fraction": 0.87, "untrained_heuristic_fraction": 0.75,  # the section-5 rule, as on quick
+            "z_ratio": 1.1, "pattern_corr_M": 0.7, "z_null_ratio": 1.0,  # all positions: the noisy prefix
             "patch_revert_last": 0.77, "control_revert_last": 0.39,  # the registered patching, as measured on quick
-            "m50": 10, "top_revert_max": 0.9, "random_revert_m50": 0.02, "mismatched_revert_m50": 0.05,
-            "z_null_ratio": 2.5}
+            "m50": 10, "top_revert_max": 0.9, "random_revert_m50": 0.2, "mismatched_revert_m50": 0.3,
+            # amendment 2
+            "cut_heuristic_fraction": 0.3, "cut_null_fraction": 0.01,
+            "jstar_n_M": 40, "jstar_z_ratio": 3.0, "jstar_pattern_corr_M": 0.8,
+            "jstar_m50": 5, "jstar_top_revert_max": 0.8, "jstar_random_revert_m50": 0.02,
+            "jstar_mismatched_revert_m50": 0.05}
     return {**good, **changes}
 
 
-def _check(checks, prefix):
-    found = [c for c in checks if c.name.startswith(prefix)]
-    assert len(found) == 1, [c.name for c in checks]
-    return found[0]
+def _check(checks, check_id):
+    found = verdicts.find(checks, check_id)
+    assert found is not None, [c.id for c in checks]
+    return found
 
 
-def test_thresholds_of_the_amendment():
+def test_thresholds_of_the_amendments():
     assert T["m_grid"] == (1, 2, 5, 10, 25, 50, 100, 200)
     assert T["untrained_share_factor_min"] == 2.0
     assert T["patch_revert_min"] == 0.5 and T["control_revert_max"] == 0.1  # section 5 numbers unmoved
 
 
-def test_amended_pass_while_registered_patching_is_superseded():
+def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     metrics, checks = verdicts.c5(_metrics())
-    kinds = {c.name: c.kind for c in checks}
-    assert kinds["patching the last layer reverts M"] == "superseded"
-    assert kinds["random control reverts M"] == "superseded"
-    assert sorted(kinds.values()).count("null") == 2 and sorted(kinds.values()).count("control") == 2
-    assert not any("not computed" in c.name for c in checks)  # no pending placeholder left
-    # the registered random control fails (0.39 >= 0.1): registered reading fails, amended passes
-    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    superseded = {c.id for c in checks if c.kind == "superseded"}
+    assert superseded == {"c5.share.registered", "c5.share.untrained", "c5.z.registered", "c5.z.untrained_labels",
+                          "c5.patch.registered", "c5.patch.random.registered", "c5.dose.top", "c5.dose.random",
+                          "c5.dose.mismatched"}
+    assert all(c.reason for c in checks if c.kind == "superseded")
+    # the 7.7 checks fail on these numbers, and no longer count anywhere (they were never section 5)
+    assert _check(checks, "c5.dose.random").passed is False and not _check(checks, "c5.dose.random").section5
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert metrics["m50"] == 10
+    # the registered reading is section 5 as written: |z| 1.1 < 2 and the random control fail it
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    assert {c.part for c in checks} == set(verdicts.REQUIRED_PARTS["C5"])
+    assert metrics["jstar_m50"] == 5
 
 
-@pytest.mark.parametrize("change,prefix", [
-    ({"random_revert_m50": 0.3}, "7.7: m random"),
-    ({"mismatched_revert_m50": 0.1}, "7.7: another example"),  # "under 0.1": 0.1 itself fails
-    ({"z_null_ratio": 1.2}, "7.7: median |z|"),
-    ({"untrained_heuristic_fraction": 0.25}, "7.7: heuristic share"),  # 0.4 < 2 x 0.25
-    ({"heuristic_fraction": 0.15, "untrained_heuristic_fraction": 0.0}, "heuristic share of neurons"),
+@pytest.mark.parametrize("change,check_id", [
+    ({"cut_heuristic_fraction": 0.15}, "c5.share"),
+    ({"cut_null_fraction": 0.2}, "c5.share.null"),  # 0.3 < 2 x 0.2
+    ({"jstar_z_ratio": 1.3}, "c5.z"),
+    ({"jstar_pattern_corr_M": 0.4}, "c5.pattern.jstar"),
+    ({"pattern_corr_M": 0.4}, "c5.pattern"),  # the registered pattern correlation keeps counting
+    ({"jstar_top_revert_max": 0.4, "jstar_m50": None}, "c5.specificity"),
+    ({"jstar_random_revert_m50": 0.3}, "c5.specificity.random"),
+    ({"jstar_mismatched_revert_m50": 0.1}, "c5.specificity.mismatched"),  # "under 0.1": 0.1 itself fails
 ])
-def test_each_amended_check_can_fail(change, prefix):
+def test_each_deciding_check_can_fail(change, check_id):
     _, checks = verdicts.c5(_metrics(**change))
-    assert _check(checks, prefix).passed is False
+    assert _check(checks, check_id).passed is False
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
-def test_untrained_share_threshold_is_twice_the_untrained_share():
-    _, checks = verdicts.c5(_metrics(heuristic_fraction=0.3, untrained_heuristic_fraction=0.14))
-    c = _check(checks, "7.7: heuristic share")
-    assert c.threshold == pytest.approx(0.28) and c.passed is True
+def test_the_null_share_threshold_is_twice_the_untrained_share_under_the_same_cut():
+    _, checks = verdicts.c5(_metrics(cut_heuristic_fraction=0.3, cut_null_fraction=0.14))
+    c = _check(checks, "c5.share.null")
+    assert c.threshold == pytest.approx(0.28) and c.passed is True and c.kind == "null"
 
 
-def test_no_m_reaching_half_fails_both_specificity_checks():
-    _, checks = verdicts.c5(_metrics(m50=None, top_revert_max=0.3, random_revert_m50=float("nan"),
-                                     mismatched_revert_m50=float("nan")))
-    assert _check(checks, "7.7: top-m patch").passed is False
-    assert _check(checks, "7.7: m random").passed is False
-    assert _check(checks, "7.7: another example").passed is False
+def test_no_m_reaching_half_at_jstar_fails_both_controls():
+    _, checks = verdicts.c5(_metrics(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
+                                     jstar_mismatched_revert_m50=math.nan))
+    assert [_check(checks, f"c5.specificity{s}").passed for s in ("", ".random", ".mismatched")] == [False] * 3
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_a_single_memorized_example_leaves_the_mismatched_control_unresolved():
-    _, checks = verdicts.c5(_metrics(mismatched_revert_m50=float("nan")))
-    assert _check(checks, "7.7: another example").passed is None
+    _, checks = verdicts.c5(_metrics(jstar_mismatched_revert_m50=None))
+    c = _check(checks, "c5.specificity.mismatched")
+    assert c.passed is None and "second memorized example" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
 
-def test_superseded_checks_count_in_the_registered_reading_only():
-    _, checks = verdicts.c5(_metrics(control_revert_last=0.05))
+def test_no_memorized_example_with_a_differing_digit_makes_the_jstar_parts_unresolved():
+    _, checks = verdicts.c5(_metrics(jstar_n_M=0, jstar_z_ratio=None, jstar_pattern_corr_M=None, jstar_m50=None,
+                                     jstar_top_revert_max=None, jstar_random_revert_m50=None,
+                                     jstar_mismatched_revert_m50=None))
+    jstar = [c for c in checks if c.id in ("c5.z", "c5.pattern.jstar", "c5.specificity", "c5.specificity.random",
+                                          "c5.specificity.mismatched")]
+    assert all(c.passed is None and "j*" in c.reason for c in jstar)
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
+def test_a_missing_83_classification_is_unresolved_not_a_fail():
+    _, checks = verdicts.c5(_metrics(cut_heuristic_fraction=None, cut_null_fraction=None))
+    assert _check(checks, "c5.share").passed is None and _check(checks, "c5.share").reason
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
+def test_superseded_section5_checks_count_in_the_registered_reading_only():
+    _, checks = verdicts.c5(_metrics(z_ratio=2.5, control_revert_last=0.05))
     assert verdicts.seed_verdict(checks, "registered") == "pass"
-    _, checks = verdicts.c5(_metrics(patch_revert_last=0.2, control_revert_last=0.05))
+    _, checks = verdicts.c5(_metrics(z_ratio=2.5, patch_revert_last=0.2, control_revert_last=0.05))
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
-def test_missing_analysis_fails():
+def test_missing_registered_analysis_fails_the_registered_reading():
     _, checks = verdicts.c5({})
-    assert all(c.passed is False for c in checks)
+    assert all(c.passed is False for c in checks if c.section5)
+    assert verdicts.seed_verdict(checks, "registered") == "fail"
+    assert verdicts.seed_verdict(checks, "amended") == "fail"  # c5.pattern (registered) fails on no value
