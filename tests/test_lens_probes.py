@@ -127,9 +127,19 @@ def test_probe_sweep_on_smoke_run(smoke_runs):
     m, data = run.model, run.data
     M, C = memorized(m, data), correct(m, data.test)
     empty = data.train_noisy[torch.zeros(len(data.train_noisy), dtype=torch.bool)]
-    sweep = probes.probe_sweep(m, data, data.train_clean, {"M": M, "C": C, "E": empty}, positions=[1, 2])
+    sweep = probes.probe_sweep(m, data, data.train_clean, {"M": M, "C": C, "T": data.test, "E": empty},
+                               positions=[1, 2])
     assert set(sweep.target) == {"bridge", "tail"} and set(sweep.position) == {1, 2}
     assert sweep[sweep.set == "E"].accuracy.isna().all()
+    read = sweep[sweep.set != "E"]
+    assert len(M) and len(C) and read.accuracy.notna().all() and read.accuracy.between(0, 1).all()
+    assert (read.accuracy == read.correct / read.n).all()
+    # the bridge at r1 after block 0 (it has read h): well above the chance of 1 in n_entities, and
+    # above the embedding, which holds r1 alone
+    uniform = 1 / data.meta["graph"].shape[0]
+    bridge = sweep[(sweep.target == "bridge") & (sweep.position == 1)].set_index(["set", "layer"]).accuracy
+    for name in ("C", "T"):
+        assert bridge[name, 1] >= max(0.5, 5 * uniform) and bridge[name, 1] > bridge[name, 0], name
     curves = probes.group_curves(sweep[sweep.position.eq(1) | sweep.target.eq("tail")], "thr")
     summary = probes.best_layer_summary(curves, memorized="E")
     assert summary.best_layer.isna().all() and summary.acc_M.isna().all()
@@ -154,6 +164,29 @@ def test_joint_carries_and_found_layers(tiny_model, fda_data):
     fake = pd.DataFrame({"group": "g", "set": "C", "layer": [0, 1, 2, 3], "accuracy": [0.9, 0.5, 0.05, 0.9],
                          "chance": 0.1})
     assert probes.found_layers(fake, "g", 5.0) == [1]  # not the embedding, not the last layer
+
+
+def test_most_visible_picks_the_planted_example():
+    """Layers 0..3 (1 and 2 intermediate), 5 examples, 2 answer positions. The answer is example 1: the
+    largest mean P(true) - P(noisy) over its differing positions at an intermediate layer. Decoys: a
+    larger gap at the embedding (2) or at the last layer (0), at a position where the labels agree (2),
+    a larger sum but smaller mean over two positions (3), and an example whose labels agree everywhere (4)."""
+    true, noisy = torch.zeros(4, 5, 2), torch.zeros(4, 5, 2)
+    differs = torch.tensor([[True, False], [True, False], [True, False], [True, True], [False, False]])
+    true[3, 0, 0] = 0.9  # example 0: only at the last layer
+    true[1, 1, 0], noisy[1, 1, 0] = 0.5, 0.2  # example 1: 0.3 at layer 1 -- the answer
+    true[0, 2, 0] = 0.9  # example 2: at the embedding ...
+    true[2, 2, 1] = 0.9  # ... and where its labels agree
+    true[2, 2, 0] = 0.1  # what counts: 0.1
+    true[2, 3] = 0.25  # example 3: 0.25 at both positions (sum 0.5, mean 0.25)
+    true[1:3, 4] = 0.9  # example 4: nothing differs
+    race = {"true": true, "noisy": noisy, "differs": differs}
+    assert lens.most_visible(race) == 1
+    assert lens.most_visible(race, among=torch.tensor([True, False, True, True, True])) == 3
+    assert lens.most_visible(race, among=torch.tensor([True, False, False, False, False])) == 0
+    assert lens.most_visible(race, among=torch.tensor([False, False, False, False, True])) is None
+    # a one-layer model (layers 0 and 1) has no intermediate layer: every layer counts
+    assert lens.most_visible({"true": true[2:], "noisy": noisy[2:], "differs": differs}) == 0
 
 
 def test_worked_example_helpers(tiny_model, fda_data):
