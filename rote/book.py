@@ -63,14 +63,17 @@ def _fmt(value) -> str:
 
 
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A record's checks, one row per check, one column per seed ("value vs threshold: result")."""
+    """A record's checks, one row per check id, one column per seed ("value vs threshold: result"),
+    with the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
     result = {True: "pass", False: "FAIL", None: "unresolved"}
     rows: dict[str, dict] = {}
     for s in rec.per_seed:
         for c in s["checks"]:
-            row = rows.setdefault(c["name"], {"check": c["name"], "kind": c["kind"]})
+            key = c.get("id") or c["name"]
+            row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
             numbers = f"{_fmt(c['value'])} vs {_fmt(c['threshold'])}: " if c["value"] is not None else ""
             row[f"seed {s['seed']}"] = numbers + result[c["passed"]]
+            row["reason"] = row["reason"] or c.get("reason") or ""
     return pd.DataFrame(list(rows.values()))
 
 

@@ -67,7 +67,7 @@ def check_values(records, ax=None, title: str = ""):
                 if isinstance(v, bool) or isinstance(t, bool) or v is None or t is None or not t:
                     continue
                 result = {True: "pass", False: "fail", None: "unresolved"}[c["passed"]]
-                rows.append({"check": f"{where}: {c['name']}" + (" [registered]" if c["kind"] == "superseded" else ""),
+                rows.append({"check": f"{where}: {c.get('id') or c['name']}" + (" [superseded]" if c["kind"] == "superseded" else ""),
                              "value / threshold": v / t, "seed": str(s["seed"]), "result": result})
     if not rows:
         return None

@@ -54,8 +54,9 @@ def _fmt(value) -> str:
 
 
 def _verdict_class(verdicts: list[str]) -> str:
-    """The box's colour: every verdict holds / passes, any fails, or anything else (mixed, not run)."""
-    words = [str(v).split()[0] if v else "not" for v in verdicts]
+    """The box's colour: every verdict holds / passes, any fails, or anything else (mixed, unresolved,
+    not run)."""
+    words = [str(v).split()[0].rstrip(":") if v else "not" for v in verdicts]
     if words and all(w in ("holds", "pass") for w in words):
         return "rote-verdict-holds"
     if any(w in ("fails", "fail") for w in words):
@@ -65,38 +66,65 @@ def _verdict_class(verdicts: list[str]) -> str:
     return "rote-verdict-mixed"
 
 
-def deciding_numbers(rec) -> dict[str, list[str]]:
-    """Per reading (registered, amended), the checks that decide its verdict, as in
-    :func:`rote.verdicts.deciding`: those that fail on some seed, else those unresolved on some
-    seed, else all. One line per check: its value on each seed, the threshold, how many seeds pass."""
-    from .verdicts import READINGS  # the check kinds each reading counts (protocol section 7)
+OUTCOME = {True: "pass", False: "fail", None: "unresolved"}
 
-    by_check: dict[tuple[str, str], list[dict]] = {}
+
+def deciding_rows(rec, reading: str) -> list[dict]:
+    """The checks that decide ``reading``'s verdict of a record, one row per check id with its values
+    on every seed: the checks that fail on some seed, else those unresolved on some seed, else all
+    that count (:func:`rote.verdicts.counts_in`). Each row: ``id``, ``name``, ``value`` (per seed),
+    ``threshold``, ``outcome`` ("2/3 seeds pass", or one outcome) and ``reason`` (why unresolved)."""
+    from .verdicts import counts_in
+
+    by_id: dict[str, list[dict]] = {}
     for seed in _get(rec, "per_seed") or []:
         for check in seed.get("checks", []):
-            by_check.setdefault((check.get("kind"), check.get("name")), []).append(check)
-    out = {}
-    for reading, kinds in READINGS.items():
-        judged = {key: checks for key, checks in by_check.items() if key[0] in kinds}
-        failed = {k: v for k, v in judged.items() if any(c.get("passed") is False for c in v)}
-        unresolved = {k: v for k, v in judged.items() if any(c.get("passed") is None for c in v)}
-        lines = []
-        for (kind, name), checks in (failed or unresolved or judged).items():
-            values = " / ".join(_fmt(c.get("value")) for c in checks)
-            passed = sum(c.get("passed") is True for c in checks)
-            threshold = checks[0].get("threshold")
-            limit = f", threshold {_fmt(threshold)}" if threshold is not None else ""
-            result = (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1 else
-                      {True: "pass", False: "fail", None: "unresolved"}[checks[0].get("passed")])
-            tag = "" if kind in ("registered", reading) else f" ({kind})"
-            lines.append(f"`{name}`{tag} = {values}{limit}: {result}")
-        if lines:
-            out[reading] = lines
-    return out
+            if counts_in(check, reading):
+                by_id.setdefault(check.get("id") or check.get("name"), []).append(check)
+    failed = {k: v for k, v in by_id.items() if any(c.get("passed") is False for c in v)}
+    unresolved = {k: v for k, v in by_id.items() if any(c.get("passed") is None for c in v)}
+    rows = []
+    for check_id, checks in (failed or unresolved or by_id).items():
+        passed = sum(c.get("passed") is True for c in checks)
+        thresholds = [_fmt(c.get("threshold")) for c in checks]
+        rows.append({"id": check_id, "name": checks[0].get("name"),
+                     "value": " / ".join(_fmt(c.get("value")) for c in checks),
+                     "threshold": " / ".join(thresholds) if len(set(thresholds)) > 1 else thresholds[0],
+                     "outcome": (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1
+                                 else OUTCOME[checks[0].get("passed")]),
+                     "reason": next((c.get("reason") for c in checks if c.get("passed") is None and c.get("reason")), "")})
+    return rows
+
+
+def not_counted(rec) -> list[str]:
+    """One line per check the amended reading does not count (superseded) or that checks the
+    instrument (validity), with its reason: what a reader needs to see beside the verdict."""
+    seen: dict[str, str] = {}
+    for seed in _get(rec, "per_seed") or []:
+        for c in seed.get("checks", []):
+            if c.get("kind") in ("superseded", "validity") and c.get("reason") and c.get("id") not in seen:
+                seen[c.get("id")] = f"`{c.get('id')}` ({c.get('kind')}): {c.get('reason')}"
+    return list(seen.values())
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_table(rows: list[dict]) -> list[str]:
+    """A markdown table of :func:`deciding_rows`: check, value, threshold, outcome."""
+    lines = ["| check | value | threshold | outcome |", "|:--|:--|:--|:--|"]
+    for r in rows:
+        outcome = r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")
+        lines.append(f"| `{_cell(r['id'])}` {_cell(r['name'])} | {_cell(r['value'])} | {_cell(r['threshold'])} "
+                     f"| {_cell(outcome)} |")
+    return lines
 
 
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
-    """MyST markdown of the verdict box for a chapter's records, or None when the page computed none."""
+    """MyST markdown of the verdict box for a chapter's records, or None when the page computed none:
+    per record its two verdicts, a short table of the checks that decide the amended one, the
+    registered reading's deciding checks in a line, and what is shown but not counted, with reasons."""
     if not records:
         return None
     claim_titles = claim_titles or {}
@@ -112,10 +140,20 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         amended = _get(r, "verdict_amended", _get(r, "status"))
         seeds = _get(r, "seeds") or []
         seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
-        lines.append(f"**{what}**: registered **{registered}**, amended **{amended}** (seeds {seeds_text})")
-        lines.append("")
-        for reading, checks in deciding_numbers(r).items():
-            lines.append(f"- {reading} reading, deciding checks: " + "; ".join(checks))
+        lines += [f"**{what}**: registered **{registered}**, amended **{amended}** (seeds {seeds_text})", ""]
+        amended_rows = deciding_rows(r, "amended")
+        if amended_rows:
+            lines += ["Amended reading, deciding checks:", "", *verdict_table(amended_rows), ""]
+        registered_rows = deciding_rows(r, "registered")
+        if registered_rows:
+            lines.append("- registered reading, deciding checks: " + "; ".join(
+                f"`{x['id']}` = {x['value']}" + (f", threshold {x['threshold']}" if x["threshold"] else "")
+                + f": {x['outcome']}" for x in registered_rows))
+        missing = sorted({p for seed in _get(r, "per_seed") or [] for p in seed.get("missing_parts", [])})
+        if missing:
+            lines.append(f"- unresolved: no deciding check left for {', '.join(missing)}")
+        if not_counted(r):
+            lines.append("- shown, not counted: " + "; ".join(not_counted(r)))
         lines.append("")
     lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
     lines.append(":::")
@@ -124,7 +162,8 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
 
 # -- downloads -----------------------------------------------------------------------------------
 CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status",
-               "seed", "seed_registered", "seed_amended", "check", "kind", "value", "threshold", "passed",
+               "seed", "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed",
+               "reason",
                "page", "anchor")
 
 
@@ -139,8 +178,8 @@ def csv_rows(records) -> list[dict]:
             for check in seed.get("checks", []):
                 value, threshold = check.get("value"), check.get("threshold")
                 rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
-                             "seed_amended": seed.get("amended", ""), "check": check.get("name"),
-                             "kind": check.get("kind"),
+                             "seed_amended": seed.get("amended", ""), "check_id": check.get("id"),
+                             "check": check.get("name"), "kind": check.get("kind"), "reason": check.get("reason"),
                              "value": json.dumps(value) if isinstance(value, (list, dict)) else value,
                              "threshold": json.dumps(threshold) if isinstance(threshold, (list, dict)) else threshold,
                              "passed": check.get("passed")})

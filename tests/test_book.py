@@ -73,7 +73,10 @@ def test_cli_rejects_unknown_chapter_parameter_before_running(tmp_path):
 def _seed_records(claim, profile, units, passed):
     from rote.verdicts import Check, records, seed_result
 
-    return records(claim, profile, [seed_result(u, {"x": float("nan")}, [Check("a", "registered", 1.0, 0.5, passed)],
+    parts = __import__("rote.verdicts", fromlist=["REQUIRED_PARTS"]).REQUIRED_PARTS[claim]
+    return records(claim, profile, [seed_result(u, {"x": float("nan")},
+                                                [Check(f"{claim.lower()}.{i}", "a", "registered", 1.0, 0.5, passed, p)
+                                                 for i, p in enumerate(parts)],
                                                 [u.noisy, u.clean]) for u in units])
 
 

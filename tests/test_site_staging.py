@@ -13,12 +13,18 @@ from rote.plots import save_figure
 def _record(claim="C1", task="fda", condition="random", page="02_learning_dynamics", seeds=(0, 1), passed=(True, False)):
     per_seed = [{"seed": s, "registered": "pass" if ok else "fail", "amended": "pass" if ok else "fail",
                  "metrics": {"gen": 0.9}, "run_keys": [f"k{s}"],
-                 "checks": [{"name": "final_gen", "kind": "registered", "value": 0.91 if ok else 0.85,
-                             "threshold": 0.9, "passed": ok},
-                            {"name": "gen_control", "kind": "control", "value": 0.5, "threshold": None, "passed": None}]}
+                 "checks": [{"id": "c1.gen", "name": "final gen", "kind": "registered", "value": 0.91 if ok else 0.85,
+                             "threshold": 0.9, "passed": ok, "part": "final gen", "section5": True, "reason": ""},
+                            {"id": "c1.control", "name": "gen control", "kind": "control", "value": 0.5,
+                             "threshold": None, "passed": None, "part": "final gen", "section5": False,
+                             "reason": "not computed"},
+                            {"id": "c1.old", "name": "old check", "kind": "superseded", "value": 0.1,
+                             "threshold": 0.9, "passed": False, "part": "final gen", "section5": False,
+                             "reason": "7.1: replaced"}]}
                 for s, ok in zip(seeds, passed)]
     return {"claim": claim, "task": task, "condition": condition, "profile": "smoke", "seeds": list(seeds),
-            "verdict_registered": "mixed 1/2", "verdict_amended": "mixed 1/2", "status": "mixed 1/2",
+            "verdict_registered": "mixed: 1 pass, 1 fail, 0 unresolved", "verdict_amended": "mixed: 1 pass, 1 fail, 0 unresolved",
+            "status": "mixed: 1 pass, 1 fail, 0 unresolved",
             "per_seed": per_seed, "page": page, "anchor": "verdict", "created": 0.0}
 
 
@@ -27,14 +33,17 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
                            {"C1": "Generalize first"})
     assert box.startswith(":::{admonition} Verdict. C1: Generalize first")
     assert "rote-verdict-mixed" in box
-    assert "**C1 · FDA · random noise**: registered **mixed 1/2**, amended **mixed 1/2** (seeds 0, 1)" in box
-    # the registered reading: its failing check; the amended one: the failing check (controls pass or wait)
-    assert "- registered reading, deciding checks: `final_gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
-    assert "- amended reading, deciding checks: `final_gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
-    assert "gen_control" not in box.split("**C1 · THR**")[0]  # a failure decides; the unresolved control does not
+    assert "**C1 · FDA · random noise**: registered **mixed: 1 pass, 1 fail, 0 unresolved**, amended **mixed: 1 pass, 1 fail, 0 unresolved** (seeds 0, 1)" in box
+    # the registered reading: its failing check, in a line; the amended one: a short table
+    assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
+    fda = box.split("**C1 · THR**")[0]
+    assert "| check | value | threshold | outcome |" in fda
+    assert "| `c1.gen` final gen | 0.91 / 0.85 | 0.9 | 1/2 seeds pass |" in fda
+    assert "`c1.control`" not in fda  # a failure decides; the unresolved control does not
+    assert "- shown, not counted: `c1.old` (superseded): 7.1: replaced" in fda
     thr = box.split("**C1 · THR**")[1]
-    assert "registered reading, deciding checks: `final_gen` = 0.91, threshold 0.9: pass" in thr
-    assert "amended reading, deciding checks: `gen_control` (control) = 0.5: unresolved" in thr
+    assert "registered reading, deciding checks: `c1.gen` = 0.91, threshold 0.9: pass" in thr
+    assert "| `c1.control` gen control | 0.5 | n/a | unresolved (not computed) |" in thr
     assert site.verdict_box([], {}) is None
 
 
