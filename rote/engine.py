@@ -196,8 +196,7 @@ class _SubmititJob:
             self.job.result()
             return True, ""
         except Exception as err:  # the job's exception, or submitit's report of a dead job
-            lines = [line for line in str(err).strip().splitlines() if line.strip()]
-            return False, f"job {self.job.job_id} failed ({type(err).__name__}): {lines[-1] if lines else ''}"
+            return False, f"job {self.job.job_id} failed ({type(err).__name__}): {_job_error(err)}"
 
     def _ended_without_result(self) -> tuple[bool, str] | None:
         """On Slurm, a job is done once its result file exists (submitit writes it on success and on an
@@ -239,6 +238,16 @@ class _SubmititJob:
                 return True
             time.sleep(0.2)
         return False
+
+
+def _job_error(err: Exception) -> str:
+    """The line that says what went wrong in a submitit error: the last line of the job's traceback
+    (submitit frames it between two lines of dashes, then names the log files), else the last line."""
+    lines = [line.rstrip() for line in str(err).strip().splitlines() if line.strip()]
+    rules = [i for i, line in enumerate(lines) if set(line.strip()) == {"-"} and len(line.strip()) >= 10]
+    if len(rules) >= 2 and rules[-1] - rules[0] > 1:
+        return lines[rules[-1] - 1].strip()[:300]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 # Slurm job states after which a job never runs again (squeue's %T). "GONE": no longer in the queue.

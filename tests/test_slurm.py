@@ -168,8 +168,9 @@ def test_a_job_cancelled_with_scancel_is_named_and_the_rerun_resumes_it(slurm_cl
 
 
 def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp_path, monkeypatch, capfd):
-    """The job runs another checkout (its PYTHONPATH points at a copy of the package whose train.py
-    differs): its code fingerprint differs from the plan's, so it trains nothing and the run fails."""
+    """The job runs another checkout (it starts in a copy of the package whose train.py differs, as
+    when a node sees other sources): its code fingerprint differs from the plan's, so it trains nothing
+    and the run fails, named."""
     copy = tmp_path / "other-checkout"
     shutil.copytree(ROOT / "rote", copy / "rote", ignore=shutil.ignore_patterns("__pycache__"))
     train_py = copy / "rote" / "train.py"
@@ -179,7 +180,7 @@ def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp
         monkeypatch.setenv(key, env[key])
     config = make_config("fda", "smoke")
     options = engine.SlurmOptions(partition=slurm_cluster.partition, mem_gb=1,
-                                  extra={"slurm_setup": [f"export PYTHONPATH={copy}"]})
+                                  extra={"slurm_setup": [f"cd {copy}", f"export PYTHONPATH={copy}"]})
     outcomes = engine.train_plan([config], executor="slurm", root=tmp_path / "runs", slurm=options,
                                  progress=False, device="cpu")
     assert [o.ok for o in outcomes] == [False], outcomes
