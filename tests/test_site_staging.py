@@ -61,8 +61,9 @@ def test_downloads_json_and_long_csv(tmp_path):
     json_name, csv_name = site.write_downloads(records, tmp_path, "smoke")
     assert json.loads((tmp_path / json_name).read_text()) == records
     rows = list(csv.DictReader(open(tmp_path / csv_name)))
-    assert len(rows) == 2 * 2 + 1  # two seeds x two checks, and one row for the record without checks
-    assert rows[0]["claim"] == "C1" and rows[0]["seed"] == "0" and rows[0]["check"] == "final_gen"
+    assert len(rows) == 2 * 3 + 1  # two seeds x three checks, and one row for the record without checks
+    assert rows[0]["claim"] == "C1" and rows[0]["seed"] == "0" and rows[0]["check"] == "final gen"
+    assert rows[0]["check_id"] == "c1.gen" and rows[1]["reason"] == "not computed"
     assert rows[1]["passed"] == "" and rows[-1]["claim"] == "C2" and rows[-1]["check"] == ""
     assert "{download}`JSON <records-smoke.json>`" in site.downloads_markdown(json_name, csv_name, 2)
 
