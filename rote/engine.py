@@ -11,7 +11,10 @@ Executors:
 - ``slurm``: each missing run is one Slurm job submitted with ``submitit`` (partition, time, memory,
   GPUs from options); every job trains into the same run cache, which must then lie on a shared
   filesystem with atomic rename and cross-node ``flock`` (see :mod:`rote.runs`). Without ``sbatch``
-  on PATH the command stops with a one-line error before anything runs.
+  on PATH the command stops with a one-line error before anything runs. A job is done when its result
+  file appears, or when ``squeue`` says it ended without one (cancelled, timed out, node failure);
+  ``sacct`` is never called, so clusters without accounting storage work too (:class:`_SlurmQueue`).
+  ``tests/test_slurm.py`` runs this path on a real one-node cluster (``tests/slurm_cluster.py``).
 - ``submitit-local``: the submitit code path with submitit's local executor (processes on this
   machine): what the tests use, and a way to try the Slurm path without a cluster.
 
