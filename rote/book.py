@@ -39,7 +39,8 @@ SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     """One row per (claim, task, condition, profile): the registered and the amended verdict side by
-    side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the checks that decide
+    side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the training precision of
+    its runs, the checks that decide
     the amended verdict with their numbers, whether the record comes from the profile's own runs
     ("other runs": overrides, or left from an older profile or code), and the section that computed it."""
     from .verdicts import deciding
@@ -50,6 +51,7 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
         rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
                      "registered": r.verdict_registered, "amended": r.verdict_amended,
                      "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
+                     "precision": ", ".join(sorted({str(s.get("precision")) for s in r.per_seed if s.get("precision")})),
                      "deciding checks": deciding(r),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
                      "section": f"{r.page}#{r.anchor}", "profile": r.profile})

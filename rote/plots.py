@@ -79,3 +79,31 @@ def check_values(records, ax=None, title: str = ""):
     ax.set(xscale="symlog", ylabel="", title=title or "Deciding numbers per seed (value / threshold; dashed: the threshold)")
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     return ax
+
+
+def _shade(verdict) -> float:
+    """Heat-map value of a verdict: 1 holds / pass, 0 fails / fail, 0.5 mixed or unresolved; NaN not run."""
+    if not isinstance(verdict, str) or verdict == "not run":
+        return float("nan")
+    word = verdict.split()[0].rstrip(":")
+    return 1.0 if word in ("holds", "pass") else 0.0 if word in ("fails", "fail") else 0.5
+
+
+def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
+    """The scorecard at a glance: one cell per claim (rows) and task / condition (columns), coloured by
+    its ``column`` verdict (:func:`rote.book.claims_table`) and labelled with it. Returns the figure."""
+    where = table.task.str.upper() + [("" if c == "-" else f" {c}") for c in table.condition]
+    verdict = table.assign(where=where).pivot(index="claim", columns="where", values=column)[list(dict.fromkeys(where))]
+    labels = verdict.map(lambda v: "" if not isinstance(v, str) else v.replace(": ", ":\n").replace(", ", ",\n"))
+    fig, ax = plt.subplots(figsize=(1.9 * verdict.shape[1] + 1.5, 4.4))
+    sns.heatmap(verdict.map(_shade).astype(float), annot=labels, fmt="", vmin=0, vmax=1, cbar=False,
+                cmap=sns.color_palette(["#d95f02", "#e6c84f", "#1b9e77"], as_cmap=True), linewidths=1, ax=ax,
+                annot_kws={"fontsize": 7})
+    ax.set_facecolor("#eeeeee")  # not run, or a claim that does not apply (C5 is FDA only)
+    for i, claim in enumerate(verdict.index):
+        for j, col in enumerate(verdict.columns):
+            if verdict.loc[claim, col] == "not run":
+                ax.text(j + 0.5, i + 0.5, "not run", ha="center", va="center", fontsize=8, color="#666666")
+    ax.grid(False)
+    ax.set(title=title, xlabel="", ylabel="")
+    return fig

@@ -799,3 +799,33 @@ def _short(value) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
+
+
+def amendment2_change(rec: claims.ClaimRecord) -> dict:
+    """What amendment 2 did to a record's amended verdict: the verdict amendment 1 gives on the same
+    checks (``amendment1``), the amended verdict (``amendment2``), and ``why``, one line: the checks
+    that decided amendment 1 and no longer count (with their reasons), and the checks amendment 2
+    added that do not pass. Empty ``why`` where nothing moved."""
+    seeds = rec.per_seed or []
+    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds])
+    after = rec.verdict_amended
+    if before == after:
+        return {"amendment1": before, "amendment2": after, "why": ""}
+    dropped: dict[str, str] = {}
+    added: dict[str, list[str]] = {}
+    for s in seeds:
+        for c in s["checks"]:
+            was = c.get("was") or ""
+            if was not in ("", "new") and counts_in(c, AMENDMENT1) and _outcome(c, AMENDMENT1) is not True:
+                dropped.setdefault(c["id"], c.get("reason") or "")
+            elif was == "new" and counts_in(c, "amended") and c.get("passed") is not True:
+                added.setdefault(c["id"], []).append(OUTCOME_WORDS[c.get("passed")])
+    parts = []
+    if dropped:
+        parts.append("no longer deciding: " + "; ".join(f"{i} ({r})" if r else i for i, r in dropped.items()))
+    if added:
+        parts.append("added by amendment 2: " + "; ".join(f"{i} ({', '.join(sorted(set(o)))})" for i, o in added.items()))
+    return {"amendment1": before, "amendment2": after, "why": ". ".join(parts) or "required parts (8.1)"}
+
+
+OUTCOME_WORDS = {True: "pass", False: "fail", None: "unresolved"}

@@ -291,3 +291,22 @@ def test_c1_a_nan_before_the_crossing_takes_the_crossing_step_itself():
     m = _curve([0, 50, 100, 150], gen=[0.0, math.nan, 0.95, 0.99])
     assert verdicts.crossing(m, "gen", 0.9) == 100.0  # no interpolation from a missing evaluation
     assert verdicts.first_evaluated(m, "gen", 0.9) == 100
+
+
+def test_amendment2_change_names_what_moved_a_verdict():
+    stat = Check("c4.positions", "positions", "registered", 8, 2, True, "positions")
+    validity = Check("c4.positions.lookup", "look-up", "validity", 8, 2, False, "positions",
+                     reason="8.1: a known look-up passes it too", was="control")
+    intermediate = Check("c4.intermediate", "over matched", "amended", 0.5, 0.2, True, "intermediate")
+    checks = verdicts.validate(stat, validity, "supersede") + [intermediate]
+    results = [verdicts.seed_result(SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, [])
+               for s in range(3)]
+    rec = verdicts.records("C4", "smoke", results)[0]
+    change = verdicts.amendment2_change(rec)
+    assert change["amendment1"] == "fails" and change["amendment2"] == "holds"
+    assert change["why"] == "no longer deciding: c4.positions.lookup (8.1: a known look-up passes it too)"
+    # nothing moved: no reason
+    plain = verdicts.records("C4", "smoke", [verdicts.seed_result(
+        SimpleNamespace(task="fda", condition="random", seed=0), {}, [intermediate], [])])[0]
+    assert verdicts.amendment2_change(plain) == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
+                                                 "why": ""}
