@@ -1,5 +1,6 @@
 """INLP erasure and attribution patching (claim C3's instruments)."""
 
+import contextlib
 import math
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from rote.analysis import attribution as A
 from rote.analysis import erasure as E
-from rote.analysis import lens, probes
+from rote.analysis import lens, probes, targets
 from rote.config import make_config
 from rote.tasks import build_task
 
@@ -194,3 +195,51 @@ def test_inlp_bases_fit_each_site_separately():
     assert Q.shape == (2, 16, 2)
     assert (Q[0].T @ u1).norm() > 0.99 and (Q[1].T @ u2).norm() > 0.99
     assert (Q[0].T @ u2).norm() < 0.9  # not the same subspace
+
+
+def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
+    """A model that writes carry_0 at (layer 1, position 12) along a planted direction (a hook reads
+    the digits from the embeddings): a probe reads the carry there; after an INLP erasure of carry_0
+    at that site a fresh probe is near chance; the same erasure at rank 0 changes nothing at all."""
+    data = build_task(make_config("fda", "quick"))
+    train, test = data.train_clean[:1000], data.test[:300]
+    u = torch.randn(16, generator=torch.Generator().manual_seed(3))
+    u = u / u.norm()
+    state = {}
+
+    def read_tokens(act, hook):
+        state["tokens"] = (act[:, :, None, :] - tiny_model.embed.weight[None, None]).norm(dim=-1).argmin(-1)
+
+    def write_carry(act, hook):
+        tok = state["tokens"]
+        carry = (tok[:, 3] + tok[:, 8] >= 10).float()  # msb prompt: a_0 at 3, b_0 at 8
+        act = act.clone()
+        act[:, 12] += 4.0 * (2 * carry - 1)[:, None] * u
+        return act
+
+    def carry(ex):
+        return targets.intermediate_targets(ex, data)["carry_0"].labels
+
+    def probe_accuracy(erasure=None):
+        with E.erased(tiny_model, erasure) if erasure is not None else contextlib.nullcontext():
+            acts = [lens.residual_stack(tiny_model, lens.model_inputs(ex), positions=[12])[1:2, :, 0]
+                    for ex in (train, test)]
+        fitted = probes.fit_probes(acts[0], carry(train), 2)
+        return float(fitted.accuracy(acts[1], carry(test))), acts[1]
+
+    with tiny_model.hooks([("hook_embed", read_tokens), ("blocks.0.hook_resid_post", write_carry)]):
+        tiny_model(lens.model_inputs(test[:5]))
+        assert torch.equal(state["tokens"], lens.model_inputs(test[:5]))  # the hook reads the inputs right
+        before, acts = probe_accuracy()
+        er = E.fit_erasure(tiny_model, data, train, ["carry_0"], layers=[1], positions=[12], rank=3, seed=0)
+        after, _ = probe_accuracy(er)
+        none, acts_rank0 = probe_accuracy(er.truncate(0))
+        sets = {"test": (test[:100], "true_label")}
+        sweep = E.erasure_sweep(tiny_model, er, sets, ranks=[0, 3], n_controls=2)
+        unerased = E.erasure_accuracy(tiny_model, sets)["test"]
+    assert not tiny_model.has_hooks()
+    chance = probes.chance_accuracy(carry(train), carry(test))
+    assert before > 0.95 and after < chance + 0.05
+    assert torch.equal(acts_rank0, acts) and none == before  # rank 0: exactly no erasure
+    at0 = sweep[sweep["rank"] == 0]
+    assert set(at0.method) == {"INLP", "random"} and (at0.accuracy == unerased).all()
