@@ -65,7 +65,8 @@ def test_logit_difference_attribution_and_the_circuit_statistics(tiny_model, fda
                      n_splits=2, n_boot=10)
     assert set(out["by_metric"]) == {"logprob", "logit_diff"}
     torch.testing.assert_close(out["by_metric"]["logit_diff"]["scores"]["C"], ld.mean(0))
-    torch.testing.assert_close(out["by_metric"]["logprob"]["scores"]["C"], out["scores"]["C"])
+    torch.testing.assert_close(out["by_metric"]["logprob"]["scores"]["C"], lp.mean(0))
+    torch.testing.assert_close(out["scores"]["C"], lp.mean(0))  # the default reading is log P
     st = out["by_metric"]["logit_diff"]["statistics"]
     assert st["jaccard"] == A.top_jaccard(out["by_metric"]["logit_diff"]["scores"]["C"],
                                           out["by_metric"]["logit_diff"]["scores"]["M"], 0.05)

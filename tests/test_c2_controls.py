@@ -3,7 +3,6 @@ read at r2, and the logit-lens share against the training-label prior."""
 
 import math
 
-import pandas as pd
 import pytest
 import torch
 
@@ -133,4 +132,5 @@ def test_ahead_share_of_a_prior_only_model_equals_its_null(smoke_runs):
     table = lens.ahead_share({"true": p_true, "noisy": p_noisy, "differs": M.label != M.true_label}, M, prior)
     ties = (prior[0, M.true_label[:, 0]] == prior[0, M.label[:, 0]]).double().mean().item()
     assert abs(table.share[1] - table.null[1]) <= ties / 2 + 1e-9
-    assert isinstance(table, pd.DataFrame) and (table.n == len(M)).all()
+    assert list(table.layer) == [0, 1, 2] and (table.n == len(M)).all()
+    assert (table.share == table.share[0]).all() and (table.null == table.null[0]).all()  # every layer alike

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import shlex
 
 import nbformat
 import pytest
@@ -79,10 +80,21 @@ def test_rerun_command(params, command):
     assert site.rerun_command("learning_dynamics", params) == command
 
 
-def test_rerun_command_round_trips_through_the_chapter_parameters():
-    params = book.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "sweep_ratios": "[0, 0.3]"})
-    words = site.rerun_command("learning_dynamics", params).split()
+@pytest.mark.parametrize("given", [
+    {"tasks": "thr", "sweep_ratios": "[0, 0.3]"},
+    {"tasks": "fda,thr", "noise_ratio": "0.2", "seeds": "0,2"},
+])
+def test_rerun_command_round_trips_through_the_chapter_parameters(given):
+    """The command a page shows, run through the shell and the CLI's parameter parsing, asks for
+    exactly the parameters the page was executed with."""
+    params = book.resolve_parameters("learning_dynamics", "smoke", given)
+    words = shlex.split(site.rerun_command("learning_dynamics", params))
     assert words[:7] == ["python", "-m", "rote", "run", "learning_dynamics", "--profile", "smoke"]
+    rest = words[7:]
+    assert rest[::3] == ["-p"] * (len(rest) // 3) and len(rest) % 3 == 0
+    pairs = {name: value for name, value in zip(rest[1::3], rest[2::3])}
+    assert len(pairs) == len(rest) // 3 >= 2
+    assert book.resolve_parameters("learning_dynamics", "smoke", pairs) == params
 
 
 def _chapter():
@@ -183,6 +195,28 @@ def test_stage_site_adds_the_reader_cells(tmp_path, monkeypatch):
     assert {(r["claim"], r["task"], r["condition"]) for r in records} == \
         {(r.claim, r.task, r.condition) for r in claims.expected("smoke")}
     assert "python -m rote book --profile smoke" in (staged / "book" / "intro.md").read_text()
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_page_executed_from_an_older_source_says_so(tmp_path, monkeypatch, stale):
+    """The stamp records the hash of the chapter source it was executed from; a staged page whose
+    source changed since carries a warning to rebuild it, a current page none."""
+    monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    name, source = "learning_dynamics", book.chapters()["learning_dynamics"]
+    executed = book.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True)
+    nbformat.write(nbformat.read(source, as_version=4), executed)
+    sha = book._source_hash(source)
+    assert len(sha) >= 12 and sha != book._source_hash(book.chapters()["tasks"])
+    book._stamp(executed, "stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
+                                    "seconds": 3.0, "executed": "now", "ok": True, "error": "",
+                                    "source_sha": ("0" * len(sha)) if stale else sha})
+    page = nbformat.read(book.stage_site("smoke") / "book" / source.name, as_version=4)
+    warnings = [c.source for c in page.cells if c.cell_type == "markdown" and "source changed" in c.source]
+    assert len(warnings) == (1 if stale else 0)
+    if stale:
+        assert warnings[0].startswith("```{warning}") and "rebuild it" in warnings[0]
 
 
 def test_wide_tables_get_the_full_width():
