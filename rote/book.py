@@ -215,6 +215,18 @@ def _stamp(nb_path: Path, text: str, meta: dict) -> None:
     os.replace(tmp, nb_path)
 
 
+def chapter_precision(params: dict[str, object]) -> str:
+    """The training precision of the runs a chapter loads: its ``precision`` override, else the
+    machine's (``auto``, resolved as every run's is: :func:`rote.config.native_precision`)."""
+    from .config import TrainConfig
+
+    overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
+    try:
+        return TrainConfig(precision=str(overrides.get("precision", "auto"))).precision
+    except ValueError:
+        return str(overrides.get("precision"))
+
+
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
                 progress: bool = False) -> ChapterResult:
     """Execute one chapter with papermill (parameters already resolved) and stamp its page."""
@@ -248,14 +260,15 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
     seconds = time.perf_counter() - start
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
-            "executed": when, "ok": not error, "error": error, "source_sha": _source_hash(source)}
+            "executed": when, "ok": not error, "error": error, "source_sha": _source_hash(source),
+            "precision": chapter_precision(params)}
     if partial.exists():
         if error:
             text = (f"```{{error}}\nThis chapter FAILED in the build of {when} (profile `{profile}`): {error}. "
                     f"The outputs below stop at the failing cell.\n```")
         else:
             text = (f"```{{note}}\nExecuted {when} with profile `{profile}` and parameters "
-                    f"`{json.dumps(params)}` in {seconds:.0f} s.\n```")
+                    f"`{json.dumps(params)}` in {seconds:.0f} s; training precision `{meta['precision']}`.\n```")
         _stamp(partial, text, meta)
         os.replace(partial, notebook)
     elif notebook.exists():  # nothing new was written: never leave the old page looking current

@@ -120,6 +120,7 @@ def cmd_plan(args) -> int:
     for c in configs:
         state = status(c, root)
         rows.append({"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": state,
+                     "precision": c.train.precision,
                      "estimate_s": round(estimate_seconds(c)), "left_s": round(remaining_seconds(c, state))})
     workers = args.workers or default_workers()
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
@@ -131,12 +132,14 @@ def cmd_plan(args) -> int:
 
     table = pd.DataFrame([{"task": r["task"], "key": r["key"],
                            "parameters (differ from profile)": ", ".join(f"{k}={v}" for k, v in r["differs"].items())
-                           or "-", "cached": r["status"], "estimate": fmt_seconds(r["estimate_s"])} for r in rows])
+                           or "-", "precision": r["precision"], "cached": r["status"],
+                           "estimate": fmt_seconds(r["estimate_s"])} for r in rows])
     print(table.to_string(index=False))
     cached = sum(r["status"] == "cached" for r in rows)
-    print(f"{len(rows)} runs ({args.profile}, seeds {seeds}), {cached} cached; "
+    precisions = ", ".join(sorted({r["precision"] for r in rows}))
+    print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
-          f"(1-thread estimates measured on the idle 2-core machine, rote/plan.py)")
+          f"(1-thread estimates measured on an idle 2-core machine, rote/plan.py)")
     return 0
 
 
@@ -178,6 +181,9 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
         sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                         help="override a parameter (repeatable)")
+        sp.add_argument("--precision", choices=("auto", "fp32", "bf16"), default=None,
+                        help="training precision (default auto: bf16 where the device computes it natively, "
+                             "else fp32); the same as -p precision VALUE")
 
     def seeds(sp):
         sp.add_argument("--seeds", type=int, default=None,
@@ -248,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     _sigterm_as_interrupt()
     try:
         args = parser().parse_args(argv)
+        if getattr(args, "precision", None):  # --precision X is -p precision X
+            args.param = (getattr(args, "param", None) or []) + [["precision", args.precision]]
         if getattr(args, "profile", None) is not None and args.profile not in PROFILES:
             raise UsageError(f"unknown profile {args.profile!r}; choose one of {', '.join(PROFILES)}")
         if getattr(args, "task", None) is not None and args.task not in TASKS:

@@ -133,16 +133,23 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
 
 
 # -- time estimates -----------------------------------------------------------------------------
-# (task, n_layers, d_model, batch_size, n_ctx) -> (training steps/s, seconds per evaluation) at 1
-# intra-op thread, measured on the idle 2-core machine with `benchmarks/engine_speed.py measure`
-# (2026-11-30, numbers in benchmarks/RESULTS.md). Other shapes fall back to a FLOP formula.
+# (task, n_layers, d_model, batch_size, n_ctx, precision) -> (training steps/s, seconds per evaluation)
+# at 1 intra-op thread, measured on an idle 2-core Intel Xeon with AVX-512 BF16 and AMX (2026-12-01,
+# `benchmarks/engine_speed.py measure --bf16`, numbers in benchmarks/RESULTS.md; evaluation is fp32
+# in both). The earlier AVX2-only machine trained quick FDA at 5.54 steps/s in fp32 and ran bf16
+# ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
 MEASURED: dict[tuple, tuple[float, float]] = {
-    ("fda", 2, 128, 256, 14): (5.54, 1.10),
-    ("thr", 4, 128, 512, 3): (5.52, 0.80),
-    ("fda", 1, 32, 64, 14): (131.7, 0.022),
-    ("thr", 1, 32, 64, 3): (250.2, 0.005),
+    ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.949),
+    ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.924),
+    ("thr", 4, 128, 512, 3, "fp32"): (10.4, 0.467),
+    ("thr", 4, 128, 512, 3, "bf16"): (18.96, 0.445),
+    ("fda", 1, 32, 64, 14, "fp32"): (249.8, 0.027),
+    ("fda", 1, 32, 64, 14, "bf16"): (237.8, 0.022),
+    ("thr", 1, 32, 64, 3, "fp32"): (479.0, 0.004),
+    ("thr", 1, 32, 64, 3, "bf16"): (397.8, 0.003),
 }
-FLOPS_1THREAD = 4.8e10  # effective training FLOP/s of one thread, fitted to quick FDA's 5.54 steps/s
+FLOPS_1THREAD = 8.0e10  # effective training FLOP/s of one thread, fitted to quick FDA's 9.23 steps/s in fp32
+BF16_SPEEDUP = 1.9  # bf16 autocast over fp32 per training step where bf16 is native (quick FDA 1.92x, THR 1.82x)
 STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python), fallback formula only
 
 
@@ -170,7 +177,7 @@ def estimate_seconds(config: RunConfig) -> float:
     """Estimated wall time of training ``config`` on one thread (table, else a FLOP formula)."""
     m, t = config.model, config.train
     n_evals = t.steps // t.eval_every + 2
-    measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, _n_ctx(config)))
+    measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, _n_ctx(config), t.precision))
     if measured is not None:
         steps_per_s, eval_s = measured
     else:
@@ -178,8 +185,8 @@ def estimate_seconds(config: RunConfig) -> float:
         step_flops = 6 * t.batch_size * _n_ctx(config) * per_token
         steps_per_s = 1 / (step_flops / FLOPS_1THREAD + STEP_OVERHEAD_S)
         eval_s = 2 * _eval_sequences(config) * _n_ctx(config) * per_token / FLOPS_1THREAD
-    if t.precision == "bf16":
-        steps_per_s *= 1.6  # measured 113 -> 61 ms per bare step; evaluation stays fp32
+        if t.precision == "bf16":
+            steps_per_s *= BF16_SPEEDUP  # evaluation stays fp32
     return t.steps / steps_per_s + n_evals * eval_s
 
 

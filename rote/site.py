@@ -249,7 +249,8 @@ def stamp_markdown(meta: dict, parameters: dict[str, str] | None = None) -> str:
     took = f" in {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
     kind, head = ("error", f"This chapter FAILED in the build of {when} (profile `{profile}`): "
                            f"{meta.get('error', '')}. The outputs below stop at the failing cell.") \
-        if meta.get("ok") is False else ("note", f"Executed {when} with profile `{profile}`{took}.")
+        if meta.get("ok") is False else ("note", f"Executed {when} with profile `{profile}`{took}." + (
+            f" Its runs trained in `{meta['precision']}` (evaluation in fp32)." if meta.get("precision") else ""))
     shown = ", ".join(f"`{k} = {v}`" for k, v in (parameters or {}).items())
     lines = [f"::::{{{kind}}}", head, "", "Rerun this page with the parameters it ran with:", "",
              "```bash", rerun_command(chapter, params), "```"]

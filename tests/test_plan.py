@@ -145,7 +145,13 @@ def test_plan_command(tmp_path):
     assert len(twin) == 2 and all("noise_kind" not in r["differs"] for r in twin)
     table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
-    assert "4 runs (smoke, seeds [0])" in table.stdout
+    assert "4 runs (smoke, seeds [0], training precision " in table.stdout
+    precision = P.make_config("fda", "smoke").train.precision
+    assert all(r["precision"] == precision for r in out["runs"])
+    fp32 = _cli("plan", "--profile", "smoke", "--precision", "fp32", "--json", root=tmp_path)
+    runs = json.loads(fp32.stdout)["runs"]
+    assert {r["precision"] for r in runs} == {"fp32"} and all(r["differs"].get("precision", "fp32") == "fp32" for r in runs)
+    assert [r["key"] for r in runs] == [c.key for c in P.plan("smoke", [0], {"precision": "fp32"})]
     assert not tmp_path.exists() or not any(p.name.startswith(("fda-", "thr-")) for p in tmp_path.iterdir())
 
 
@@ -168,3 +174,14 @@ def test_pool_estimate_charges_the_shared_core_slowdown_only_when_runs_share_the
     assert P.pool_seconds(runs, 1) == P.makespan(runs, 1) == 2400.0
     assert P.pool_seconds(runs, 2) == pytest.approx(1400.0 * P.SHARED_CORE_SLOWDOWN)
     assert P.pool_seconds([1000.0], 2) == 1000.0
+
+
+def test_pages_state_the_training_precision():
+    from rote import book, site
+    from rote.config import native_precision
+
+    assert book.chapter_precision({"profile": "smoke"}) == native_precision()
+    assert book.chapter_precision({"overrides": {"precision": "fp32"}}) == "fp32"
+    note = site.stamp_markdown({"chapter": "tasks", "parameters": {"profile": "smoke"}, "executed": "now",
+                                "seconds": 3.0, "ok": True, "precision": "bf16"})
+    assert "Its runs trained in `bf16` (evaluation in fp32)." in note
