@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,9 @@ def save(rec: ClaimRecord, root: Path | None = None) -> Path:
 
 def load_all(profile: str | None = None, root: Path | None = None) -> list[ClaimRecord]:
     """Every (claim, task, condition) for the profile(s): the stored record, or a ``not run``
-    placeholder (also for a file in an older format, which is reported as not run)."""
+    placeholder (also for a file in an older format, which is reported as not run, and for a file
+    whose content is the record of another claim, task, condition or profile than its name says,
+    which is refused with a line on stderr)."""
     root = root or results_root()
     if profile:
         profiles = [profile]
@@ -210,7 +213,13 @@ def load_all(profile: str | None = None, root: Path | None = None) -> list[Claim
         for ph in expected(prof):
             path = record_path(root, prof, ph.claim, ph.task, ph.condition)
             try:
-                out.append(ClaimRecord(**json.loads(path.read_text())) if path.exists() else ph)
+                rec = ClaimRecord(**json.loads(path.read_text())) if path.exists() else ph
             except (TypeError, ValueError):  # a record of an older schema: rerun its chapter
-                out.append(ph)
+                rec = ph
+            names = (rec.claim, rec.task, rec.condition, rec.profile)
+            if names != (ph.claim, ph.task, ph.condition, ph.profile):  # a copied or renamed file
+                print(f"[rote] {path} holds the record of {' '.join(names)}, not the one its name says; "
+                      f"ignored (shown as not run)", file=sys.stderr)
+                rec = ph
+            out.append(rec)
     return out
