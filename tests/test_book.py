@@ -80,12 +80,19 @@ def _seed_records(claim, profile, units, passed):
                                                 [u.noisy, u.clean]) for u in units])
 
 
+# The protocol's (claim, task, condition) triples, written out: C1-C4 on FDA (random and digit noise,
+# amendment 1, 7.3) and THR (one condition), C5 on FDA only.
+PROTOCOL_RECORDS = {(c, "fda", cond) for c in ("C1", "C2", "C3", "C4", "C5") for cond in ("random", "digit")} | \
+    {(c, "thr", "-") for c in ("C1", "C2", "C3", "C4")}
+
+
 def test_claims_not_run_placeholders(tmp_path):
     records = claims.load_all("quick", root=tmp_path)
-    expected = {(c, t, cond) for c, ts in claims.CLAIM_TASKS.items() for t in ts for cond in claims.conditions(t)}
-    assert {(r.claim, r.task, r.condition) for r in records} == expected
-    assert ("C5", "fda", "digit") in expected and ("C1", "thr", "-") in expected and len(expected) == 14
-    assert all(r.status == "not run" for r in records)
+    assert len(PROTOCOL_RECORDS) == 14 and len(records) == 14
+    assert {(r.claim, r.task, r.condition) for r in records} == PROTOCOL_RECORDS
+    assert all(r.status == r.verdict_registered == r.verdict_amended == "not run" and r.per_seed == []
+               and r.profile == "quick" for r in records)
+    assert {r.claim: r.page for r in records}["C1"] == "02_learning_dynamics"
 
 
 def test_claim_record_round_trip_and_status(tmp_path):
@@ -163,6 +170,50 @@ def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch)
     assert "FAILED" in stamp and "planted failure" in stamp and "ValueError" in stamp
     assert executed.metadata["rote"]["ok"] is False
     assert json.loads((tmp_path / "_build" / "executed" / "smoke" / "build.json").read_text())["broken"]["ok"] is False
+
+
+def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, capsys):
+    """`rote book`: when a run of the plan fails, no chapter executes (none would find its runs) and
+    the command exits non-zero, naming the run."""
+    from rote import engine
+
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    trained = []
+
+    def one_fails(configs, **kwargs):
+        trained.extend(configs)
+        return [engine.Outcome(configs[0], False, 1.0, "exit code 1; last log line: MemoryError", "x.log")] + \
+            [engine.Outcome(c, True, 1.0) for c in configs[1:]]
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a chapter executed after a run failed")
+
+    monkeypatch.setattr(engine, "train_plan", one_fails)
+    monkeypatch.setattr(book, "run_chapter", must_not_run)
+    monkeypatch.setattr(book, "render_site", must_not_run)
+    code = book.build_book("smoke", ["learning_dynamics", "tasks"], {}, render=True)
+    assert code != 0 and trained
+    err = capsys.readouterr().err
+    assert f"FAILED {engine.entry_name(trained[0])}" in err and "MemoryError" in err
+    assert "chapters not executed" in err
+    assert not (tmp_path / "_build" / "executed").exists()
+
+
+def test_records_whose_content_names_another_claim_than_their_file_are_refused(tmp_path, capsys):
+    """A record is found by its file name; one whose content is another claim's (a copied or renamed
+    file) is not shown under the wrong claim: the slot is reported and stays not run."""
+    (good,) = _seed_records("C1", "smoke", plan.units("smoke", ["thr"], [0]), True)
+    claims.save(good, root=tmp_path)
+    wrong = claims.record_path(tmp_path, "smoke", "C2", "thr", "-")
+    wrong.write_text(claims.record_path(tmp_path, "smoke", "C1", "thr", "-").read_text())  # C1's content
+    other_task = claims.record_path(tmp_path, "smoke", "C1", "fda", "random")
+    other_task.write_text(wrong.read_text())
+    by_key = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
+    assert by_key[("C1", "thr", "-")].verdict_registered == "pass (1 seed)"
+    assert by_key[("C2", "thr", "-")].status == "not run" and by_key[("C2", "thr", "-")].claim == "C2"
+    assert by_key[("C1", "fda", "random")].status == "not run" and by_key[("C1", "fda", "random")].task == "fda"
+    err = capsys.readouterr().err
+    assert str(wrong) in err and str(other_task) in err and "C1" in err
 
 
 def test_seeds_parameter_is_a_list_and_seed_overrides_are_refused():
