@@ -18,6 +18,8 @@ CHECK_PYTHON = $(PYTHON) -c 'import sys; want = tuple(map(int, "$(PYTHON_REQUIRE
 	sys.exit(None if ok else "rote needs Python $(PYTHON_REQUIRES) or a later $(PYTHON_VERSION) (pyproject.toml); $(PYTHON) is " + sys.version.split()[0])'
 PROFILE ?= quick
 SEEDS ?= 1
+# Training precision: empty = auto (bf16 where the processor computes it natively, else fp32), fp32 or bf16.
+PRECISION ?=
 WORKERS ?=
 SMOKE_DIR ?= _build/smoke
 
@@ -72,11 +74,13 @@ browser: install
 # chapter with papermill (they only load runs) and render the site into _build/html.
 # `make book SEEDS=3` uses seed triples 0, 1, 2 (protocol 7.1); `make book` keeps 1 seed.
 book: install
-	$(BIN)/python -m rote book --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS))
+	$(BIN)/python -m rote book --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(PRECISION),--precision $(PRECISION))
 
 # Train the plan's missing runs only (`python -m rote plan` lists them first).
 train: install
-	$(BIN)/python -m rote train --plan --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS))
+	$(BIN)/python -m rote train --plan --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(PRECISION),--precision $(PRECISION))
 
 # Everything built except the trained runs (_build/runs: hours of training); `make clean-runs` removes those.
 clean:
