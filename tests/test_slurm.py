@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -181,8 +182,11 @@ def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp
     config = make_config("fda", "smoke")
     options = engine.SlurmOptions(partition=slurm_cluster.partition, mem_gb=1,
                                   extra={"slurm_setup": [f"cd {copy}", f"export PYTHONPATH={copy}"]})
-    outcomes = engine.train_plan([config], executor="slurm", root=tmp_path / "runs", slurm=options,
-                                 progress=False, device="cpu")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcomes = engine.train_plan([config], executor="slurm", root=tmp_path / "runs", slurm=options,
+                                     progress=False, device="cpu")
+    assert not [w for w in caught if "submitit" in w.filename or "sacct" in str(w.message)], caught
     assert [o.ok for o in outcomes] == [False], outcomes
     error = outcomes[0].error
     assert "CodeChanged" in error and "changed since the plan" in error, error
@@ -194,6 +198,28 @@ def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp
     assert lookup(config, tmp_path / "runs") is None and status(config, tmp_path / "runs") == "missing"
     assert engine.report_failures(outcomes) == 1
     _no_sacct_noise(sacct_spy, capfd.readouterr().err)
+
+
+def test_the_queue_knows_running_finished_and_forgotten_jobs(slurm_cluster, monkeypatch):
+    """The engine's job states come from squeue: a running job, a finished one (while slurmctld keeps it)
+    and one it no longer knows ("GONE", also when it is the only id asked about, where squeue fails)."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    submit = slurm_cluster.run("sbatch", "--parsable", "-p", slurm_cluster.partition, "-o", "/dev/null",
+                               "--wrap", "sleep 30")
+    running = submit.stdout.strip()
+    assert submit.returncode == 0 and running.isdigit(), submit.stderr
+    done = slurm_cluster.run("sbatch", "--parsable", "-o", "/dev/null", "--wrap", "true").stdout.strip()
+    try:
+        _ended(slurm_cluster, {done})
+        queue = engine._SlurmQueue()
+        assert queue.state("999999") == "GONE"
+        assert _wait_for(lambda: queue.state(running, max_age=0) == "RUNNING", 30, "the job to run")
+        assert queue.state(done, max_age=0) == "COMPLETED"
+        assert queue.state("999998", max_age=0) == "GONE" and queue.state(running) == "RUNNING"
+    finally:
+        slurm_cluster.run("scancel", running)
+    assert _ended(slurm_cluster, {running}) == {running: "CANCELLED"}
+    assert queue.state(running, max_age=0) == "CANCELLED"
 
 
 def test_rote_book_on_slurm_trains_through_sbatch_then_executes_the_chapter(slurm_cluster, sacct_spy, tmp_path):
