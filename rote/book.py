@@ -411,7 +411,13 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     from .plan import seed_list
 
     selected = names or list(chapters())
-    resolved = {name: resolve_parameters(name, profile, params) for name in selected}  # errors before work
+    known_run = set(param_names("fda")) | set(param_names("thr"))
+
+    def own(name):  # run parameters reach the chapters that run models; the scorecard only reads records
+        takes_runs = "overrides" in notebook_parameters(chapter_path(name))
+        return {k: v for k, v in params.items() if takes_runs or k not in known_run}
+
+    resolved = {name: resolve_parameters(name, profile, own(name)) for name in selected}  # errors before work
     seed_values = seed_list(profile, seeds)
     configs = book_plan(profile, selected, params, seed_values)
     if configs:

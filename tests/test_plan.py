@@ -185,3 +185,21 @@ def test_pages_state_the_training_precision():
     note = site.stamp_markdown({"chapter": "tasks", "parameters": {"profile": "smoke"}, "executed": "now",
                                 "seconds": 3.0, "ok": True, "precision": "bf16"})
     assert "Its runs trained in `bf16` (evaluation in fp32)." in note
+
+
+def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monkeypatch):
+    from types import SimpleNamespace
+
+    from rote import book
+
+    seen = {}
+
+    def fake_run(name, profile, params, **kw):
+        seen[name] = params
+        return SimpleNamespace(name=name, ok=True, seconds=0.0, error="", notebook=None)
+
+    monkeypatch.setattr(book, "run_chapter", fake_run)
+    monkeypatch.setattr(book, "book_plan", lambda *a, **k: [])
+    assert book.build_book("smoke", ["tasks", "scorecard"], {"precision": "fp32"}, render=False) == 0
+    assert seen["tasks"]["overrides"] == {"precision": "fp32"}
+    assert seen["scorecard"] == {"profile": "smoke"}
