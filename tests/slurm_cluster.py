@@ -211,8 +211,9 @@ class SlurmCluster:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         (self.folder / "plugstack.conf").write_text("")
-        self.conf.write_text(slurm_conf(self.folder, cpus=self.cpus, ctld_port=_free_port(),
-                                         slurmd_port=_free_port()))
+        ctld_port = _free_port()
+        slurmd_port = next(port for port in iter(_free_port, None) if port != ctld_port)
+        self.conf.write_text(slurm_conf(self.folder, cpus=self.cpus, ctld_port=ctld_port, slurmd_port=slurmd_port))
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         log = open(self.folder / f"{name}.out", "ab")
