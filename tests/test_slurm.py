@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -166,6 +167,35 @@ def test_a_job_cancelled_with_scancel_is_named_and_the_rerun_resumes_it(slurm_cl
     assert f"resuming {entry_name(victim)} from step {checkpoint}" in logs, logs[-2000:]
     assert lookup(victim, root) is not None
     _no_sacct_noise(sacct_spy, again.stderr)
+
+
+def test_ctrl_c_cancels_every_job(slurm_cluster, sacct_spy, tmp_path):
+    """Ctrl-C on `rote train --executor slurm` cancels its running jobs with scancel and exits 130; the
+    cache gains nothing and each run keeps its checkpoints to resume from."""
+    params = ["-p", "steps", "100000", "-p", "eval_every", "25", "-p", "checkpoint_every", "50"]
+    configs = [with_seed(make_config("thr", "smoke", steps=100000, eval_every=25, checkpoint_every=50), s)
+               for s in (0, 1)]
+    root = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "rote", "train", "--task", "thr", "--profile", "smoke",
+                             "--seeds", "2", "--executor", "slurm", "--partition", slurm_cluster.partition,
+                             "--device", "cpu", "--quiet", *params], env=_env(slurm_cluster, sacct_spy, root),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: all((read_progress(c, root) or {}).get("step", 0) >= 100 for c in configs), 300,
+                  "both runs to reach step 100")
+        jobs = _job_ids(root)
+        assert len(jobs) == 2 and {slurm_cluster.jobs().get(j) for j in jobs} == {"RUNNING"}
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert set(_ended(slurm_cluster, jobs).values()) == {"CANCELLED"}
+    assert not [p for p in root.iterdir() if p.name.startswith("thr-")]
+    for c in configs:
+        assert status(c, root).startswith("partial ")
+    _no_sacct_noise(sacct_spy, err)
 
 
 def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp_path, monkeypatch, capfd):
