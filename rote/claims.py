@@ -78,6 +78,10 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "m_grid": (1, 2, 5, 10, 25, 50, 100, 200),
         # amendment 1, 7.7: the heuristic share must also be >= 2 x the untrained model's share
         "untrained_share_factor_min": 2.0,
+        # amendment 2, 8.3: a heuristic unit's best-feature score exceeds this quantile of the scores of
+        # the units at its layer and answer position in an untrained model (model seed s + 1000)
+        "untrained_cut_quantile": 0.99,
+        "untrained_cut_seed_offset": 1000,
     },
 }
 
