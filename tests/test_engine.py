@@ -156,10 +156,14 @@ def test_ctrl_c_stops_every_worker_and_leaves_nothing_half_written(tmp_path, sig
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     configs = [with_seed(make_config("thr", "smoke", steps=100000, eval_every=25, checkpoint_every=50), s)
                for s in (0, 1)]
-    infos = _wait_for(lambda: all((read_progress(c, tmp_path) or {}).get("step", 0) >= 100 for c in configs)
-                      and [read_progress(c, tmp_path) for c in configs])
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    try:
+        infos = _wait_for(lambda: all((read_progress(c, tmp_path) or {}).get("step", 0) >= 100 for c in configs)
+                          and [read_progress(c, tmp_path) for c in configs])
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a failed wait must not leave a 100,000-step training running (its workers die with it)
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == code, err
 
     def gone(pid):

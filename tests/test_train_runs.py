@@ -189,11 +189,15 @@ def test_killed_process_leaves_no_entry(tmp_path, sig, code):
            "-p", "steps", "100000", "-p", "checkpoint_every", "20"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     partial = tmp_path / ".partial"
-    deadline = time.time() + 120
-    while time.time() < deadline and not list(partial.glob("*/checkpoints/step_000040.pt")):
-        time.sleep(0.2)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(partial.glob("*/checkpoints/step_000040.pt")):
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:  # never leave a 100,000-step training behind
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == code, err
     if sig == signal.SIGTERM:
         assert "interrupted" in err and "Traceback" not in err
