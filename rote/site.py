@@ -97,13 +97,14 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 
 
 def not_counted(rec) -> list[str]:
-    """One line per check the amended reading does not count (superseded) or that checks the
-    instrument (validity), with its reason: what a reader needs to see beside the verdict."""
+    """One line per check the amended reading shows but does not count (``superseded``), with its
+    reason: what a reader needs to see beside the verdict. (A failed ``validity`` check appears through
+    the check it supersedes or leaves unresolved.)"""
     seen: dict[str, str] = {}
     for seed in _get(rec, "per_seed") or []:
         for c in seed.get("checks", []):
-            if c.get("kind") in ("superseded", "validity") and c.get("reason") and c.get("id") not in seen:
-                seen[c.get("id")] = f"`{c.get('id')}` ({c.get('kind')}): {c.get('reason')}"
+            if c.get("kind") == "superseded" and c.get("reason") and c.get("id") not in seen:
+                seen[c.get("id")] = f"`{c.get('id')}`: {c.get('reason')}"
     return list(seen.values())
 
 
@@ -153,7 +154,7 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         if missing:
             lines.append(f"- unresolved: no deciding check left for {', '.join(missing)}")
         if not_counted(r):
-            lines.append("- shown, not counted: " + "; ".join(not_counted(r)))
+            lines.append("- superseded (shown, not counted): " + "; ".join(not_counted(r)))
         lines.append("")
     lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
     lines.append(":::")

@@ -41,7 +41,7 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     assert "| check | value | threshold | outcome |" in fda
     assert "| `c1.gen` final gen | 0.91 / 0.85 | 0.9 | 1/2 seeds pass |" in fda
     assert "`c1.control`" not in fda  # a failure decides; the unresolved control does not
-    assert "- shown, not counted: `c1.old` (superseded): 7.1: replaced" in fda
+    assert "- superseded (shown, not counted): `c1.old`: 7.1: replaced" in fda
     thr = box.split("**C1 · THR**")[1]
     assert "registered reading, deciding checks: `c1.gen` = 0.91, threshold 0.9: pass" in thr
     assert "| `c1.control` gen control | 0.5 | n/a | unresolved (not computed) |" in thr
