@@ -817,8 +817,10 @@ def amendment2_change(rec: claims.ClaimRecord) -> dict:
         for c in s["checks"]:
             was = c.get("was") or ""
             if was not in ("", "new") and counts_in(c, AMENDMENT1) and _outcome(c, AMENDMENT1) is not True:
-                dropped.setdefault(c["id"], c.get("reason") or "")
-            elif was == "new" and counts_in(c, "amended") and c.get("passed") is not True:
+                stand_in = find(s["checks"], f"{c['id']}.amended")  # unresolved in its place: its reason says why
+                dropped.setdefault(c["id"], (stand_in or c).get("reason") or "")
+            elif was == "new" and counts_in(c, "amended") and c.get("passed") is not True \
+                    and not str(c["id"]).endswith(".amended"):
                 added.setdefault(c["id"], []).append(OUTCOME_WORDS[c.get("passed")])
     parts = []
     if dropped:

@@ -310,3 +310,16 @@ def test_amendment2_change_names_what_moved_a_verdict():
         SimpleNamespace(task="fda", condition="random", seed=0), {}, [intermediate], [])])[0]
     assert verdicts.amendment2_change(plain) == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
                                                  "why": ""}
+
+
+def test_amendment2_change_gives_the_reason_of_an_out_of_reach_threshold():
+    out_of_reach = Check("c3.overlap.ceiling", "ceiling", "validity", 0.3, 0.5, False, "overlap",
+                         reason="8.2: out of reach", was="new")
+    statistic = Check("c3.overlap.registered", "overlap", "registered", 0.1, 0.5, False, "overlap")
+    erasure = Check("c3.erasure", "erasure", "amended", 0.5, 0.3, True, "erasure")
+    checks = verdicts.validate(statistic, out_of_reach, "unresolve") + [erasure]
+    rec = verdicts.records("C3", "smoke", [verdicts.seed_result(
+        SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, []) for s in (0, 1)])[0]
+    change = verdicts.amendment2_change(rec)
+    assert (change["amendment1"], change["amendment2"]) == ("fails", "unresolved")
+    assert change["why"] == "no longer deciding: c3.overlap.registered (8.2: out of reach)"
