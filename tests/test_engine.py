@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
+from interrupt import interruptible
 import rote.config as config_module
 from rote import engine
 from rote.config import fingerprint_sources, make_config
@@ -153,7 +154,8 @@ def test_ctrl_c_stops_every_worker_and_leaves_nothing_half_written(tmp_path, sig
     env = {**os.environ, "ROTE_RUNS": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "rote", "train", "--task", "thr", "--profile", "smoke",
                              "--seeds", "2", "--workers", "2", "--quiet", *params],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     configs = [with_seed(make_config("thr", "smoke", steps=100000, eval_every=25, checkpoint_every=50), s)
                for s in (0, 1)]
     try:

@@ -27,6 +27,7 @@ from rote import engine
 from rote.config import code_fingerprint, make_config
 from rote.plan import plan, with_seed
 from rote.runs import entry_name, lookup, read_progress, status
+from interrupt import interruptible  # noqa: E402
 from slurm_cluster import slurm_cluster  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow
@@ -179,7 +180,7 @@ def test_ctrl_c_cancels_every_job(slurm_cluster, sacct_spy, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "rote", "train", "--task", "thr", "--profile", "smoke",
                              "--seeds", "2", "--executor", "slurm", "--partition", slurm_cluster.partition,
                              "--device", "cpu", "--quiet", *params], env=_env(slurm_cluster, sacct_spy, root),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     try:
         _wait_for(lambda: all((read_progress(c, root) or {}).get("step", 0) >= 100 for c in configs), 300,
                   "both runs to reach step 100")
@@ -187,10 +188,14 @@ def test_ctrl_c_cancels_every_job(slurm_cluster, sacct_spy, tmp_path):
         assert len(jobs) == 2 and {slurm_cluster.jobs().get(j) for j in jobs} == {"RUNNING"}
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
-    finally:
+    finally:  # a failed test must not leave its 100,000-step jobs running for the rest of the session
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+            _, err = proc.communicate()
+        left = [j for j in _job_ids(root) if slurm_cluster.jobs().get(j) not in engine.SLURM_ENDED]
+        if left:
+            slurm_cluster.run("scancel", *left)
+    assert proc.returncode == 130, err + slurm_cluster.logs()
     assert set(_ended(slurm_cluster, jobs).values()) == {"CANCELLED"}
     assert not [p for p in root.iterdir() if p.name.startswith("thr-")]
     for c in configs:
