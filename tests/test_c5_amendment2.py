@@ -11,6 +11,7 @@ from rote.analysis import heuristics as H
 from rote.analysis import patching as P
 from rote import scoring
 from rote.model import HookedTransformer, ModelShape
+from planted import outlier_model
 
 # -- 8.3: the cut calibrated on an untrained model -----------------------------------------------
 
@@ -166,15 +167,7 @@ JSTAR = [0, 1, 2, 3]
 
 
 def _model():
-    torch.manual_seed(0)
-    model = HookedTransformer(ModelShape(n_layers=1, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
-    with torch.no_grad():
-        mlp = model.blocks[0].mlp
-        for neuron, token in PLANTED.values():  # silent on clean inputs; writes its token
-            mlp.W_in.bias[neuron] = -8.0
-            u = model.unembed.weight[token]
-            mlp.W_out.weight[:, neuron] = 50 * u / u.norm()
-    return model
+    return outlier_model(PLANTED)  # the planted neurons: silent on clean inputs; each writes its token
 
 
 def _memorized():

@@ -8,9 +8,9 @@ import torch
 
 from rote.analysis import heuristics as H
 from rote.analysis import patching as P
-from rote.model import HookedTransformer, ModelShape
 from rote.tasks import fda
 from rote.train import exact_match
+from planted import outlier_model
 
 PLANTED = {0: (3, 7), 1: (10, 8), 2: (20, 1), 3: (30, 4)}  # example -> (its planted neuron, its noisy token)
 
@@ -21,15 +21,7 @@ def grid():
 
 
 def _model():
-    torch.manual_seed(0)
-    model = HookedTransformer(ModelShape(n_layers=1, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
-    with torch.no_grad():
-        mlp = model.blocks[0].mlp
-        for neuron, token in PLANTED.values():  # silent on clean inputs; writes its token
-            mlp.W_in.bias[neuron] = -8.0
-            u = model.unembed.weight[token]
-            mlp.W_out.weight[:, neuron] = 50 * u / u.norm()
-    return model
+    return outlier_model(PLANTED)  # the planted neurons: silent on clean inputs; each writes its token
 
 
 def _plant(model, examples, size=5.0):
