@@ -25,7 +25,7 @@ import pandas as pd
 
 from . import claims, plan
 from .claims import ClaimRecord
-from .config import PROJECT_ROOT, ConfigError, make_config, param_names
+from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 
 BOOK_DIR = PROJECT_ROOT / "book"
 BUILD_DIR = PROJECT_ROOT / "_build"
@@ -216,15 +216,16 @@ def _stamp(nb_path: Path, text: str, meta: dict) -> None:
 
 
 def chapter_precision(params: dict[str, object]) -> str:
-    """The training precision of the runs a chapter loads: its ``precision`` override, else the
-    machine's (``auto``, resolved as every run's is: :func:`rote.config.native_precision`)."""
-    from .config import TrainConfig
+    """The training precision of the runs a chapter loads, per task ("fda fp32, thr bf16"): its
+    ``precision`` override, else what ``auto`` resolves to for each task on this machine
+    (:func:`rote.config.precision_for`)."""
+    from .config import AUTO_PRECISION, PRECISIONS, precision_for
 
     overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
-    try:
-        return TrainConfig(precision=str(overrides.get("precision", "auto"))).precision
-    except ValueError:
-        return str(overrides.get("precision"))
+    asked = str(overrides.get("precision", AUTO_PRECISION))
+    if asked in PRECISIONS:
+        return asked
+    return ", ".join(f"{task} {precision_for(task)}" for task in TASKS)
 
 
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,

@@ -95,17 +95,20 @@ def test_precision_is_a_validated_run_parameter():
         make_config("fda", "smoke", precision="fp8")
 
 
-def test_auto_precision_resolves_to_the_machine_and_the_key_holds_the_resolved_value(monkeypatch):
+def test_auto_precision_resolves_per_task_and_the_key_holds_the_resolved_value(monkeypatch):
     from rote import config as C
 
-    auto = make_config("fda", "smoke")  # the default is "auto"
-    assert auto.train.precision == C.native_precision() in ("fp32", "bf16")
-    assert auto.key == make_config("fda", "smoke", precision=C.native_precision()).key
-    assert auto.to_dict()["train"]["precision"] != "auto"
+    thr, fda = make_config("thr", "smoke"), make_config("fda", "smoke")  # the default is "auto"
+    assert thr.train.precision == C.native_precision() in ("fp32", "bf16")
+    assert fda.train.precision == "fp32"  # FDA's verdicts moved with precision: it stays fp32 (issue 21)
+    assert thr.key == make_config("thr", "smoke", precision=C.native_precision()).key
+    assert thr.to_dict()["train"]["precision"] != "auto" and fda.key == make_config("fda", "smoke", precision="fp32").key
     for native in ("fp32", "bf16"):
         monkeypatch.setattr(C, "native_precision", lambda native=native: native)
         assert make_config("thr", "smoke", precision="auto").train.precision == native
+        assert make_config("fda", "smoke", precision="auto").train.precision == "fp32"
         assert make_config("thr", "smoke", precision="fp32").train.precision == "fp32"  # explicit wins
+        assert make_config("fda", "smoke", precision="bf16").train.precision == "bf16"
 
 
 def test_native_bf16_is_read_from_the_cpu_flags():
@@ -146,8 +149,7 @@ def test_plan_command(tmp_path):
     table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
     assert "4 runs (smoke, seeds [0], training precision " in table.stdout
-    precision = P.make_config("fda", "smoke").train.precision
-    assert all(r["precision"] == precision for r in out["runs"])
+    assert all(r["precision"] == P.make_config(r["task"], "smoke").train.precision for r in out["runs"])
     fp32 = _cli("plan", "--profile", "smoke", "--precision", "fp32", "--json", root=tmp_path)
     runs = json.loads(fp32.stdout)["runs"]
     assert {r["precision"] for r in runs} == {"fp32"} and all(r["differs"].get("precision", "fp32") == "fp32" for r in runs)
@@ -180,7 +182,7 @@ def test_pages_state_the_training_precision():
     from rote import book, site
     from rote.config import native_precision
 
-    assert book.chapter_precision({"profile": "smoke"}) == native_precision()
+    assert book.chapter_precision({"profile": "smoke"}) == f"fda fp32, thr {native_precision()}"
     assert book.chapter_precision({"overrides": {"precision": "fp32"}}) == "fp32"
     note = site.stamp_markdown({"chapter": "tasks", "parameters": {"profile": "smoke"}, "executed": "now",
                                 "seconds": 3.0, "ok": True, "precision": "bf16"})
