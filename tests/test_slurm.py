@@ -124,7 +124,9 @@ def test_a_job_cancelled_with_scancel_is_named_and_the_rerun_resumes_it(slurm_cl
     """`rote train --seeds 2` on Slurm; the job of seed 0 is cancelled mid-run with scancel. Seed 1's job
     finishes, the command names seed 0's run (and its job, CANCELLED) and exits 1; a rerun submits one
     job, which resumes seed 0 from its last checkpoint."""
-    params = dict(steps=1000, eval_every=25, checkpoint_every=50)
+    # long enough that seed 0 cannot finish between reaching step 100 and the scancel (on an idle machine a
+    # smoke run does ~200 steps/s: 1,000 steps raced the cancel and sometimes won)
+    params = dict(steps=5000, eval_every=25, checkpoint_every=50)
     args = ["train", "--task", "fda", "--profile", "smoke", "--seeds", "2", "--workers", "2", "--executor",
             "slurm", "--partition", slurm_cluster.partition, "--device", "cpu", "--quiet"]
     for k, v in params.items():
