@@ -66,7 +66,7 @@ def _verdict_class(verdicts: list[str]) -> str:
     return "rote-verdict-mixed"
 
 
-OUTCOME = {True: "pass", False: "fail", None: "unresolved"}
+from .verdicts import OUTCOME_WORDS as OUTCOME  # noqa: E402  (one spelling of the three outcomes)
 
 
 def deciding_rows(rec, reading: str) -> list[dict]:

@@ -133,8 +133,8 @@ def test_corrupted_entry_is_detected_moved_aside_and_retrained(tmp_path, capsys,
     verify(again.path, cfg)
 
 
-def test_interrupted_training_resumes(tmp_path, capsys):
-    cfg = make_config("fda", "smoke", steps=40, eval_every=10, checkpoint_every=10)
+def _interrupted_at_step_20(cfg, tmp_path):
+    """Train ``cfg`` uninterrupted into tmp_path/ref (returned), then into tmp_path, stopped at step 20."""
     reference = get_or_train(cfg, root=tmp_path / "ref", progress=False)
 
     def stop_at_20(step):
@@ -143,6 +143,12 @@ def test_interrupted_training_resumes(tmp_path, capsys):
 
     with pytest.raises(Interrupt):
         get_or_train(cfg, root=tmp_path, progress=False, on_checkpoint=stop_at_20)
+    return reference
+
+
+def test_interrupted_training_resumes(tmp_path, capsys):
+    cfg = make_config("fda", "smoke", steps=40, eval_every=10, checkpoint_every=10)
+    reference = _interrupted_at_step_20(cfg, tmp_path)
     assert lookup(cfg, root=tmp_path) is None  # no half entry under the key
     assert (tmp_path / ".partial" / f"fda-{cfg.key}" / "resume.pt").exists()
     resumed = get_or_train(cfg, root=tmp_path, progress=False)
@@ -157,14 +163,7 @@ def test_damaged_resume_state_falls_back_to_training_from_scratch(tmp_path, caps
     """A truncated resume.pt (a crash mid-write on a filesystem without atomic rename, a bad disk) is
     reported and ignored: the run trains from step 0 and equals an uninterrupted one."""
     cfg = make_config("fda", "smoke", steps=40, eval_every=10, checkpoint_every=10)
-    reference = get_or_train(cfg, root=tmp_path / "ref", progress=False)
-
-    def stop_at_20(step):
-        if step == 20:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        get_or_train(cfg, root=tmp_path, progress=False, on_checkpoint=stop_at_20)
+    reference = _interrupted_at_step_20(cfg, tmp_path)
     resume = tmp_path / ".partial" / f"fda-{cfg.key}" / "resume.pt"
     resume.write_bytes(resume.read_bytes()[:100])
     capsys.readouterr()
