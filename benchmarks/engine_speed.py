@@ -6,6 +6,11 @@ Usage:
       1-thread training steps/s and seconds per evaluation of the smoke and quick shapes (the table
       rote/plan.py's MEASURED uses), the evaluation share of a whole run, and achieved model FLOP/s
       as a share of this CPU's measured 1-thread fp32 matmul peak (benchmarks/matmul_peak.py).
+  .venv/bin/python benchmarks/engine_speed.py eval [--task fda thr] [--repeat 5]
+      seconds per evaluation of the quick shapes, the evaluation before issue 21 (every position
+      through every block, mem and rec in two passes: reimplemented here as the reference) and
+      rote.train.evaluate side by side in one process, after a short training so that the metrics
+      are not all zero; asserts identical metric values.
   .venv/bin/python benchmarks/engine_speed.py pool [--runs 4] [--steps 300] [--workers 1 2]
       trains the same plan (quick FDA unless --task/--profile, --steps steps, seeds 0..runs-1) into a fresh cache with each
       worker count, through rote.engine.train_plan, and prints wall times and the speed-up.
@@ -96,6 +101,58 @@ def cmd_measure(args) -> None:
         print(json.dumps(measure("fda", "quick", args.steps, "bf16")))
 
 
+@torch.no_grad()
+def reference_evaluate(model, data, fit_eval_size: int) -> dict[str, float]:
+    """The evaluation as it was before issue 21: full forward passes indexed at the answer
+    positions, one pass per (example set, answer)."""
+    from rote.scoring import BATCH, model_inputs
+
+    def logits(examples, which):
+        tokens, pos = model_inputs(examples, which), examples.answer_positions
+        return torch.cat([model(tokens[s:s + BATCH])[:, pos] for s in range(0, len(tokens), BATCH)])
+
+    def share(examples, which):
+        return (logits(examples, which).argmax(-1) == getattr(examples, which)).all(1).sum().item() / len(examples)
+
+    model.eval()
+    test_logits = logits(data.test, "true_label")
+    out = {"test_loss": F.cross_entropy(test_logits.flatten(0, 1), data.test.true_label.flatten()).item(),
+           "gen": share(data.test, "true_label"), "fit": share(data.train_clean[:fit_eval_size], "label"),
+           "mem": share(data.train_noisy, "label"), "rec": share(data.train_noisy, "true_label")}
+    if data.atomic is not None:
+        out["atomic"] = share(data.atomic, "label")
+    return out
+
+
+def cmd_eval(args) -> None:
+    torch.set_num_threads(TRAIN_THREADS)
+    for task in args.task:
+        config = make_config(task, "quick", precision="fp32")
+        data = build_task(config)
+        model = build_model(config, data)
+        optimizer = make_optimizer(model, config)
+        inputs, targets = data.training_sequences()
+        generator = torch.Generator().manual_seed(0)
+        for _ in range(args.train_steps):  # enough that gen, mem, fit are not all zero
+            batch = torch.randint(len(inputs), (config.train.batch_size,), generator=generator)
+            loss = F.cross_entropy(model(inputs[batch]).flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        times = {"before": [], "after": []}
+        results = {}
+        for _ in range(args.repeat):  # interleaved, so that a load change hits both alike
+            for name, fn in (("before", reference_evaluate), ("after", evaluate)):
+                start = time.perf_counter()
+                results[name] = fn(model, data, config.train.fit_eval_size)
+                times[name].append(time.perf_counter() - start)
+        assert results["before"] == results["after"], results
+        best = {k: min(v) for k, v in times.items()}
+        print(json.dumps({"task": task, "metrics": {k: round(v, 4) for k, v in results["after"].items()},
+                          "eval_s_before": round(best["before"], 3), "eval_s_after": round(best["after"], 3),
+                          "speedup": round(best["before"] / best["after"], 2), "identical_metrics": True}), flush=True)
+
+
 def cmd_pool(args) -> None:
     from rote.engine import train_plan
     from rote.plan import with_seed
@@ -124,6 +181,10 @@ if __name__ == "__main__":
     m = sub.add_parser("measure")
     m.add_argument("--steps", type=int, default=150)
     m.add_argument("--bf16", action="store_true", help="also the quick FDA step under bf16 autocast")
+    e = sub.add_parser("eval")
+    e.add_argument("--task", nargs="+", default=["fda", "thr"])
+    e.add_argument("--repeat", type=int, default=5)
+    e.add_argument("--train-steps", type=int, default=300)
     p = sub.add_parser("pool")
     p.add_argument("--runs", type=int, default=4)
     p.add_argument("--steps", type=int, default=300)
@@ -132,4 +193,4 @@ if __name__ == "__main__":
     p.add_argument("--profile", default="quick")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
-    {"measure": cmd_measure, "pool": cmd_pool}[args.command](args)
+    {"measure": cmd_measure, "eval": cmd_eval, "pool": cmd_pool}[args.command](args)

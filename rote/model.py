@@ -87,15 +87,20 @@ class Attention(nn.Module):
         mask = torch.tril(torch.ones(shape.n_ctx, shape.n_ctx, dtype=torch.bool))
         self.register_buffer("causal_mask", mask, persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, read: torch.Tensor | None = None) -> torch.Tensor:
+        """The attention output at every position, or only at the positions ``read`` (queries
+        there, keys and values everywhere: see :meth:`HookedTransformer.forward`)."""
         B, T, D = x.shape
         q, k, v = self.W_qkv(x).view(B, T, 3, self.n_heads, self.d_head).unbind(dim=2)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)  # [B, T, H, d_head]
+        mask = self.causal_mask[:T, :T]
+        if read is not None:
+            q, mask = q[:, read], self.causal_mask[read, :T]
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.d_head)
-        scores = scores.masked_fill(~self.causal_mask[:T, :T], float("-inf"))
+        scores = scores.masked_fill(~mask, float("-inf"))
         pattern = self.hook_pattern(scores.softmax(dim=-1))  # [B, H, Tq, Tk]
-        z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [B, T, H, d_head]
-        return self.W_O(z.reshape(B, T, D))
+        z = self.hook_z(torch.einsum("bhqk,bkhd->bqhd", pattern, v))  # [B, Tq, H, d_head]
+        return self.W_O(z.reshape(B, z.shape[1], D))
 
 
 class MLP(nn.Module):
@@ -117,9 +122,12 @@ class Block(nn.Module):
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = HookPoint(), HookPoint(), HookPoint()
         self.hook_attn_out, self.hook_mlp_out = HookPoint(), HookPoint()
 
-    def forward(self, resid: torch.Tensor) -> torch.Tensor:
+    def forward(self, resid: torch.Tensor, read: torch.Tensor | None = None) -> torch.Tensor:
         resid = self.hook_resid_pre(resid)
-        resid = self.hook_resid_mid(resid + self.hook_attn_out(self.attn(self.ln1(resid))))
+        attn_out = self.hook_attn_out(self.attn(self.ln1(resid), read))
+        if read is not None:
+            resid = resid[:, read]
+        resid = self.hook_resid_mid(resid + attn_out)
         return self.hook_resid_post(resid + self.hook_mlp_out(self.mlp(self.ln2(resid))))
 
 
@@ -168,23 +176,33 @@ class HookedTransformer(nn.Module):
             nn.init.zeros_(module.bias)
 
     # -- forward --------------------------------------------------------------------------
-    def residual(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The final residual stream (before ln_final), shape [batch, pos, d_model]."""
+    def residual(self, tokens: torch.Tensor, read: torch.Tensor | None = None) -> torch.Tensor:
+        """The final residual stream (before ln_final), shape [batch, pos, d_model] (with ``read``:
+        at those positions only, see :meth:`forward`)."""
         if tokens.shape[1] > self.shape.n_ctx:
             raise ValueError(f"sequence of {tokens.shape[1]} tokens exceeds n_ctx={self.shape.n_ctx}")
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         resid = self.hook_embed(self.embed(tokens)) + self.hook_pos_embed(self.pos_embed(positions))
-        for block in self.blocks:
-            resid = block(resid)
+        for layer, block in enumerate(self.blocks):
+            resid = block(resid, read if layer == len(self.blocks) - 1 else None)
         return resid
 
     def unembed_residual(self, resid: torch.Tensor) -> torch.Tensor:
         """Final LayerNorm plus unembedding: the logit lens applies this to any layer's stream."""
         return self.unembed(self.ln_final(resid))
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits of shape [batch, pos, vocab]."""
-        return self.unembed_residual(self.residual(tokens))
+    def forward(self, tokens: torch.Tensor, read: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of shape [batch, pos, vocab], or [batch, len(read), vocab] at the positions ``read``.
+
+        ``read`` is evaluation's fast path: no later position reads the last block's output, so
+        that block computes its queries, MLP, final LayerNorm and unembedding at ``read`` only
+        (keys and values everywhere). The logits agree with the full pass's at those positions to
+        ~1e-7 (bit for bit on the quick shapes; tests/test_model.py). With a hook attached the full
+        pass runs and is indexed: hook points always see every position.
+        """
+        if read is not None and self.has_hooks():
+            return self(tokens)[:, read]
+        return self.unembed_residual(self.residual(tokens, read))
 
     # -- hooks ----------------------------------------------------------------------------
     @property

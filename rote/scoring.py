@@ -38,7 +38,8 @@ def model_inputs(examples: Examples, which: str = "label") -> torch.Tensor:
 
 
 def _batches(model: HookedTransformer, examples: Examples, which: str, hooks: Hooks, grad: bool,
-             names: Sequence[str] = ()) -> Iterator[tuple[slice, torch.Tensor, dict[str, torch.Tensor]]]:
+             names: Sequence[str] = (), answers_only: bool = False,
+             ) -> Iterator[tuple[slice, torch.Tensor, dict[str, torch.Tensor]]]:
     """Per batch: the rows, the logits at the answer positions [B, A, vocab] and the activations
     at ``names`` at the answer positions ({name: [B, A, ...]})."""
     tokens = model_inputs(examples, which).to(model.device)
@@ -52,14 +53,19 @@ def _batches(model: HookedTransformer, examples: Examples, which: str, hooks: Ho
 
         edits = list(hooks(rows) if callable(hooks) else hooks)
         with torch.set_grad_enabled(grad), model.hooks(edits + [(name, save) for name in names]):
-            logits = model(tokens[rows])[:, positions]
+            logits = model(tokens[rows], positions) if answers_only else model(tokens[rows])[:, positions]
         yield rows, logits, cache  # outside both blocks: nothing leaks into the caller's code
 
 
 def answer_logits(model: HookedTransformer, examples: Examples, which: str = "label", *, hooks: Hooks = (),
-                  grad: bool = False) -> torch.Tensor:
-    """Teacher-forced logits at the answer positions, [N, A, vocab] (on the model's device)."""
-    out = [logits for _, logits, _ in _batches(model, examples, which, hooks, grad)]
+                  grad: bool = False, answers_only: bool = False) -> torch.Tensor:
+    """Teacher-forced logits at the answer positions, [N, A, vocab] (on the model's device).
+
+    ``answers_only``: the last block computes at the answer positions only (training's evaluation,
+    :func:`rote.train.evaluate`). Its logits agree with the full pass to ~1e-7 (bit for bit on the
+    quick shapes, ``benchmarks/engine_speed.py eval``), but not always to the last bit, so the
+    analyses keep the full pass."""
+    out = [logits for _, logits, _ in _batches(model, examples, which, hooks, grad, answers_only=answers_only)]
     if not out:
         return torch.zeros(0, len(examples.answer_positions), model.shape.vocab_size, device=model.device)
     return torch.cat(out)

@@ -17,6 +17,7 @@ checkpoint sees the same batches as one that never stopped.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -64,6 +65,13 @@ def accuracy(model: HookedTransformer, examples: Examples, which: str = "label")
     return exact_match(model, examples, which).sum().item() / len(examples) if len(examples) else math.nan
 
 
+def _share_exact(logits: torch.Tensor, target: torch.Tensor) -> float:
+    """The share of rows whose argmax matches ``target`` at every answer position (NaN for none)."""
+    if not len(target):
+        return math.nan
+    return (logits.argmax(-1) == target.to(logits.device)).all(1).sum().item() / len(target)
+
+
 @torch.no_grad()
 def evaluate(model: HookedTransformer, data: TaskData, fit_eval_size: int = 0) -> dict[str, float]:
     """gen, fit, mem, rec and the test loss (plus atomic-fact accuracy for THR).
@@ -75,17 +83,24 @@ def evaluate(model: HookedTransformer, data: TaskData, fit_eval_size: int = 0) -
     model.eval()
     try:
         noisy = data.train_noisy
-        test_logits = answer_logits(model, data.test, "true_label")
+        fast = functools.partial(scoring.answer_logits, model, answers_only=True)  # the last block at the answers only
+        test_logits = fast(data.test, "true_label")
         target = data.test.true_label.to(model.device)
+        # mem and rec read the noisy examples teacher-forced on two answers; a one-token answer
+        # (THR) is not part of the model input, so one pass serves both
+        mem_logits = fast(noisy, "label")
+        same_input = torch.equal(scoring.model_inputs(noisy, "label"), scoring.model_inputs(noisy, "true_label"))
+        rec_logits = mem_logits if same_input else fast(noisy, "true_label")
+        fit_examples = data.train_clean[:fit_eval_size or None]
         out = {
             "test_loss": F.cross_entropy(test_logits.flatten(0, 1), target.flatten()).item(),
-            "gen": (test_logits.argmax(-1) == target).all(1).sum().item() / len(target),
-            "fit": accuracy(model, data.train_clean[:fit_eval_size or None], "label"),
-            "mem": accuracy(model, noisy, "label"),
-            "rec": accuracy(model, noisy, "true_label"),
+            "gen": _share_exact(test_logits, target),
+            "fit": _share_exact(fast(fit_examples, "label"), fit_examples.label),
+            "mem": _share_exact(mem_logits, noisy.label),
+            "rec": _share_exact(rec_logits, noisy.true_label),
         }
         if data.atomic is not None:
-            out["atomic"] = accuracy(model, data.atomic, "label")
+            out["atomic"] = _share_exact(fast(data.atomic, "label"), data.atomic.label)
         return out
     finally:
         model.train(was_training)

@@ -111,3 +111,25 @@ def test_runs_on_cuda(tiny_model):
     model = tiny_model.to("cuda")
     tokens = torch.randint(0, 13, (2, 5), device="cuda")
     assert model(tokens).device.type == "cuda"
+
+
+@pytest.mark.parametrize("read", [[4, 5, 6], [0], [6], [1, 3]])
+def test_reading_some_positions_equals_the_full_pass_there(tiny_model, read):
+    """The fast path (the last block at ``read`` only) gives the full pass's logits at those positions."""
+    tokens = torch.randint(0, 13, (5, 7))
+    read = torch.tensor(read)
+    with torch.no_grad():
+        fast, full = tiny_model(tokens, read), tiny_model(tokens)[:, read]
+    assert fast.shape == (5, len(read), 13)
+    assert torch.allclose(fast, full, atol=1e-6)
+    assert torch.equal(fast.argmax(-1), full.argmax(-1))
+
+
+def test_reading_some_positions_with_a_hook_runs_the_full_pass(tiny_model):
+    """A hook point never sees a truncated activation: with a hook attached, every position is computed."""
+    tokens, read, seen = torch.randint(0, 13, (2, 7)), torch.tensor([5, 6]), {}
+    name = "blocks.1.mlp.hook_post"
+    with torch.no_grad(), tiny_model.hooks([(name, lambda act, point: seen.update({name: act.shape}))]):
+        logits = tiny_model(tokens, read)
+    assert seen[name] == (2, 7, 64)
+    assert logits.shape == (2, 2, 13)

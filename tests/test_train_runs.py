@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import rote.train as train_module
+from rote import scoring
 from rote.config import make_config
 from rote.model import HookedTransformer, ModelShape
 from rote.runs import get_or_train, lookup, verify
@@ -71,6 +72,22 @@ def test_final_metrics_match_stored_model(smoke_runs):
     again = evaluate(run.model, run.data)
     for k in METRICS:
         assert again[k] == pytest.approx(run.final[k], abs=1e-6)
+
+
+def test_evaluation_equals_the_full_pass_with_one_pass_per_answer(smoke_runs):
+    """evaluate() reads the last block at the answer positions only and scores mem and rec in one pass
+    where their inputs agree (THR); a no-op hook forces full passes, and rec is scored on its own."""
+    for run in smoke_runs.values():
+        model, data = run.model, run.data
+        fast = evaluate(model, data, 100)
+        noop = [(model.hook_name("resid_post", 0), lambda act, point: None)]
+        with model.hooks(noop):
+            full = evaluate(model, data, 100)
+            rec_alone = scoring.accuracy(model, data.train_noisy, "true_label", hooks=noop)
+            full_logits = scoring.answer_logits(model, data.test, "true_label")
+        assert fast == full  # test_loss too, a float that any change in a logit would move
+        assert fast["rec"] == rec_alone
+        assert torch.allclose(scoring.answer_logits(model, data.test, "true_label"), full_logits, atol=1e-6)
 
 
 # The final losses of the smoke runs on fp32 (given explicitly: the default precision depends on the
