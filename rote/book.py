@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -375,9 +376,10 @@ def render_site(profile: str) -> int:
 
 
 def _needs_runs(name: str) -> bool:
-    """Whether a chapter loads trained runs (its source uses the run cache: ``get_or_train`` or ``rote.runs``)."""
-    text = chapter_path(name).read_text()
-    return any(word in text for word in ("get_or_train", "rote.runs"))
+    """Whether a chapter loads trained runs: it has a ``seeds`` parameter (the seed triples of its
+    runs). Declared, not guessed from the source: a chapter that loads its runs through a library
+    call names no run function."""
+    return "seeds" in notebook_parameters(chapter_path(name))
 
 
 def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int]) -> list:
@@ -421,24 +423,45 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     resolved = {name: resolve_parameters(name, profile, own(name)) for name in selected}  # errors before work
     seed_values = seed_list(profile, seeds)
     configs = book_plan(profile, selected, params, seed_values)
-    if configs:
-        print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
-        failures = report_failures(train_plan(configs, workers=workers, executor=executor, slurm=slurm))
-        if failures:
-            print("[rote] chapters not executed: some runs of the plan failed", file=sys.stderr)
-            return failures
-    seeds_before = os.environ.get("ROTE_SEEDS")
-    os.environ["ROTE_SEEDS"] = str(len(seed_values))
-    results = []
-    try:
+    # The chapters execute in book order in a thread, each once a core is free: while the plan's
+    # last runs train, a worker slot without a run to start takes the next chapter (a run it loads
+    # that is still training, it waits for under that run's lock), so no core idles; the records and
+    # pages are the same as executing after all training (the chapters only load runs).
+    free, stop, results = threading.Event(), threading.Event(), []
+
+    def execute_chapters() -> None:
         for name in selected:
+            while not (free.wait(1.0) or stop.is_set()):
+                pass
+            if stop.is_set():
+                return
             print(f"[rote] executing {name} ({profile}) ...", file=sys.stderr, flush=True)
             result = run_chapter(name, profile, resolved[name])
             status = "ok" if result.ok else f"FAILED: {result.error}"
             print(f"[rote] {name}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
                   flush=True)
             results.append(result)
+
+    seeds_before = os.environ.get("ROTE_SEEDS")
+    os.environ["ROTE_SEEDS"] = str(len(seed_values))
+    executor_thread = threading.Thread(target=execute_chapters, name="rote-chapters", daemon=True)
+    try:
+        executor_thread.start()
+        if configs:
+            print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
+            outcomes = train_plan(configs, workers=workers, executor=executor, slurm=slurm,
+                                  on_free=lambda n: free.set() if n else free.clear())
+            failures = report_failures(outcomes)
+            if failures:
+                stop.set()
+                executor_thread.join()
+                print(f"[rote] chapters not executed: some runs of the plan failed "
+                      f"({len(results)} executed before the failure)", file=sys.stderr)
+                return failures
+        free.set()
+        executor_thread.join()
     finally:
+        stop.set()
         if seeds_before is None:
             os.environ.pop("ROTE_SEEDS", None)
         else:

@@ -41,6 +41,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .config import ConfigError, RunConfig, code_fingerprint
 from .plan import estimate_seconds, fmt_seconds, makespan, remaining_seconds
@@ -390,9 +391,13 @@ def _say(message: str) -> None:
 # -- the engine ---------------------------------------------------------------------------------------
 def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor: str = "local",
                root: Path | None = None, device: str | None = None, slurm: SlurmOptions | None = None,
-               progress: bool = True) -> list[Outcome]:
+               progress: bool = True, on_free: Callable[[int], None] | None = None) -> list[Outcome]:
     """Train every run of ``configs`` that is not cached, ``workers`` at a time; return the outcomes of
-    the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker."""
+    the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker.
+
+    ``on_free(n)``: told, on every poll once no run is left to start and none has failed, how many local worker slots
+    are free (0 while all are busy), so that other work can use a core the plan no longer needs
+    (``rote book`` executes chapters there)."""
     check_executor(executor)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
@@ -441,6 +446,8 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
                                sum(not o.ok for o in outcomes), force=True)
             display.update(len(outcomes), [j.config for j in running.values()], pending,
                            sum(not o.ok for o in outcomes))
+            if on_free is not None and not pending and sub is None and all(o.ok for o in outcomes):
+                on_free(max(0, slots - len(running)))
             time.sleep(POLL_S)
     except BaseException:
         for job in running.values():

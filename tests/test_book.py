@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -81,14 +82,14 @@ def _seed_records(claim, profile, units, passed):
 
 
 # The protocol's (claim, task, condition) triples, written out: C1-C4 on FDA (random and digit noise,
-# amendment 1, 7.3) and THR (one condition), C5 on FDA only.
+# amendment 1, 7.3) and THR (one condition), C5 on FDA only; X1 (section 9) on FDA random only.
 PROTOCOL_RECORDS = {(c, "fda", cond) for c in ("C1", "C2", "C3", "C4", "C5") for cond in ("random", "digit")} | \
-    {(c, "thr", "-") for c in ("C1", "C2", "C3", "C4")}
+    {(c, "thr", "-") for c in ("C1", "C2", "C3", "C4")} | {("X1", "fda", "random")}
 
 
 def test_claims_not_run_placeholders(tmp_path):
     records = claims.load_all("quick", root=tmp_path)
-    assert len(PROTOCOL_RECORDS) == 14 and len(records) == 14
+    assert len(PROTOCOL_RECORDS) == 15 and len(records) == 15
     assert {(r.claim, r.task, r.condition) for r in records} == PROTOCOL_RECORDS
     assert all(r.status == r.verdict_registered == r.verdict_amended == "not run" and r.per_seed == []
                and r.profile == "quick" for r in records)
@@ -231,3 +232,44 @@ def test_build_times_has_its_columns_before_any_build(tmp_path, monkeypatch):
     times = book.build_times("smoke")
     assert list(times.columns) == ["chapter", "seconds", "status", "executed"] and times.empty
     assert times[times.chapter != "scorecard"].empty
+
+
+def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch):
+    """`rote book`: while the plan's last run trains, a free worker slot executes the chapters, in book
+    order; none starts while every slot is busy, and the scorecard-like last chapter still runs last."""
+    import threading
+
+    from rote import engine
+
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    events, started = [], threading.Event()
+
+    def last_run_trains(configs, *, on_free=None, **kwargs):
+        on_free(0)  # both slots busy: no chapter may start
+        time.sleep(1.5)
+        events.append("slots busy")
+        on_free(1)  # one run left, one slot free
+        assert started.wait(10), "no chapter started on the free slot"
+        events.append("training ended")
+        return [engine.Outcome(c, True, 1.0) for c in configs]
+
+    def fake_chapter(name, profile, params, **kwargs):
+        events.append(f"chapter {name}")
+        started.set()
+        return book.ChapterResult(name, True, 0.1, tmp_path / f"{name}.ipynb", tmp_path, "")
+
+    monkeypatch.setattr(engine, "train_plan", last_run_trains)
+    monkeypatch.setattr(book, "run_chapter", fake_chapter)
+    code = book.build_book("smoke", ["learning_dynamics", "interventions"], {}, render=False)
+    assert code == 0
+    assert events[0] == "slots busy" and events[1] == "chapter learning_dynamics"
+    assert events.index("chapter learning_dynamics") < events.index("training ended")
+    assert [e for e in events if e.startswith("chapter")] == ["chapter learning_dynamics", "chapter interventions"]
+
+
+def test_the_chapters_that_load_runs_are_the_ones_the_plan_trains_for():
+    """`rote book` trains the plan before the chapters that load runs (those with a `seeds` parameter);
+    the task chapter and the scorecard load none."""
+    assert {n for n in book.chapters() if not book._needs_runs(n)} == {"tasks", "scorecard"}
+    assert book.book_plan("smoke", ["tasks", "scorecard"], {}, [0]) == []
+    assert book.book_plan("smoke", ["learning_dynamics"], {}, [0])
