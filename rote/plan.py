@@ -11,10 +11,14 @@ list and train :func:`plan`, which is made of the same calls, so the two cannot 
   and its noise-free twin. A noise-free FDA run has no noise kind, so both conditions of a seed
   share one twin (``FDAConfig`` canonicalizes it), and the plan lists it once.
 - The C1 sweep: runs that differ from each unit's noisy run only in the noise ratio.
+- X1 (protocol 9, :func:`x1_units`): FDA ``random`` at each model width of a grid, each with its noise-free
+  twin, and noise ratios at the profile's width; runs that another chapter also needs (the profile's
+  width is C1's FDA ``random`` unit) are listed once.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -25,6 +29,10 @@ from .config import TASKS, ConfigError, RunConfig, make_config, param_names
 CONDITIONS: dict[str, tuple[str, ...]] = {"fda": ("random", "digit"), "thr": ("-",)}  # primary first (7.3)
 SEED_NAMES = ("data_seed", "noise_seed", "model_seed")
 PAPER_SWEEP = (0.0, 0.05, 0.1, 0.2)
+# X1 (protocol 9): model widths (d_model) of the judged grid per profile, the profile's own width among
+# them, so that its runs are C1's; and the noise ratios of the gen-cost sweep at the profile's width.
+X1_WIDTHS = {"smoke": (16, 32), "quick": (64, 128, 256), "paper": (128, 256, 512)}
+X1_NOISE_RATIOS = (0.05, 0.1, 0.2)
 
 
 def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
@@ -114,16 +122,104 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
 
 
 def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
-         tasks: Iterable[str] | None = None, sweep: Iterable[float] | None = None) -> list[RunConfig]:
-    """Every distinct run the book's chapters need (units, twins, sweep), deduplicated by key, in a stable
-    order: task, condition, seed; within a unit the noisy run, its twin, then the sweep (``sweep``: the
-    noise ratios a chapter was given instead of :func:`sweep_ratios`)."""
+         tasks: Iterable[str] | None = None, sweep: Iterable[float] | None = None,
+         widths: object = None, noise_ratios: object = None) -> list[RunConfig]:
+    """Every distinct run the book's chapters need (units, twins, sweep, X1), deduplicated by key, in a
+    stable order: task, condition, seed; within a unit the noisy run, its twin, then the sweep (``sweep``:
+    the noise ratios a chapter was given instead of :func:`sweep_ratios`); then X1's runs not listed yet
+    (``widths``, ``noise_ratios``: X1's grid, :func:`x1_grid`). X1 is FDA ``random`` noise: it is left out
+    when the tasks have no FDA or the overrides ask for another noise kind or no noise."""
+    tasks = tuple(tasks or TASKS)
     out: dict[str, RunConfig] = {}
-    for unit in units(profile, tuple(tasks or TASKS), seeds, overrides):
+    for unit in units(profile, tasks, seeds, overrides):
         ratios = sweep_ratios(profile, unit.noisy) if sweep is None else [float(r) for r in sweep]
         for config in [unit.noisy, unit.clean, *(unit.noisy.replace(noise_ratio=r) for r in ratios)]:
             out.setdefault(config.key, config)
+    if "fda" in tasks:
+        fda = make_config("fda", profile, **_task_overrides("fda", dict(overrides or {}))).data
+        if fda.noise_kind == "random" and fda.noise_ratio > 0:
+            width_units, ratio_units = x1_units(profile, seeds, overrides, widths, noise_ratios)
+            for unit in width_units + ratio_units:
+                for config in (unit.noisy, unit.clean):
+                    out.setdefault(config.key, config)
     return list(out.values())
+
+
+def _grid_values(name: str, value: object, kind: type) -> list:
+    """A grid parameter as a list: a list as is, a single number as one, text as a comma list ("64,128"
+    from ``-p``); each item a number of ``kind`` (text items are read as JSON), else a ConfigError."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.strip().strip("[]").split(",") if v.strip()]
+    elif not isinstance(value, (list, tuple)):
+        value = [value]
+    out = []
+    for item in value:
+        number = item
+        if isinstance(item, str):
+            try:
+                number = json.loads(item)
+            except json.JSONDecodeError:
+                number = None
+        if kind is float and isinstance(number, int) and not isinstance(number, bool):
+            number = float(number)
+        if kind is int and isinstance(number, float) and number.is_integer():
+            number = int(number)
+        if isinstance(number, bool) or not isinstance(number, kind):
+            raise ConfigError(f"X1 {name} must be {'whole numbers' if kind is int else 'numbers'}, got {item!r}")
+        out.append(number)
+    if not out:
+        raise ConfigError(f"X1 {name} must not be empty")
+    if out != sorted(set(out)):
+        raise ConfigError(f"X1 {name} must be increasing, each value once, got {out}")
+    return out
+
+
+def x1_grid(profile: str, widths: object = None, noise_ratios: object = None,
+            overrides: Mapping[str, object] | None = None) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """X1's grid (protocol 9), validated before anything trains: the model widths (``None``: the
+    profile's, :data:`X1_WIDTHS`) and the noise ratios of the sweep at the profile's width (``None``:
+    :data:`X1_NOISE_RATIOS`). Widths are whole numbers > 0, at least two (X1 compares them), each
+    divisible by the runs' n_heads; noise ratios lie in [0, 1); both increasing without repeats. The runs
+    are FDA ``random`` noise with noise (the overrides may not set another noise kind, nor noise_ratio 0);
+    ``d_model`` in the overrides sets the width of the noise-ratio sweep only."""
+    if profile not in X1_WIDTHS:
+        make_config("fda", profile)  # names the profiles
+    overrides = dict(overrides or {})
+    base = make_config("fda", profile, **_task_overrides("fda", overrides))
+    if base.data.noise_kind != "random":
+        raise ConfigError(f"X1 is registered on FDA random noise (protocol 9); noise_kind "
+                          f"{base.data.noise_kind!r} does not apply")
+    if base.data.noise_ratio <= 0:
+        raise ConfigError("X1 measures the cost of memorizing noise: noise_ratio must be > 0")
+    width_list = _grid_values("widths", X1_WIDTHS[profile] if widths is None else widths, int)
+    heads = base.model.n_heads
+    for w in width_list:
+        if w <= 0:
+            raise ConfigError(f"X1 widths must be > 0, got {w}")
+        if w % heads:
+            raise ConfigError(f"X1 width {w} is not divisible by n_heads={heads}")
+    if len(width_list) < 2:
+        raise ConfigError(f"X1 compares model widths: give at least two, got {width_list}")
+    ratio_list = _grid_values("noise_ratios", X1_NOISE_RATIOS if noise_ratios is None else noise_ratios, float)
+    for r in ratio_list:
+        if not 0.0 <= r < 1.0:
+            raise ConfigError(f"X1 noise_ratios must lie in [0, 1), got {r}")
+    return tuple(width_list), tuple(ratio_list)
+
+
+def x1_units(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
+             widths: object = None, noise_ratios: object = None) -> tuple[list[Unit], list[Unit]]:
+    """X1's runs (protocol 9), as units of FDA ``random``: one per (width, seed), the noisy run at that
+    width and its noise-free twin (the same depth, heads, data and schedule); and one per (noise ratio,
+    seed) at the profile's width (or the ``d_model`` override), whose twin is that width's twin. Ordered
+    by width (or ratio), then seed. The grid is validated first (:func:`x1_grid`)."""
+    width_list, ratio_list = x1_grid(profile, widths, noise_ratios, overrides)
+    overrides, random = dict(overrides or {}), {"fda": ["random"]}
+    by_width = [u for w in width_list
+                for u in units(profile, ["fda"], seeds, {**overrides, "d_model": w}, conditions=random)]
+    by_ratio = [u for r in ratio_list
+                for u in units(profile, ["fda"], seeds, {**overrides, "noise_ratio": r}, conditions=random)]
+    return by_width, by_ratio
 
 
 def differs(config: RunConfig, profile: str) -> dict[str, object]:

@@ -31,11 +31,13 @@ def test_units_cover_conditions_and_seeds_and_share_fda_twins():
 def test_plan_lists_each_run_once():
     runs = P.plan("smoke", seeds=[0, 1, 2])
     keys = [c.key for c in runs]
-    assert len(keys) == len(set(keys)) == 15  # per seed: fda random, digit, one shared twin; thr noisy, twin
-    assert sum(c.task == "fda" and c.data.noise_ratio == 0 for c in runs) == 3
+    # per seed: fda random, digit, one shared twin; thr noisy, twin; X1 (tests/test_x1.py): width 16 and its
+    # twin, noise 0.05 and 0.2 at the profile's width (width 32 at noise 0.1 is the fda random unit)
+    assert len(keys) == len(set(keys)) == 3 * (5 + 4)
+    assert sum(c.task == "fda" and c.data.noise_ratio == 0 and c.model.d_model == 32 for c in runs) == 3
     assert P.plan("smoke", seeds=[0, 1, 2]) == runs  # stable order
     paper = P.plan("paper", seeds=[0])  # sweep 0, 0.05, 0.1, 0.2 for each condition, twins shared
-    fda = sorted((c.data.noise_kind, c.data.noise_ratio) for c in paper if c.task == "fda")
+    fda = sorted((c.data.noise_kind, c.data.noise_ratio) for c in paper if c.task == "fda" and c.model.d_model == 256)
     assert fda == [("digit", 0.05), ("digit", 0.1), ("digit", 0.2), ("random", 0.0), ("random", 0.05),
                    ("random", 0.1), ("random", 0.2)]
     assert sorted(c.data.noise_ratio for c in paper if c.task == "thr") == [0.0, 0.05, 0.1, 0.2]
@@ -61,7 +63,7 @@ def test_seed_list(monkeypatch):
     monkeypatch.setenv("ROTE_SEEDS", "3")
     assert P.seed_list("quick") == [0, 1, 2]
     assert P.seed_list("quick", 2) == [0, 1]  # the argument wins
-    assert len(P.plan("smoke")) == 15  # the plan follows ROTE_SEEDS, as the chapters do
+    assert len(P.plan("smoke")) == 3 * 9  # the plan follows ROTE_SEEDS, as the chapters do
     for bad in (0, -1):
         with pytest.raises(ConfigError):
             P.seed_list("quick", bad)
@@ -141,11 +143,12 @@ def test_plan_command(tmp_path):
     result = _cli("plan", "--profile", "smoke", "--seeds", "2", "--json", root=tmp_path)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert out["seeds"] == [0, 1] and len(out["runs"]) == 10 and out["missing"] == 10
+    assert out["seeds"] == [0, 1] and len(out["runs"]) == 18 and out["missing"] == 18  # 2 x (5 + X1's 4)
     assert {r["status"] for r in out["runs"]} == {"missing"}
     assert [r["key"] for r in out["runs"]] == [c.key for c in P.plan("smoke", [0, 1])]
     twin = [r for r in out["runs"] if r["task"] == "fda" and r["differs"].get("noise_ratio") == 0.0]
-    assert len(twin) == 2 and all("noise_kind" not in r["differs"] for r in twin)
+    assert len(twin) == 4 and all("noise_kind" not in r["differs"] for r in twin)  # 2 seeds x widths 16, 32
+    assert sorted(r["differs"].get("d_model", 32) for r in twin) == [16, 16, 32, 32]
     table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
     assert "4 runs (smoke, seeds [0], training precision " in table.stdout
