@@ -43,7 +43,8 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the training precision of
     its runs, the checks that decide
     the amended verdict with their numbers, whether the record comes from the profile's own runs
-    ("other runs": overrides, or left from an older profile or code), and the section that computed it."""
+    ("other runs": overrides, or left from an older profile or code), the section that computed it, and
+    its scorecard group (the paper's claims, or beyond the paper: :func:`rote.claims.group`)."""
     from .verdicts import deciding
 
     origin = {True: "profile default", False: "other runs", None: ""}
@@ -55,7 +56,7 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
                      "precision": ", ".join(sorted({str(s.get("precision")) for s in r.per_seed if s.get("precision")})),
                      "deciding checks": deciding(r),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
-                     "section": f"{r.page}#{r.anchor}", "profile": r.profile})
+                     "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim)})
     return pd.DataFrame(rows)
 
 
@@ -85,8 +86,10 @@ def show_record(rec: ClaimRecord) -> None:
     from IPython.display import Markdown, display
 
     condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
+    unamended = rec.claim in claims.UNAMENDED  # one reading: the registered one
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
-                     f"**{rec.verdict_registered}**, amended **{rec.verdict_amended}** (seeds {rec.seeds})"))
+                     f"**{rec.verdict_registered}**" + (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if unamended
+                                                       else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")))
     display(record_table(rec))
 
 
@@ -168,6 +171,10 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     elif "overrides" in out:
         for task in tasks:
             make_config(task, profile, **out["overrides"])
+    if "widths" in defaults:  # X1's grid (rote.x1.grid, which the chapter calls first)
+        from . import x1
+
+        x1.grid(profile, tasks, out.get("seeds"), out.get("overrides"), out.get("widths"), out.get("noise_ratios"))
     return out
 
 
@@ -398,7 +405,8 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
 
     sweep = listed("sweep_ratios")
     return plan(profile, seeds, overrides, tasks=listed("tasks"),
-                sweep=None if sweep is None else [float(r) for r in sweep])
+                sweep=None if sweep is None else [float(r) for r in sweep],
+                widths=listed("widths"), noise_ratios=listed("noise_ratios"))
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,

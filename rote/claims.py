@@ -1,4 +1,5 @@
-"""The pre-registered thresholds of protocol section 5, in one place, and the claim record format.
+"""The pre-registered thresholds of protocol section 5 (and section 9 for X1), in one place, and the
+claim record format.
 
 A chapter hands its analysis outputs to :mod:`rote.verdicts`, which computes the checks and
 builds the records (:func:`rote.verdicts.records`); the chapter saves them with :func:`save`, and
@@ -24,9 +25,15 @@ CLAIMS = {
     "C3": "Intervening on the reasoning hurts memorization; the circuits overlap",
     "C4": "Distributed encoding, not a look-up",
     "C5": "FDA outlier heuristics",
+    "X1": "When is memorization benign? The gen cost against model width",
 }
 CLAIM_TASKS = {"C1": ("fda", "thr"), "C2": ("fda", "thr"), "C3": ("fda", "thr"), "C4": ("fda", "thr"),
-               "C5": ("fda",)}
+               "C5": ("fda",), "X1": ("fda",)}
+CLAIM_CONDITIONS = {"X1": ("random",)}  # protocol 9: X1 is FDA random noise only; others: conditions(task)
+# The scorecard's groups: the paper's claims, then the questions the book adds (protocol 9).
+PAPER_GROUP, BEYOND_GROUP = "Claims of the paper", "Beyond the paper"
+CLAIM_GROUPS = {"X1": BEYOND_GROUP}
+UNAMENDED = ("X1",)  # claims no amendment touches: their amended reading is the registered one
 
 # -- thresholds (protocol section 5); never moved after seeing a result -------------------------
 THRESHOLDS: dict[str, dict[str, float]] = {
@@ -83,10 +90,16 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "untrained_cut_quantile": 0.99,
         "untrained_cut_seed_offset": 1000,
     },
+    "X1": {  # protocol 9 (registered 2026-12-01, before any run)
+        "cost_largest_max": 0.05,  # gen cost (twin gen - noisy gen, mean of last 5) at the largest width <= 0.05
+        "rise_max": 0.02,  # each step up in width lowers the cost or leaves it within 0.02
+        "final_mem_min": 0.9,  # a width whose final mem is below 0.9 is unresolved
+    },
 }
 
 CLAIM_PAGES = {"C1": "02_learning_dynamics", "C2": "03_intermediate_results", "C3": "04_interventions",
-               "C4": "05_distributed_encoding", "C5": "06_outlier_heuristics"}  # the chapter that computes each
+               "C4": "05_distributed_encoding", "C5": "06_outlier_heuristics",
+               "X1": "07_benign_memorization"}  # the chapter that computes each
 VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" section (its HTML id)
 NOT_RUN = "not run"
 
@@ -97,6 +110,17 @@ def conditions(task: str) -> tuple[str, ...]:
     from .plan import CONDITIONS
 
     return CONDITIONS[task]
+
+
+def claim_conditions(claim: str, task: str) -> tuple[str, ...]:
+    """The noise conditions ``claim`` is judged in on ``task``: :func:`conditions`, or fewer where the
+    protocol registered fewer (X1: FDA random)."""
+    return CLAIM_CONDITIONS.get(claim, conditions(task))
+
+
+def group(claim: str) -> str:
+    """The scorecard group of a claim: the paper's claims, or beyond the paper."""
+    return CLAIM_GROUPS.get(claim, PAPER_GROUP)
 
 
 @dataclass(frozen=True)
@@ -127,9 +151,10 @@ class ClaimRecord:
             raise ValueError(f"unknown claim {self.claim!r}")
         if self.task not in CLAIM_TASKS[self.claim]:
             raise ValueError(f"claim {self.claim} does not apply to task {self.task!r}")
-        if self.condition not in conditions(self.task):
-            raise ValueError(f"task {self.task!r} has no condition {self.condition!r}; "
-                             f"choose one of {', '.join(conditions(self.task))}")
+        allowed = claim_conditions(self.claim, self.task)
+        if self.condition not in allowed:
+            raise ValueError(f"claim {self.claim} on task {self.task!r} has no condition {self.condition!r}; "
+                             f"choose one of {', '.join(allowed)}")
 
     @property
     def run_keys(self) -> list[str]:
@@ -151,20 +176,23 @@ def placeholder(claim: str, task: str, condition: str, profile: str) -> ClaimRec
 def expected(profile: str) -> list[ClaimRecord]:
     """A ``not run`` placeholder for every (claim, task, condition) of the protocol."""
     return [placeholder(c, t, cond, profile) for c, tasks in CLAIM_TASKS.items() for t in tasks
-            for cond in conditions(t)]
+            for cond in claim_conditions(c, t)]
 
 
 def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
     """Whether every run behind the record is one of the profile's own runs for its seeds (the noisy
-    run of its condition and the noise-free twin). False for runs with overrides and for records left
+    run of its condition and the noise-free twin; for X1 its grid). False for runs with overrides and for records left
     from an older profile or code version; None when the record names no runs (not run)."""
-    from .plan import units
+    from .plan import units, x1_units
 
     keys = rec.run_keys
     if not keys:
         return None
-    own = {c.key for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition
-           for c in (u.noisy, u.clean)}
+    if rec.claim == "X1":  # its grid of widths and noise ratios (protocol 9)
+        mine = [u for group_units in x1_units(rec.profile, seeds=list(rec.seeds)) for u in group_units]
+    else:
+        mine = [u for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition]
+    own = {c.key for u in mine for c in (u.noisy, u.clean)}
     return set(keys) <= own
 
 

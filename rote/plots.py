@@ -107,3 +107,68 @@ def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
     ax.grid(False)
     ax.set(title=title, xlabel="", ylabel="")
     return fig
+
+
+# -- X1: the gen cost against model width (rote.x1) ---------------------------------------------------
+def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
+    """X1's headline (``widths``: :attr:`rote.x1.Study.widths`): left, the gen cost (twin gen - noisy gen)
+    against model width, one line per seed, the registered margin dashed, a hollow marker on a width that
+    does not memorize (unresolved); right, the final gen of the twins (dashed) and of the noisy runs and
+    their final mem. Returns the figure."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    idle_labelled = False
+    for i, (seed, g) in enumerate(widths.sort_values("width").groupby("seed")):
+        (line,) = left.plot(g.width, g.cost, marker="o", label=f"seed {seed}")
+        idle = g[~g.memorizes.astype(bool)]
+        if len(idle):
+            left.scatter(idle.width, idle.cost, s=110, facecolors="white", edgecolors=line.get_color(), zorder=3,
+                         label=None if idle_labelled else "does not memorize")
+            idle_labelled = True
+        right.plot(g.width, g.gen_twin, ls="--", marker="o", color=METRIC_COLORS["gen"], alpha=0.6,
+                   label="gen, twin" if i == 0 else None)
+        right.plot(g.width, g.gen_noisy, marker="o", color=METRIC_COLORS["gen"], label="gen, noisy" if i == 0 else None)
+        right.plot(g.width, g.mem, marker="s", color=METRIC_COLORS["mem"], label="mem, noisy" if i == 0 else None)
+    left.axhline(margin, ls="--", color="k", lw=1)
+    left.text(widths.width.min(), margin, " margin", va="bottom", fontsize=8)
+    ticks = sorted(widths.width.unique())
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(w) for w in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("model width (d_model)")
+        ax.legend(fontsize=8)
+    left.set(ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against model width")
+    right.set(ylabel="final accuracy (mean of last 5)", ylim=(-0.02, 1.02), title="Final gen and mem")
+    fig.tight_layout()
+    return fig
+
+
+def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
+    """One panel per width (``curves``: :attr:`rote.x1.Study.curves`): the noisy runs' gen, mem and rec, one
+    line per seed, the twins' gen in grey (dashed), and each seed's t_gen (solid) and t_mem (dotted) from
+    ``timing`` (rows with ``width``, ``seed``, ``t_gen``, ``t_mem``). Returns the figure."""
+    widths = sorted(curves.width.unique())
+    fig, axes = plt.subplots(1, len(widths), figsize=(4.4 * len(widths), 3.6), sharey=True, squeeze=False)
+    for ax, w in zip(axes[0], widths):
+        part = curves[curves.width == w]
+        learning_curves(part, ax=ax, columns=("gen", "mem", "rec"), title=f"width {w}")
+        for i, (_, g) in enumerate(part.groupby("seed")):
+            ax.plot(g.step, g.twin_gen, color="#666666", ls="--", lw=1, label="gen, twin" if i == 0 else None)
+        for row in ([] if timing is None else timing[timing.width == w].itertuples()):
+            for step, style in ((row.t_gen, "-"), (row.t_mem, ":")):
+                if step is not None and not pd.isna(step):
+                    ax.axvline(step, ls=style, lw=1, color="k", alpha=0.5)
+        ax.legend(fontsize=8) if ax is axes[0][0] else ax.get_legend() and ax.get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
+    """The gen cost against the noise ratio (``ratios``: :attr:`rote.x1.Study.ratios`), one line per seed
+    (shown, not judged). Returns the figure."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    sns.lineplot(data=ratios.assign(seed=ratios.seed.astype(str)), x="noise_ratio", y="cost", hue="seed",
+                 marker="o", ax=ax)
+    ax.set_xticks(sorted(ratios.noise_ratio.unique()))
+    ax.set(xlabel="noise ratio", ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against noise ratio")
+    return fig

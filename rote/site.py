@@ -67,6 +67,7 @@ def _verdict_class(verdicts: list[str]) -> str:
 
 
 from .verdicts import OUTCOME_WORDS as OUTCOME  # noqa: E402  (one spelling of the three outcomes)
+from .claims import UNAMENDED  # noqa: E402  (claims with one reading, the registered one)
 
 
 def deciding_rows(rec, reading: str) -> list[dict]:
@@ -141,11 +142,15 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         amended = _get(r, "verdict_amended", _get(r, "status"))
         seeds = _get(r, "seeds") or []
         seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
-        lines += [f"**{what}**: registered **{registered}**, amended **{amended}** (seeds {seeds_text})", ""]
+        unamended = _get(r, "claim") in UNAMENDED  # one reading: the registered one
+        lines += [f"**{what}**: registered **{registered}**" + (
+            f" ({_get(r, 'claim')} has no amendment; seeds {seeds_text})" if unamended
+            else f", amended **{amended}** (seeds {seeds_text})"), ""]
         amended_rows = deciding_rows(r, "amended")
         if amended_rows:
-            lines += ["Amended reading, deciding checks:", "", *verdict_table(amended_rows), ""]
-        registered_rows = deciding_rows(r, "registered")
+            lines += [("Deciding checks:" if unamended else "Amended reading, deciding checks:"), "",
+                      *verdict_table(amended_rows), ""]
+        registered_rows = deciding_rows(r, "registered") if not unamended else []
         if registered_rows:
             lines.append("- registered reading, deciding checks: " + "; ".join(
                 f"`{x['id']}` = {x['value']}" + (f", threshold {x['threshold']}" if x["threshold"] else "")

@@ -1,4 +1,5 @@
-"""Every check of claims C1-C5, and the verdicts computed from them, in one place.
+"""Every check of claims C1-C5, and the verdicts computed from them (also X1's, whose checks
+:mod:`rote.x1` computes), in one place.
 
 A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to the claim's
 function here (:func:`c1`, :func:`c2`, ...), which returns the claim's metrics and its checks
@@ -51,7 +52,12 @@ REQUIRED_PARTS = {
     "C3": ("erasure", "overlap"),
     "C4": ("intermediate",),
     "C5": ("heuristic share", "outlier |z|", "specificity"),
+    "X1": ("memorization", "cost at the largest width", "not rising"),
 }
+# Where the protocol registers what "fails" means across seeds more narrowly than "every seed fails":
+# X1 fails only when the cost at the largest width is too high on every seed (protocol 9); seeds that
+# fail only because the cost rises with width make it mixed (:func:`aggregate`'s ``failing``).
+FAILS_ONLY_ON = {"X1": "x1.cost_largest"}
 
 
 @dataclass(frozen=True)
@@ -229,19 +235,21 @@ def missing_parts(checks: Iterable[Check | dict], reading: str = "amended") -> l
     return [p for p in REQUIRED_PARTS.get(claim_of(checks), ()) if p not in parts]
 
 
-def aggregate(verdicts: list[str]) -> str:
+def aggregate(verdicts: list[str], failing: list[bool] | None = None) -> str:
     """The verdict across seeds (amendment 2, 8.1): ``holds`` (every seed passes), ``fails`` (every
     seed fails), ``unresolved`` (every seed unresolved), else ``mixed`` with its three counts
-    (``mixed: 2 pass, 0 fail, 1 unresolved``); a single seed is labelled ``(1 seed)``."""
+    (``mixed: 2 pass, 0 fail, 1 unresolved``); a single seed is labelled ``(1 seed)``. ``failing``
+    (one flag per seed, :data:`FAILS_ONLY_ON`) narrows ``fails``: every seed must fail and be flagged."""
     n = len(verdicts)
     if n == 0:
         return "not run"
-    if n == 1:
-        return f"{verdicts[0]} (1 seed)"
     counts = {v: sum(x == v for x in verdicts) for v in ("pass", "fail", "unresolved")}
+    narrowed = failing is not None and not all(f for v, f in zip(verdicts, failing) if v == "fail")
+    if n == 1:
+        return f"{'mixed' if narrowed else verdicts[0]} (1 seed)"
     if counts["pass"] == n:
         return "holds"
-    if counts["fail"] == n:
+    if counts["fail"] == n and not narrowed:
         return "fails"
     if counts["unresolved"] == n:
         return "unresolved"
@@ -758,13 +766,22 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     for (task, condition), group in groups.items():
         group = sorted(group, key=lambda r: r["seed"])
         per_seed = [{k: v for k, v in r.items() if k not in ("task", "condition")} for r in group]
-        registered = aggregate([r["registered"] for r in group])
-        amended = aggregate([r["amended"] for r in group])
+        registered = aggregate([r["registered"] for r in group], _failing(claim, group))
+        amended = aggregate([r["amended"] for r in group], _failing(claim, group))
         out.append(claims.ClaimRecord(
             claim, task, condition, profile, [r["seed"] for r in group], registered, amended, amended,
             per_seed=claims._plain(per_seed), threshold=dict(THRESHOLDS[claim]), page=claims.CLAIM_PAGES[claim],
             created=time.time()))
     return out
+
+
+def _failing(claim: str, seeds: list[dict]) -> list[bool] | None:
+    """Per seed, whether the check that alone makes ``claim`` fail across seeds failed (None: any failing
+    check counts, :data:`FAILS_ONLY_ON`)."""
+    check_id = FAILS_ONLY_ON.get(claim)
+    if check_id is None:
+        return None
+    return [_get(find(s["checks"], check_id) or {"passed": None}, "passed") is False for s in seeds]
 
 
 def deciding_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list:
@@ -807,7 +824,9 @@ def amendment2_change(rec: claims.ClaimRecord) -> dict:
     that decided amendment 1 and no longer count (with their reasons), and the checks amendment 2
     added that do not pass. Empty ``why`` where nothing moved."""
     seeds = rec.per_seed or []
-    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds])
+    if rec.claim in claims.UNAMENDED:  # no amendment reads it: nothing moved
+        return {"amendment1": rec.verdict_amended, "amendment2": rec.verdict_amended, "why": ""}
+    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds], _failing(rec.claim, seeds))
     after = rec.verdict_amended
     if before == after:
         return {"amendment1": before, "amendment2": after, "why": ""}

@@ -343,19 +343,20 @@ def _scorecard_rows(browser, base_url) -> list[dict]:
     try:
         page.goto(base_url + SCORECARD, wait_until="load")
         return page.evaluate("""() => {
+          const rows = [];  // every claims table (with its section links): the paper's claims, then beyond the paper
           for (const table of document.querySelectorAll('div.cell_output table')) {
             const head = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
-            if (!['claim', 'task', 'condition'].every(h => head.includes(h))) continue;
-            return [...table.querySelectorAll('tbody tr')].map(tr => {
+            if (!['claim', 'task', 'condition', 'section'].every(h => head.includes(h))) continue;
+            rows.push(...[...table.querySelectorAll('tbody tr')].map(tr => {
               const cells = [...tr.children];
               const offset = cells.length - head.length;  // a leading index cell has no header of its own
               const row = {};
               head.forEach((h, i) => { if (i + offset >= 0 && cells[i + offset]) row[h] = cells[i + offset].textContent.trim(); });
               row.links = [...tr.querySelectorAll('a[href]')].map(a => a.href);
               return row;
-            });
+            }));
           }
-          return null;
+          return rows.length ? rows : null;
         }""")
     finally:
         page.close()
@@ -365,7 +366,7 @@ def test_scorecard_has_a_linked_row_for_every_claim(browser, base_url):
     from rote import claims
 
     rows = _scorecard_rows(browser, base_url)
-    assert rows is not None, "the scorecard has no table with columns claim, task and condition"
+    assert rows is not None, "the scorecard has no table with columns claim, task, condition and section"
     expected = {(r.claim, r.task, r.condition) for r in claims.load_all(PROFILE, root=ROOT / "_nowhere")}
     shown = {(r.get("claim"), r.get("task"), r.get("condition")) for r in rows}
     assert expected <= shown, f"scorecard rows missing: {sorted(expected - shown)}"

@@ -1,0 +1,351 @@
+"""X1, beyond the paper: when is memorization benign? The gen cost against model width (protocol 9).
+
+The paper calls the memorization of label noise benign; on ``quick`` (FDA ``random``, 10% noise) the
+noisy run ends clearly below its noise-free twin. X1 asks whether that cost is a matter of capacity:
+the same FDA ``random`` runs at several model widths (d_model; the same depth, heads, data and
+schedule), each with its noise-free twin, which differs from it in the noise only and is the control.
+The grid comes from the plan (:func:`rote.plan.x1_units`); this module measures it and judges it.
+
+**Measures**, per width and seed (final = mean of the last 5 evaluations, ``FINAL_WINDOW``):
+
+- ``gen_twin``, ``gen_noisy``: final gen of the twin and of the noisy run; the **gen cost** is
+  ``gen_twin - gen_noisy``; ``mem`` and ``rec``: final mem and rec of the noisy run;
+- ``t_gen``, ``t_mem``: the first evaluated step with gen >= 0.9 and with mem >= 0.5 (section 5's
+  definitions, levels from ``THRESHOLDS["C1"]``), None when never reached;
+- ``peak_gen_before_t_mem``: the largest gen of the noisy run at evaluations before ``t_mem`` (over
+  the whole run when mem never reaches 0.5).
+
+Also shown, not judged: the gen cost at each noise ratio of the sweep, at the profile's width.
+
+**Checks** of one seed (ids are stable; every check is ``registered``: X1 has no amendment, so its
+amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``THRESHOLDS["X1"]``:
+
+- ``x1.mem.w<width>``: final mem >= 0.9. Below it the width is *unresolved* (a model that does not
+  memorize cannot show a benign memorization): the check is unresolved, never failed;
+- ``x1.cost_largest``: the gen cost at the largest width <= 0.05; unresolved when that width does
+  not memorize;
+- ``x1.not_rising``: every step up the grid (each width to the next) lowers the cost or raises it by
+  at most 0.02; its value is the largest rise. It fails when a step between two widths that memorize
+  rises by more; else it is unresolved when a step touches a width that does not memorize.
+
+Values are compared rounded to 9 decimals, so that the float error of a difference of accuracies
+(0.07 - 0.05) never decides a tie.
+
+**Our reading of the registered verdict.** A seed *passes* when all three parts pass and *fails*
+when ``x1.cost_largest`` or ``x1.not_rising`` fails (X1 does not hold on it); else it is
+unresolved (:func:`rote.verdicts.seed_verdict`). Across seeds X1 **holds** when every seed passes,
+**fails** only when the cost at the largest width is above 0.05 on every seed (protocol 9's words,
+:data:`rote.verdicts.FAILS_ONLY_ON`), is **unresolved** when every seed is, and is **mixed**
+otherwise. So seeds whose cost ends within the margin but rises with width on the way fail on that
+seed, and make X1 mixed, not failed, even when every seed is such a seed. A width that never
+memorizes leaves a seed unresolved where the verdict needs it: always for ``holds`` (every step
+counts), never for a fail that two memorizing widths decide.
+
+The sentences the chapter shows are chosen here from the numbers (:class:`Study`), so that the
+chapter holds narrative only and a rerun can never leave a sentence its numbers contradict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+from . import claims, plan, verdicts
+from .claims import THRESHOLDS
+from .config import ConfigError, RunConfig
+from .plan import Unit
+from .verdicts import Check
+
+CLAIM = "X1"
+DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
+
+
+# -- the grid -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grid:
+    """X1's runs for a profile: one unit (noisy run and twin) per (width, seed), and one per (noise
+    ratio, seed) at the profile's width."""
+
+    profile: str
+    widths: tuple[int, ...]
+    noise_ratios: tuple[float, ...]
+    width_units: tuple[Unit, ...]
+    ratio_units: tuple[Unit, ...]
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({u.seed for u in self.width_units})
+
+    @property
+    def configs(self) -> list[RunConfig]:
+        """Every distinct run of the grid (noisy runs and twins), each once."""
+        out: dict[str, RunConfig] = {}
+        for u in self.width_units + self.ratio_units:
+            out.setdefault(u.noisy.key, u.noisy)
+            out.setdefault(u.clean.key, u.clean)
+        return list(out.values())
+
+    @property
+    def sweep_width(self) -> int:
+        return self.ratio_units[0].noisy.model.d_model
+
+    @property
+    def noise_ratio(self) -> float:
+        """The noise ratio of the width grid."""
+        return self.width_units[0].noisy.data.noise_ratio
+
+
+def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None = None,
+         overrides: Mapping[str, object] | None = None, widths: object = None,
+         noise_ratios: object = None) -> Grid:
+    """The chapter's parameters, validated (a ConfigError names the problem before anything trains),
+    and X1's grid from the plan."""
+    if list(tasks) != ["fda"]:
+        raise ConfigError(f"X1 is an FDA claim (protocol 9); tasks must be ['fda'], got {list(tasks)}")
+    width_list, ratio_list = plan.x1_grid(profile, widths, noise_ratios, overrides)
+    width_units, ratio_units = plan.x1_units(profile, seeds, overrides, width_list, ratio_list)
+    return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units))
+
+
+def glue_values(g: Grid) -> dict[str, object]:
+    """The protocol's numbers and the grid, for the chapter's method text."""
+    th, c1 = THRESHOLDS[CLAIM], THRESHOLDS["C1"]
+    return {"x1_cost_max": th["cost_largest_max"], "x1_rise_max": th["rise_max"], "x1_mem_min": th["final_mem_min"],
+            "x1_t_gen_level": c1["t_gen_level"], "x1_t_mem_level": c1["t_mem_level"],
+            "x1_final_window": verdicts.FINAL_WINDOW, "x1_widths": ", ".join(str(w) for w in g.widths),
+            "x1_noise_ratio": g.noise_ratio, "x1_noise_ratios": ", ".join(f"{r:g}" for r in g.noise_ratios),
+            "x1_sweep_width": g.sweep_width, "x1_profile": g.profile}
+
+
+# -- measures -------------------------------------------------------------------------------------
+def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
+    """The X1 measures of one noisy run and its twin, from their metric tables (module docstring)."""
+    c1 = THRESHOLDS["C1"]
+    t_gen = verdicts.first_evaluated(noisy, "gen", c1["t_gen_level"])
+    t_mem = verdicts.first_evaluated(noisy, "mem", c1["t_mem_level"])
+    before = noisy if t_mem is None else noisy[noisy["step"] < t_mem]
+    gen_twin, gen_noisy = verdicts.final(clean, "gen"), verdicts.final(noisy, "gen")
+    return {"gen_twin": gen_twin, "gen_noisy": gen_noisy, "cost": gen_twin - gen_noisy,
+            "mem": verdicts.final(noisy, "mem"), "rec": verdicts.final(noisy, "rec"), "t_gen": t_gen, "t_mem": t_mem,
+            "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
+
+
+def _rounded(x: float) -> float:
+    return round(float(x), DECIMALS)
+
+
+def memorizes(mem: float) -> bool:
+    """Whether a final mem counts as memorization (>= 0.9; protocol 9); NaN does not."""
+    return not pd.isna(mem) and _rounded(mem) >= THRESHOLDS[CLAIM]["final_mem_min"]
+
+
+def checks(by_width: pd.DataFrame) -> tuple[dict, list[Check]]:
+    """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
+    in increasing width (module docstring)."""
+    th = THRESHOLDS[CLAIM]
+    rows = by_width.sort_values("width").reset_index(drop=True)
+    widths = [int(w) for w in rows["width"]]
+    memorized = [memorizes(m) for m in rows["mem"]]
+    cost = [float(c) for c in rows["cost"]]
+    out: list[Check] = []
+    for w, m, ok in zip(widths, rows["mem"], memorized):
+        check = Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", float(m), th["final_mem_min"],
+                      True if ok else None, "memorization")
+        out.append(check if ok else check.replace(reason=f"width {w} does not memorize"))
+    largest = Check("x1.cost_largest", f"gen cost at the largest width ({widths[-1]})", "registered", cost[-1],
+                    th["cost_largest_max"], _rounded(cost[-1]) <= th["cost_largest_max"], "cost at the largest width")
+    if not memorized[-1]:
+        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) does not memorize")
+    rises = [b - a for a, b in zip(cost, cost[1:])]
+    steps = [(_rounded(r) <= th["rise_max"]) if memorized[i] and memorized[i + 1] else None
+             for i, r in enumerate(rises)]
+    rising = Check("x1.not_rising", "largest rise of the gen cost from one width to the next", "registered",
+                   max(rises) if rises else None, th["rise_max"],
+                   False if False in steps else None if None in steps else True, "not rising")
+    if rising.passed is None:
+        rising = rising.replace(reason="a step touches a width that does not memorize")
+    out += [largest, rising]
+    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost, "rises": rises,
+               "memorizes": memorized,
+               "by_width": {str(w): {k: v for k, v in r.items() if k not in ("width", "seed")}
+                            for w, r in zip(widths, rows.to_dict("records"))}}
+    return metrics, out
+
+
+# -- the study: the grid measured, judged and put into sentences -----------------------------------
+@dataclass
+class Study:
+    """X1 measured on a grid: ``widths`` (one row per width and seed: the measures), ``ratios`` (one row
+    per noise ratio and seed at the sweep width: ``gen_twin``, ``gen_noisy``, ``cost``, ``mem``),
+    ``curves`` (the noisy runs' learning curves with ``width``, ``seed`` and the twin's gen as
+    ``twin_gen``) and, per seed, its metrics and checks (``evaluations``)."""
+
+    grid: Grid
+    widths: pd.DataFrame
+    ratios: pd.DataFrame
+    curves: pd.DataFrame
+    evaluations: dict[int, tuple[dict, list[Check]]] = field(default_factory=dict)
+
+    # -- the record --------------------------------------------------------------------------------
+    def records(self) -> list[claims.ClaimRecord]:
+        """The X1 record (one: FDA random) with every seed's checks and both readings."""
+        results = []
+        for seed, (metrics, seed_checks) in self.evaluations.items():
+            mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
+            configs = {c.key: c for u in mine for c in (u.noisy, u.clean)}
+            results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
+        return verdicts.records(CLAIM, self.grid.profile, results)
+
+    def check(self, seed: int, check_id: str) -> Check | None:
+        return verdicts.find(self.evaluations[seed][1], check_id)
+
+    # -- tables for the reader ---------------------------------------------------------------------
+    def table(self) -> pd.DataFrame:
+        """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
+        and the peak gen before t_mem."""
+        columns = {"gen_twin": "gen (twin)", "gen_noisy": "gen (noisy)", "cost": "gen cost", "mem": "mem",
+                   "t_gen": "t_gen", "t_mem": "t_mem", "peak_gen_before_t_mem": "peak gen before t_mem"}
+        out = self.widths.set_index(["width", "seed"])[list(columns)].rename(columns=columns)
+        for step in ("t_gen", "t_mem"):
+            out[step] = out[step].map(lambda s: "never" if s is None or pd.isna(s) else str(int(s)))
+        return out.round(3)
+
+    # -- sentences ---------------------------------------------------------------------------------
+    def _per_seed(self, frame: pd.DataFrame, column: str, spec: str = ".3f") -> str:
+        values = frame.sort_values("seed")[column]
+        return " / ".join("never" if v is None or pd.isna(v) else format(v, spec) for v in values)
+
+    def _seeds_text(self) -> str:
+        seeds = self.grid.seeds
+        return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + " / ".join(str(s) for s in seeds)
+
+    def trend(self, seed: int) -> str:
+        """How the cost of one seed moves up the grid, in words."""
+        metrics = self.evaluations[seed][0]
+        widths, rises, rise_max = metrics["widths"], metrics["rises"], THRESHOLDS[CLAIM]["rise_max"]
+        up = [f"{a} to {b}" for a, b, r in zip(widths, widths[1:], rises) if _rounded(r) > rise_max]
+        if up:
+            return f"rises by more than {rise_max:g} from width {', and from '.join(up)}"
+        if all(_rounded(r) < 0 for r in rises):
+            return "falls at every step up in width"
+        return f"never rises by more than {rise_max:g} from one width to the next"
+
+    def cost_sentence(self) -> str:
+        """What the gen cost does across the widths, per seed, and where it ends against the margin."""
+        th = THRESHOLDS[CLAIM]
+        parts = [f"{self._per_seed(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
+        trends = {s: self.trend(s) for s in self.grid.seeds}
+        if len(set(trends.values())) == 1:
+            trend = ("On every seed the cost " if len(trends) > 1 else "The cost ") + next(iter(trends.values())) + "."
+        else:
+            trend = "The cost " + "; ".join(f"{t} on seed {s}" for s, t in trends.items()) + "."
+        largest = self.widths[self.widths.width == self.grid.widths[-1]]
+        within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in largest["cost"]))
+        n, margin = len(largest), f"the margin of {th['cost_largest_max']:g}"
+        every = " on every seed" if n > 1 else ""
+        end = (f"within {margin}{every}" if within == n else f"above {margin}{every}" if within == 0
+               else f"within {margin} on {within} of {n} seeds")
+        idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
+                self.widths.loc[~self.widths.memorizes, ["width", "seed", "mem"]].itertuples(index=False)]
+        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
+                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
+        return (f"The gen cost (twin gen minus noisy gen; {self._seeds_text()}) is " + ", ".join(parts) + f". {trend} "
+                f"At the largest width the cost is {end}." + unresolved)
+
+    def timing_sentence(self) -> str:
+        """Per width: when the rule and the noise are learned, and how high gen got before memorization."""
+        c1 = THRESHOLDS["C1"]
+        lines = []
+        for w in self.grid.widths:
+            rows = self.widths[self.widths.width == w]
+            learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
+            first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
+            order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
+                     else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
+                     else "the rule does not come first on every seed")
+            lines.append(
+                f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._per_seed(rows, 't_gen', '.0f')} and mem "
+                f"reaches {c1['t_mem_level']:g} at step {self._per_seed(rows, 't_mem', '.0f')} ({order}); gen peaks at "
+                f"{self._per_seed(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
+                f"{self._per_seed(rows, 'gen_noisy')} (twin: {self._per_seed(rows, 'gen_twin')}); final mem "
+                f"{self._per_seed(rows, 'mem')}.")
+        never = self.widths["t_mem"].isna().any()
+        note = (f" Where mem never reaches {c1['t_mem_level']:g}, the peak is over the whole run." if never else "")
+        return f"Per width ({self._seeds_text()}):{note}\n\n" + "\n".join(lines)
+
+    def ratio_sentence(self) -> str:
+        """The cost against the noise ratio at the sweep width (shown, not judged)."""
+        parts = [f"{self._per_seed(self.ratios[self.ratios.noise_ratio == r], 'cost')} at noise ratio {r:g}"
+                 for r in self.grid.noise_ratios]
+        grows = [all(_rounded(b) > _rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:]))
+                 for _, g in self.ratios.sort_values("noise_ratio").groupby("seed")]
+        head = f"At width {self.grid.sweep_width} the gen cost ({self._seeds_text()}) is " + ", ".join(parts)
+        if len(self.grid.noise_ratios) == 1:
+            return head + "."
+        every = " on every seed" if len(grows) > 1 else ""
+        how = (f"grows with the noise ratio{every}" if all(grows) else
+               f"does not grow steadily with the noise ratio{every}" if not any(grows) else
+               f"grows with the noise ratio on {sum(grows)} of {len(grows)} seeds")
+        return head + f": it {how}."
+
+    def verdict_sentence(self, rec: claims.ClaimRecord) -> str:
+        """What the record's registered verdict says, in words, with its reason."""
+        th = THRESHOLDS[CLAIM]
+        verdict = rec.verdict_registered
+        word = verdict.split()[0].rstrip(":")
+        largest, margin, rise = self.grid.widths[-1], f"{th['cost_largest_max']:g}", f"{th['rise_max']:g}"
+        why = {
+            "holds": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
+                     f"than {rise} from one width to the next, on every seed: on this grid the cost of memorizing "
+                     "the noise shrinks with capacity until it is benign by C1's margin",
+            "pass": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
+                    f"than {rise} from one width to the next: on this grid the cost of memorizing the noise shrinks "
+                    "with capacity until it is benign by C1's margin",
+            "fails": f"at the largest width ({largest}) the gen cost is above {margin} on every seed: up to this "
+                     "width, memorizing the noise costs generalization, and capacity alone does not make it benign",
+            "fail": f"at the largest width ({largest}) the gen cost is above {margin}: up to this width, memorizing "
+                    "the noise costs generalization, and capacity alone does not make it benign",
+            "unresolved": f"a width the verdict needs does not memorize (final mem below {th['final_mem_min']:g}), "
+                          "so the grid cannot tell whether memorization is benign there",
+        }
+        rising_only = [s["seed"] for s in rec.per_seed
+                       if (verdicts.find(s["checks"], "x1.cost_largest") or {}).get("passed") is True
+                       and (verdicts.find(s["checks"], "x1.not_rising") or {}).get("passed") is False]
+        if word == "mixed":
+            outcomes = {s["registered"] for s in rec.per_seed}
+            parts = ["the seeds disagree"] if len(outcomes) > 1 else []
+            if rising_only:
+                which = ("seed " if len(rising_only) == 1 else "seeds ") + ", ".join(str(s) for s in rising_only)
+                parts.append(f"on {which} the cost ends within {margin} but "
+                             f"rises by more than {rise} from one width to the next on the way, which protocol 9 "
+                             "counts as neither holding nor failing")
+            why["mixed"] = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
+        text = why.get(word, "")
+        per_seed = "; ".join(f"seed {s['seed']}: {s['registered']}" for s in rec.per_seed)
+        return f"**X1 ({rec.profile}): {verdict}.** {text[:1].upper()}{text[1:]}. Per seed: {per_seed}."
+
+
+def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
+    """X1 measured and judged from the metric tables of the grid's runs (``metrics``: run key ->
+    :attr:`rote.runs.Run.metrics`)."""
+    rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key])}
+            for u in g.width_units]
+    widths = pd.DataFrame(rows).sort_values(["width", "seed"]).reset_index(drop=True)
+    widths["memorizes"] = [memorizes(m) for m in widths["mem"]]
+    ratios = pd.DataFrame([{"noise_ratio": u.noisy.data.noise_ratio, "seed": u.seed, "width": u.noisy.model.d_model,
+                            **{k: v for k, v in measure(metrics[u.noisy.key], metrics[u.clean.key]).items()
+                               if k in ("gen_twin", "gen_noisy", "cost", "mem")}} for u in g.ratio_units])
+    curves = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
+        metrics[u.clean.key][["step", "gen"]].rename(columns={"gen": "twin_gen"}), on="step", how="left")
+        .assign(width=u.noisy.model.d_model, seed=u.seed) for u in g.width_units], ignore_index=True)
+    out = Study(g, widths, ratios, curves)
+    for seed in g.seeds:
+        metrics_s, checks_s = checks(widths[widths.seed == seed])
+        mine = ratios[ratios.seed == seed]
+        metrics_s.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
+                         cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})
+        out.evaluations[seed] = (metrics_s, checks_s)
+    return out

@@ -1,0 +1,283 @@
+"""X1 (protocol 9): the grid in the plan, its parameter errors, and the verdict on planted learning curves."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rote import claims, plan, verdicts, x1
+from rote.config import ConfigError, make_config
+
+SMOKE_WIDTHS = plan.X1_WIDTHS["smoke"]
+
+
+# -- the grid in the plan ---------------------------------------------------------------------------
+def test_quick_grid_is_the_registered_one_and_its_profile_width_is_c1s_unit():
+    width_units, ratio_units = plan.x1_units("quick", seeds=[0, 1])
+    assert [(u.noisy.model.d_model, u.seed) for u in width_units] == [(w, s) for w in (64, 128, 256) for s in (0, 1)]
+    quick = make_config("fda", "quick")
+    for u in width_units:  # only the width differs from the profile's FDA random run (protocol 9)
+        assert u.task == "fda" and u.condition == "random" and u.noisy.data.noise_kind == "random"
+        assert u.noisy.model.n_heads == 4 and u.noisy.model.n_layers == quick.model.n_layers
+        assert plan.differs(u.noisy, "quick") == {**{k: u.seed for k in plan.SEED_NAMES if u.seed},
+                                                  **({"d_model": u.noisy.model.d_model} if u.noisy.model.d_model != 128 else {})}
+        assert u.clean == u.noisy.replace(noise_ratio=0.0)
+    c1 = {(u.seed, c.key) for u in plan.units("quick", ["fda"], [0, 1]) if u.condition == "random" for c in (u.noisy, u.clean)}
+    shared = {(u.seed, c.key) for u in width_units if u.noisy.model.d_model == 128 for c in (u.noisy, u.clean)}
+    assert shared == c1  # the width-128 runs ARE C1's FDA random runs and twins
+    assert sorted({(u.noisy.data.noise_ratio, u.noisy.model.d_model) for u in ratio_units}) == [
+        (0.05, 128), (0.1, 128), (0.2, 128)]
+    twins = {u.clean.key for u in ratio_units if u.seed == 0}
+    assert len(twins) == 1 and twins <= {u.clean.key for u in width_units}  # every ratio's twin is the width-128 twin
+
+
+def test_plan_lists_x1_runs_once_after_the_chapters_runs():
+    before = plan.plan("quick", [0], tasks=["thr"])
+    runs = plan.plan("quick", [0, 1])
+    keys = [c.key for c in runs]
+    assert len(keys) == len(set(keys))
+    width_units, ratio_units = plan.x1_units("quick", [0, 1])
+    x1_keys = {c.key for u in width_units + ratio_units for c in (u.noisy, u.clean)}
+    assert len(x1_keys) == 16 and x1_keys <= set(keys)  # per seed: 3 widths x (noisy, twin) + 2 new noise ratios
+    without = {c.key for u in plan.units("quick", seeds=[0, 1]) for c in (u.noisy, u.clean)}
+    without |= {u.noisy.replace(noise_ratio=r).key for u in plan.units("quick", seeds=[0, 1]) for r in (0.0, 0.1)}
+    assert len(x1_keys - without) == 12 and len(runs) == len(without) + 12  # 6 new runs per seed on quick
+    assert keys[:len(without)] == [k for k in keys if k in without]  # the chapters' runs keep their order
+    assert all(c.task == "thr" for c in before)  # no FDA, no X1
+    assert len(plan.plan("smoke", [0])) == 5 + 4  # smoke: width 16 (noisy, twin), noise 0.05 and 0.2 at width 32
+    paper = plan.plan("paper", [0])  # paper's C1 sweep already has 0.05 and 0.2: X1 adds widths 128 and 512
+    assert {c.model.d_model for c in paper if c.task == "fda"} == {128, 256, 512} and len(paper) == 11 + 4
+
+
+def test_x1_runs_follow_overrides_and_leave_the_plan_when_they_cannot_apply():
+    runs = plan.plan("smoke", [0], {"precision": "fp32", "n_layers": 2})
+    fda = [c for c in runs if c.task == "fda"]
+    assert {c.model.n_layers for c in fda} == {2} and {c.train.precision for c in fda} == {"fp32"}
+    assert {c.model.d_model for c in fda} == set(SMOKE_WIDTHS)
+    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_kind": "digit"}))
+    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_ratio": 0.0}))
+    chosen = plan.plan("smoke", [0], widths="8,32", noise_ratios=[0.3])
+    assert {(c.model.d_model, c.data.noise_ratio) for c in chosen if c.task == "fda" and c.data.noise_kind == "random"} \
+        == {(8, 0.1), (8, 0.0), (32, 0.1), (32, 0.0), (32, 0.3)}
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"widths": []}, "widths must not be empty"),
+    ({"widths": [64, 64, 128]}, "increasing, each value once"),
+    ({"widths": [128, 64]}, "increasing, each value once"),
+    ({"widths": [0, 64]}, "widths must be > 0"),
+    ({"widths": [-4, 64]}, "widths must be > 0"),
+    ({"widths": [30, 64]}, "width 30 is not divisible by n_heads=4"),
+    ({"widths": [64]}, "at least two"),
+    ({"widths": "64,big"}, "whole numbers"),
+    ({"widths": [64.5, 128]}, "whole numbers"),
+    ({"noise_ratios": [0.1, 1.0]}, r"noise_ratios must lie in \[0, 1\)"),
+    ({"noise_ratios": [-0.1, 0.1]}, r"noise_ratios must lie in \[0, 1\)"),
+    ({"noise_ratios": []}, "noise_ratios must not be empty"),
+    ({"overrides": {"noise_kind": "digit"}}, "registered on FDA random noise"),
+    ({"overrides": {"noise_ratio": 0.0}}, "noise_ratio must be > 0"),
+    ({"overrides": {"colour": "red"}}, "unknown parameter 'colour'"),
+    ({"tasks": ["thr"]}, "FDA claim"),
+    ({"seeds": [-1]}, "seeds must be whole numbers"),
+])
+def test_bad_grid_parameters_are_refused_before_anything_trains(params, message):
+    with pytest.raises(ConfigError, match=message):
+        x1.grid("quick", **params)
+    if "tasks" not in params and "seeds" not in params:  # the plan, which `rote book` trains, refuses them too
+        grid = {k: v for k, v in params.items() if k != "overrides"}
+        with pytest.raises(ConfigError, match=message):
+            plan.x1_units("quick", [0], params.get("overrides"), **grid)
+
+
+def test_grid_parameters_from_the_command_line_are_read():
+    g = x1.grid("quick", seeds=[0], widths="64,256", noise_ratios="0.1")
+    assert g.widths == (64, 256) and g.noise_ratios == (0.1,) and g.sweep_width == 128
+    assert len(g.configs) == len({c.key for c in g.configs}) == 6  # 64, 256 and the sweep width 128 (noisy, twin)
+    assert x1.grid("quick", seeds=[0], widths=[64.0, "128"]).widths == (64, 128)
+
+
+def test_the_chapter_validates_its_parameters_with_the_book():
+    from rote import book
+
+    out = book.resolve_parameters("benign_memorization", "smoke", {"widths": "16,32", "noise_ratios": "0.2"})
+    assert out["widths"] == "16,32"
+    for params, message in (({"widths": "16,16"}, "increasing"), ({"noise_ratios": "1.5"}, "lie in"),
+                            ({"noise_kind": "digit"}, "random noise"), ({"n_entities": "9"}, "none of the chapter")):
+        with pytest.raises(ConfigError, match=message):
+            book.resolve_parameters("benign_memorization", "smoke", params)
+    runs = book.book_plan("smoke", ["benign_memorization"], {"widths": "8,32"}, [0])
+    assert {c.model.d_model for c in runs if c.task == "fda"} == {8, 32}
+
+
+# -- the verdict on planted curves ------------------------------------------------------------------
+def _curve(final_gen, final_mem, n=30, every=10, t_gen_at=5, t_mem_at=12, peak=0.98):
+    """A noisy run's metrics: gen climbs to ``peak`` by evaluation ``t_gen_at``, mem rises from
+    ``t_mem_at`` on to ``final_mem``, and gen settles at ``final_gen`` (the last 5 evaluations)."""
+    i = np.arange(n)
+    gen = np.where(i < t_gen_at, i / t_gen_at * 0.8, peak)
+    gen = np.where(i >= t_mem_at, final_gen, gen)
+    mem = np.where(i >= t_mem_at, final_mem, 0.0)
+    return pd.DataFrame({"step": i * every, "gen": gen, "mem": mem, "rec": 1 - mem, "fit": np.ones(n)})
+
+
+def _twin(final_gen=1.0, n=30, every=10):
+    i = np.arange(n)
+    return pd.DataFrame({"step": i * every, "gen": np.where(i < 5, i / 5 * 0.8, final_gen), "mem": np.nan,
+                         "rec": np.nan, "fit": np.ones(n)})
+
+
+def _study(costs, mems=None, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), ratio_costs=(0.02, 0.05, 0.2)):
+    """A study on planted metrics: ``costs[seed][i]`` is the gen cost at the i-th width (the twin ends at
+    gen 1.0), ``mems[seed][i]`` its final mem (default 0.97)."""
+    g = x1.grid("smoke", seeds=list(seeds), widths=list(widths))
+    metrics = {}
+    for u in g.width_units:
+        i, k = g.widths.index(u.noisy.model.d_model), list(seeds).index(u.seed)
+        mem = 0.97 if mems is None else mems[k][i]
+        metrics[u.noisy.key], metrics[u.clean.key] = _curve(1.0 - costs[k][i], mem), _twin()
+    for u in g.ratio_units:
+        if u.noisy.key not in metrics:
+            metrics[u.noisy.key] = _curve(1.0 - ratio_costs[g.noise_ratios.index(u.noisy.data.noise_ratio)], 0.95)
+    return x1.study(g, metrics)
+
+
+def _verdict(s):
+    (rec,) = s.records()
+    assert rec.claim == "X1" and rec.task == "fda" and rec.condition == "random"
+    assert rec.verdict_registered == rec.verdict_amended == rec.status  # X1 has no amendment
+    return rec
+
+
+def test_cost_falling_with_width_to_within_the_margin_holds():
+    s = _study([[0.2, 0.1, 0.04], [0.15, 0.08, 0.0], [0.12, 0.05, 0.02]])
+    rec = _verdict(s)
+    assert rec.verdict_registered == "holds"
+    assert all(seed["registered"] == "pass" for seed in rec.per_seed)
+    assert verdicts.find(rec.per_seed[0]["checks"], "x1.cost_largest")["value"] == pytest.approx(0.04)
+    assert verdicts.find(rec.per_seed[0]["checks"], "x1.not_rising")["value"] == pytest.approx(-0.06)
+    assert {c["id"] for c in rec.per_seed[0]["checks"]} == {"x1.mem.w16", "x1.mem.w32", "x1.mem.w64",
+                                                           "x1.cost_largest", "x1.not_rising"}
+    assert all(c["kind"] == "registered" and c["section5"] for c in rec.per_seed[0]["checks"])
+    cost = s.cost_sentence()
+    assert "0.200 / 0.150 / 0.120 at width 16" in cost and "0.040 / 0.000 / 0.020 at width 64" in cost
+    assert "On every seed the cost falls at every step up in width." in cost
+    assert "At the largest width the cost is within the margin of 0.05 on every seed." in cost
+    text = s.verdict_sentence(rec)
+    assert text.startswith("**X1 (smoke): holds.** At the largest width (64) the gen cost is within 0.05")
+    assert "Per seed: seed 0: pass; seed 1: pass; seed 2: pass." in text
+
+
+def test_a_flat_high_cost_fails():
+    s = _study([[0.13, 0.12, 0.13]] * 3)
+    rec = _verdict(s)
+    assert rec.verdict_registered == "fails"
+    assert all(verdicts.find(seed["checks"], "x1.cost_largest")["passed"] is False for seed in rec.per_seed)
+    assert all(verdicts.find(seed["checks"], "x1.not_rising")["passed"] is True for seed in rec.per_seed)
+    cost = s.cost_sentence()
+    assert "never rises by more than 0.02 from one width to the next" in cost
+    assert "At the largest width the cost is above the margin of 0.05 on every seed." in cost
+    assert "above 0.05 on every seed: up to this width, memorizing the noise costs generalization" in s.verdict_sentence(rec)
+
+
+def test_a_width_that_never_memorizes_is_unresolved():
+    mems = [[0.3, 0.97, 0.97]] * 3  # width 16 never memorizes; the cost falls to within the margin
+    s = _study([[0.0, 0.03, 0.01]] * 3, mems=mems)
+    rec = _verdict(s)
+    assert rec.verdict_registered == "unresolved"
+    seed = rec.per_seed[0]
+    mem16 = verdicts.find(seed["checks"], "x1.mem.w16")
+    assert mem16["passed"] is None and "does not memorize" in mem16["reason"] and mem16["value"] == pytest.approx(0.3)
+    assert verdicts.find(seed["checks"], "x1.cost_largest")["passed"] is True
+    assert verdicts.find(seed["checks"], "x1.not_rising")["passed"] is None  # 16 -> 32 rises 0.03, but 16 does not count
+    assert "width 16 on seed 0 (final mem 0.300)" in s.cost_sentence()
+    assert "does not memorize" in s.verdict_sentence(rec)
+    # the largest width not memorizing leaves the cost at the largest width unresolved, even when it is high
+    s = _study([[0.2, 0.1, 0.3]] * 3, mems=[[0.97, 0.97, 0.5]] * 3)
+    rec = _verdict(s)
+    assert rec.verdict_registered == "unresolved"
+    assert verdicts.find(rec.per_seed[0]["checks"], "x1.cost_largest")["passed"] is None
+
+
+def test_a_fail_that_memorizing_widths_decide_is_not_hidden_by_a_width_that_does_not_memorize():
+    s = _study([[0.0, 0.1, 0.1]] * 3, mems=[[0.2, 0.97, 0.97]] * 3)
+    assert _verdict(s).verdict_registered == "fails"
+
+
+def test_cost_low_at_the_largest_width_but_rising_on_the_way_is_mixed_not_failed():
+    # within the margin at width 64, but it rises by 0.03 from 16 to 32: each seed fails the 'not rising'
+    # part; protocol 9 says X1 fails only when the cost at the largest width is > 0.05 on every seed
+    s = _study([[0.0, 0.03, 0.04]] * 3)
+    rec = _verdict(s)
+    assert [seed["registered"] for seed in rec.per_seed] == ["fail"] * 3
+    assert rec.verdict_registered == "mixed: 0 pass, 3 fail, 0 unresolved"
+    rising = verdicts.find(rec.per_seed[0]["checks"], "x1.not_rising")
+    assert rising["passed"] is False and rising["value"] == pytest.approx(0.03)
+    assert "rises by more than 0.02 from width 16 to 32" in s.cost_sentence()
+    text = s.verdict_sentence(rec)
+    assert "On seeds 0, 1, 2 the cost ends within 0.05 but rises by more than 0.02" in text
+    assert "X1 neither holds nor fails on this grid" in text
+    one = _study([[0.0, 0.03, 0.04]], seeds=(0,))
+    assert _verdict(one).verdict_registered == "mixed (1 seed)"
+
+
+def test_a_rise_of_exactly_the_tolerance_and_a_cost_of_exactly_the_margin_pass():
+    s = _study([[0.03, 0.05, 0.05]] * 2, seeds=(0, 1))  # 0.05 - 0.03 = 0.020000000000000004 in floats
+    assert _verdict(s).verdict_registered == "holds"
+
+
+def test_seeds_that_disagree_are_mixed():
+    s = _study([[0.2, 0.1, 0.04], [0.1, 0.15, 0.12], [0.2, 0.1, 0.03]])
+    rec = _verdict(s)
+    assert rec.verdict_registered == "mixed: 2 pass, 1 fail, 0 unresolved"
+    assert "The seeds disagree: X1 neither holds nor fails on this grid. Per seed: seed 0: pass; seed 1: fail" in s.verdict_sentence(rec)
+    cost = s.cost_sentence()
+    assert "within the margin of 0.05 on 2 of 3 seeds" in cost
+    assert ("The cost falls at every step up in width on seed 0; rises by more than 0.02 from width 16 to 32 on "
+            "seed 1; falls at every step up in width on seed 2.") in cost
+
+
+def test_timing_table_and_noise_ratio_sentence():
+    s = _study([[0.2, 0.1, 0.04]] * 2, seeds=(0, 1))
+    table = s.table()
+    assert list(table.columns) == ["gen (twin)", "gen (noisy)", "gen cost", "mem", "t_gen", "t_mem",
+                                   "peak gen before t_mem"]
+    row = table.loc[(16, 0)]
+    assert row["t_gen"] == "50" and row["t_mem"] == "120" and row["peak gen before t_mem"] == pytest.approx(0.98)
+    assert row["gen cost"] == pytest.approx(0.2)
+    timing = s.timing_sentence()
+    assert "- **width 16**: gen reaches 0.9 at step 50 / 50 and mem reaches 0.5 at step 120 / 120 (the rule first, on every seed)" in timing
+    ratio = s.ratio_sentence()
+    assert ratio.startswith("At width 32 the gen cost (seeds 0 / 1) is 0.020 / 0.020 at noise ratio 0.05, ")
+    assert "0.100 / 0.100 at noise ratio 0.1" in ratio and ratio.endswith("it grows with the noise ratio on every seed.")
+    rec = _verdict(s)
+    assert rec.per_seed[0]["metrics"]["cost_by_noise_ratio"]["0.2"] == pytest.approx(0.2)
+    assert rec.per_seed[0]["metrics"]["by_width"]["16"]["t_mem"] == 120
+    assert set(rec.run_keys) == {c.key for c in s.grid.configs}
+    assert claims.runs_are_profile_defaults(rec) is False  # widths 16, 32, 64: not smoke's own grid (16, 32)
+    assert set(s.curves.columns) >= {"step", "gen", "mem", "rec", "twin_gen", "width", "seed"}
+
+
+def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_path):
+    from rote import book, site
+
+    placeholders = {(r.claim, r.task, r.condition) for r in claims.expected("quick")}
+    assert ("X1", "fda", "random") in placeholders and ("X1", "fda", "digit") not in placeholders
+    assert claims.group("X1") == claims.BEYOND_GROUP and claims.group("C1") == claims.PAPER_GROUP
+    with pytest.raises(ValueError, match="no condition 'digit'"):
+        claims.ClaimRecord("X1", "fda", "digit", "smoke", [], "", "", "")
+    rec = _verdict(_study([[0.13, 0.12, 0.13]] * 2, seeds=(0, 1)))
+    claims.save(rec, root=tmp_path)
+    loaded = {r.claim: r for r in claims.load_all("smoke", root=tmp_path)}["X1"]
+    assert loaded.verdict_registered == "fails" and loaded.page == "07_benign_memorization"
+    table = book.claims_table(claims.load_all("smoke", root=tmp_path))
+    row = table[table.claim == "X1"].iloc[0]
+    assert row["group"] == claims.BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
+    assert list(table.group).index(claims.BEYOND_GROUP) == len(table) - 1  # below the paper's claims
+    assert verdicts.amendment2_change(loaded)["why"] == ""
+    box = site.verdict_box([loaded], claims.CLAIMS)
+    assert "**X1 · FDA · random noise**: registered **fails** (X1 has no amendment" in box
+    assert "`x1.cost_largest`" in box and "amended **" not in box
+    rows = site.csv_rows([loaded])
+    assert {r["check_id"] for r in rows} >= {"x1.cost_largest", "x1.not_rising"}
+    assert math.isclose(float([r for r in rows if r["check_id"] == "x1.cost_largest"][0]["value"]), 0.13)
