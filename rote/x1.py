@@ -199,9 +199,6 @@ class Study:
             results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
-    def check(self, seed: int, check_id: str) -> Check | None:
-        return verdicts.find(self.evaluations[seed][1], check_id)
-
     # -- tables for the reader ---------------------------------------------------------------------
     def table(self) -> pd.DataFrame:
         """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
