@@ -53,6 +53,12 @@ def save_figure(fig, name: str, folder=None) -> None:
     fig.savefig(path, bbox_inches="tight")
 
 
+def save_and_show(fig, name: str) -> None:
+    """Save a chapter's figure as ``name`` (:func:`save_figure`) and show it in the page."""
+    save_figure(fig, name)
+    plt.show()
+
+
 def check_values(records, ax=None, title: str = ""):
     """The numbers that decide a claim, one point per seed: each numeric check of the amended reading
     (and the superseded registered ones) as value / threshold, so that 1 is the pass line for every

@@ -1,0 +1,96 @@
+"""The claim chapters as library calls: one module per chapter, one function per section.
+
+A chapter notebook (``book/02_*`` .. ``book/06_*``) holds the paper's narrative, its parameters and
+one call per section; the module of its claim (:mod:`rote.chapters.c1` .. :mod:`rote.chapters.c5`)
+runs the section's analyses (:mod:`rote.analysis`) in the order the chapter states them, returns
+the tables and numbers the section shows, draws the figures only that chapter draws (figures that
+several chapters draw are :mod:`rote.plots`), and writes the section's generated prose from the
+sentences of :mod:`rote.report`. The checks and verdicts stay in :mod:`rote.verdicts`.
+
+This module holds what every claim chapter shares: the build's units grouped by task and noise
+condition, the glued constants, the table of example sets, and the Verdict section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pandas as pd
+
+from .. import claims, plots, verdicts
+from ..report import label
+
+
+def groups(units: Iterable) -> dict[tuple[str, str], list]:
+    """(task, condition) -> its units, one per seed, in the order of ``units``."""
+    out: dict[tuple[str, str], list] = {}
+    for u in units:
+        out.setdefault((u.task, u.condition), []).append(u)
+    return out
+
+
+def first_seed(units: list) -> list:
+    """The units of the build's first seed (the analysis figures show these)."""
+    return [u for u in units if u.seed == units[0].seed]
+
+
+@dataclass
+class Build:
+    """A claim chapter's units (one per task, noise condition and seed), each unit's noisy run, and
+    the example sets the chapter analyses on it (e.g. ``{"M": memorized, "C": correct}``)."""
+
+    profile: str
+    units: list
+    runs: dict
+    sets: dict = field(default_factory=dict)
+
+    @property
+    def groups(self) -> dict[tuple[str, str], list]:
+        return groups(self.units)
+
+    @property
+    def sizes(self) -> dict:
+        """unit -> {set name: number of examples} (a set given with the label it is scored on, as
+        ``(examples, which)``, counts its examples)."""
+        return {u: {k: len(v[0] if isinstance(v, tuple) else v) for k, v in s.items()} for u, s in self.sets.items()}
+
+    @property
+    def shown(self) -> list:
+        """The units of the first seed: the analysis figures show these."""
+        return first_seed(self.units)
+
+
+def glue_values(values: dict) -> None:
+    """Glue each value under its name for the chapter's prose (``{glue:text}`name```), not displayed."""
+    from myst_nb import glue
+
+    for name, value in values.items():
+        glue(name, value, display=False)
+
+
+def set_sizes(build: Build) -> pd.DataFrame:
+    """How many examples each unit's sets hold: one column per unit, one row per set."""
+    return pd.DataFrame({label(u): sizes for u, sizes in build.sizes.items()})
+
+
+def sites_table(sites: dict) -> pd.DataFrame:
+    """Where each unit's intermediate result is erased (:func:`rote.analysis_cache.erasure_sites_cached`):
+    one row per unit (chapters C3 and C4 share the sites)."""
+    return pd.DataFrame({label(u): s for u, s in sites.items()}).T
+
+
+def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[claims.ClaimRecord]:
+    """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
+    unit), saved and shown with their checks, and the figure of every numeric check as value over
+    threshold (saved as ``figure``). Returns the records."""
+    from ..book import show_record
+
+    records = verdicts.records(claim, profile, results)
+    for rec in records:
+        claims.save(rec)
+        show_record(rec)
+    ax = plots.check_values(records)
+    if ax is not None:
+        plots.save_and_show(ax.figure, figure)
+    return records

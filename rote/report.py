@@ -1,0 +1,241 @@
+"""The sentences that results choose, in one tested place.
+
+A chapter's prose states what its build measured: per-seed values, how many seeds pass a check,
+where a share lies against chance, what a part of a claim's verdict is, and what could not be
+computed. Every such choice of words is made here, from numbers and from :class:`rote.verdicts.Check`
+objects found by their stable id (never by a display name), so that renaming a check cannot change
+the prose, and each sentence is tested on planted checks (``tests/test_report.py``). The chapter
+modules (:mod:`rote.chapters`) assemble paragraphs from these pieces; notebooks only display them.
+
+Conventions: several seeds' values are written in seed order, ``0.83 / 0.91 / 0.88``, after a head
+that names the seeds (:func:`seeds_head`); a value that was not computed (None or NaN) is written
+:data:`MISSING`; outcomes are spelled as :data:`rote.verdicts.OUTCOME_WORDS` spells them.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Iterable, Sequence
+
+from .verdicts import OUTCOME_WORDS, counts_in, find
+
+MISSING = "n/a"  # a value that was not computed, inside a list of per-seed values
+NOT_COMPUTED = "not computed"  # a check that was not computed at all
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+def measured(x) -> bool:
+    """Whether ``x`` is a number that was computed (not None, not NaN)."""
+    if x is None:
+        return False
+    try:
+        return not math.isnan(float(x))
+    except (TypeError, ValueError):
+        return True
+
+
+def num(x, spec: str = ".2f", missing: str = MISSING) -> str:
+    """One number for prose: ``missing`` when it was not computed."""
+    return format(x, spec) if measured(x) else missing
+
+
+def values(xs: Iterable, spec: str = ".2f", missing: str = MISSING) -> str:
+    """One value per seed, in seed order: ``0.83 / 0.91 / 0.88``."""
+    return " / ".join(num(x, spec, missing) for x in xs)
+
+
+def ratio(a, b) -> float:
+    """``a / b`` for prose: infinite for a positive ``a`` over 0, NaN for 0 / 0 or a missing number."""
+    if not (measured(a) and measured(b)):
+        return math.nan
+    return a / b if b else (math.inf if a > 0 else math.nan)
+
+
+def layers_text(layers: Sequence[int]) -> str:
+    """``no layer``, ``layer 2``, ``layers 1, 2``."""
+    if not layers:
+        return "no layer"
+    return f"layer {layers[0]}" if len(layers) == 1 else "layers " + ", ".join(map(str, layers))
+
+
+# -- names ------------------------------------------------------------------------------------------
+def where(task: str, condition: str) -> str:
+    """A task and noise condition in prose: ``FDA, random noise``; THR (one condition): ``THR``."""
+    return task.upper() + ("" if condition == "-" else f", {condition} noise")
+
+
+def label(unit) -> str:
+    """A unit (task, condition, seed) in tables and figure titles: ``FDA random s0``."""
+    return unit.task.upper() + ("" if unit.condition == "-" else f" {unit.condition}") + f" s{unit.seed}"
+
+
+def seeds_head(seeds: Sequence[int], sep: str = " / ", plural: bool = False) -> str:
+    """The seeds a paragraph speaks of: ``seed 0 / 1 / 2`` (``plural``: ``seeds 0 / 1 / 2`` when
+    there are several)."""
+    word = "seeds" if plural and len(seeds) > 1 else "seed"
+    return f"{word} " + sep.join(str(s) for s in seeds)
+
+
+def seed_word(seeds: Sequence) -> str:
+    """``seed`` or ``seeds``, as many as there are."""
+    return "seed" if len(seeds) == 1 else "seeds"
+
+
+# -- how many seeds ----------------------------------------------------------------------------------
+def how_many(k: int, n: int) -> str:
+    """``every seed``, ``no seed`` or ``k of n seeds``."""
+    if k == n:
+        return "every seed"
+    return "no seed" if k == 0 else f"{k} of {n} seeds"
+
+
+def outcome(check) -> str:
+    """A check's outcome in words (``pass``, ``fail``, ``unresolved``); ``not computed`` for no check."""
+    return NOT_COMPUTED if check is None else OUTCOME_WORDS[_get(check, "passed")]
+
+
+def tally(checks: Sequence) -> dict[str, int]:
+    """How many of ``checks`` (one per seed, None where a seed has no such check) pass, fail, are
+    unresolved or were not computed."""
+    words = [outcome(c) for c in checks]
+    return {w: words.count(w) for w in (*OUTCOME_WORDS.values(), NOT_COMPUTED)}
+
+
+def checks_of(per_seed: Sequence[Sequence], check_id: str) -> list:
+    """The check ``check_id`` of each seed (its list of checks), None where a seed has none."""
+    return [find(checks, check_id) for checks in per_seed]
+
+
+def on_seeds(checks: Sequence) -> str:
+    """On how many seeds a check passes: ``on every seed``, ``on no seed``, ``on k of n seeds``."""
+    return "on " + how_many(tally(checks)["pass"], len(checks))
+
+
+def passes(checks: Sequence) -> str:
+    """``every seed passes``, or ``k of n seeds pass``."""
+    k, n = tally(checks)["pass"], len(checks)
+    return "every seed passes" if k == n else f"{k} of {n} seeds pass"
+
+
+def choose(checks: Sequence, yes: str, no: str, computed: bool = True) -> str:
+    """``yes`` when the check passes on every seed, ``no`` when it passes on none, else ``yes`` with
+    how many seeds it holds on; ``computed=False`` (the measure is missing on every seed): says so."""
+    if not computed:
+        return "which this build could not measure"
+    k, n = tally(checks)["pass"], len(checks)
+    if k == n:
+        return yes
+    return no if k == 0 else f"{yes} on {k} of {n} seeds only"
+
+
+def choose_by(per_seed: Sequence[Sequence], check_id: str, yes: str, no: str, numbers: Iterable | None = None) -> str:
+    """:func:`choose` on the check ``check_id`` of each seed (``per_seed``: each seed's checks);
+    ``numbers``, the values the check judges, one per seed: when none was measured, says so."""
+    computed = numbers is None or any(measured(x) for x in numbers)
+    return choose(checks_of(per_seed, check_id), yes, no, computed)
+
+
+def reach(values_: Sequence, thresholds: Sequence, without: str = "without a value") -> str:
+    """How many seeds' values reach their threshold (``>=``; a missing value does not), in words,
+    with the seeds that have no value counted apart: ``every seed reaches it``,
+    ``1 of 2 seeds reach it (1 without a value)``."""
+    pairs = [(float(v), float(t)) for v, t in zip(values_, thresholds)]
+    hits = sum(not (math.isnan(v) or math.isnan(t)) and v >= t for v, t in pairs)
+    missing = sum(math.isnan(v) or math.isnan(t) for v, t in pairs)
+    text = "every seed reaches it" if hits == len(pairs) else f"{hits} of {len(pairs)} seeds reach it"
+    return text + (f" ({missing} {without})" if missing else "")
+
+
+def versus(check, spec: str = ".3g") -> str:
+    """A check as ``value vs threshold: outcome (reason)``; ``not computed`` for no check."""
+    if check is None:
+        return NOT_COMPUTED
+    reason = _get(check, "reason")
+    return (f"{num(_get(check, 'value'), spec)} vs {num(_get(check, 'threshold'), spec)}: {outcome(check)}"
+            + (f" ({reason})" if reason else ""))
+
+
+def registered_not_passed(per_seed: dict[int, Sequence], key: str = "id", note: str = "") -> str:
+    """The section-5 checks that do not pass, each with the seeds where it does not:
+    ``Registered checks not passed: c4.k50 (seeds 0, 2).``, or ``Every registered check passes on
+    every seed.``; ``per_seed`` maps a seed to its checks, ``key`` names each check (``id`` or
+    ``name``), ``note`` follows the words "Registered checks not passed"."""
+    failing: dict[str, list[str]] = {}
+    for seed, checks in per_seed.items():
+        for c in checks:
+            if _get(c, "section5") and _get(c, "passed") is not True:
+                failing.setdefault(_get(c, key), []).append(str(seed))
+    if not failing:
+        return "Every registered check passes on every seed."
+    return (f"Registered checks not passed{note}: "
+            + "; ".join(f"{name} ({seed_word(s)} {', '.join(s)})" for name, s in failing.items()) + ".")
+
+
+# -- against chance ---------------------------------------------------------------------------------
+def chance_side(share, n: int, chance: float = 0.5, level: float = 0.95) -> str:
+    """Where a share of ``n`` trials lies against ``chance``, by its normal-approximation interval
+    at ``level``: ``more often than chance``, ``less often than chance`` or ``indistinguishable from
+    chance``; ``no outlier shifts to count`` when there is no trial."""
+    if not n or not measured(share):
+        return "no outlier shifts to count"
+    z = round(NormalDist().inv_cdf(0.5 + level / 2), 2)  # 1.96 at 95%
+    half_width = z * math.sqrt(chance * (1 - chance) / n)
+    if share - half_width > chance:
+        return "more often than chance"
+    if share + half_width < chance:
+        return "less often than chance"
+    return "indistinguishable from chance"
+
+
+def interval_against(share, low, high, null, spec: str = ".2f") -> str:
+    """A share with its interval against a null share: ``0.62 (0.55-0.69) against 0.40: above it``,
+    where "above" means the interval's lower end is above the null (``within it`` / ``below it``
+    otherwise); ``not computed`` when the share is missing."""
+    if not measured(share):
+        return NOT_COMPUTED
+    side = ("above it" if measured(low) and measured(null) and low > null else
+            "below it" if measured(high) and measured(null) and high < null else "not above it")
+    return f"{num(share, spec)} ({num(low, spec)}-{num(high, spec)}) against {num(null, spec)}: {side}"
+
+
+# -- the verdict of a part ----------------------------------------------------------------------------
+def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
+    """One seed's outcome on one required part of a claim in ``reading``: ``fail`` if a counted check
+    of the part fails, ``unresolved`` if one is unresolved or the part has no counted check, else
+    ``pass`` (the rule of :func:`rote.verdicts.seed_verdict`, restricted to the part)."""
+    counted = [c for c in checks if _get(c, "part") == part and counts_in(c, reading)]
+    results = [_get(c, "passed") for c in counted]
+    if any(r is False for r in results):
+        return OUTCOME_WORDS[False]
+    if not counted or any(r is None for r in results):
+        return OUTCOME_WORDS[None]
+    return OUTCOME_WORDS[True]
+
+
+def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
+    """The verdict of one part of a claim across seeds, with the checks that decide it:
+    ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure: 0.05 vs 0.3 on
+    seed 0).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
+    outcomes = {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
+    n = len(outcomes)
+    counts = {w: list(outcomes.values()).count(w) for w in OUTCOME_WORDS.values()}
+    same = next((w for w, k in counts.items() if k == n), None)
+    summary = (f"{same} on every seed" if same and n > 1 else same if same else
+               ", ".join(f"{w} on {how_many(k, n)}" for w, k in counts.items() if k))
+    deciding = []
+    for seed, checks in per_seed.items():
+        if outcomes[seed] == OUTCOME_WORDS[True]:
+            continue
+        wanted = False if outcomes[seed] == OUTCOME_WORDS[False] else None
+        for c in checks:
+            if _get(c, "part") == part and counts_in(c, reading) and _get(c, "passed") is wanted:
+                deciding.append(f"{_get(c, 'id')} on seed {seed}: {versus(c)}")
+        if wanted is None and not any(_get(c, "part") == part and counts_in(c, reading) for c in checks):
+            deciding.append(f"no deciding check on seed {seed}")
+    return (f"The part '{part}' of the {reading} verdict: {summary}"
+            + (f" ({'; '.join(deciding)})" if deciding else "") + ".")
+
+
+def _get(check, key):
+    return check.get(key) if isinstance(check, dict) else getattr(check, key)
