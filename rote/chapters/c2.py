@@ -1,0 +1,562 @@
+"""Chapter 03, claim C2: intermediate results survive memorization.
+
+Sections, each a call here: the example sets (:func:`load`), probes at every layer
+(:func:`probes`), the THR bridge at r2 (:func:`bridge`), the THR true tail with the noisy class
+masked (:func:`masked_tail`), the logit lens (:func:`lens_race`), the lens share against the
+training-label prior with the claim's checks (:func:`lens_prior`), and worked examples
+(:func:`worked_examples`). The ``*_text`` functions write each section's paragraph from plain
+tables and numbers, the ``*_figure`` functions draw its figure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+import torch
+
+from .. import claims, plan, plots, verdicts
+from ..analysis import lens, probes as probe_analysis, targets
+from ..analysis.sets import correct, memorized
+from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
+from ..runs import get_or_train
+from . import Build, glue_values
+
+T = claims.THRESHOLDS["C2"]
+
+
+def glue_thresholds() -> None:
+    """The thresholds the chapter's method text quotes."""
+    glue_values({"c2_probe_ratio": T["probe_ratio_min"], "c2_over_chance": T["probe_over_chance_min"],
+                 "c2_level_pct": 100 * T["lens_interval_level"]})
+
+
+def load(profile: str, tasks, seeds, overrides) -> Build:
+    """Every unit's noisy run, with M (memorized noisy training examples) and C (correct test examples).
+    Seeds torch's generator first, as the analyses after it draw from it."""
+    torch.manual_seed(0)
+    units = plan.units(profile, tasks, seeds, overrides)
+    runs = {u: get_or_train(u.noisy) for u in units}
+    sets = {u: {"M": memorized(r.model, r.data), "C": correct(r.model, r.data.test)} for u, r in runs.items()}
+    return Build(profile, units, runs, sets)
+
+
+# -- probes ---------------------------------------------------------------------------------------
+@dataclass
+class Probes:
+    """Per unit: every probe's accuracy by layer and set (``sweeps``), the claim's result groups by
+    layer (``curves``) and each group at its best layer on M (``summary``)."""
+
+    sweeps: dict
+    curves: dict
+    summary: dict
+
+    def summary_table(self, units) -> pd.DataFrame:
+        return pd.concat([self.summary[u].assign(run=label(u)) for u in units]).set_index(["run", "group"]).round(3)
+
+    def every_layer(self, units) -> pd.DataFrame:
+        every = pd.concat([self.sweeps[u].assign(run=label(u)) for u in units])
+        return every.pivot_table(index=["run", "target", "position", "set"], columns="layer", values="accuracy").round(2)
+
+
+def probe_positions(task: str, extra_positions: dict) -> list[int]:
+    """The extra positions of the parameter, plus r2 for THR (amendment 7.4 judges the bridge there)."""
+    return sorted(set(extra_positions.get(task, [])) | ({targets.THR_LAST} if task == "thr" else set()))
+
+
+def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Probes:
+    """Probes fitted on clean training examples, read on M and C at every layer and position."""
+    sweeps = {u: probe_analysis.probe_sweep(r.model, r.data, r.data.train_clean, build.sets[u],
+                                            positions=probe_positions(u.task, extra_positions), max_train=max_train,
+                                            seed=seed) for u, r in build.runs.items()}
+    curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
+    return Probes(sweeps, curves, {u: probe_analysis.best_layer_summary(curves[u]) for u in build.units})
+
+
+def probes_figure(shown: list, result: Probes):
+    """Probe accuracy by layer on M and C, with chance, one panel per result group (first seed)."""
+    curves = result.curves
+    ncols = max([curves[u].group.nunique() for u in shown] + [1])
+    fig, axes = plt.subplots(len(shown), ncols, figsize=(3.4 * ncols, 3.2 * len(shown)), sharey=True, squeeze=False)
+    for row, u in zip(axes, shown):
+        names = list(curves[u].group.unique())
+        for ax in row[len(names):]:
+            ax.set_visible(False)
+        for ax, g in zip(row, names):
+            part = curves[u][curves[u].group == g]
+            if part.accuracy.notna().any():
+                sns.lineplot(data=part, x="layer", y="accuracy", hue="set", palette=plots.GROUP_COLORS, marker="o", ax=ax)
+                for name, chance in part.groupby("set"):
+                    ax.plot(chance.layer, chance.chance, ls="--", lw=1, color=plots.GROUP_COLORS[name],
+                            label=f"chance ({name})")
+                ax.legend(fontsize=8)
+            else:
+                ax.text(0.5, 0.5, "no examples", ha="center", transform=ax.transAxes)
+            ax.set(title=f"{label(u)}: {g}", ylim=(-0.02, 1.02), xlabel="layer")
+            ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle("Linear probe accuracy by layer: memorized (M) vs clean correct (C)")
+    fig.tight_layout()
+    return fig
+
+
+def out_of_reach(acc_c, chance, seeds) -> str:
+    """A sentence naming the seeds where C itself is below the chance threshold
+    (:func:`rote.verdicts.chance_reachable`); empty when there is none."""
+    hit = [str(s) for s, c, ch in zip(seeds, acc_c, chance) if verdicts.chance_reachable(c, ch) is False]
+    if not hit:
+        return ""
+    return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C is itself below "
+            f"{T['probe_over_chance_min']:g} x chance: a model that carried this result on M exactly as on C would "
+            "fail the check too, so failing it there says nothing about the claim. The registered reading counts it "
+            "as written; the amended reading (amendment 2, 8.2) leaves it unresolved there: the seed can neither pass "
+            "nor fail on it.")
+
+
+def _best_layers(rows) -> str:
+    return " / ".join("n/a" if r["best_layer"] is None or r["best_layer"] != r["best_layer"] else str(int(r["best_layer"]))
+                      for r in rows)
+
+
+def _thresholds_text(acc_m, acc_c, chance, sep: str, chance_spec: str = "") -> str:
+    """M over C and M over chance, each with how many seeds reach its threshold (a seed without
+    memorized examples has no value to reach it with)."""
+    without = "without memorized examples to read"
+    return (f"M over C is {values([ratio(m, c) for m, c in zip(acc_m, acc_c)])} (required: at least "
+            f"{T['probe_ratio_min']}): {reach(acc_m, [T['probe_ratio_min'] * c for c in acc_c], without)}{sep}"
+            f"M over chance is {values([ratio(m, c) for m, c in zip(acc_m, chance)], '.1f')} (required: at least "
+            f"{format(T['probe_over_chance_min'], chance_spec)}): "
+            f"{reach([m if m > 0 else math.nan for m in acc_m], [T['probe_over_chance_min'] * c for c in chance], without)}.")
+
+
+def probes_text(groups_: dict, summary: dict, sweeps: dict) -> str:
+    """Per task, condition and result group: the best layer on M, M against C and chance, how many
+    seeds reach each threshold, the seeds where the chance threshold is out of reach, and for THR
+    the bridge read at the last position."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        for g in summary[members[0]].group:
+            rows = [summary[u].set_index("group").loc[g] for u in members]
+            replaced = task == "thr" and g in verdicts.C2_SUPERSEDED  # judged differently by amendment 7.4
+            acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
+            lines.append(
+                f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): read best on M at layer "
+                f"{_best_layers(rows)}, with accuracy {values(acc_m)} on M against {values(acc_c)} on C and chance "
+                f"{values(chance)}. " + _thresholds_text(acc_m, acc_c, chance, ". ")
+                + out_of_reach(acc_c, chance, [u.seed for u in members])
+                + (f" This is the registered check, superseded by amendment 7.4 ({verdicts.C2_SUPERSEDED[g][1]})."
+                   if replaced else ""))
+        if task == "thr":
+            reads = []
+            for u in members:
+                sw = sweeps[u]
+                part = sw[(sw.target == "bridge") & (sw.position == targets.THR_LAST)]
+                m = part[part.set == "M"].set_index("layer").accuracy
+                c = part[part.set == "C"].set_index("layer").accuracy
+                if m.notna().any():
+                    best = int(m.idxmax())
+                    reads.append(f"accuracy {num(float(m[best]))} on M (C: {num(float(c.get(best, math.nan)))}) at "
+                                 f"layer {best} (seed {u.seed})")
+                else:
+                    reads.append(f"no memorized examples (seed {u.seed})")
+            lines.append("- **THR, bridge at the last position** (amendment 7.4 judges it here; see the next section): "
+                         "read best on M with " + "; ".join(reads) + ".")
+    return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
+
+
+def probe_sentence(rows, what: str, seeds) -> str:
+    """What the seeds show for one probe read (one summary row per seed), judged as the verdict is."""
+    acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
+    return (f"{what}: read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} on M against "
+            f"{values(acc_c)} on C and chance {values(chance, '.3f')}. "
+            + _thresholds_text(acc_m, acc_c, chance, "; ", "g")
+            + out_of_reach(acc_c, chance, seeds))
+
+
+# -- THR: bridge at r2, true tail masked ----------------------------------------------------------------
+@dataclass
+class Bridge:
+    """THR's bridge probe at its best layer on M, per THR unit: at r1 (context) and at r2 (judged)."""
+
+    units: list
+    r1: dict
+    r2: dict
+
+    def table(self) -> pd.DataFrame:
+        return pd.concat([pd.concat([self.r1[u].assign(position="r1"), self.r2[u].assign(position="r2")])
+                          .assign(run=label(u)) for u in self.units]).set_index(["run", "position"]).round(3)
+
+
+def bridge(build: Build, result: Probes) -> Bridge:
+    thr = [u for u in build.units if u.task == "thr"]
+    return Bridge(thr, {u: result.summary[u][result.summary[u].group == "bridge"] for u in thr},
+                  {u: probe_analysis.position_summary(result.sweeps[u], "bridge", targets.THR_LAST, "bridge at r2")
+                   for u in thr})
+
+
+def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> None:
+    """One point per seed for M and C at each x (``tables[x][unit]``: one summary row), with the two
+    thresholds M must reach."""
+    for i, name in enumerate(x_names):
+        for j, u in enumerate(units):
+            row = tables[name][u].iloc[0]
+            dx = 0.12 * (j - (len(units) - 1) / 2)
+            ax.scatter([i + dx - 0.03], [row.acc_M], color=plots.GROUP_COLORS["M"], marker="o", s=40,
+                       label="M" if i == j == 0 else None)
+            ax.scatter([i + dx + 0.03], [row.acc_C], color=plots.GROUP_COLORS["C"], marker="s", s=40,
+                       label="C" if i == j == 0 else None)
+            ax.hlines(T["probe_ratio_min"] * row.acc_C, i + dx - 0.06, i + dx + 0.06, color="k", lw=1.5,
+                      label=f"{T['probe_ratio_min']} x C" if i == j == 0 else None)
+            ax.hlines(T["probe_over_chance_min"] * row.chance, i + dx - 0.06, i + dx + 0.06, color="k", lw=1, ls="--",
+                      label=f"{T['probe_over_chance_min']:g} x chance" if i == j == 0 else None)
+    ax.set(xticks=range(len(x_names)), xticklabels=x_names, xlim=(-0.5, len(x_names) - 0.5), ylim=(-0.02, 1.02),
+           ylabel="probe accuracy at the best layer on M", title=title)
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def bridge_figure(result: Bridge):
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    if result.units:
+        names = ["r1 (context, superseded)", "r2 (judged)"]
+        seed_points(ax, result.units, dict(zip(names, (result.r1, result.r2))), names, "THR bridge: one point per seed")
+    else:
+        ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def bridge_text(units: list, r1: dict, r2: dict) -> str:
+    """The bridge at r2 (judged) and at r1 (context), and what each set loses between the two."""
+    if not units:
+        return "No THR run in this build."
+    seeds = [u.seed for u in units]
+    rows1, rows2 = [r1[u].iloc[0] for u in units], [r2[u].iloc[0] for u in units]
+    gap1 = [float(r.acc_C) - float(r.acc_M) for r in rows1]
+    return (f"**What this build shows** ({seeds_head(seeds)}).\n\n"
+            f"- {probe_sentence(rows2, 'At r2 (judged)', seeds)}\n"
+            f"- {probe_sentence(rows1, 'At r1 (context)', seeds)} The C minus M gap at r1 is {values(gap1)} (by "
+            "construction the two sets should match there: the bridge is an input fact at r1, memorized question or "
+            "not).\n"
+            f"- M's accuracy at r2 minus its accuracy at r1 is "
+            f"{values([float(b.acc_M) - float(a.acc_M) for a, b in zip(rows1, rows2)])}, against "
+            f"{values([float(b.acc_C) - float(a.acc_C) for a, b in zip(rows1, rows2)])} for C: what each set loses of the "
+            "bridge between the position where it is an input fact and the position where it must be used.")
+
+
+@dataclass
+class MaskedTail:
+    """THR's true-tail probe with the noisy class masked, per THR unit: by layer (``sweeps``), at its
+    best layer on M (``summary``), and the unmasked registered read (``unmasked``)."""
+
+    units: list
+    sweeps: dict
+    summary: dict
+    unmasked: dict
+
+    def table(self) -> pd.DataFrame:
+        return pd.concat([self.summary[u].assign(run=label(u)) for u in self.units]).set_index("run").round(3)
+
+
+def masked_tail(build: Build, result: Probes, max_train: int, seed: int, mask_seed: int) -> MaskedTail:
+    thr = [u for u in build.units if u.task == "thr"]
+    sweeps = {u: probe_analysis.masked_probe_sweep(build.runs[u].model, build.runs[u].data, build.runs[u].data.train_clean,
+                                                   build.sets[u], max_train=max_train, seed=seed, mask_seed=mask_seed)
+              for u in thr}
+    return MaskedTail(thr, sweeps, {u: probe_analysis.masked_summary(sweeps[u]) for u in thr},
+                      {u: result.summary[u][result.summary[u].group == "true tail"] for u in thr})
+
+
+def masked_tail_figure(shown: list, result: MaskedTail):
+    """Left: the first seed's true tail by layer (masked on M and C, unmasked on M, and how often the
+    unmasked read is the noisy label); right: every seed at its best layer, unmasked and masked."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    first = [u for u in result.units if u in shown]
+    if first:
+        m = result.sweeps[first[0]]
+        for s, style in (("M", "-"), ("C", "-")):
+            part = m[m.set == s]
+            axes[0].plot(part.layer, part.accuracy, style, marker="o", color=plots.GROUP_COLORS[s], label=f"{s}, masked")
+        part = m[m.set == "M"]
+        axes[0].plot(part.layer, part.accuracy_unmasked, ":", marker="x", color=plots.GROUP_COLORS["M"], label="M, unmasked")
+        axes[0].plot(part.layer, part.reads_masked, "--", marker=".", color="#7570b3", label="M: unmasked read = noisy label")
+        axes[0].axhline(T["probe_over_chance_min"] * float(part.chance.iloc[0]), color="k", lw=1, ls="--",
+                        label=f"{T['probe_over_chance_min']:g} x chance")
+        axes[0].set(title=f"{label(first[0])}: true tail by layer", xlabel="layer", ylabel="share of examples",
+                    ylim=(-0.02, 1.02))
+        axes[0].xaxis.get_major_locator().set_params(integer=True)
+        axes[0].legend(fontsize=7)
+        names = ["unmasked (superseded)", "masked (judged)"]
+        seed_points(axes[1], result.units, dict(zip(names, (result.unmasked, result.summary))), names,
+                    "THR true tail: one point per seed")
+    else:
+        for ax in axes:
+            ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def masked_tail_text(units: list, summary: dict, unmasked: dict) -> str:
+    """The masked read (judged), the unmasked one (superseded), and how often the unmasked probe
+    answers the noisy label."""
+    if not units:
+        return "No THR run in this build."
+    seeds = [u.seed for u in units]
+    rows = [summary[u].iloc[0] for u in units]
+    reads = [float(r.reads_masked_M) for r in rows]
+    plain = [float(r.acc_M_unmasked) for r in rows]
+    return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
+            f"- {probe_sentence(rows, 'Masked (judged)', seeds)}\n"
+            f"- {probe_sentence([unmasked[u].iloc[0] for u in units], 'Unmasked (registered, superseded)', seeds)}\n"
+            f"- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M and "
+            f"the true tail on {values(plain)}: "
+            + ("the unmasked probe mostly reads the output, which is why the registered check cannot see the true tail."
+               if all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads) else
+               "the unmasked probe does not mostly read the output in every seed, so here masking changes less."))
+
+
+# -- logit lens -------------------------------------------------------------------------------------
+@dataclass
+class Lens:
+    """Per unit: P(true) and P(noisy) by layer on M (``races``: per example; ``tables``: means) and the
+    registered lens pattern (``verdicts``: :func:`rote.analysis.lens.lens_verdict`)."""
+
+    races: dict
+    tables: dict
+    verdicts: dict
+
+    def curves_table(self, units) -> pd.DataFrame:
+        return pd.concat([self.tables[u].assign(run=label(u)) for u in units]).set_index(["run", "layer"]).round(3)
+
+    def verdict_table(self) -> pd.DataFrame:
+        return pd.DataFrame([{"run": label(u), **v} for u, v in self.verdicts.items()]).set_index("run")
+
+
+def lens_race(build: Build) -> Lens:
+    races = {u: lens.label_race(r.model, build.sets[u]["M"]) for u, r in build.runs.items()}
+    tables = {u: lens.lens_curves(races[u]) for u in build.units}
+    return Lens(races, tables, {u: lens.lens_verdict(tables[u]) for u in build.units})
+
+
+def lens_figure(shown: list, result: Lens):
+    """Mean P(true) and P(noisy) by layer on M, one panel per unit of the first seed."""
+    fig, axes = plt.subplots(1, len(shown), figsize=(4.2 * len(shown), 3.4), squeeze=False)
+    for ax, u in zip(axes[0], shown):
+        table = result.tables[u].melt(id_vars="layer", value_vars=["p_true", "p_noisy"], var_name="token", value_name="P")
+        if table.P.notna().any():
+            sns.lineplot(data=table, x="layer", y="P", hue="token", marker="o", ax=ax,
+                         palette={"p_true": plots.GROUP_COLORS["C"], "p_noisy": plots.GROUP_COLORS["M"]})
+        else:
+            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+        ax.set(title=f"{label(u)}: logit lens on M (n={int(result.tables[u].n.max())} token positions)",
+               ylim=(-0.02, 1.02), ylabel="mean probability")
+        ax.title.set_fontsize(9)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    return fig
+
+
+def lens_text(groups_: dict, tables: dict, lens_verdicts: dict) -> str:
+    """Per unit: the layers where each token is ahead, the largest lead of the true token at an
+    intermediate layer, the final layer's probabilities, and whether the claim's lens pattern is there."""
+    lines = []
+    pattern = "The lens pattern of the claim (true ahead in the middle, noisy ahead only in a final run of layers) is"
+    for (task, condition), members in groups_.items():
+        for u in members:
+            tab, v = tables[u], lens_verdicts[u]
+            last = int(tab.layer.max())
+            if tab.p_true.isna().all():
+                lines.append(f"- **{where(task, condition)}, seed {u.seed}**: no memorized positions where the true and "
+                             "the noisy token differ.")
+                continue
+            inner = tab[(tab.layer > 0) & (tab.layer < last)]
+            lead = (inner.p_true - inner.p_noisy) if len(inner) else pd.Series(dtype=float)
+            if len(lead) and lead.max() > 0:
+                r = inner.loc[lead.idxmax()]
+                best = (f"its largest lead at an intermediate layer is at layer {int(r.layer)}: mean P(true) "
+                        f"{num(r.p_true)} against P(noisy) {num(r.p_noisy)}, with the true token ahead at "
+                        f"{num(r.true_ahead)} of the positions")
+            else:
+                best = "it is ahead at no intermediate layer"
+            holds = v["true_ahead_intermediate"] and v["noisy_only_last"]
+            lines.append(
+                f"- **{where(task, condition)}, seed {u.seed}** (last layer {last}; n = {int(tab.n.max())} positions): "
+                f"the true answer is ahead at {layers_text(v['true_ahead_layers'])}, the noisy label at "
+                f"{layers_text(v['noisy_ahead_layers'])}; {best}. The final layer gives mean P(true) "
+                f"{num(tab.p_true.iloc[-1])} against P(noisy) {num(tab.p_noisy.iloc[-1])}. "
+                + f"{pattern} {'there' if holds else 'not there'}.")
+    return ("**What this build shows.** A lead at a layer where both probabilities are close to uniform is weak "
+            "evidence, so the probabilities are given with the layers.\n\n" + "\n".join(lines))
+
+
+# -- lens share against the prior, and the claim's checks -----------------------------------------------
+@dataclass
+class LensPrior:
+    """Per unit: the share of M with the true token ahead by layer against the training-label prior
+    (``shares``), and the claim's metrics and checks (``evaluations``: :func:`rote.verdicts.c2`)."""
+
+    shares: dict
+    evaluations: dict
+
+    def table(self, units) -> pd.DataFrame:
+        return pd.concat([self.shares[u].assign(run=label(u)) for u in units]).set_index(["run", "layer"]).round(3)
+
+
+def lens_prior(build: Build, result: Probes, lens_result: Lens, bridge_result: Bridge,
+               masked: MaskedTail) -> LensPrior:
+    """The lens share against the prior, and :func:`rote.verdicts.c2` on every input of the chapter."""
+    priors = {u: lens.label_prior(build.runs[u].data.train.label, len(build.runs[u].data.vocab)) for u in build.units}
+    shares = {u: lens.ahead_share(lens_result.races[u], build.sets[u]["M"], priors[u]) for u in build.units}
+    evaluations = {u: verdicts.c2(result.summary[u], lens_result.verdicts[u], lens_result.tables[u],
+                                  len(build.sets[u]["M"]), len(build.sets[u]["C"]), u.task,
+                                  bridge_r2=bridge_result.r2.get(u), masked_tail=masked.summary.get(u),
+                                  lens_share=shares[u]) for u in build.units}
+    return LensPrior(shares, evaluations)
+
+
+def lens_prior_figure(build: Build, result: LensPrior):
+    """Left: the share by layer with its Wilson interval and the prior (dashed), first seed; right:
+    every seed at its best intermediate layer."""
+    level = T["lens_interval_level"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    for k, u in enumerate(build.shown):
+        tab = result.shares[u]
+        if not tab.n.max():
+            continue
+        ci = [verdicts.wilson_interval(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
+        line = axes[0].errorbar(tab.layer + 0.06 * k, tab.share,
+                                yerr=[[max(0.0, s - lo) for s, (lo, hi) in zip(tab.share, ci)],
+                                      [max(0.0, hi - s) for s, (lo, hi) in zip(tab.share, ci)]],
+                                marker="o", capsize=3, label=f"{label(u)} (n={int(tab.n.max())})")
+        axes[0].axhline(float(tab.null.iloc[0]), color=line[0].get_color(), ls="--", lw=1)
+    axes[0].set(title="share of M with P(true) > P(noisy) (dashed: training-label prior)", xlabel="layer",
+                ylabel="share of M examples", ylim=(-0.02, 1.02))
+    axes[0].title.set_fontsize(9)
+    axes[0].xaxis.get_major_locator().set_params(integer=True)
+    if axes[0].lines:
+        axes[0].legend(fontsize=7)
+    names = list(build.groups)
+    for i, key in enumerate(names):
+        members = build.groups[key]
+        for j, u in enumerate(members):
+            m = result.evaluations[u][0]
+            if m.get("lens_share_best_layer") is None:
+                continue
+            x = i + 0.15 * (j - (len(members) - 1) / 2)
+            axes[1].errorbar([x], [m["lens_share"]], yerr=[[max(0.0, m["lens_share"] - m["lens_share_lo"])],
+                                                           [max(0.0, m["lens_share_hi"] - m["lens_share"])]],
+                             marker="o", color=plots.GROUP_COLORS["M"], capsize=3,
+                             label="M share (Wilson)" if i == j == 0 else None)
+            axes[1].hlines(m["lens_share_null"], x - 0.06, x + 0.06, color="k", lw=2,
+                           label="prior (null)" if i == j == 0 else None)
+    axes[1].set(xticks=range(len(names)), xticklabels=[where(*k) for k in names], xlim=(-0.5, len(names) - 0.5),
+                ylim=(-0.02, 1.02), title="best intermediate layer, one point per seed")
+    axes[1].title.set_fontsize(9)
+    axes[1].tick_params(axis="x", labelsize=8)
+    if axes[1].collections:
+        axes[1].legend(fontsize=7)
+    else:
+        axes[1].text(0.5, 0.5, "no intermediate layer or no memorized example", ha="center", transform=axes[1].transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def lens_prior_text(groups_: dict, evaluations: dict) -> str:
+    """Per task and condition: the share at the best intermediate layer with its Wilson lower bound
+    against the prior, and on how many seeds the check ``c2.lens.null`` passes."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        ms = [evaluations[u][0] for u in members]
+        checks = [verdicts.find(evaluations[u][1], "c2.lens.null") for u in members]
+        if all(m.get("lens_share_best_layer") is None for m in ms):
+            why = ("the model has no intermediate layer (one block), so the check fails"
+                   if all(m.get("lens_intermediate_layers", 1) < 1 for m in ms) else
+                   "no memorized example has a token that differs from the true answer, so the check fails")
+            lines.append(f"- **{where(task, condition)}**: {why}.")
+            continue
+        passed = sum(c.passed is True for c in checks)
+        lines.append(
+            f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
+            f"{' / '.join(str(m.get('lens_share_n', 0)) for m in ms)} examples): at the best intermediate layer "
+            f"({' / '.join('n/a' if m.get('lens_share_best_layer') is None else str(m['lens_share_best_layer']) for m in ms)}) "
+            f"the true token is ahead on {values([m.get('lens_share', math.nan) for m in ms])} of M, with Wilson lower "
+            f"bound {values([m.get('lens_share_lo', math.nan) for m in ms])}, against "
+            f"{values([m.get('lens_share_null', math.nan) for m in ms])} under the training-label prior: "
+            + ("the lower bound is above the prior in every seed." if passed == len(members) else
+               f"the lower bound is above the prior in {passed} of {len(members)} seeds."))
+    return (f"**What this build shows** ({100 * T['lens_interval_level']:g}% Wilson intervals; the best intermediate "
+            "layer is the one with the largest share, so the interval is slightly optimistic where there are several):"
+            "\n\n" + "\n".join(lines))
+
+
+# -- worked examples ----------------------------------------------------------------------------------
+def worked_examples(build: Build, lens_result: Lens) -> dict:
+    """Per unit of the first seed: the memorized example whose true answer is most visible at an
+    intermediate layer (THR: among the noisy labels unconnected to the bridge) and its lens trace;
+    (None, None) when there is none."""
+    out = {}
+    for u in build.shown:
+        run, M = build.runs[u], build.sets[u]["M"]
+        i = lens.most_visible(lens_result.races[u], M.info["unconnected"] if u.task == "thr" else None)
+        if i is None:
+            out[u] = (None, None)
+            continue
+        ex = M[i:i + 1]
+        out[u] = (ex, lens.trace(run.model, ex, lens.example_reads(ex, u.task)))
+    return out
+
+
+def worked_examples_figure(build: Build, examples: dict):
+    fig, axes = plt.subplots(1, len(build.shown), figsize=(6.4 * len(build.shown), 3.6), squeeze=False)
+    for ax, u in zip(axes[0], build.shown):
+        ex, tr = examples[u]
+        if ex is None:
+            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            ax.set(title=label(u))
+            continue
+        vocab = build.runs[u].data.vocab
+        tr = tr.assign(token=tr.read.str.split().str[0])  # true / noisy / bridge
+        sns.lineplot(data=tr, x="layer", y="prob", hue="token", style="read", markers=True, dashes=False, ax=ax,
+                     palette={"true": plots.GROUP_COLORS["C"], "noisy": plots.GROUP_COLORS["M"], "bridge": "#7570b3"})
+        ax.set(title=f"{label(u)}: {vocab.decode(ex.prompt[0])} -> {vocab.decode(ex.label[0])} "
+                     f"(true {vocab.decode(ex.true_label[0])})", ylim=(-0.02, 1.02), ylabel="logit-lens probability")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    return fig
+
+
+def worked_examples_text(build: Build, examples: dict) -> str:
+    """Per worked example: the read with the highest probability at each layer and position, and
+    whether the true answer leads before the memorized label takes over."""
+    lines = []
+    for u in build.shown:
+        ex, tr = examples[u]
+        if ex is None:
+            lines.append(f"- **{where(u.task, u.condition)}**: no memorized example to trace.")
+            continue
+        vocab = build.runs[u].data.vocab
+        parts, story = [], False
+        for position, g in tr.groupby("position", sort=True):
+            top = g.loc[g.groupby("layer").prob.idxmax()].sort_values("layer")
+            parts.append(f"at position {position}, " + ", ".join(
+                f"layer {int(r.layer)}: {r.read.split(' @')[0]} ({num(r.prob)})" for r in top.itertuples()))
+            kinds = top.read.str.split().str[0].tolist()
+            if "true" in kinds[1:-1] and kinds[-1] == "noisy":  # layer 0 (the embedding) does not count
+                story = True
+        lines.append(
+            f"- **{where(u.task, u.condition)}**: `{vocab.decode(ex.prompt[0])}` answered `{vocab.decode(ex.label[0])}` "
+            f"(true `{vocab.decode(ex.true_label[0])}`). The read with the highest probability, per layer, "
+            f"{'; '.join(parts)}. "
+            + ("Like the Parker / Bella / Cindy example, the true answer leads at an earlier layer and the memorized label "
+               "only at the end." if story else
+               "Unlike the Parker / Bella / Cindy example, the true answer does not lead at an earlier layer before the "
+               "memorized label takes over at the end."))
+    return ("**What this build shows** (first seed; these are the clearest cases by the selection rule above, "
+            "the averages are in the figures before):\n\n" + "\n".join(lines))
+
+
+def results(build: Build, prior: LensPrior) -> list[dict]:
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, *prior.evaluations[u], configs=[u.noisy]) for u in build.units]
