@@ -18,10 +18,11 @@ import math
 from statistics import NormalDist
 from typing import Iterable, Sequence
 
-from .verdicts import OUTCOME_WORDS, counts_in, find
+from .verdicts import OUTCOME_WORDS, READINGS, REQUIRED_PARTS, claim_of, counts_in, find
 
 MISSING = "n/a"  # a value that was not computed, inside a list of per-seed values
-NOT_COMPUTED = "not computed"  # a check that was not computed at all
+NOT_COMPUTED = "not computed"  # a check (or a sentence's value) that was not computed at all
+NOT_COUNTED = "not counted"  # a part of a claim that no check decides and the claim does not require
 
 
 # -- numbers ----------------------------------------------------------------------------------------
@@ -43,6 +44,27 @@ def num(x, spec: str = ".2f", missing: str = MISSING) -> str:
 def values(xs: Iterable, spec: str = ".2f", missing: str = MISSING) -> str:
     """One value per seed, in seed order: ``0.83 / 0.91 / 0.88``."""
     return " / ".join(num(x, spec, missing) for x in xs)
+
+
+def seed_range(seeds: Sequence[int]) -> str:
+    """``seed 0``, ``seeds 0-2`` (consecutive), ``seeds 0, 2 and 5``."""
+    seeds = list(seeds)
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return f"seeds {', '.join(map(str, seeds[:-1]))} and {seeds[-1]}"
+
+
+def per_seed(xs: Sequence, seeds: Sequence[int], spec: str = ".2f") -> str:
+    """Values with the seeds they come from, for a sentence that names no seed before:
+    ``0.83, 0.91 and 0.88 on seeds 0-2``, ``0.83 on seed 0``; a value not computed is written
+    ``not computed`` (all of them: ``not computed on seeds 0-2``)."""
+    words = [num(x, spec, NOT_COMPUTED) for x in xs]
+    if len(words) > 1 and len(set(words)) == 1 and words[0] == NOT_COMPUTED:
+        return f"{NOT_COMPUTED} on {seed_range(seeds)}"
+    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" and {words[-1]}"
+    return f"{listed} on {seed_range(seeds)}"
 
 
 def ratio(a, b) -> float:
@@ -201,31 +223,35 @@ def interval_against(share, low, high, null, spec: str = ".2f") -> str:
 
 # -- the verdict of a part ----------------------------------------------------------------------------
 def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
-    """One seed's outcome on one required part of a claim in ``reading``: ``fail`` if a counted check
-    of the part fails, ``unresolved`` if one is unresolved or the part has no counted check, else
-    ``pass`` (the rule of :func:`rote.verdicts.seed_verdict`, restricted to the part)."""
+    """One seed's outcome on one part of a claim in ``reading``: ``fail`` if a counted check of the
+    part fails, ``unresolved`` if one is unresolved, else ``pass`` (the rule of
+    :func:`rote.verdicts.seed_verdict`, restricted to the part). A part with no counted check is
+    ``unresolved`` when the claim requires it (:data:`rote.verdicts.REQUIRED_PARTS`), else
+    :data:`NOT_COUNTED` (e.g. a C4 statistic its look-up control does not validate)."""
+    checks = list(checks)
     counted = [c for c in checks if _get(c, "part") == part and counts_in(c, reading)]
     results = [_get(c, "passed") for c in counted]
     if any(r is False for r in results):
         return OUTCOME_WORDS[False]
-    if not counted or any(r is None for r in results):
-        return OUTCOME_WORDS[None]
-    return OUTCOME_WORDS[True]
+    if not counted:
+        required = part in REQUIRED_PARTS.get(claim_of(checks), ()) and reading in READINGS
+        return OUTCOME_WORDS[None] if required else NOT_COUNTED
+    return OUTCOME_WORDS[None] if any(r is None for r in results) else OUTCOME_WORDS[True]
 
 
 def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
     """The verdict of one part of a claim across seeds, with the checks that decide it:
-    ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure: 0.05 vs 0.3 on
-    seed 0).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
+    ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure on seed 0: 0.05 vs
+    0.3: fail).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
     outcomes = {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
     n = len(outcomes)
-    counts = {w: list(outcomes.values()).count(w) for w in OUTCOME_WORDS.values()}
+    counts = {w: list(outcomes.values()).count(w) for w in (*OUTCOME_WORDS.values(), NOT_COUNTED)}
     same = next((w for w, k in counts.items() if k == n), None)
     summary = (f"{same} on every seed" if same and n > 1 else same if same else
                ", ".join(f"{w} on {how_many(k, n)}" for w, k in counts.items() if k))
     deciding = []
     for seed, checks in per_seed.items():
-        if outcomes[seed] == OUTCOME_WORDS[True]:
+        if outcomes[seed] in (OUTCOME_WORDS[True], NOT_COUNTED):
             continue
         wanted = False if outcomes[seed] == OUTCOME_WORDS[False] else None
         for c in checks:
@@ -239,3 +265,18 @@ def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amend
 
 def _get(check, key):
     return check.get(key) if isinstance(check, dict) else getattr(check, key)
+
+
+def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str = "amended") -> str:
+    """What a section decides: for each task and noise condition (``groups``: (task, condition) ->
+    units), the verdict of each of the claim's ``parts`` over its seeds (:func:`part_verdict`);
+    ``checks``: unit -> its checks, or (metrics, checks) as the claim's function in
+    :mod:`rote.verdicts` returns them."""
+    def of(u):
+        value = checks[u]
+        return value[1] if isinstance(value, tuple) else value
+
+    lines = [f"- **{where(task, condition)}**: "
+             + " ".join(part_verdict({u.seed: of(u) for u in members}, part, reading) for part in parts)
+             for (task, condition), members in groups.items()]
+    return f"**What this decides** ({reading} reading; the Verdict section has every check):\n\n" + "\n".join(lines)

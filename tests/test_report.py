@@ -2,6 +2,7 @@
 unresolved, a missing value, a check that was not computed."""
 
 import math
+from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
@@ -192,3 +193,31 @@ def test_part_verdict_reads_stored_records_too():
     stored = {0: [c.to_dict() for c in _seed(True, None)]}
     assert report.part_verdict(stored, "erasure") == \
         "The part 'erasure' of the amended verdict: unresolved (c3.e1 on seed 0: 0.1 vs 0.3: unresolved)."
+
+
+def test_a_part_no_check_decides_is_unresolved_only_where_the_claim_requires_it():
+    lookup_passes = [verdicts.supersede(_check(True, "c4.k50", kind="registered", part="k50"), "8.1"),
+                     _check(False, "c4.k50.lookup", kind="validity", part="k50")]
+    assert report.part_outcome(lookup_passes, "k50") == "not counted"  # C4 does not require its look-up statistics
+    assert report.part_outcome(lookup_passes, "intermediate") == "unresolved"  # ... but requires this part
+    assert report.part_verdict({0: lookup_passes, 1: lookup_passes}, "k50") == \
+        "The part 'k50' of the amended verdict: not counted on every seed."
+
+
+def test_per_seed_names_the_seeds_beside_the_values():
+    assert report.per_seed([0.834, 0.912, 0.88], [0, 1, 2]) == "0.83, 0.91 and 0.88 on seeds 0-2"
+    assert report.per_seed([0.8], [3]) == "0.80 on seed 3"
+    assert report.per_seed([None, 0.5], [0, 2], ".1f") == "not computed and 0.5 on seeds 0 and 2"
+    assert report.per_seed([math.nan, None], [0, 1]) == "not computed on seeds 0-1"
+    assert report.seed_range([0, 2, 5]) == "seeds 0, 2 and 5"
+
+
+def test_decided_parts_per_task_and_condition():
+    Unit = namedtuple("Unit", "task condition seed")
+    fda, thr = [Unit("fda", "random", 0), Unit("fda", "random", 1)], [Unit("thr", "-", 0)]
+    checks = {fda[0]: _seed(True), fda[1]: ({}, _seed(False)), thr[0]: _seed(None, part="overlap")}  # either form
+    text = report.decided_parts({("fda", "random"): fda, ("thr", "-"): thr}, checks, ["erasure"])
+    assert text.splitlines()[0] == "**What this decides** (amended reading; the Verdict section has every check):"
+    assert "- **FDA, random noise**: The part 'erasure' of the amended verdict: pass on 1 of 2 seeds, fail on 1 of 2 " \
+           "seeds (c3.e0 on seed 1: 0 vs 0.3: fail)." in text
+    assert "- **THR**: The part 'erasure' of the amended verdict: unresolved (no deciding check on seed 0)." in text
