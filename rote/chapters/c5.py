@@ -1,0 +1,802 @@
+"""Chapter 06, claim C5: outlier heuristics (FDA).
+
+Sections, each a call here, in the chapter's order (some analyses seed torch's generator, so the
+order is part of the result): the sets (:func:`load`), heuristic neurons (:func:`heuristic_maps`),
+against the untrained model (:func:`untrained_maps`), under amendment 2's cut (:func:`cut`),
+outliers against clean neighbours and the never-trained null (:func:`outliers`), the shifted
+picture (:func:`heatmap_figure`), layer-wise patching (:func:`patching`), the dose-response
+(:func:`dose`), memorization at the first differing digit j* (:func:`jstar`), and the claim's
+metrics and checks (:func:`evaluate`), with each section's figure, table and paragraph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from .. import claims, plan, plots, verdicts
+from ..analysis import heuristics
+from ..analysis.sets import memorized
+from ..report import (chance_side, choose_by, label, measured, registered_not_passed, seeds_head, values, versus,
+                      where)
+from ..runs import get_or_train
+from ..train import build_model
+from . import Build, glue_values
+
+T = claims.THRESHOLDS["C5"]
+CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["control"], "mismatched": "#7570b3"}
+
+
+def glue_thresholds(max_shift: int, z_outlier: float) -> None:
+    """The thresholds and parameters the chapter's method text quotes."""
+    glue_values({"c5_coverage_min": T["heuristic_coverage_min"], "c5_heuristic_fraction_min": T["heuristic_fraction_min"],
+                 "c5_z_ratio_min": T["z_ratio_min"], "c5_pattern_corr_min": T["pattern_corr_min"],
+                 "c5_patch_revert_min": T["patch_revert_min"], "c5_control_revert_max": T["control_revert_max"],
+                 "c5_max_shift": max_shift, "c5_z_outlier": z_outlier,
+                 "c5_m_grid": ", ".join(str(m) for m in T["m_grid"]),
+                 "c5_untrained_factor": T["untrained_share_factor_min"],
+                 "c5_cut_quantile": T["untrained_cut_quantile"], "c5_untrained_offset": T["untrained_cut_seed_offset"]})
+
+
+def load(profile: str, tasks, seeds, overrides, n_clean: int) -> Build:
+    """Every FDA unit's noisy run with M (memorized noisy training examples) and the first ``n_clean``
+    clean training examples (the reference for |z|)."""
+    if set(tasks) - {"fda"}:
+        raise ValueError(f"C5 is an FDA claim; tasks must be ['fda'], got {tasks}")
+    units = plan.units(profile, tasks, seeds, overrides)
+    runs = {u: get_or_train(u.noisy) for u in units}
+    sets = {u: {"M": memorized(run.model, run.data), "clean": run.data.train_clean[:n_clean]} for u, run in runs.items()}
+    return Build(profile, units, runs, sets)
+
+
+def set_table(build: Build) -> pd.DataFrame:
+    return pd.DataFrame({label(u): {"memorized (M)": len(build.sets[u]["M"]),
+                                    "noisy training examples": len(build.runs[u].data.train_noisy),
+                                    "clean reference examples": len(build.sets[u]["clean"])} for u in build.units})
+
+
+def _grid(build: Build, u, grid_size: int, grid_seed: int):
+    return heuristics.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+
+
+def _last(hmap) -> int:
+    return max(hmap.layers)
+
+
+# -- heuristic neurons -------------------------------------------------------------------------------
+def heuristic_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
+    """Per unit: every (layer, answer position, neuron) unit classified on a grid of clean inputs
+    (section 5's coverage rule)."""
+    return {u: heuristics.classify_neurons(run.model, _grid(build, u, grid_size, grid_seed),
+                                           coverage_min=T["heuristic_coverage_min"], top_k=top_k)
+            for u, run in build.runs.items()}
+
+
+def share_figure(build: Build, hmaps: dict):
+    """Per layer, the share of heuristic units split by the kind of their best feature (first seed),
+    and every seed's share (dots)."""
+    fig, axes = plt.subplots(1, len(build.shown), figsize=(8 * len(build.shown), 3.8), squeeze=False)
+    for ax, u in zip(axes[0], build.shown):
+        hm = hmaps[u]
+        per = hm.per_layer()
+        if len(per):
+            wide = per.pivot(index="layer", columns="kind", values="fraction").reindex(hm.layers).fillna(0.0)
+            wide = wide[[k for k in heuristics.FEATURE_KINDS if k in wide]]
+            wide.plot.bar(stacked=True, ax=ax, rot=0, color=sns.color_palette("tab10", len(wide.columns)), width=0.6)
+        for i, v in enumerate(build.groups[(u.task, u.condition)]):
+            ax.scatter(range(len(hmaps[v].layers)), hmaps[v].layer_fractions(), color="k", s=18, zorder=3,
+                       label="all heuristics, each seed" if i == 0 else None)
+        ax.legend(title="best feature", bbox_to_anchor=(1.02, 1), loc="upper left", fontsize=8)
+        ax.axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+        ax.text(-0.45, T["heuristic_fraction_min"] + 0.01, "threshold", fontsize=8)
+        ax.set_xticks(range(len(hm.layers)), [str(layer) for layer in hm.layers])
+        ax.set(ylim=(0, 1), xlabel="layer", ylabel="share of units that are heuristics",
+               title=f"{label(u)}: heuristic units per layer ({hm.heuristic_fraction:.0%} overall)")
+    plt.tight_layout()
+    return fig
+
+
+def feature_table(hmap, u):
+    """The most frequent best features per layer of the unit's heuristic units."""
+    table = hmap.table()
+    return (table[table.heuristic].groupby(["layer", "feature"]).size().rename("units").reset_index()
+            .sort_values("units", ascending=False).groupby("layer").head(6).reset_index(drop=True)
+            .style.set_caption(label(u)))
+
+
+def untrained_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
+    """Per unit: the same classification on the untrained model (step 0, rebuilt from the run's model
+    seed; rebuilding it seeds torch's generator)."""
+    return {u: heuristics.classify_neurons(build_model(u.noisy, run.data).eval(), _grid(build, u, grid_size, grid_seed),
+                                           coverage_min=T["heuristic_coverage_min"], top_k=top_k)
+            for u, run in build.runs.items()}
+
+
+def null_figure(build: Build, hmaps: dict, untrained: dict):
+    """Left: the share of heuristic neurons, trained against untrained, one point per seed, with the
+    two lines it must clear; right: units and any-position neurons, shown, not judged."""
+    share = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "model": model_name,
+                           "measure": measure, "share": value}
+                          for u in build.units for model_name, hm in (("trained", hmaps[u]), ("untrained", untrained[u]))
+                          for measure, value in (("neurons (judged)", hm.neuron_fraction),
+                                                 ("(neuron, position) units", hm.heuristic_fraction),
+                                                 ("neurons, any position", hm.any_position_fraction))])
+    palette = {"trained": plots.GROUP_COLORS["M"], "untrained": plots.GROUP_COLORS["control"]}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1, 1.6]})
+    judged = share[share.measure == "neurons (judged)"]
+    sns.stripplot(data=judged, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
+                  palette=palette)
+    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+    for i, cond in enumerate(judged.condition.unique()):
+        need = T["untrained_share_factor_min"] * judged[(judged.condition == cond) & (judged.model == "untrained")].share
+        axes[0].scatter([i + 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
+                        label=f"{T['untrained_share_factor_min']:g} x untrained" if i == 0 else None)
+    axes[0].legend(fontsize=8)
+    top = max([1.0] + [T["untrained_share_factor_min"] * hm.neuron_fraction for hm in untrained.values()])
+    axes[0].set(ylim=(0, top + 0.05), ylabel="share of neurons that are heuristics", title="heuristic neurons (judged)")
+    other = share[share.measure != "neurons (judged)"].assign(key=lambda d: d.measure + ", " + d.condition)
+    sns.stripplot(data=other, x="key", y="share", hue="model", dodge=True, jitter=False, size=6, ax=axes[1],
+                  palette=palette)
+    axes[1].tick_params(axis="x", labelsize=7, rotation=15)
+    axes[1].set(ylim=(0, 1), xlabel="", ylabel="share", title="shown beside it, not judged")
+    plt.tight_layout()
+    return fig
+
+
+def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
+    """Per condition: the share of heuristic neurons of the trained model against the untrained one,
+    on how many seeds it clears both lines, and whether the untrained model alone reaches the
+    registered share."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        shares = [hmaps[u].neuron_fraction for u in members]
+        blank = [untrained[u].neuron_fraction for u in members]
+        need = [max(T["heuristic_fraction_min"], T["untrained_share_factor_min"] * b) for b in blank]
+        ok = sum(t >= n for t, n in zip(shares, need))
+        verdict_text = ("above both lines on every seed" if ok == len(members) else "below at least one line on every seed"
+                        if ok == 0 else f"above both lines on {ok} of {len(members)} seeds")
+        ratio = " / ".join("n/a" if not b else f"{t / b:.2g}" for t, b in zip(shares, blank))
+        alone = sum(b >= T["heuristic_fraction_min"] for b in blank)
+        lines.append(f"- **{where(task, condition)}**: heuristic neurons {' / '.join(f'{t:.2f}' for t in shares)} of the "
+                     f"trained model against {' / '.join(f'{b:.2f}' for b in blank)} of the untrained one (ratio {ratio}; "
+                     f"needed: at least {T['heuristic_fraction_min']} and {T['untrained_share_factor_min']:g} x untrained), "
+                     f"{verdict_text}"
+                     + (f". The untrained model alone reaches the registered share on {alone} of {len(members)} seeds, "
+                        "so the registered threshold by itself does not show that training made the heuristics."
+                        if alone else "."))
+    return "One number per seed:\n\n" + "\n".join(lines)
+
+
+# -- amendment 2, 8.3: the cut calibrated on an untrained model ---------------------------------------
+@dataclass
+class Cut:
+    """Per unit: the trained (``maps``) and the untrained model's (``null_maps``) classification under
+    the cut, and their shares (``metrics``: :func:`rote.analysis.heuristics.cut_summary`)."""
+
+    maps: dict
+    null_maps: dict
+    metrics: dict
+
+    def table(self, units) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {k: v for k, v in self.metrics[u].items() if "per_layer" not in k} for u in units})
+
+
+def cut(build: Build, hmaps: dict, untrained: dict, grid_size: int, grid_seed: int, top_k: int) -> Cut:
+    """The cut: per layer and answer position, a quantile of the scores of an untrained model of
+    another initialization (model seed s + the protocol's offset), applied to both classifications."""
+    maps, null_maps, metrics = {}, {}, {}
+    for u, run in build.runs.items():
+        other_seed = u.noisy.model.model_seed + T["untrained_cut_seed_offset"]
+        other = build_model(u.noisy.replace(model_seed=other_seed), run.data).eval()
+        threshold = heuristics.score_cut(heuristics.classify_neurons(other, _grid(build, u, grid_size, grid_seed),
+                                                                     coverage_min=T["heuristic_coverage_min"],
+                                                                     top_k=top_k), T["untrained_cut_quantile"])
+        maps[u], null_maps[u] = heuristics.with_cut(hmaps[u], threshold), heuristics.with_cut(untrained[u], threshold)
+        metrics[u] = {**heuristics.cut_summary(maps[u], null_maps[u]), "cut_untrained_seed": other_seed}
+    return Cut(maps, null_maps, metrics)
+
+
+def cut_figure(build: Build, result: Cut):
+    """Left: the share of heuristic neurons under the cut, trained against the null, one point per
+    seed; right: per layer (first seed)."""
+    cut_share = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "model": name, "share": value}
+                              for u in build.units
+                              for name, value in (("trained", result.metrics[u]["cut_heuristic_fraction"]),
+                                                  ("untrained, seed s (null)", result.metrics[u]["cut_null_fraction"]))])
+    palette = {"trained": plots.GROUP_COLORS["M"], "untrained, seed s (null)": plots.GROUP_COLORS["control"]}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    sns.stripplot(data=cut_share, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
+                  palette=palette)
+    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+    for i, cond in enumerate(cut_share.condition.unique()):
+        need = T["untrained_share_factor_min"] * cut_share[(cut_share.condition == cond) & (cut_share.model != "trained")].share
+        axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
+                        label=f"{T['untrained_share_factor_min']:g} x null" if i == 0 else None)
+    axes[0].legend(fontsize=8)
+    axes[0].set(ylim=(0, 1), xlabel="", ylabel="share of neurons that are heuristics",
+                title="8.3 cut: heuristic neurons (judged)")
+    per_layer = pd.DataFrame([{"layer": layer, "share": f, "model": f"{label(u)}, {name}"} for u in build.shown
+                              for name, cm in (("trained", result.maps[u]), ("null", result.null_maps[u]))
+                              for layer, f in zip(cm.layers, cm.neuron_layer_fractions())])
+    sns.barplot(data=per_layer, x="layer", y="share", hue="model", ax=axes[1])
+    axes[1].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+    axes[1].set(ylim=(0, 1), ylabel="share of neurons that are heuristics", title="8.3 cut, per layer")
+    axes[1].legend(fontsize=7)
+    plt.tight_layout()
+    return fig
+
+
+def cut_text(groups_: dict, cut_metrics: dict) -> str:
+    """Per condition: the shares under the cut, trained against the null, and the layers with no unit
+    over the cut."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u]['cut_empty_layers'])}"
+                 for u in members if cut_metrics[u]["cut_empty_layers"]]
+
+        def per_seed(key):
+            return values([cut_metrics[u][key] for u in members], ".3g")
+
+        lines.append(
+            f"- **{where(task, condition)}**: under the cut, a share {per_seed('cut_heuristic_fraction')} of the trained "
+            f"model's neurons are heuristics, against {per_seed('cut_null_fraction')} of the untrained model of the same "
+            f"seed (units: {per_seed('cut_heuristic_fraction_units')} against {per_seed('cut_null_fraction_units')}). "
+            + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty) + ")."
+               if empty else "Every layer holds at least one heuristic unit under the cut."))
+    return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
+
+
+# -- outliers -------------------------------------------------------------------------------------------
+@dataclass
+class Outliers:
+    """Per unit: each set's activations against its clean neighbours (``stats``: M, clean, and the
+    never-trained null), |z| on M against clean (``comparison``) and against the null (``null``), and
+    the direction of the outlier shifts (``direction``)."""
+
+    stats: dict
+    comparison: dict
+    null: dict
+    direction: dict
+
+    def table(self, units) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {**{k: v for k, v in self.comparison[u].items() if "by_position" not in k},
+                                        "outlier shifts at memorized digits": self.direction[u]["n_shifts"],
+                                        "share toward the noisy digit": self.direction[u]["toward_noisy"]} for u in units})
+
+    def null_table(self, units) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {k: v for k, v in self.null[u].items() if "by_position" not in k}
+                             for u in units}).round(3)
+
+
+def outliers(build: Build, hmaps: dict, max_shift: int, z_outlier: float, n_null: int, null_seed: int) -> Outliers:
+    """|z| of every heuristic unit on M, on the clean reference and on the never-trained null (the
+    first ``n_null`` clean reference examples relabelled by the run's noise process, added to the
+    unit's sets as ``null``)."""
+    stats, comparison, direction, null = {}, {}, {}, {}
+    for u, run in build.runs.items():
+        sets = build.sets[u]
+        sets["null"] = heuristics.fresh_noisy_labels(sets["clean"][:n_null], u.noisy.data.noise_kind,
+                                                     run.data.meta["answer_order"], seed=null_seed)
+        stats[u] = {name: heuristics.neighbour_stats(run.model, ex, hmaps[u], order=run.data.meta["answer_order"],
+                                                     max_shift=max_shift) for name, ex in sets.items()}
+        null[u] = heuristics.null_comparison(stats[u]["M"], stats[u]["null"], hmaps[u])
+        comparison[u] = heuristics.outlier_comparison(stats[u]["M"], stats[u]["clean"], hmaps[u])
+        direction[u] = heuristics.shift_direction(run.model, sets["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
+    return Outliers(stats, comparison, null, direction)
+
+
+def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
+    """Left: |z| over (example, heuristic unit) pairs, memorized digits of M against the clean examples;
+    right: the median per answer position."""
+    zt = pd.concat([heuristics.z_table(result.stats[u]["M"], hmaps[u], "M").query("differs"),
+                    heuristics.z_table(result.stats[u]["clean"], hmaps[u], "clean")])
+    zt = zt.groupby("set").sample(frac=1.0, random_state=0).groupby("set").head(50_000)  # plotted: 50k pairs per set
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    if zt["set"].eq("M").any():
+        zt["|z|"] = zt.z.abs().clip(lower=1e-3)
+        sns.ecdfplot(data=zt, x="|z|", hue="set", palette={"M": plots.GROUP_COLORS["M"], "clean": plots.GROUP_COLORS["C"]},
+                     log_scale=True, ax=axes[0])
+        axes[0].axvline(z_outlier, ls=":", color="k", lw=1)
+        axes[0].set(title=f"{label(u)}: |z| of heuristic units", ylabel="share of (example, unit) pairs")
+        pos = pd.DataFrame({"M": result.comparison[u]["median_abs_z_by_position_M"],
+                            "clean": result.comparison[u]["median_abs_z_by_position_clean"]})
+        pos.index.name = "answer position"
+        pos.plot(marker="o", ax=axes[1], color=[plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]])
+        axes[1].set(ylabel="median |z|", title="median |z| per answer position", xticks=range(len(pos)))
+    else:
+        for ax in axes:
+            ax.text(0.5, 0.5, f"{label(u)}: no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+    plt.tight_layout()
+    return fig
+
+
+def z_null_figure(build: Build, result: Outliers):
+    """Left: median |z| on M, on the null and on clean examples, one point per seed, with the
+    threshold over the null; right (first seed): the median per answer position."""
+    null_name = "null: never-trained noisy labels"
+    zrows = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "set": name, "median |z|": value}
+                          for u in build.units for name, value in (("M", result.comparison[u]["median_abs_z_M"]),
+                                                                   (null_name, result.null[u]["median_abs_z_null"]),
+                                                                   ("clean", result.comparison[u]["median_abs_z_clean"]))])
+    palette = {"M": plots.GROUP_COLORS["M"], null_name: plots.GROUP_COLORS["control"], "clean": plots.GROUP_COLORS["C"]}
+    fig, axes = plt.subplots(1, 1 + len(build.shown), figsize=(5.5 * (1 + len(build.shown)), 3.8), squeeze=False)
+    axes = axes[0]
+    if zrows["median |z|"].notna().any():
+        sns.stripplot(data=zrows, x="condition", y="median |z|", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
+                      palette=palette)
+        for i, cond in enumerate(zrows.condition.unique()):
+            need = T["z_ratio_min"] * zrows[(zrows.condition == cond) & (zrows.set.str.startswith("null"))]["median |z|"]
+            axes[0].scatter([i] * len(need), need, marker="_", s=400, color="k", zorder=3,
+                            label=f"{T['z_ratio_min']:g} x null" if i == 0 else None)
+        axes[0].legend(fontsize=7)
+        axes[0].set(title="median |z| at memorized digits, each seed")
+    else:
+        axes[0].text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=axes[0].transAxes)
+    for ax, u in zip(axes[1:], build.shown):
+        pos = pd.DataFrame({"M": result.comparison[u]["median_abs_z_by_position_M"],
+                            null_name: result.null[u]["median_abs_z_by_position_null"],
+                            "clean": result.comparison[u]["median_abs_z_by_position_clean"]})
+        pos.index = [f"{9 + j}" for j in range(len(pos))]
+        pos.plot(marker="o", ax=ax, color=[palette[c] for c in pos.columns])
+        ax.axvspan(-0.3, 0.3, color="0.9", zorder=0)
+        ax.text(0, ax.get_ylim()[1], "no noisy prefix", fontsize=7, ha="center", va="top")
+        ax.set(xlabel="sequence position (9: the =)", ylabel="median |z|", title=f"{label(u)}: per position")
+    plt.tight_layout()
+    return fig
+
+
+def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str:
+    """Per condition: median |z| on M, on the null and on clean examples, M over the null against the
+    threshold (on how many seeds it is reached, or below one), the part the noisy prefix explains, and
+    position 9 apart. ``sizes``: unit -> {"M": |M|, ...}."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        if not any(sizes[u]["M"] for u in members):
+            lines.append(f"- **{where(task, condition)}**: no memorized examples; the null does not apply.")
+            continue
+        ratios = [null[u]["z_null_ratio"] for u in members]
+        ok = sum(measured(r) and r >= T["z_ratio_min"] for r in ratios)
+        below_one = sum(measured(r) and r < 1 for r in ratios)
+        over_clean = [comparison[u]["z_ratio"] for u in members]
+        prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip(over_clean, ratios))
+        if ok == len(members):
+            verdict_text = ("so memorized examples are further out than a never-trained noisy label puts them, by the "
+                            "required factor, on every seed")
+        elif below_one == len(members):
+            verdict_text = "so a never-trained noisy label puts examples at least as far out as memorization does, on every seed"
+        elif ok == 0:
+            verdict_text = "so M is further out than the null, but not by the required factor on any seed"
+        else:
+            verdict_text = f"so M is out by the required factor on {ok} of {len(members)} seeds only"
+        if prefix_part:
+            verdict_text += (f"; the ratio over clean examples is the larger one on {prefix_part} of {len(members)} "
+                             "seeds, so that part of it comes from the noisy prefix, not from memorization")
+
+        def per_seed(table, key):
+            return values([table[u][key] for u in members], ".3g")
+
+        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits "
+                     f"{per_seed(comparison, 'median_abs_z_M')} on M, {per_seed(null, 'median_abs_z_null')} on the null "
+                     f"and {per_seed(comparison, 'median_abs_z_clean')} on clean examples: M over null "
+                     f"{per_seed(null, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
+                     f"{per_seed(comparison, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, where neither "
+                     f"set has a noisy prefix, M over null is {per_seed(null, 'z_null_ratio_position9')}; after it, "
+                     f"{per_seed(null, 'z_null_ratio_after_position9')}.")
+    return "One number per seed:\n\n" + "\n".join(lines)
+
+
+def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: int, z_outlier: float):
+    """Heuristic units on a memorized digit of one memorized example each, over the operand grid around
+    it, the example in the framed centre cell; top row the largest |z|, bottom row typical outliers."""
+    run = build.runs[u]
+    picks = {kind: heuristics.example_outliers(result.stats[u]["M"], hmaps[u], k=n_heatmaps, kind=kind, z_min=z_outlier)
+             for kind in ("strongest", "typical")}
+    fig, axes = plt.subplots(2, n_heatmaps, figsize=(3.7 * n_heatmaps, 7.4), squeeze=False)
+    for ax_row, (kind, top) in zip(axes, picks.items()):
+        for ax in ax_row[len(top):]:
+            ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
+            ax.set_axis_off()
+        for ax, row in zip(ax_row, top.itertuples()):
+            nb = heuristics.operand_neighbourhood(run.model, build.sets[u]["M"][row.example:row.example + 1], row.layer,
+                                                  row.position, [row.neuron], order=run.data.meta["answer_order"])
+            grid, r = nb["grid"][0].copy(), nb["radius"]
+            grid[r, r] = nb["example_value"][0]
+            sns.heatmap(grid, ax=ax, cmap="viridis", square=True, xticklabels=False, yticklabels=False)
+            ax.add_patch(plt.Rectangle((r, r), 1, 1, fill=False, ec=plots.GROUP_COLORS["M"], lw=2.5))
+            ax.set_title(f"{kind}: L{row.layer} pos {row.position} n{row.neuron} [{row.feature}]\n"
+                         f"{nb['a']}+{nb['b']}: {row.act:.2f} vs {row.expected:.2f}, z={row.z:.1f}", fontsize=8)
+            ax.set(xlabel=f"b + db, db = -{r}..{r}", ylabel=f"a + da, da = -{r}..{r}")
+    fig.suptitle(label(u))
+    plt.tight_layout()
+    return fig
+
+
+# -- patching -------------------------------------------------------------------------------------------
+def patching(build: Build, hmaps: dict, result: Outliers, z_outlier: float, n_controls: int) -> dict:
+    """Per unit and layer: the share of M reverted and recovered when the layer's outlier heuristics,
+    all its heuristic units, or the whole layer are patched to clean-neighbour means, with random controls."""
+    return {u: heuristics.layer_patching(run.model, build.sets[u]["M"], result.stats[u]["M"], hmaps[u], z_min=z_outlier,
+                                         n_controls=n_controls) for u, run in build.runs.items()}
+
+
+def patching_figure(u, table: pd.DataFrame):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    if len(table):
+        for ax, metric in zip(axes, ("reverted", "recovered")):
+            sns.lineplot(data=table, x="layer", y=metric, hue="units", style="control", markers=True, ax=ax,
+                         hue_order=["outliers", "heuristics", "all"], style_order=[False, True])
+            ax.set(ylim=(-0.02, 1.02), xticks=sorted(table.layer.unique()), ylabel=f"share of M {metric}")
+        axes[0].axhline(T["patch_revert_min"], ls=":", color="k", lw=1)
+        axes[0].axhline(T["control_revert_max"], ls=":", color="grey", lw=1)
+    else:
+        for ax in axes:
+            ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle(f"{label(u)}: patching MLP units to clean-neighbour means")
+    plt.tight_layout()
+    return fig
+
+
+def registered_reverts(hmaps: dict, patched: dict) -> dict:
+    """Per unit: the share of M the registered outlier set of the last layer reverts."""
+    return {u: heuristics.patching_summary(table, _last(hmaps[u]))["outliers_reverted"] for u, table in patched.items()}
+
+
+def patching_table(u, table: pd.DataFrame):
+    return table.style.set_caption(label(u)) if len(table) else table
+
+
+@dataclass
+class Dose:
+    """Per unit: the share of M reverted by patching each example's top-m neurons of the last layer,
+    and m random or mismatched ones, for every m (``curves``), and m50 with the reverts there (``last``)."""
+
+    curves: dict
+    last: dict
+
+    def table(self, build: Build, n_dose: int) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {"memorized examples patched": min(n_dose, len(build.sets[u]["M"])),
+                                        **{k: self.last[u][k] for k in ("m50", "top_revert_m50", "random_revert_m50",
+                                                                        "mismatched_revert_m50", "top_revert_max")}}
+                             for u in build.units})
+
+
+def dose(build: Build, hmaps: dict, result: Outliers, n_controls: int, n_dose: int) -> Dose:
+    curves = {u: heuristics.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
+                                          T["m_grid"], n_controls=n_controls, max_examples=n_dose)
+              for u, run in build.runs.items()}
+    return Dose(curves, {u: heuristics.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
+                         for u in build.units})
+
+
+def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str, title: str, empty: str,
+                 nan_curves: bool):
+    """Share of M reverted against m, one panel per noise condition, one line per seed and curve (top,
+    random, mismatched m; the first seed opaque), each seed's m50 dotted. ``curves``: unit -> its dose
+    table; ``nan_curves``: whether a curve without any value is drawn (and counts as drawn)."""
+    groups_ = build.groups
+    fig, axes = plt.subplots(1, len(groups_), figsize=(6.5 * len(groups_), 4), squeeze=False, sharey=True)
+    for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
+        drawn = False
+        for k, u in enumerate(members):
+            t = curves[u]
+            for units_name, color in CURVE_COLORS.items():
+                c = t[t.units == units_name] if len(t) else t
+                if len(c) and (nan_curves or c.reverted.notna().any()):
+                    drawn = True
+                    ax.plot(c.m, c.reverted, marker="o", ms=4, color=color, alpha=1.0 if k == 0 else 0.55,
+                            ls="-" if units_name == "top" else "--", label=f"{units_name} m" if k == 0 else None)
+            if m50[u] is not None:
+                ax.axvline(m50[u], color=CURVE_COLORS["top"], lw=0.8, ls=":")
+        ax.axhline(T["patch_revert_min"], ls=":", color="k", lw=1)
+        ax.axhline(T["control_revert_max"], ls=":", color="grey", lw=1)
+        ax.set_xscale("log")
+        ax.set(xticks=list(T["m_grid"]), xticklabels=[str(m) for m in T["m_grid"]], ylim=(-0.02, 1.02),
+               xlabel=f"m (neurons per example, last layer{at})", ylabel=ylabel, title=f"{where(task, condition)}: {title}")
+        if drawn:
+            ax.legend(fontsize=8, title="each seed a line")
+        else:
+            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    plt.tight_layout()
+    return fig
+
+
+def dose_figure(build: Build, hmaps: dict, result: Dose):
+    """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed."""
+    last_layer = {u: t[t.layer == _last(hmaps[u])] if len(t) else t for u, t in result.curves.items()}
+    return _dose_panels(build, last_layer, {u: result.last[u]["m50"] for u in build.units}, at="",
+                        ylabel="share of M reverted", title="top-m against random and mismatched m",
+                        empty="no memorized examples", nan_curves=True)
+
+
+def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: dict) -> str:
+    """Per condition and seed: m50 and the reverts there, and whether both controls stay under their
+    line; ``registered_revert``: unit -> the registered outlier set's revert of the last layer
+    (:func:`registered_reverts`)."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        if not any(sizes[u]["M"] for u in members):
+            lines.append(f"- **{where(task, condition)}**: no memorized examples; there is nothing to patch.")
+            continue
+        parts = []
+        for u in members:
+            d = dose_last[u]
+            if d["m50"] is None:
+                parts.append(f"seed {u.seed}: no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M "
+                             f"(at most {values([d['top_revert_max']], '.3g')}), so the specificity check fails")
+                continue
+            specific = d["random_revert_m50"] < T["control_revert_max"] and d["mismatched_revert_m50"] < T["control_revert_max"]
+            why = ("both controls stay under the line, so it is each example's own outliers that carry its memorized label"
+                   if specific else "a control reverts too much, so the effect is not specific to the example's own outliers"
+                   if measured(d["mismatched_revert_m50"]) else "the mismatched control needs a second memorized example")
+            parts.append(f"seed {u.seed}: m50 = {d['m50']} (top m reverts {values([d['top_revert_m50']], '.3g')}; random m "
+                         f"{values([d['random_revert_m50']], '.3g')}, mismatched m "
+                         f"{values([d['mismatched_revert_m50']], '.3g')}): {why}")
+        lines.append(f"- **{where(task, condition)}**: " + "; ".join(parts)
+                     + f". (The registered outlier set reverts {values([registered_revert[u] for u in members], '.3g')}.)")
+    return "Last layer, per seed:\n\n" + "\n".join(lines)
+
+
+# -- amendment 2, 8.4: memorization at the first differing digit j* ----------------------------------------
+JSTAR_KEYS = ["jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_z_ratio",
+              "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio", "jstar_pattern_corr_M"]
+JSTAR_DOSE_KEYS = ("jstar_n", "jstar_m50", "jstar_top_revert_m50", "jstar_random_revert_m50",
+                   "jstar_mismatched_revert_m50", "jstar_recovered_m50", "jstar_top_revert_max")
+AFTER_JSTAR_KEYS = ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
+                    "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null")
+
+
+@dataclass
+class Jstar:
+    """Per unit: :func:`rote.analysis.heuristics.jstar_analysis` (``out``: its dose curves at j*) and
+    its numbers (``metrics``)."""
+
+    out: dict
+    metrics: dict
+
+    def table(self, units, keys) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {k: self.metrics[u][k] for k in keys} for u in units})
+
+
+def jstar(build: Build, hmaps: dict, result: Outliers, cut_result: Cut, n_controls: int, n_dose: int) -> Jstar:
+    out = {u: heuristics.jstar_analysis(run.model, build.sets[u]["M"], build.sets[u]["null"], result.stats[u],
+                                        cut_result.maps[u], _last(hmaps[u]), T["m_grid"],
+                                        revert_min=T["patch_revert_min"], n_controls=n_controls, max_examples=n_dose)
+           for u, run in build.runs.items()}
+    return Jstar(out, {u: o["metrics"] for u, o in out.items()})
+
+
+def jstar_figure(build: Build, result: Jstar):
+    """Left: the median of the largest |z| at j* on M and on clean examples, one point per seed, with
+    the line M must reach; right: where j* falls (first seed)."""
+    zj = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "set": name,
+                        "median": result.metrics[u][key]}
+                       for u in build.units for name, key in (("M, largest |z| at j*", "jstar_z_M"),
+                                                              ("clean, same positions", "jstar_z_clean"))])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    if zj["median"].notna().any():
+        sns.stripplot(data=zj, x="condition", y="median", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
+                      palette=[plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]])
+        for i, cond in enumerate(zj.condition.unique()):
+            need = T["z_ratio_min"] * zj[(zj.condition == cond) & zj.set.str.startswith("clean")]["median"]
+            axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
+                            label=f"{T['z_ratio_min']:g} x clean" if i == 0 else None)
+        axes[0].legend(fontsize=7)
+    else:
+        axes[0].text(0.5, 0.5, "no memorized example with a j*", ha="center", va="center", transform=axes[0].transAxes)
+    axes[0].set(xlabel="", ylabel="median of the largest |z| at j*", title="8.4: outliers at j*, each seed")
+    counts = pd.DataFrame([{"j*": f"{9 + j}", "examples": c, "run": label(u)} for u in build.shown
+                           for j, c in result.metrics[u]["jstar_counts"].items()], columns=["j*", "examples", "run"])
+    if len(counts):
+        sns.barplot(data=counts, x="j*", y="examples", hue="run", ax=axes[1])
+    axes[1].set(xlabel="sequence position of j* (9: the =)", ylabel="memorized examples", title="where j* falls")
+    plt.tight_layout()
+    return fig
+
+
+def jstar_dose_figure(build: Build, result: Jstar):
+    """8.4's specificity: the share of M reverted at j* against m, one panel per condition, a line per seed."""
+    return _dose_panels(build, {u: o["dose"] for u, o in result.out.items()},
+                        {u: result.metrics[u]["jstar_m50"] for u in build.units}, at=", at j*",
+                        ylabel="share of M reverted at j*", title="patched at j* only",
+                        empty="no memorized example with a j*", nan_curves=False)
+
+
+def after_jstar_figure(build: Build, result: Jstar):
+    """After j*, M against the never-trained null: the share whose predictions change when each
+    example's top m (and m random) neurons are patched, one panel per condition, a line per seed."""
+    groups_ = build.groups
+    fig, axes = plt.subplots(1, len(groups_), figsize=(6.5 * len(groups_), 4), squeeze=False, sharey=True)
+    styles = {"after_jstar_patch_revert": ("M, top m", "-", plots.GROUP_COLORS["M"]),
+              "after_jstar_random_patch_revert": ("M, random m", "-", plots.GROUP_COLORS["control"]),
+              "after_jstar_null_patch_revert": ("null, top m", "--", plots.GROUP_COLORS["M"]),
+              "after_jstar_null_random_patch_revert": ("null, random m", "--", plots.GROUP_COLORS["control"])}
+    for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
+        for k, u in enumerate(members):
+            m = result.metrics[u]
+            for key, (name, ls, color) in styles.items():
+                ax.plot(m["after_jstar_m"], m[key], marker="o", ms=3, ls=ls, color=color,
+                        alpha=1.0 if k == 0 else 0.55, label=name if k == 0 else None)
+        ax.set_xscale("log")
+        ax.set(xticks=list(T["m_grid"]), xticklabels=[str(m) for m in T["m_grid"]], ylim=(-0.02, 1.02),
+               xlabel="m (neurons per example, last layer, after j*)", ylabel="share whose predictions change",
+               title=f"{where(task, condition)}: after j*, M against the null")
+        ax.legend(fontsize=8)
+    plt.tight_layout()
+    return fig
+
+
+def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
+    """Per condition: how many memorized examples have a j*, the largest |z| there against clean
+    examples, the pattern correlation, m50 at j* with both controls, and after j* against the null."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        if not any(jstar_metrics[u]["jstar_n_M"] for u in members):
+            lines.append(f"- **{where(task, condition)}**: "
+                         + ("no memorized examples" if not any(sizes[u]["M"] for u in members)
+                            else "no memorized example has a digit that differs from the true sum")
+                         + ", so nothing can be read at j*.")
+            continue
+        s = {k: values([jstar_metrics[u][k] for u in members], ".3g") for k, v in jstar_metrics[members[0]].items()
+             if not isinstance(v, (dict, list))}
+        no_units = [str(u.seed) for u in members
+                    if jstar_metrics[u]["jstar_n_M"] and not measured(jstar_metrics[u]["jstar_z_clean"])]
+        lines.append(
+            f"- **{where(task, condition)}**: {s['jstar_n_M']} memorized examples have a j* ({s['jstar_n_without']} have "
+            f"none and are left out). At j*, the median of each example's largest |z| is {s['jstar_z_M']} on M against "
+            f"{s['jstar_z_clean']} on clean examples (ratio {s['jstar_z_ratio']}); the median over all heuristic units "
+            f"gives the ratio {s['jstar_median_z_ratio']}; the pattern correlation at j* is {s['jstar_pattern_corr_M']}. "
+            f"Patching the top m at j* gives m50 = {s['jstar_m50']} (top m reverts {s['jstar_top_revert_m50']}, random m "
+            f"{s['jstar_random_revert_m50']}, mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back "
+            f"in {s['jstar_recovered_m50']}; the largest top-m revert is {s['jstar_top_revert_max']}). After j* (shown, "
+            f"not judged), median |z| on M over the never-trained null is {s['after_jstar_z_ratio_null']}."
+            + (f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* "
+               "is not measured there." if no_units else ""))
+    return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
+
+
+# -- the claim's metrics and checks ----------------------------------------------------------------------
+LAST_LAYER_KEYS = ["patch_revert_last", "control_revert_last", "patch_recover_last", "heuristics_revert_last",
+                   "heuristics_control_revert_last", "layer_revert_last", "layer_recover_last"]
+
+
+def metrics(build: Build, hmaps: dict, untrained: dict, cut_result: Cut, result: Outliers, patched: dict,
+            dose_result: Dose, jstar_result: Jstar) -> dict:
+    """Per unit: every number the record holds and :func:`rote.verdicts.c5` judges."""
+    out = {}
+    for u in build.units:
+        hm, last = hmaps[u], _last(hmaps[u])
+        z, null, patch = result.comparison[u], result.null[u], heuristics.patching_summary(patched[u], last)
+        out[u] = {"n_memorized": len(build.sets[u]["M"]), "heuristic_fraction": hm.neuron_fraction,
+                  "heuristic_fraction_per_layer": hm.neuron_layer_fractions(),
+                  "heuristic_fraction_units": hm.heuristic_fraction,
+                  "heuristic_fraction_units_per_layer": hm.layer_fractions(),
+                  "heuristic_fraction_any_position": hm.any_position_fraction,
+                  "untrained_heuristic_fraction": untrained[u].neuron_fraction,
+                  "untrained_heuristic_fraction_units": untrained[u].heuristic_fraction,
+                  **{k: v for k, v in null.items() if k != "median_abs_z_by_position_null"},
+                  "median_abs_z_by_position_M": z["median_abs_z_by_position_M"],
+                  "median_abs_z_by_position_null": null["median_abs_z_by_position_null"],
+                  **dose_result.last[u],
+                  **{k: v for k, v in z.items() if "by_position" not in k},
+                  "shift_toward_noisy": result.direction[u]["toward_noisy"], "n_shifts": result.direction[u]["n_shifts"],
+                  "patch_revert_last": patch["outliers_reverted"], "patch_recover_last": patch["outliers_recovered"],
+                  "control_revert_last": patch["outliers_control_reverted"],
+                  "heuristics_revert_last": patch["heuristics_reverted"],
+                  "heuristics_control_revert_last": patch["heuristics_control_reverted"],
+                  "layer_revert_last": patch["all_reverted"], "layer_recover_last": patch["all_recovered"],
+                  "last_layer": last, **cut_result.metrics[u], **jstar_result.metrics[u]}
+    return out
+
+
+def last_layer_table(units: list, numbers: dict) -> pd.DataFrame:
+    return pd.DataFrame({label(u): {k: numbers[u][k] for k in LAST_LAYER_KEYS} for u in units}).round(3)
+
+
+def top_kinds(hmap) -> str:
+    """The two most frequent kinds of best feature per layer: ``layer 0: sum 40%, carry 12%; ...``."""
+    per = hmap.per_layer()
+    if not len(per):
+        return "no layer has heuristic units"
+    return "; ".join(f"layer {layer}: " + ", ".join(f"{row.kind} {row.fraction:.0%}" for row in
+                                                    g.sort_values("fraction", ascending=False).head(2).itertuples())
+                     for layer, g in per.groupby("layer"))
+
+
+def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict, profile: str) -> str:
+    """The registered reading per condition: the heuristic share (with the first seed's most frequent
+    best features), the pattern correlation, |z| at memorized digits, the direction of the shifts
+    against chance, and the last layer's patching, each with the sentence its check (by id) chooses."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        def per_seed(key, spec=".3g"):
+            return values([numbers[u][key] for u in members], spec)
+
+        def pick(check_id, yes, no, key):
+            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [numbers[u][key] for u in members])
+
+        def side(u):
+            return chance_side(numbers[u]["shift_toward_noisy"], numbers[u]["n_shifts"])
+
+        by_layer = " / ".join("[" + ", ".join(values([x]) for x in numbers[u]["heuristic_fraction_per_layer"]) + "]"
+                              for u in members)
+        sides = {side(u) for u in members}
+        shift_text = (sides.pop() if len(sides) == 1 else ", ".join(f"seed {u.seed}: {side(u)}" for u in members)) \
+            + " (chance: one half; 95% interval)"
+        head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
+                f"{per_seed('n_memorized', 'd')}): ")
+        not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members}, key="name",
+                                           note=" (in the amended reading the share is superseded by 8.3, |z| and the "
+                                                "patching checks by 8.4)")
+        heuristic_text = (
+            f"a share {per_seed('heuristic_fraction')} of the neurons are heuristics (per layer {by_layer}; "
+            f"threshold {T['heuristic_fraction_min']}), "
+            + pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share "
+                   "of the neurons", "so heuristics make up less than the required share of the neurons",
+                   "heuristic_fraction")
+            + f" (most frequent best features, seed {members[0].seed}: {top_kinds(hmaps[members[0]])}). ")
+        if not any(numbers[u]["n_memorized"] for u in members):
+            lines.append(head + heuristic_text + "There are no memorized examples, so the outlier and patching measures "
+                         "do not apply. " + not_passed)
+            continue
+        lines.append(
+            head + heuristic_text
+            + f"On memorized examples the units keep their pattern with a correlation {per_seed('pattern_corr_M')} with "
+            f"the clean-neighbour expectation (clean examples: {per_seed('pattern_corr_clean')}; threshold "
+            f"{T['pattern_corr_min']}), "
+            + pick("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M",
+                   "pattern_corr_M")
+            + f"; the median |z| at memorized digits is {per_seed('z_ratio')} times that of clean examples (threshold "
+            f"{T['z_ratio_min']}; over all answer positions {per_seed('z_ratio_all_positions')}), "
+            + pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
+                   "so memorized examples are less far out than the claim requires", "z_ratio")
+            + f". Of the outlier shifts at memorized digits, a share {per_seed('shift_toward_noisy')} push the direct "
+            f"logit difference toward the noisy digit, {shift_text}. Patching the last layer's outlier heuristics to "
+            f"their clean-neighbour means reverts {per_seed('patch_revert_last')} of M (threshold "
+            f"{T['patch_revert_min']}); patching as many random units of that layer reverts "
+            f"{per_seed('control_revert_last')} (allowed: under {T['control_revert_max']}), "
+            + pick("c5.patch.random.registered", "so the effect is specific to the outliers",
+                   "so the control does not rule out that any disturbance of that many units of the layer reverts M",
+                   "control_revert_last")
+            + f"; patching the whole layer reverts {per_seed('layer_revert_last')} and brings the true sum back in "
+            f"{per_seed('layer_recover_last')}. " + not_passed)
+    return (f"**What this build shows, registered reading** ({profile} profile; one number per seed; the records in the "
+            "Verdict section are authoritative):\n\n" + "\n".join(lines))
+
+
+AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern", "c5.pattern.jstar", "c5.specificity",
+               "c5.specificity.random", "c5.specificity.mismatched"]
+
+
+def amended_notes(units: list, numbers: dict) -> str:
+    """Why an amended check is unresolved or fails by construction, per unit (empty layers under the
+    cut, no j*, no m50)."""
+    notes = [f"- **{label(u)}**: " + "; ".join(n for n in (
+        f"no unit of layer {', '.join(str(x) for x in numbers[u]['cut_empty_layers'])} exceeds the 8.3 cut"
+        if numbers[u]["cut_empty_layers"] else "",
+        ("no memorized examples" if not numbers[u]["n_memorized"] else "no memorized example with a differing digit")
+        + ", so the j* checks are unresolved" if not numbers[u]["jstar_n_M"] else "",
+        f"no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M at j*, so m50 does not exist"
+        if numbers[u]["jstar_n_M"] and numbers[u]["jstar_m50"] is None else "") if n) for u in units]
+    notes = [n for n in notes if not n.endswith(": ")]
+    return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
+            + ("\n\n" + "\n".join(notes) if notes else ""))
+
+
+def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
+    """The amended reading's checks, value against threshold and outcome, one column per seed."""
+    rows = {}
+    for u in units:
+        for cid in AMENDED_IDS:
+            c = verdicts.find(evaluations[u][1], cid)
+            rows.setdefault((where(u.task, u.condition), cid, c.name if c is not None else ""), {})[f"seed {u.seed}"] = \
+                versus(c)
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["condition", "check", "name"])
+
+
+def results(build: Build, evaluations: dict) -> list[dict]:
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, *evaluations[u], configs=[u.noisy]) for u in build.units]
+
