@@ -174,7 +174,7 @@ def versus(check, spec: str = ".3g") -> str:
     if check is None:
         return NOT_COMPUTED
     reason = _get(check, "reason")
-    return (f"{num(_get(check, 'value'), spec)} vs {num(_get(check, 'threshold'), spec)}: {outcome(check)}"
+    return (f"{_number(_get(check, 'value'), spec)} vs {_number(_get(check, 'threshold'), spec)}: {outcome(check)}"
             + (f" ({reason})" if reason else ""))
 
 
@@ -239,28 +239,61 @@ def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
     return OUTCOME_WORDS[None] if any(r is None for r in results) else OUTCOME_WORDS[True]
 
 
-def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
-    """The verdict of one part of a claim across seeds, with the checks that decide it:
-    ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure on seed 0: 0.05 vs
-    0.3: fail).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
+def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
+    """One part's outcome across seeds (``per_seed``: seed -> its checks) with the checks that decide
+    it where it does not pass: ``fail on every seed (c3.erasure fails on seeds 0-2: 0.05, 0.1 and 0.02
+    vs 0.3)``, ``pass``, ``pass on 1 of 2 seeds, unresolved on 1 of 2 seeds (...)``."""
     outcomes = {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
     n = len(outcomes)
     counts = {w: list(outcomes.values()).count(w) for w in (*OUTCOME_WORDS.values(), NOT_COUNTED)}
     same = next((w for w, k in counts.items() if k == n), None)
     summary = (f"{same} on every seed" if same and n > 1 else same if same else
                ", ".join(f"{w} on {how_many(k, n)}" for w, k in counts.items() if k))
-    deciding = []
+    deciding: dict[tuple[str, bool | None], list] = {}  # (check id, outcome) -> [(seed, check)], in order
+    undecided = []
     for seed, checks in per_seed.items():
         if outcomes[seed] in (OUTCOME_WORDS[True], NOT_COUNTED):
             continue
         wanted = False if outcomes[seed] == OUTCOME_WORDS[False] else None
-        for c in checks:
-            if _get(c, "part") == part and counts_in(c, reading) and _get(c, "passed") is wanted:
-                deciding.append(f"{_get(c, 'id')} on seed {seed}: {versus(c)}")
-        if wanted is None and not any(_get(c, "part") == part and counts_in(c, reading) for c in checks):
-            deciding.append(f"no deciding check on seed {seed}")
-    return (f"The part '{part}' of the {reading} verdict: {summary}"
-            + (f" ({'; '.join(deciding)})" if deciding else "") + ".")
+        counted = [c for c in checks if _get(c, "part") == part and counts_in(c, reading)]
+        for c in counted:
+            if _get(c, "passed") is wanted:
+                deciding.setdefault((_get(c, "id"), wanted), []).append((seed, c))
+        if not counted:
+            undecided.append(seed)
+    why = [_deciding_text(check_id, passed, found) for (check_id, passed), found in deciding.items()]
+    if undecided:
+        why.append(f"no check decides it on {seed_range(undecided)}")
+    return summary + (f" ({'; '.join(why)})" if why else "")
+
+
+def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
+    """The verdict of one part of a claim across seeds, with the checks that decide it where it does not
+    pass: ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure fails on seeds 0-2:
+    0.05, 0.1 and 0.02 vs 0.3).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
+    return f"The part '{part}' of the {reading} verdict: {part_summary(per_seed, part, reading)}."
+
+
+def _deciding_text(check_id: str, passed, found: list) -> str:
+    """``c1.mem fails on seeds 0-2: 0, 0 and 0.01 vs 0.9``: one check's values on the seeds it decides."""
+    seeds = [seed for seed, _ in found]
+    vals = [_number(_get(c, "value")) for _, c in found]
+    limits = [_number(_get(c, "threshold")) for _, c in found]
+    if set(vals) == {MISSING} and set(limits) == {MISSING}:
+        numbers = ""
+    elif len(set(limits)) == 1:
+        numbers = (vals[0] if len(vals) == 1 else ", ".join(vals[:-1]) + f" and {vals[-1]}") + f" vs {limits[0]}"
+    else:
+        numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
+    reasons = list(dict.fromkeys(_get(c, "reason") for _, c in found if _get(c, "reason")))
+    verb = "fails" if passed is False else "is unresolved"
+    details = "; ".join(x for x in (numbers, *reasons) if x)
+    return f"{check_id} {verb} on {seed_range(seeds)}" + (f": {details}" if details else "")
+
+
+def _number(x, spec: str = ".3g") -> str:
+    """A check's value or threshold: a number as :func:`num` writes it, a boolean as itself."""
+    return str(x) if isinstance(x, bool) else num(x, spec)
 
 
 def _get(check, key):
@@ -269,14 +302,15 @@ def _get(check, key):
 
 def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str = "amended") -> str:
     """What a section decides: for each task and noise condition (``groups``: (task, condition) ->
-    units), the verdict of each of the claim's ``parts`` over its seeds (:func:`part_verdict`);
-    ``checks``: unit -> its checks, or (metrics, checks) as the claim's function in
-    :mod:`rote.verdicts` returns them."""
+    units), each of the claim's ``parts`` over its seeds (:func:`part_summary`): ``- **FDA, random
+    noise**: *erasure*: fail (c3.erasure fails on seed 0: 0.05 vs 0.3).``; ``checks``: unit -> its
+    checks, or (metrics, checks) as the claim's function in :mod:`rote.verdicts` returns them."""
     def of(u):
         value = checks[u]
         return value[1] if isinstance(value, tuple) else value
 
     lines = [f"- **{where(task, condition)}**: "
-             + " ".join(part_verdict({u.seed: of(u) for u in members}, part, reading) for part in parts)
-             for (task, condition), members in groups.items()]
-    return f"**What this decides** ({reading} reading; the Verdict section has every check):\n\n" + "\n".join(lines)
+             + "; ".join(f"*{part}*: {part_summary({u.seed: of(u) for u in members}, part, reading)}" for part in parts)
+             + "." for (task, condition), members in groups.items()]
+    return (f"**What this decides**, part by part of the claim ({reading} reading; the Verdict section has every "
+            "check):\n\n" + "\n".join(lines))

@@ -175,8 +175,8 @@ def test_part_verdict_on_every_seed():
 
 def test_part_verdict_names_the_checks_that_decide_it():
     text = report.part_verdict({0: _seed(True, False), 1: _seed(False, False)}, "erasure")
-    assert text == ("The part 'erasure' of the amended verdict: fail on every seed (c3.e1 on seed 0: 0.1 vs 0.3: fail; "
-                    "c3.e0 on seed 1: 0 vs 0.3: fail; c3.e1 on seed 1: 0.1 vs 0.3: fail).")
+    assert text == ("The part 'erasure' of the amended verdict: fail on every seed (c3.e1 fails on seeds 0-1: 0.1 and "
+                    "0.1 vs 0.3; c3.e0 fails on seed 1: 0 vs 0.3).")
 
 
 def test_part_verdict_mixed_unresolved_and_missing():
@@ -184,15 +184,14 @@ def test_part_verdict_mixed_unresolved_and_missing():
                                "erasure")
     assert text.startswith("The part 'erasure' of the amended verdict: pass on 1 of 4 seeds, fail on 1 of 4 seeds, "
                            "unresolved on 2 of 4 seeds (")
-    assert "c3.e0 on seed 1: 0 vs 0.3: fail" in text
-    assert "c3.e0 on seed 2: 0 vs 0.3: unresolved" in text
-    assert "no deciding check on seed 3" in text
+    assert text.endswith("(c3.e0 fails on seed 1: 0 vs 0.3; c3.e0 is unresolved on seed 2: 0 vs 0.3; "
+                         "no check decides it on seed 3).")
 
 
 def test_part_verdict_reads_stored_records_too():
     stored = {0: [c.to_dict() for c in _seed(True, None)]}
     assert report.part_verdict(stored, "erasure") == \
-        "The part 'erasure' of the amended verdict: unresolved (c3.e1 on seed 0: 0.1 vs 0.3: unresolved)."
+        "The part 'erasure' of the amended verdict: unresolved (c3.e1 is unresolved on seed 0: 0.1 vs 0.3)."
 
 
 def test_a_part_no_check_decides_is_unresolved_only_where_the_claim_requires_it():
@@ -217,7 +216,28 @@ def test_decided_parts_per_task_and_condition():
     fda, thr = [Unit("fda", "random", 0), Unit("fda", "random", 1)], [Unit("thr", "-", 0)]
     checks = {fda[0]: _seed(True), fda[1]: ({}, _seed(False)), thr[0]: _seed(None, part="overlap")}  # either form
     text = report.decided_parts({("fda", "random"): fda, ("thr", "-"): thr}, checks, ["erasure"])
-    assert text.splitlines()[0] == "**What this decides** (amended reading; the Verdict section has every check):"
-    assert "- **FDA, random noise**: The part 'erasure' of the amended verdict: pass on 1 of 2 seeds, fail on 1 of 2 " \
-           "seeds (c3.e0 on seed 1: 0 vs 0.3: fail)." in text
-    assert "- **THR**: The part 'erasure' of the amended verdict: unresolved (no deciding check on seed 0)." in text
+    assert text.splitlines()[0] == ("**What this decides**, part by part of the claim (amended reading; the Verdict "
+                                    "section has every check):")
+    assert "- **FDA, random noise**: *erasure*: pass on 1 of 2 seeds, fail on 1 of 2 seeds (c3.e0 fails on seed 1: " \
+           "0 vs 0.3)." in text
+    assert "- **THR**: *erasure*: unresolved (no check decides it on seed 0)." in text
+    two_parts = report.decided_parts({("thr", "-"): thr}, {thr[0]: _seed(True) + _seed(False, part="overlap")},
+                                     ["erasure", "overlap"])
+    assert two_parts.endswith("- **THR**: *erasure*: pass; *overlap*: fail (c3.e0 fails on seed 0: 0 vs 0.3).")
+
+
+def test_a_boolean_check_value_is_written_as_itself():
+    lens = [Check("c2.lens.ahead", "lens", "registered", False, True, False, "lens")]
+    assert report.part_summary({0: lens}, "lens") == "fail (c2.lens.ahead fails on seed 0: False vs True)"
+    assert report.versus(lens[0]) == "False vs True: fail"
+
+
+def test_part_verdict_gives_each_seeds_threshold_where_they_differ_and_the_reason_once():
+    per_seed = {s: [_check(None, "c2.probe.x.ratio", value=None, threshold=None, part="probes", reason="no C")]
+                for s in (0, 1, 2)}
+    assert report.part_verdict(per_seed, "probes") == \
+        "The part 'probes' of the amended verdict: unresolved on every seed (c2.probe.x.ratio is unresolved on seeds 0-2: no C)."
+    per_seed = {0: [_check(False, "c2.probe.y.ratio", 0.333, 0.533, part="probes")],
+                1: [_check(False, "c2.probe.y.ratio", 0.0, 0.436, part="probes")]}
+    assert report.part_verdict(per_seed, "probes") == ("The part 'probes' of the amended verdict: fail on every seed "
+                                                       "(c2.probe.y.ratio fails on seeds 0-1: 0.333 vs 0.533, 0 vs 0.436).")

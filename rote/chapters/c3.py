@@ -3,7 +3,7 @@
 Sections, each a call here: the example sets (:func:`load`), the erasure sites and the INLP
 erasure against both controls (:func:`erasure`), the circuit overlap and the ablation
 (:func:`circuits`, optionally checked by real activation patching: :func:`patching_check`), the
-overlap ceiling (:func:`ceiling_text`), and the claim's checks (:func:`results`)."""
+overlap ceiling (:func:`ceiling_text`), and the claim's checks (:func:`evaluate`)."""
 
 from __future__ import annotations
 
@@ -405,10 +405,10 @@ def ceiling_text(groups_: dict, result: Circuits) -> str:
     return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
 
 
-def results(build: Build, found: dict, result: Erasure, circuit: Circuits) -> list[dict]:
-    """Each unit's seed result: :func:`rote.verdicts.c3` on the erasure sweep, the overlap and its
-    statistics, with the sites, the neurons-only overlap and the ablation in the metrics."""
-    out = []
+def evaluate(build: Build, found: dict, result: Erasure, circuit: Circuits) -> dict:
+    """Per unit: :func:`rote.verdicts.c3` on the erasure sweep, the overlap and its statistics, with the
+    sites, the neurons-only overlap and the ablation added to the metrics."""
+    out = {}
     for u in build.units:
         metrics, checks = verdicts.c3(result.sweeps[u], result.rank, circuit.overlaps[u]["all"], u.task,
                                       circuit.stats[u])
@@ -417,5 +417,10 @@ def results(build: Build, found: dict, result: Erasure, circuit: Circuits) -> li
                         "overlap_neurons_random": circuit.overlaps[u]["neurons"]["random"],
                         **{f"ablate_{k.split()[0]}_neurons_{s}": float(v)
                            for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}})
-        out.append(verdicts.seed_result(u, metrics, checks, configs=[u.noisy]))
+        out[u] = (metrics, checks)
     return out
+
+
+def results(build: Build, evaluations: dict) -> list[dict]:
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, *evaluations[u], configs=[u.noisy]) for u in build.units]
