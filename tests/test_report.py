@@ -241,3 +241,12 @@ def test_part_verdict_gives_each_seeds_threshold_where_they_differ_and_the_reaso
                 1: [_check(False, "c2.probe.y.ratio", 0.0, 0.436, part="probes")]}
     assert report.part_verdict(per_seed, "probes") == ("The part 'probes' of the amended verdict: fail on every seed "
                                                        "(c2.probe.y.ratio fails on seeds 0-1: 0.333 vs 0.533, 0 vs 0.436).")
+
+
+def test_choose_by_finds_each_seeds_check_by_id_and_says_when_nothing_was_measured():
+    per_seed = [[_check(True, "c4.k50"), _check(False, "c4.activity")], [_check(False, "c4.k50")]]
+    assert report.choose_by(per_seed, "c4.k50", "so it holds", "so it does not", [1.0, 0.2]) == \
+        "so it holds on 1 of 2 seeds only"
+    assert report.choose_by(per_seed, "c4.activity", "yes", "no") == "no"  # seed 1 has no such check: not a pass
+    assert report.choose_by(per_seed, "c4.k50", "yes", "no", [math.nan, None]) == "which this build could not measure"
+    assert report.seed_word([0]) == "seed" and report.seed_word([0, 1]) == "seeds"
