@@ -281,8 +281,8 @@ def _deciding_text(check_id: str, passed, found: list) -> str:
     limits = [_number(_get(c, "threshold")) for _, c in found]
     if set(vals) == {MISSING} and set(limits) == {MISSING}:
         numbers = ""
-    elif len(set(limits)) == 1:
-        numbers = (vals[0] if len(vals) == 1 else ", ".join(vals[:-1]) + f" and {vals[-1]}") + f" vs {limits[0]}"
+    elif len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
+        numbers = (vals[0] if len(set(vals)) == 1 else ", ".join(vals[:-1]) + f" and {vals[-1]}") + f" vs {limits[0]}"
     else:
         numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
     reasons = list(dict.fromkeys(_get(c, "reason") for _, c in found if _get(c, "reason")))

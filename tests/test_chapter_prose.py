@@ -184,7 +184,7 @@ def test_c5_dose_text_per_seed():
     assert "seed 1: no m up to 200 reverts 0.5 of M (at most 0.3), so the specificity check fails" in text
     assert "seed 2: m50 = 10 (top m reverts 0.7; random m 0.05, mismatched m n/a): the mismatched control needs a " \
            "second memorized example" in text
-    assert text.endswith("(The registered outlier set reverts 0.4 / 0.4 / 0.4.)")
+    assert text.endswith("(The registered outlier set reverts 0.4, 0.4 and 0.4 on seeds 0-2.)")
 
 
 def test_c5_amended_table_shows_each_check_by_id_with_its_outcome():

@@ -175,8 +175,8 @@ def test_part_verdict_on_every_seed():
 
 def test_part_verdict_names_the_checks_that_decide_it():
     text = report.part_verdict({0: _seed(True, False), 1: _seed(False, False)}, "erasure")
-    assert text == ("The part 'erasure' of the amended verdict: fail on every seed (c3.e1 fails on seeds 0-1: 0.1 and "
-                    "0.1 vs 0.3; c3.e0 fails on seed 1: 0 vs 0.3).")
+    assert text == ("The part 'erasure' of the amended verdict: fail on every seed (c3.e1 fails on seeds 0-1: 0.1 vs 0.3; "
+                    "c3.e0 fails on seed 1: 0 vs 0.3).")
 
 
 def test_part_verdict_mixed_unresolved_and_missing():
@@ -250,3 +250,8 @@ def test_choose_by_finds_each_seeds_check_by_id_and_says_when_nothing_was_measur
     assert report.choose_by(per_seed, "c4.activity", "yes", "no") == "no"  # seed 1 has no such check: not a pass
     assert report.choose_by(per_seed, "c4.k50", "yes", "no", [math.nan, None]) == "which this build could not measure"
     assert report.seed_word([0]) == "seed" and report.seed_word([0, 1]) == "seeds"
+
+
+def test_part_summary_lists_different_values_against_one_threshold():
+    per_seed = {s: [_check(False, "c1.mem", value=v, threshold=0.9, part="final mem")] for s, v in enumerate((0.2, 0.5))}
+    assert report.part_summary(per_seed, "final mem") == "fail on every seed (c1.mem fails on seeds 0-1: 0.2 and 0.5 vs 0.9)"

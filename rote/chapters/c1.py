@@ -76,7 +76,7 @@ def curves_text(groups_: dict, evaluations: dict) -> str:
     for (task, condition), members in groups_.items():
         ms = [evaluations[u][0] for u in members]
 
-        def per_seed(key, spec, missing="n/a"):
+        def each_seed(key, spec, missing="n/a"):
             return values([m[key] for m in ms], spec, missing)
 
         first = all(m["t_gen_interpolated"] is not None and (m["t_mem_interpolated"] is None
@@ -85,15 +85,15 @@ def curves_text(groups_: dict, evaluations: dict) -> str:
         falls = all(m["rec_peak_before_t_mem"] > m["final_rec"] for m in ms)
         lines.append(
             f"- **{where(task, condition)}** (seed {', '.join(str(u.seed) for u in members)}): gen reaches "
-            f"{T['t_gen_level']} at step {per_seed('t_gen_interpolated', '.0f', 'never')} and mem reaches "
-            f"{T['t_mem_level']} at step {per_seed('t_mem_interpolated', '.0f', 'never')}, so "
+            f"{T['t_gen_level']} at step {each_seed('t_gen_interpolated', '.0f', 'never')} and mem reaches "
+            f"{T['t_mem_level']} at step {each_seed('t_mem_interpolated', '.0f', 'never')}, so "
             + ("the rule is learned before the noise on every seed. " if first else
                "the rule does not come first on every seed. ")
-            + f"rec peaks at {per_seed('rec_peak_before_t_mem', '.3f')} before $t_{{mem}}$ and ends at "
-            f"{per_seed('final_rec', '.3f')}"
+            + f"rec peaks at {each_seed('rec_peak_before_t_mem', '.3f')} before $t_{{mem}}$ and ends at "
+            f"{each_seed('final_rec', '.3f')}"
             + (" (the noisy examples are first answered by the rule). " if falls else ". ")
-            + f"Final gen {per_seed('final_gen', '.3f')} and mem {per_seed('final_mem', '.3f')}; the noise-free twin "
-            f"ends at gen {per_seed('clean_final_gen', '.3f')}, a cost of {per_seed('gen_cost', '.3f')} "
+            + f"Final gen {each_seed('final_gen', '.3f')} and mem {each_seed('final_mem', '.3f')}; the noise-free twin "
+            f"ends at gen {each_seed('clean_final_gen', '.3f')}, a cost of {each_seed('gen_cost', '.3f')} "
             f"(allowance {T['benign_gen_drop_max']}).")
     return "**What this build shows** (mean of the last 5 evaluations; one number per seed):\n\n" + "\n".join(lines)
 

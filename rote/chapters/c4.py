@@ -284,7 +284,7 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
     (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
     lines = []
     for (task, condition), members in groups_.items():
-        def per_seed(key, spec=".3g"):
+        def each_seed(key, spec=".3g"):
             return values([summary[u][key] for u in members], spec)
 
         def pick(check_id, yes, no, key):
@@ -300,26 +300,26 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
             lines.append(head + "no memorized examples, so none of the measures applies. " + not_passed)
             continue
         lines.append(
-            head + f"the median k50 of a memorized {noun} is {per_seed('k50_M')} neurons against {per_seed('k50_C')} "
-            f"for a correct answer {noun} (ratio {per_seed('k50_ratio')}; threshold {T['k50_ratio_min']}), "
+            head + f"the median k50 of a memorized {noun} is {each_seed('k50_M')} neurons against {each_seed('k50_C')} "
+            f"for a correct answer {noun} (ratio {each_seed('k50_ratio')}; threshold {T['k50_ratio_min']}), "
             + pick("c4.k50", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many neurons "
                    "as a correct answer (a look-up would use one)",
                    f"so memorized labels are written by fewer than {T['k50_ratio_min']} times as many neurons as correct "
                    "answers", "k50_ratio")
-            + f". The top neurons of memorized {noun}s are active on a median share {per_seed('top_activity_median')} "
+            + f". The top neurons of memorized {noun}s are active on a median share {each_seed('top_activity_median')} "
             "of clean inputs (a look-up neuron: about "
             f"{' / '.join(num(1 / sizes[u]['C'], '.3g') if sizes[u]['C'] else 'n/a' for u in members)}; "
             f"the layer average: {num(1 - T['activity_quantile'], '.3g')}; threshold {T['activity_fraction_min']}), "
             + pick("c4.activity", "so they are shared with other inputs",
                    "so they are active on fewer clean inputs than the claim requires", "top_activity_median")
-            + f". Resampling one prompt position at a time, {per_seed('positions_over_min', 'd')} of {n_pos} positions "
-            f"each remove at least {T['drop_min']} of P(noisy label) (largest mean drop {per_seed('max_position_drop')}; "
+            + f". Resampling one prompt position at a time, {each_seed('positions_over_min', 'd')} of {n_pos} positions "
+            f"each remove at least {T['drop_min']} of P(noisy label) (largest mean drop {each_seed('max_position_drop')}; "
             f"at least {T['positions_min']} required), "
             + pick("c4.positions", "so the label depends on several input tokens",
                    "so fewer positions than required matter this much", "max_position_drop")
-            + f"; erasing the intermediate result removes {per_seed('intermediate_drop')} (random subspaces of the same "
-            f"rank: {per_seed('intermediate_control_drop')}; information-matched erasures: "
-            f"{per_seed('intermediate_matched_drop')}), "
+            + f"; erasing the intermediate result removes {each_seed('intermediate_drop')} (random subspaces of the same "
+            f"rank: {each_seed('intermediate_control_drop')}; information-matched erasures: "
+            f"{each_seed('intermediate_matched_drop')}), "
             + pick("c4.intermediate.registered", "so the memorized label depends on the intermediate result, which a "
                    "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
                    "separates a distributed encoding from a look-up", "intermediate_drop")

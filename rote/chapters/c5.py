@@ -19,8 +19,8 @@ import seaborn as sns
 from .. import claims, plan, plots, verdicts
 from ..analysis import heuristics
 from ..analysis.sets import memorized
-from ..report import (chance_side, choose_by, label, measured, registered_not_passed, seeds_head, values, versus,
-                      where)
+from ..report import (chance_side, choose_by, label, measured, per_seed, registered_not_passed, seeds_head, values,
+                      versus, where)
 from ..runs import get_or_train
 from ..train import build_model
 from . import Build, glue_values
@@ -236,13 +236,13 @@ def cut_text(groups_: dict, cut_metrics: dict) -> str:
         empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u]['cut_empty_layers'])}"
                  for u in members if cut_metrics[u]["cut_empty_layers"]]
 
-        def per_seed(key):
+        def each_seed(key):
             return values([cut_metrics[u][key] for u in members], ".3g")
 
         lines.append(
-            f"- **{where(task, condition)}**: under the cut, a share {per_seed('cut_heuristic_fraction')} of the trained "
-            f"model's neurons are heuristics, against {per_seed('cut_null_fraction')} of the untrained model of the same "
-            f"seed (units: {per_seed('cut_heuristic_fraction_units')} against {per_seed('cut_null_fraction_units')}). "
+            f"- **{where(task, condition)}**: under the cut, a share {each_seed('cut_heuristic_fraction')} of the trained "
+            f"model's neurons are heuristics, against {each_seed('cut_null_fraction')} of the untrained model of the same "
+            f"seed (units: {each_seed('cut_heuristic_fraction_units')} against {each_seed('cut_null_fraction_units')}). "
             + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty) + ")."
                if empty else "Every layer holds at least one heuristic unit under the cut."))
     return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
@@ -375,16 +375,16 @@ def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str
             verdict_text += (f"; the ratio over clean examples is the larger one on {prefix_part} of {len(members)} "
                              "seeds, so that part of it comes from the noisy prefix, not from memorization")
 
-        def per_seed(table, key):
+        def each_seed(table, key):
             return values([table[u][key] for u in members], ".3g")
 
         lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits "
-                     f"{per_seed(comparison, 'median_abs_z_M')} on M, {per_seed(null, 'median_abs_z_null')} on the null "
-                     f"and {per_seed(comparison, 'median_abs_z_clean')} on clean examples: M over null "
-                     f"{per_seed(null, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                     f"{per_seed(comparison, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, where neither "
-                     f"set has a noisy prefix, M over null is {per_seed(null, 'z_null_ratio_position9')}; after it, "
-                     f"{per_seed(null, 'z_null_ratio_after_position9')}.")
+                     f"{each_seed(comparison, 'median_abs_z_M')} on M, {each_seed(null, 'median_abs_z_null')} on the null "
+                     f"and {each_seed(comparison, 'median_abs_z_clean')} on clean examples: M over null "
+                     f"{each_seed(null, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
+                     f"{each_seed(comparison, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, where neither "
+                     f"set has a noisy prefix, M over null is {each_seed(null, 'z_null_ratio_position9')}; after it, "
+                     f"{each_seed(null, 'z_null_ratio_after_position9')}.")
     return "One number per seed:\n\n" + "\n".join(lines)
 
 
@@ -535,7 +535,8 @@ def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: di
                          f"{values([d['random_revert_m50']], '.3g')}, mismatched m "
                          f"{values([d['mismatched_revert_m50']], '.3g')}): {why}")
         lines.append(f"- **{where(task, condition)}**: " + "; ".join(parts)
-                     + f". (The registered outlier set reverts {values([registered_revert[u] for u in members], '.3g')}.)")
+                     + f". (The registered outlier set reverts "
+                     f"{per_seed([registered_revert[u] for u in members], [u.seed for u in members], '.3g')}.)")
     return "Last layer, per seed:\n\n" + "\n".join(lines)
 
 
@@ -711,7 +712,7 @@ def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict
     against chance, and the last layer's patching, each with the sentence its check (by id) chooses."""
     lines = []
     for (task, condition), members in groups_.items():
-        def per_seed(key, spec=".3g"):
+        def each_seed(key, spec=".3g"):
             return values([numbers[u][key] for u in members], spec)
 
         def pick(check_id, yes, no, key):
@@ -726,12 +727,12 @@ def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict
         shift_text = (sides.pop() if len(sides) == 1 else ", ".join(f"seed {u.seed}: {side(u)}" for u in members)) \
             + " (chance: one half; 95% interval)"
         head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
-                f"{per_seed('n_memorized', 'd')}): ")
+                f"{each_seed('n_memorized', 'd')}): ")
         not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members}, key="name",
                                            note=" (in the amended reading the share is superseded by 8.3, |z| and the "
                                                 "patching checks by 8.4)")
         heuristic_text = (
-            f"a share {per_seed('heuristic_fraction')} of the neurons are heuristics (per layer {by_layer}; "
+            f"a share {each_seed('heuristic_fraction')} of the neurons are heuristics (per layer {by_layer}; "
             f"threshold {T['heuristic_fraction_min']}), "
             + pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share "
                    "of the neurons", "so heuristics make up less than the required share of the neurons",
@@ -743,25 +744,25 @@ def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict
             continue
         lines.append(
             head + heuristic_text
-            + f"On memorized examples the units keep their pattern with a correlation {per_seed('pattern_corr_M')} with "
-            f"the clean-neighbour expectation (clean examples: {per_seed('pattern_corr_clean')}; threshold "
+            + f"On memorized examples the units keep their pattern with a correlation {each_seed('pattern_corr_M')} with "
+            f"the clean-neighbour expectation (clean examples: {each_seed('pattern_corr_clean')}; threshold "
             f"{T['pattern_corr_min']}), "
             + pick("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M",
                    "pattern_corr_M")
-            + f"; the median |z| at memorized digits is {per_seed('z_ratio')} times that of clean examples (threshold "
-            f"{T['z_ratio_min']}; over all answer positions {per_seed('z_ratio_all_positions')}), "
+            + f"; the median |z| at memorized digits is {each_seed('z_ratio')} times that of clean examples (threshold "
+            f"{T['z_ratio_min']}; over all answer positions {each_seed('z_ratio_all_positions')}), "
             + pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
                    "so memorized examples are less far out than the claim requires", "z_ratio")
-            + f". Of the outlier shifts at memorized digits, a share {per_seed('shift_toward_noisy')} push the direct "
+            + f". Of the outlier shifts at memorized digits, a share {each_seed('shift_toward_noisy')} push the direct "
             f"logit difference toward the noisy digit, {shift_text}. Patching the last layer's outlier heuristics to "
-            f"their clean-neighbour means reverts {per_seed('patch_revert_last')} of M (threshold "
+            f"their clean-neighbour means reverts {each_seed('patch_revert_last')} of M (threshold "
             f"{T['patch_revert_min']}); patching as many random units of that layer reverts "
-            f"{per_seed('control_revert_last')} (allowed: under {T['control_revert_max']}), "
+            f"{each_seed('control_revert_last')} (allowed: under {T['control_revert_max']}), "
             + pick("c5.patch.random.registered", "so the effect is specific to the outliers",
                    "so the control does not rule out that any disturbance of that many units of the layer reverts M",
                    "control_revert_last")
-            + f"; patching the whole layer reverts {per_seed('layer_revert_last')} and brings the true sum back in "
-            f"{per_seed('layer_recover_last')}. " + not_passed)
+            + f"; patching the whole layer reverts {each_seed('layer_revert_last')} and brings the true sum back in "
+            f"{each_seed('layer_recover_last')}. " + not_passed)
     return (f"**What this build shows, registered reading** ({profile} profile; one number per seed; the records in the "
             "Verdict section are authoritative):\n\n" + "\n".join(lines))
 
