@@ -5,8 +5,9 @@ order is part of the result): the sets (:func:`load`), heuristic neurons (:func:
 against the untrained model (:func:`untrained_maps`), under amendment 2's cut (:func:`cut`),
 outliers against clean neighbours and the never-trained null (:func:`outliers`), the shifted
 picture (:func:`heatmap_figure`), layer-wise patching (:func:`patching`), the dose-response
-(:func:`dose`), memorization at the first differing digit j* (:func:`jstar`), and the claim's
-metrics and checks (:func:`evaluate`), with each section's figure, table and paragraph."""
+(:func:`dose`), memorization at the first differing digit j* (:func:`jstar`), and every number the
+record holds (:func:`metrics`, judged by :func:`rote.verdicts.c5`), with each section's figure, table
+and paragraph."""
 
 from __future__ import annotations
 
