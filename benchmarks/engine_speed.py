@@ -46,9 +46,9 @@ def step_flops(config, data) -> float:
     return 3 * t.batch_size * per_seq
 
 
-def measure(task: str, profile: str, steps: int, precision: str = "fp32") -> dict:
+def measure(task: str, profile: str, steps: int, precision: str = "fp32", **overrides) -> dict:
     torch.set_num_threads(TRAIN_THREADS)
-    config = make_config(task, profile, precision=precision)
+    config = make_config(task, profile, precision=precision, **overrides)
     data = build_task(config)
     model = build_model(config, data)
     optimizer = make_optimizer(model, config)
@@ -99,6 +99,8 @@ def cmd_measure(args) -> None:
             print(json.dumps(r))
     if args.bf16:
         print(json.dumps(measure("fda", "quick", args.steps, "bf16")))
+    for width in args.fda_widths:  # other model widths of quick FDA (X1's grid), fp32
+        print(json.dumps(measure("fda", "quick", args.steps, "fp32", d_model=width)))
 
 
 @torch.no_grad()
@@ -181,6 +183,7 @@ if __name__ == "__main__":
     m = sub.add_parser("measure")
     m.add_argument("--steps", type=int, default=150)
     m.add_argument("--bf16", action="store_true", help="also the quick FDA step under bf16 autocast")
+    m.add_argument("--fda-widths", type=int, nargs="*", default=[], help="also quick FDA at these d_model (fp32)")
     e = sub.add_parser("eval")
     e.add_argument("--task", nargs="+", default=["fda", "thr"])
     e.add_argument("--repeat", type=int, default=5)

@@ -232,13 +232,16 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
 # (task, n_layers, d_model, batch_size, n_ctx, precision) -> (training steps/s, seconds per evaluation)
 # at 1 intra-op thread, measured on an idle 2-core Intel Xeon with AVX-512 BF16 and AMX (2026-12-01,
 # `benchmarks/engine_speed.py measure --bf16`, numbers in benchmarks/RESULTS.md; evaluation is fp32
-# in both). The earlier AVX2-only machine trained quick FDA at 5.54 steps/s in fp32 and ran bf16
-# ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
+# in both; the quick evaluation times are those measurements x the speed-up of issue 21's cheaper
+# evaluation, `benchmarks/engine_speed.py eval`: FDA 0.63, THR 0.57). The earlier AVX2-only machine
+# trained quick FDA at 5.54 steps/s in fp32 and ran bf16 ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
 MEASURED: dict[tuple, tuple[float, float]] = {
-    ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.949),
-    ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.924),
-    ("thr", 4, 128, 512, 3, "fp32"): (10.4, 0.467),
-    ("thr", 4, 128, 512, 3, "bf16"): (18.96, 0.445),
+    ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.598),
+    ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.582),
+    ("thr", 4, 128, 512, 3, "fp32"): (10.4, 0.266),
+    ("thr", 4, 128, 512, 3, "bf16"): (18.96, 0.254),
+    ("fda", 2, 64, 256, 14, "fp32"): (18.21, 0.374),  # X1's widths: measured under load (average ~3), so on
+    ("fda", 2, 256, 256, 14, "fp32"): (3.05, 1.653),  # the slow side; the width-256 runs took 2,566-2,965 s loaded
     ("fda", 1, 32, 64, 14, "fp32"): (249.8, 0.027),
     ("fda", 1, 32, 64, 14, "bf16"): (237.8, 0.022),
     ("thr", 1, 32, 64, 3, "fp32"): (479.0, 0.004),
