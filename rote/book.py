@@ -224,8 +224,9 @@ def _stamp(nb_path: Path, text: str, meta: dict) -> None:
 
 
 def chapter_precision(params: dict[str, object]) -> str:
-    """The training precision of the runs a chapter loads, per task ("fda fp32, thr bf16"): its
-    ``precision`` override, else what ``auto`` resolves to for each task on this machine
+    """The training precision of the runs a chapter loads, per task of its ``tasks`` parameter (all
+    tasks without one; "fda fp32, thr bf16"): its ``precision`` override, else what ``auto`` resolves
+    to for each task on this machine
     (:func:`rote.config.precision_for`)."""
     from .config import AUTO_PRECISION, PRECISIONS, precision_for
 
@@ -233,7 +234,9 @@ def chapter_precision(params: dict[str, object]) -> str:
     asked = str(overrides.get("precision", AUTO_PRECISION))
     if asked in PRECISIONS:
         return asked
-    return ", ".join(f"{task} {precision_for(task)}" for task in TASKS)
+    tasks = params.get("tasks")
+    tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS  # the chapter's own
+    return ", ".join(f"{task} {precision_for(task)}" for task in tasks)
 
 
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,

@@ -187,6 +187,8 @@ def test_pages_state_the_training_precision():
 
     assert book.chapter_precision({"profile": "smoke"}) == f"fda fp32, thr {native_precision()}"
     assert book.chapter_precision({"overrides": {"precision": "fp32"}}) == "fp32"
+    assert book.chapter_precision({"tasks": ["fda"]}) == "fda fp32"  # an FDA-only chapter names FDA only
+    assert book.chapter_precision({"tasks": ["thr", "fda"]}) == f"fda fp32, thr {native_precision()}"
     note = site.stamp_markdown({"chapter": "tasks", "parameters": {"profile": "smoke"}, "executed": "now",
                                 "seconds": 3.0, "ok": True, "precision": "bf16"})
     assert "Its runs trained in `bf16` (evaluation in fp32)." in note
