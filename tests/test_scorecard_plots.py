@@ -29,3 +29,30 @@ def test_heatmap_has_a_cell_per_claim_and_condition_labelled_with_its_verdict():
     assert "holds" in texts and "mixed:\n1 pass,\n1 fail,\n1 unresolved" in texts and "not run" in texts
     assert [t.get_text() for t in ax.get_xticklabels()] == ["FDA random", "THR"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["C1", "C5"]
+
+
+def test_seeded_jitter_draws_the_same_strip_plot_twice_and_leaves_numpy_alone():
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    import seaborn as sns
+
+    from rote import plots
+
+    data = pd.DataFrame({"x": ["a"] * 20 + ["b"] * 20, "y": np.linspace(0, 1, 40)})
+
+    @plots.seeded_jitter
+    def draw():
+        fig, ax = plt.subplots()
+        sns.stripplot(data=data, x="x", y="y", jitter=0.2, ax=ax)
+        offsets = ax.collections[0].get_offsets().copy()
+        plt.close(fig)
+        return offsets
+
+    np.random.seed(123)
+    expected_next = np.random.random()
+    np.random.seed(123)
+    first, second = draw(), draw()  # unseeded, the second drawing would take the generator's next numbers
+    assert np.array_equal(first, second)
+    assert np.random.random() == expected_next  # the caller's generator continues where it was
+    assert not np.array_equal(first, draw.__wrapped__())  # the drawing does jitter

@@ -111,6 +111,7 @@ def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
     return pd.DataFrame(rows).dropna()
 
 
+@plots.seeded_jitter
 def sweep_figure(table: pd.DataFrame):
     """The sweep, one panel per task and condition, one point per seed."""
     grid = sns.catplot(data=table, x="noise ratio", y="final accuracy", hue="metric", col="task", kind="strip",

@@ -120,6 +120,7 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
     return fig
 
 
+@plots.seeded_jitter
 def controls_figure(build: Build, result: Erasure):
     """Each set's accuracy drop at the judged rank under INLP and both controls, one point per seed."""
     rows = [{"where": where(u.task, u.condition), "set": SET_NAMES[s], "erasure": m, "seed": str(u.seed),
@@ -323,6 +324,7 @@ METRIC_NAMES = {"logprob": "log-prob", "logit_diff": "logit difference"}
 QUANTITIES = {"jaccard": "J(M, C)", "split_half_C": "J(C, C')", "split_half_M": "J(M, M')", "spearman": "Spearman(M, C)"}
 
 
+@plots.seeded_jitter
 def ceiling_figure(build: Build, result: Circuits):
     """Top: J(M, C) beside both split-half ceilings and the Spearman correlation, both attribution
     metrics, one point per seed; bottom: the amended check, J(M, C) (logit difference) with its

@@ -168,6 +168,7 @@ def scalars_table(units: list, summary: dict) -> pd.DataFrame:
 
 
 # -- figures -------------------------------------------------------------------------------------------
+@plots.seeded_jitter
 def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
     """One row per task and condition (first seed): k50 of M and C against the look-up's one neuron;
     the activity of the top neurons against one input and the layer average; the drop of P(noisy
@@ -233,6 +234,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
+@plots.seeded_jitter
 def controls_figure(units: list, evaluations: dict, found: dict):
     """Amendment 1's controls, one number per seed: each statistic on M and on the known look-up with
     its threshold, and the intermediate drop over the information-matched control's."""
