@@ -395,9 +395,9 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     """Train every run of ``configs`` that is not cached, ``workers`` at a time; return the outcomes of
     the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker.
 
-    ``on_free(n)``: told, on every poll once no run is left to start and none has failed, how many local worker slots
-    are free (0 while all are busy), so that other work can use a core the plan no longer needs
-    (``rote book`` executes chapters there)."""
+    ``on_free(n)``: told, on every poll once no run is left to start and none has failed, how many
+    local worker slots are free (0 while all are busy), so that other work can use a core the plan
+    no longer needs (``rote book`` executes chapters there)."""
     check_executor(executor)
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
