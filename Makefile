@@ -17,13 +17,20 @@ CHECK_PYTHON = $(PYTHON) -c 'import sys; want = tuple(map(int, "$(PYTHON_REQUIRE
 	ok = sys.version_info[:2] == want[:2] and sys.version_info[:3] >= want; \
 	sys.exit(None if ok else "rote needs Python $(PYTHON_REQUIRES) or a later $(PYTHON_VERSION) (pyproject.toml); $(PYTHON) is " + sys.version.split()[0])'
 PROFILE ?= quick
-SEEDS ?= 1
+# Seeds 0 .. SEEDS-1 (protocol 7.1): the protocol's verdicts are the 3-seed ones; SEEDS=1 is the quick
+# look, whose verdicts say "(1 seed)".
+SEEDS ?= 3
+# X1=1: also train X1's grid (chapter benign_memorization: other widths and noise ratios), left out by default.
+X1 ?=
+# `make test` executes the chapters on smoke with 1 seed (its notebook stage and the browser test's
+# site), to stay within 12 minutes on a fresh clone; `make book PROFILE=smoke` uses SEEDS.
+TEST_SEEDS ?= 1
 # Training precision: empty = auto (bf16 where the processor computes it natively, else fp32), fp32 or bf16.
 PRECISION ?=
 WORKERS ?=
 SMOKE_DIR ?= _build/smoke
 
-.PHONY: install lock test unit notebooks book train site browser clean clean-runs
+.PHONY: install lock test unit notebooks book stability train site browser clean clean-runs
 
 $(BIN)/.installed: requirements.txt $(LOCK) pyproject.toml
 	@$(CHECK_PYTHON)
@@ -49,8 +56,8 @@ lock:
 	  "$$tmp/venv/bin/python" -m pip freeze | sed -E 's/^([^=]+==[^+]+)\+.*/\1/'; } > $(LOCK).tmp; \
 	mv $(LOCK).tmp $(LOCK)
 
-# Unit tests, then every chapter executed on the smoke profile (nbval), in throwaway caches, then
-# the smoke site in a browser.
+# Unit tests, then every chapter executed on the smoke profile (nbval) with TEST_SEEDS seeds (1), in
+# throwaway caches, then the smoke site in a browser (built from those caches, with the same seeds).
 test: install unit notebooks browser
 
 unit: install
@@ -58,7 +65,7 @@ unit: install
 
 notebooks: install
 	rm -rf $(SMOKE_DIR)
-	cd book && ROTE_PROFILE=smoke ROTE_RUNS=../$(SMOKE_DIR)/runs ROTE_RESULTS=../$(SMOKE_DIR)/results \
+	cd book && ROTE_PROFILE=smoke ROTE_SEEDS=$(TEST_SEEDS) ROTE_RUNS=../$(SMOKE_DIR)/runs ROTE_RESULTS=../$(SMOKE_DIR)/results \
 		ROTE_FIGURES=../$(SMOKE_DIR)/figures ROTE_PLAIN_PROGRESS=1 \
 		../$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider -q .
 
@@ -68,19 +75,27 @@ notebooks: install
 # Without Playwright or chromium it is skipped and says why (.ci/run installs chromium and requires it).
 browser: install
 	rm -rf $(SMOKE_DIR)/site
-	ROTE_SMOKE_DIR=$(SMOKE_DIR) $(BIN)/python -m pytest tests/test_site.py -p no:cacheprovider -q -rs
+	ROTE_SMOKE_DIR=$(SMOKE_DIR) ROTE_SEEDS=$(TEST_SEEDS) $(BIN)/python -m pytest tests/test_site.py -p no:cacheprovider -q -rs
 
 # Train every missing run of the plan, WORKERS at a time (default: the cores), then execute every
 # chapter with papermill (they only load runs) and render the site into _build/html.
-# `make book SEEDS=3` uses seed triples 0, 1, 2 (protocol 7.1); `make book` keeps 1 seed.
+# `make book` uses seed triples 0, 1, 2 (protocol 7.1); `make book SEEDS=1` is the quick look;
+# `make book X1=1` also trains X1's grid.
 book: install
 	$(BIN)/python -m rote book --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(PRECISION),--precision $(PRECISION)) $(if $(filter-out 0,$(X1)),--x1)
+
+# The stability build (protocol 10): the book, then every C1-C5 run in the other precision (where bf16
+# is native; else that half is `not run`, said before training) and seeds 3 and 4, their chapters, and
+# each row's stable / fragile entry in the scorecard. Records of the changes go to _build/results/stability/.
+stability: install
+	$(BIN)/python -m rote book --stability --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS)) \
 		$(if $(PRECISION),--precision $(PRECISION))
 
 # Train the plan's missing runs only (`python -m rote plan` lists them first).
 train: install
 	$(BIN)/python -m rote train --plan --profile $(PROFILE) --seeds $(SEEDS) $(if $(WORKERS),--workers $(WORKERS)) \
-		$(if $(PRECISION),--precision $(PRECISION))
+		$(if $(PRECISION),--precision $(PRECISION)) $(if $(filter-out 0,$(X1)),--x1)
 
 # Everything built except the trained runs (_build/runs: hours of training); `make clean-runs` removes those.
 clean:

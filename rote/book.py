@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -54,10 +55,47 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
                      "registered": r.verdict_registered, "amended": r.verdict_amended,
                      "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
                      "precision": ", ".join(sorted({str(s.get("precision")) for s in r.per_seed if s.get("precision")})),
-                     "deciding checks": deciding(r),
+                     "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
                      "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim)})
+    entries = [claims.load_stability(r) if r.per_seed else None for r in records]
+    if any(entries):  # protocol 10: a column only where a stability build computed it
+        from .stability import label
+
+        for row, entry in zip(rows, entries):
+            row["stability"] = label(entry) if entry else ("not run" if row["runs"] else "")
     return pd.DataFrame(rows)
+
+
+def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
+    """The rows a stability build found fragile (protocol 10), one line per change that moved the
+    verdict word: the default verdict, the verdict under the change, and the seeds and checks that
+    moved with their values before and after."""
+    from .stability import FRAGILE
+
+    rows = []
+    for r in records:
+        entry = claims.load_stability(r) if r.per_seed else None
+        if not entry or entry["status"] != FRAGILE:
+            continue
+        for change, c in entry["changes"].items():
+            if not c.get("moved_verdict"):
+                continue
+            moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
+                              + (f"{_fmt(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
+                              + f"{_fmt(m['after'])} ({m['outcome_after']})" for m in c["moved"])
+            rows.append({"claim": r.claim, "task": r.task, "condition": r.condition, "change": change,
+                         "verdict": r.verdict_amended, "under the change": c["verdict"], "what moved": moved})
+    return pd.DataFrame(rows, columns=["claim", "task", "condition", "change", "verdict", "under the change",
+                                       "what moved"])
+
+
+def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
+    """The records of other seeds than the book's (:func:`rote.claims.other_records`), one row each:
+    claim, task, condition, seeds and the amended verdict."""
+    return pd.DataFrame([{"claim": r.claim, "task": r.task, "condition": r.condition,
+                          "seeds": ", ".join(str(s) for s in r.seeds) or "-", "amended": r.verdict_amended}
+                         for r in records], columns=["claim", "task", "condition", "seeds", "amended"])
 
 
 def _fmt(value) -> str:
@@ -89,8 +127,10 @@ def show_record(rec: ClaimRecord) -> None:
     unamended = rec.claim in claims.UNAMENDED  # one reading: the registered one
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
                      f"**{rec.verdict_registered}**" + (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if unamended
-                                                       else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")))
-    display(record_table(rec))
+                                                       else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
+                     + (f": {rec.reason}" if rec.reason else "")))
+    if rec.per_seed:
+        display(record_table(rec))
 
 
 # -- chapters ---------------------------------------------------------------------------------
@@ -152,6 +192,11 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
         elif key in defaults:
             if defaults[key].lstrip().startswith("[") and isinstance(value, str):
                 value = [v for v in value.split(",") if v]
+            if defaults[key].strip() in ("True", "False"):  # a yes/no parameter (train_grid)
+                value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
+                    str(value).strip().lower(), value)
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{key} must be true or false, got {raw!r}")
             out[key] = value
         elif key in known_run and "overrides" in defaults:
             run_params[key] = value
@@ -187,9 +232,14 @@ def _literal(source):
         return None
 
 
+# Parameters that say how a page is built, not what it computes: the book's own page either way.
+BUILD_PARAMETERS = ("profile", "train_grid")
+
+
 def output_dir(name: str, profile: str, params: dict[str, object]) -> Path:
-    """Where a chapter's executed notebook and figures go: one folder per (chapter, profile, parameters)."""
-    extra = {k: v for k, v in params.items() if k != "profile"}
+    """Where a chapter's executed notebook and figures go: one folder per (chapter, profile, parameters),
+    the build parameters (:data:`BUILD_PARAMETERS`) aside."""
+    extra = {k: v for k, v in params.items() if k not in BUILD_PARAMETERS}
     suffix = "-" + hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:8] if extra else ""
     return BUILD_DIR / "executed" / profile / f"{name}{suffix}"
 
@@ -291,13 +341,19 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
 
 
 def _record_build(profile: str, name: str, meta: dict) -> None:
+    """Add a chapter's entry to the build's ``build.json``, under a lock: chapters executing at once
+    (:func:`execute_jobs`) each add theirs."""
+    import fcntl
+
     path = BUILD_DIR / "executed" / profile / "build.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[name] = meta
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[name] = meta
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        os.replace(tmp, path)
 
 
 def build_times(profile: str) -> pd.DataFrame:
@@ -385,6 +441,21 @@ def render_site(profile: str) -> int:
     return result.returncode
 
 
+# What each chapter trains: the parts of the plan (:data:`rote.plan.PARTS`) its notebook loads, for the
+# tasks of its ``tasks`` parameter. `rote book --chapter NAME` trains the union over the named chapters.
+CHAPTER_RUNS: dict[str, tuple[str, ...]] = {
+    "tasks": (),  # builds the datasets, trains nothing
+    "learning_dynamics": ("noisy", "twin", "sweep"),  # c1.load: each unit's noisy run and twin; c1.sweep
+    "intermediate_results": ("noisy",),  # c2.load: each unit's noisy run
+    "interventions": ("noisy",),  # c3.load
+    "distributed_encoding": ("noisy",),  # c4.load
+    "outlier_heuristics": ("noisy",),  # c5.load (its tasks: FDA)
+    "benign_memorization": ("x1",),  # X1's grid; without X1 asked for, only C1's FDA random units (x1.load)
+    "scorecard": (),  # reads records
+}
+X1_CHAPTER = "benign_memorization"
+
+
 def _needs_runs(name: str) -> bool:
     """Whether a chapter loads trained runs: it has a ``seeds`` parameter (the seed triples of its
     runs). Declared, not guessed from the source: a chapter that loads its runs through a library
@@ -392,14 +463,33 @@ def _needs_runs(name: str) -> bool:
     return "seeds" in notebook_parameters(chapter_path(name))
 
 
-def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int]) -> list:
-    """The runs that the selected chapters need: the plan, with the run parameters of ``params``."""
-    from .plan import plan
+def chapter_runs(name: str, x1: bool = False) -> tuple[str, ...]:
+    """The parts of the plan a chapter needs (:data:`CHAPTER_RUNS`); X1's chapter needs its grid only
+    when X1 is asked for (``x1``), else the runs it shares with C1. A chapter not declared there that
+    loads runs gets the plan's C1-C5 parts."""
+    if name not in CHAPTER_RUNS:
+        return ("noisy", "twin", "sweep") if _needs_runs(name) else ()
+    parts = CHAPTER_RUNS[name]
+    return tuple("x1-shared" if p == "x1" and not x1 else p for p in parts)
 
-    if not any(_needs_runs(n) for n in names):
-        return []
+
+def x1_asked(names: list[str] | None, x1: bool = False) -> bool:
+    """Whether a book build trains X1's grid: asked for (``--x1``, ``make book X1=1``) or X1's chapter named."""
+    return bool(x1 or (names and X1_CHAPTER in names))
+
+
+def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int],
+              x1: bool = False) -> list:
+    """The runs that the selected chapters need (the union of :func:`chapter_runs`, each for the
+    chapter's own tasks), with the run parameters of ``params``, in the plan's order; X1's grid only
+    with ``x1``."""
+    from .plan import runs
+
     known_run = set(param_names("fda")) | set(param_names("thr"))
-    overrides = {k: _parse_value(v) for k, v in params.items() if k in known_run}
+    given = _parse_value(params.get("overrides")) if "overrides" in params else None
+    overrides = {**(given if isinstance(given, dict) else {}),
+                 **{k: _parse_value(v) for k, v in params.items() if k in known_run}}
+
     def listed(name):
         value = _parse_value(params[name]) if name in params else None
         if isinstance(value, str):
@@ -407,20 +497,113 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
         return [value] if isinstance(value, (int, float)) else value
 
     sweep = listed("sweep_ratios")
-    return plan(profile, seeds, overrides, tasks=listed("tasks"),
-                sweep=None if sweep is None else [float(r) for r in sweep],
-                widths=listed("widths"), noise_ratios=listed("noise_ratios"))
+    out: dict[str, object] = {}
+    for name in names:
+        parts = chapter_runs(name, x1)
+        if not parts:
+            continue
+        defaults = notebook_parameters(chapter_path(name))
+        tasks = listed("tasks") if "tasks" in params else _literal(defaults.get("tasks"))
+        chapter_seeds = [int(s) for s in listed("seeds")] if "seeds" in params and "seeds" in defaults else seeds
+        for config in runs(profile, parts, chapter_seeds, overrides, tasks=tasks,
+                           sweep=None if sweep is None else [float(r) for r in sweep],
+                           widths=listed("widths"), noise_ratios=listed("noise_ratios")):
+            out.setdefault(config.key, config)
+    return list(out.values())
+
+
+@dataclass(frozen=True)
+class ChapterJob:
+    """One chapter execution of a build: the chapter, its resolved parameters, where its records go
+    (``results``: a ``$ROTE_RESULTS`` of its own, e.g. a stability change's; None: the book's), a label
+    for the log, whether it waits for every other job (the scorecard), and what runs first in this
+    process (``before``: e.g. the stability entries the scorecard shows)."""
+
+    name: str
+    params: dict
+    results: Path | None = None
+    label: str = ""
+    last: bool = False
+    before: Callable[[], None] | None = None
+
+
+def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
+    """Run one job's chapter in a process of its own (``python -m rote.book``), so that chapters can
+    execute at once, each with its own environment (figures folder, results root); the process uses
+    this module's book and build folders."""
+    env = dict(os.environ, ROTE_BOOK_DIR=str(BOOK_DIR), ROTE_BUILD_DIR=str(BUILD_DIR))
+    if job.results is not None:
+        env["ROTE_RESULTS"] = str(Path(job.results).resolve())
+    cmd = [sys.executable, "-m", "rote.book", "execute", job.name, profile, json.dumps(job.params)]
+    proc = subprocess.run(cmd, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return ChapterResult(job.name, False, 0.0, Path(), Path(), f"the chapter process exited {proc.returncode}")
+    out = json.loads(lines[-1])
+    return ChapterResult(job.name, out["ok"], out["seconds"], Path(out["notebook"]), Path(out["figures"]), out["error"])
+
+
+def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int], stop: threading.Event,
+                 capacity: int) -> list[ChapterResult]:
+    """Execute the jobs in order, at most ``slots()`` at once (the cores that training leaves free; it
+    grows as the plan's runs finish), ``capacity`` at the most; a ``last`` job starts once every
+    earlier job has ended. Each chapter runs in its own process, on the thread count it would have
+    alone (the records are those of executing one after another: chapters only load runs and
+    each writes its own records). Returns the results in the jobs' order."""
+    cond = threading.Condition()
+    state = {"next": 0, "running": 0}
+    results: dict[int, ChapterResult] = {}
+
+    def worker() -> None:
+        while True:
+            with cond:
+                while True:
+                    if stop.is_set() or state["next"] >= len(jobs):
+                        return
+                    job = jobs[state["next"]]
+                    waiting_on_others = job.last and state["running"] > 0
+                    if not waiting_on_others and state["running"] < min(capacity, slots()):
+                        index = state["next"]
+                        state["next"] += 1
+                        state["running"] += 1
+                        break
+                    cond.wait(1.0)
+            try:
+                if job.before is not None:
+                    job.before()
+                what = f"{job.name}{f' ({job.label})' if job.label else ''}"
+                print(f"[rote] executing {what} ({profile}) ...", file=sys.stderr, flush=True)
+                result = execute_job(job, profile)
+                status = "ok" if result.ok else f"FAILED: {result.error}"
+                print(f"[rote] {what}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
+                      flush=True)
+            except Exception as err:  # a job that cannot start is a failed chapter, never a silent one
+                result = ChapterResult(job.name, False, 0.0, Path(), Path(), f"{type(err).__name__}: {err}")
+            with cond:
+                results[index] = result
+                state["running"] -= 1
+                cond.notify_all()
+
+    threads = [threading.Thread(target=worker, name=f"rote-chapters-{i}", daemon=True) for i in range(max(1, capacity))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[i] for i in sorted(results)]
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,
                seeds: int | None = None, workers: int | None = None, executor: str = "local",
-               slurm=None) -> int:
-    """Train the plan's missing runs (``workers`` at a time), execute the chapters (all, or ``names``),
-    which then only load runs, and render the site. Returns a process exit code.
+               slurm=None, x1: bool = False, stability: bool = False) -> int:
+    """Train the missing runs the chapters need (``workers`` at a time; :func:`book_plan`), execute the
+    chapters (all, or ``names``), which then only load runs, and render the site. Returns a process
+    exit code.
 
-    ``seeds`` (N) sets ``$ROTE_SEEDS`` for the chapters, whose ``seeds = None`` parameter then means
-    0 .. N-1 (the value is not passed as a papermill parameter, so the pages stay the book's own
-    pages under ``_build/executed/<profile>/<chapter>``)."""
+    ``seeds`` (N) sets ``$ROTE_SEEDS`` for the chapters and the site, whose ``seeds = None`` parameter
+    then means 0 .. N-1 (the value is not passed as a papermill parameter, so the pages stay the book's
+    own pages under ``_build/executed/<profile>/<chapter>``); the scorecard shows the records of those
+    seeds. X1's grid trains only when asked for (``x1``, or X1's chapter named in ``names``); else its
+    chapter runs with ``train_grid = False`` and shows what is missing."""
     from .engine import report_failures, train_plan
     from .plan import seed_list
 
@@ -432,36 +615,50 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         return {k: v for k, v in params.items() if takes_runs or k not in known_run}
 
     resolved = {name: resolve_parameters(name, profile, own(name)) for name in selected}  # errors before work
+    with_x1 = x1_asked(names, x1)
+    if X1_CHAPTER in resolved and not with_x1 and "train_grid" in notebook_parameters(chapter_path(X1_CHAPTER)):
+        resolved[X1_CHAPTER]["train_grid"] = False
     seed_values = seed_list(profile, seeds)
-    configs = book_plan(profile, selected, params, seed_values)
-    # The chapters execute in book order in a thread, each once a core is free: while the plan's
-    # last runs train, a worker slot without a run to start takes the next chapter (a run it loads
-    # that is still training, it waits for under that run's lock), so no core idles; the records and
-    # pages are the same as executing after all training (the chapters only load runs).
-    free, stop, results = threading.Event(), threading.Event(), []
+    configs = book_plan(profile, selected, params, seed_values, x1=with_x1)
+    jobs = [ChapterJob(name, resolved[name], last=(name == "scorecard")) for name in selected]
+    if stability:
+        from . import stability as stab
 
-    def execute_chapters() -> None:
-        for name in selected:
-            while not (free.wait(1.0) or stop.is_set()):
-                pass
-            if stop.is_set():
-                return
-            print(f"[rote] executing {name} ({profile}) ...", file=sys.stderr, flush=True)
-            result = run_chapter(name, profile, resolved[name])
-            status = "ok" if result.ok else f"FAILED: {result.error}"
-            print(f"[rote] {name}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
-                  flush=True)
-            results.append(result)
+        why_not = stab.precision_not_run()
+        if why_not:  # said before anything trains
+            print(f"[rote] stability: {why_not}", file=sys.stderr, flush=True)
+        extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not)
+        configs += [c for c in extra_configs if c.key not in {k.key for k in configs}]
+        scorecard = [j for j in jobs if j.last]
+        jobs = [j for j in jobs if not j.last] + extra_jobs + \
+            [ChapterJob(j.name, j.params, last=True,
+                        before=lambda: write_stability(profile, seed_values, precision_why_not=why_not)) for j in scorecard]
+        if not scorecard:
+            jobs.append(ChapterJob("scorecard", resolve_parameters("scorecard", profile, {}), last=True,
+                                   before=lambda: write_stability(profile, seed_values, precision_why_not=why_not)))
+    # The chapters execute in book order, each in a process of its own, as many at once as training
+    # leaves cores free (a run a chapter loads that is still training, it waits for under that run's
+    # lock), so no core idles; the scorecard last. The records and pages are the same as executing
+    # one after another after all training (the chapters only load runs).
+    from .engine import default_workers
+
+    capacity = workers or default_workers()
+    free_slots = {"n": 0 if configs else capacity}
+    stop = threading.Event()
+    results: list[ChapterResult] = []
+
+    def run_jobs() -> None:
+        results.extend(execute_jobs(jobs, profile, lambda: free_slots["n"], stop, capacity))
 
     seeds_before = os.environ.get("ROTE_SEEDS")
     os.environ["ROTE_SEEDS"] = str(len(seed_values))
-    executor_thread = threading.Thread(target=execute_chapters, name="rote-chapters", daemon=True)
+    executor_thread = threading.Thread(target=run_jobs, name="rote-chapters", daemon=True)
     try:
         executor_thread.start()
         if configs:
             print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
             outcomes = train_plan(configs, workers=workers, executor=executor, slurm=slurm,
-                                  on_free=lambda n: free.set() if n else free.clear())
+                                  on_free=lambda n: free_slots.__setitem__("n", n))
             failures = report_failures(outcomes)
             if failures:
                 stop.set()
@@ -469,26 +666,90 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
                 print(f"[rote] chapters not executed: some runs of the plan failed "
                       f"({len(results)} executed before the failure)", file=sys.stderr)
                 return failures
-        free.set()
+        free_slots["n"] = capacity
         executor_thread.join()
+        code = 0
+        if render:  # still under the book's $ROTE_SEEDS: the site shows the records of its seeds
+            print("[rote] rendering the site with Jupyter Book ...", file=sys.stderr, flush=True)
+            if render_site(profile) != 0:
+                print("[rote] Jupyter Book failed", file=sys.stderr)
+                code = 1
+            else:
+                print(f"[rote] site: {BUILD_DIR / 'html' / 'index.html'}", file=sys.stderr)
     finally:
         stop.set()
         if seeds_before is None:
             os.environ.pop("ROTE_SEEDS", None)
         else:
             os.environ["ROTE_SEEDS"] = seeds_before
-    code = 0
-    if render:
-        print("[rote] rendering the site with Jupyter Book ...", file=sys.stderr, flush=True)
-        if render_site(profile) != 0:
-            print("[rote] Jupyter Book failed", file=sys.stderr)
-            code = 1
-        else:
-            print(f"[rote] site: {BUILD_DIR / 'html' / 'index.html'}", file=sys.stderr)
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"[rote] chapter {r.name} FAILED at {r.error}; executed copy: {r.notebook}", file=sys.stderr)
     return 1 if failed else code
+
+
+# -- stability (protocol 10) --------------------------------------------------------------------------
+CLAIM_CHAPTERS = {"C1": "learning_dynamics", "C2": "intermediate_results", "C3": "interventions",
+                  "C4": "distributed_encoding", "C5": "outlier_heuristics"}  # X1: not run (below)
+
+
+def stability_root(change: str) -> Path:
+    """Where a stability change's records go: beside the book's, never over them."""
+    return claims.results_root() / "stability" / change
+
+
+def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[int], precision: bool = True):
+    """The runs and chapter executions of the two changes of protocol 10 for the selected claim chapters
+    (C1-C5): each task's runs in the other precision (seeds ``seeds``; a chapter executed once per task,
+    ``tasks`` that task alone, ``precision`` its other one), unless ``precision`` is False; and seeds 3
+    and 4 in the default precision. Their records go to :func:`stability_root`."""
+    from . import stability as stab
+
+    configs, jobs = [], []
+    for name in [n for n in names if n in CLAIM_CHAPTERS.values()]:
+        params = resolved[name]
+        tasks = params.get("tasks") or _literal(notebook_parameters(chapter_path(name)).get("tasks")) or list(TASKS)
+        if precision:
+            for task in tasks:
+                other = stab.other_precision(task)
+                p = {**params, "tasks": [task], "overrides": {**params.get("overrides", {}), "precision": other}}
+                if "seeds" not in p:
+                    p["seeds"] = list(seeds)
+                jobs.append(ChapterJob(name, p, stability_root("precision"), label=f"stability: {task} in {other}"))
+                configs += book_plan(profile, [name], {"tasks": [task], "precision": other}, seeds)
+        p = {**params, "seeds": list(stab.EXTRA_SEEDS)}
+        jobs.append(ChapterJob(name, p, stability_root("seeds"), label="stability: seeds 3, 4"))
+        configs += book_plan(profile, [name], {}, list(stab.EXTRA_SEEDS))
+    unique: dict[str, object] = {}
+    for c in configs:
+        unique.setdefault(c.key, c)
+    return list(unique.values()), jobs
+
+
+def write_stability(profile: str, seeds: list[int], precision_why_not: str = "") -> int:
+    """Compute each default record's stability entry (:func:`rote.stability.stability`) from the records
+    of the two changes and store it beside the record (:func:`rote.claims.save_stability`); the records
+    themselves are not touched. X1's stability is ``not run``. Returns the number of entries written."""
+    from . import stability as stab
+
+    twins = {(r.claim, r.task, r.condition): r for r in claims.load_all(profile, stability_root("precision"), seeds)
+             if r.per_seed}
+    extra = {(r.claim, r.task, r.condition): r
+             for r in claims.load_all(profile, stability_root("seeds"), list(stab.EXTRA_SEEDS)) if r.per_seed}
+    written = 0
+    for rec in claims.load_all(profile, seeds=seeds):
+        if not rec.per_seed:
+            continue
+        key = (rec.claim, rec.task, rec.condition)
+        if rec.claim == "X1":
+            entry = stab.Stability(stab.NOT_RUN, "X1's grid is not part of the stability build (protocol 10 "
+                                   "recomputes C1-C5's rows)", {})
+        else:
+            entry = stab.stability(rec, twins.get(key), extra.get(key), precision_why_not)
+        claims.save_stability(rec, entry.to_dict())
+        written += 1
+    print(f"[rote] stability: {written} entries written", file=sys.stderr, flush=True)
+    return written
 
 
 def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
@@ -506,3 +767,23 @@ def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: i
     print(json.dumps({"chapter": name, "ok": result.ok, "seconds": round(result.seconds, 1),
                       "notebook": str(result.notebook), "figures": str(result.figures), "error": result.error}))
     return 0 if result.ok else 1
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m rote.book execute NAME PROFILE PARAMS_JSON``: one chapter of a build, executed in
+    this process (:func:`execute_jobs`); its result as one JSON line on stdout."""
+    if len(argv) != 4 or argv[0] != "execute":
+        print("usage: python -m rote.book execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
+        return 2
+    global BOOK_DIR, BUILD_DIR
+    _, name, profile, params = argv
+    BOOK_DIR = Path(os.environ.get("ROTE_BOOK_DIR") or BOOK_DIR)
+    BUILD_DIR = Path(os.environ.get("ROTE_BUILD_DIR") or BUILD_DIR)
+    result = run_chapter(name, profile, json.loads(params))
+    print(json.dumps({"chapter": name, "ok": result.ok, "seconds": round(result.seconds, 1),
+                      "notebook": str(result.notebook), "figures": str(result.figures), "error": result.error}))
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

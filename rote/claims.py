@@ -5,6 +5,12 @@ A chapter hands its analysis outputs to :mod:`rote.verdicts`, which computes the
 builds the records (:func:`rote.verdicts.records`); the chapter saves them with :func:`save`, and
 the scorecard reads every record with :func:`load_all`. A (claim, task, condition) that was never
 computed shows as ``not run``.
+
+Records keep the seeds they came from: a record of the protocol's seeds (0, 1, 2,
+:func:`rote.plan.protocol_seeds`) is ``<profile>/<claim>-<task>[-<condition>].json``; a record of other
+seeds (``-p seeds 7``, ``--seeds 1``) lies beside it, ``...seeds-7.json``, never over it.
+:func:`load_all` returns, per (claim, task, condition), the record of the seeds the book is built with
+(``$ROTE_SEEDS``, which ``rote book`` sets; else the protocol's 3); :func:`other_records` lists the rest.
 """
 
 from __future__ import annotations
@@ -130,7 +136,7 @@ class ClaimRecord:
     ``per_seed`` holds, for each seed, its metrics, its checks (``{name, kind, value, threshold,
     passed}``), its verdict in each reading and the cache keys of its runs; the aggregate verdicts
     are computed from them by :mod:`rote.verdicts`. ``status`` is the amended aggregate verdict, or
-    ``not run``."""
+    ``not run``; ``reason`` says why a record that a chapter wrote is ``not run`` (X1 without its grid)."""
 
     claim: str
     task: str
@@ -145,6 +151,7 @@ class ClaimRecord:
     page: str = ""
     anchor: str = VERDICT_ANCHOR
     created: float = 0.0
+    reason: str = ""
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
@@ -168,9 +175,12 @@ class ClaimRecord:
                             columns=["seed", "name", "kind", "value", "threshold", "passed"])
 
 
-def placeholder(claim: str, task: str, condition: str, profile: str) -> ClaimRecord:
-    return ClaimRecord(claim, task, condition, profile, [], NOT_RUN, NOT_RUN, NOT_RUN,
-                       threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim])
+def placeholder(claim: str, task: str, condition: str, profile: str, seeds: list[int] | None = None,
+                reason: str = "") -> ClaimRecord:
+    """A ``not run`` record: never computed (no seeds), or written by a chapter that could not judge the
+    claim on ``seeds``, with its ``reason``."""
+    return ClaimRecord(claim, task, condition, profile, list(seeds or []), NOT_RUN, NOT_RUN, NOT_RUN,
+                       threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim], reason=reason)
 
 
 def expected(profile: str) -> list[ClaimRecord]:
@@ -215,13 +225,40 @@ def results_root() -> Path:
     return PROJECT_ROOT / "_build" / "results"
 
 
-def record_path(root: Path, profile: str, claim: str, task: str, condition: str) -> Path:
+def seeds_label(seeds) -> str:
+    """A seed list as the file names write it: ``7``, ``0_2``."""
+    text = "_".join(str(int(x)) for x in seeds)
+    if len(text) > 80:  # a long list: its first and last seed and a digest, so the name stays short
+        import hashlib
+
+        text = f"{seeds[0]}_to_{seeds[-1]}_{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+    return text
+
+
+def record_path(root: Path, profile: str, claim: str, task: str, condition: str,
+                seeds: list[int] | None = None) -> Path:
+    """Where a record is stored: ``<claim>-<task>[-<condition>].json`` for the protocol's seeds (or
+    ``seeds`` None), else ``<claim>-<task>[-<condition>].seeds-<seeds>.json`` beside it."""
+    from .plan import protocol_seeds
+
     suffix = "" if condition == "-" else f"-{condition}"
-    return root / profile / f"{claim}-{task}{suffix}.json"
+    stem = f"{claim}-{task}{suffix}"
+    if seeds is not None and list(seeds) != protocol_seeds(profile):
+        return root / profile / f"{stem}.seeds-{seeds_label(seeds)}.json"
+    return root / profile / f"{stem}.json"
+
+
+def _stored_paths(root: Path, profile: str, claim: str, task: str, condition: str) -> list[Path]:
+    """Every stored file of a (claim, task, condition): the default record, then those of other seeds."""
+    default = record_path(root, profile, claim, task, condition)
+    return [default] + sorted(p for p in default.parent.glob(f"{default.stem}.seeds-*.json")
+                              if not p.name.endswith(".stability.json"))
 
 
 def save(rec: ClaimRecord, root: Path | None = None) -> Path:
-    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition)
+    """Store a record under the seeds it came from (:func:`record_path`); the record of other seeds
+    never replaces the protocol seeds' one."""
+    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_plain(asdict(rec)), indent=2))
@@ -229,29 +266,89 @@ def save(rec: ClaimRecord, root: Path | None = None) -> Path:
     return path
 
 
-def load_all(profile: str | None = None, root: Path | None = None) -> list[ClaimRecord]:
-    """Every (claim, task, condition) for the profile(s): the stored record, or a ``not run``
-    placeholder (also for a file in an older format, which is reported as not run, and for a file
-    whose content is the record of another claim, task, condition or profile than its name says,
-    which is refused with a line on stderr)."""
-    root = root or results_root()
+def _profiles(root: Path, profile: str | None) -> list[str]:
     if profile:
-        profiles = [profile]
-    else:  # every profile with stored records, and always the default one
-        stored = {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
-        profiles = sorted(stored | {"quick"})
-    out = []
-    for prof in profiles:
+        return [profile]
+    stored = {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
+    return sorted(stored | {"quick"})  # every profile with stored records, and always the default one
+
+
+def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tuple[list[ClaimRecord], list[ClaimRecord]]:
+    """Per (claim, task, condition): the record of the wanted seeds (or a placeholder), and the other
+    stored records (:func:`load_all`, :func:`other_records`)."""
+    from .plan import seed_list
+
+    root = root or results_root()
+    main, others = [], []
+    for prof in _profiles(root, profile):
+        wanted = list(seeds) if seeds is not None else seed_list(prof)
         for ph in expected(prof):
-            path = record_path(root, prof, ph.claim, ph.task, ph.condition)
-            try:
-                rec = ClaimRecord(**json.loads(path.read_text())) if path.exists() else ph
-            except (TypeError, ValueError):  # a record of an older schema: rerun its chapter
-                rec = ph
-            names = (rec.claim, rec.task, rec.condition, rec.profile)
-            if names != (ph.claim, ph.task, ph.condition, ph.profile):  # a copied or renamed file
-                print(f"[rote] {path} holds the record of {' '.join(names)}, not the one its name says; "
-                      f"ignored (shown as not run)", file=sys.stderr)
-                rec = ph
-            out.append(rec)
-    return out
+            found = []
+            for path in _stored_paths(root, prof, ph.claim, ph.task, ph.condition):
+                if not path.exists():
+                    continue
+                try:
+                    rec = ClaimRecord(**json.loads(path.read_text()))
+                except (TypeError, ValueError):  # a record of an older schema: rerun its chapter
+                    continue
+                names = (rec.claim, rec.task, rec.condition, rec.profile)
+                if names != (ph.claim, ph.task, ph.condition, ph.profile):  # a copied or renamed file
+                    print(f"[rote] {path} holds the record of {' '.join(names)}, not the one its name says; "
+                          f"ignored (shown as not run)", file=sys.stderr)
+                    continue
+                canonical = path == record_path(root, prof, rec.claim, rec.task, rec.condition, rec.seeds)
+                found.append((canonical, rec.created, rec))
+            mine = [f for f in found if list(f[2].seeds) == wanted]
+            chosen = max(mine, key=lambda f: f[:2])[2] if mine else None
+            main.append(chosen or ph)
+            others += [f[2] for f in found if f[2] is not chosen]
+    return main, others
+
+
+def load_all(profile: str | None = None, root: Path | None = None, seeds: list[int] | None = None) -> list[ClaimRecord]:
+    """Every (claim, task, condition) for the profile(s): the stored record of ``seeds`` (default: the
+    seeds the book is built with, :func:`rote.plan.seed_list`, which follows ``$ROTE_SEEDS``), or a
+    ``not run`` placeholder (also for a file in an older format, which is reported as not run, and for a
+    file whose content is the record of another claim, task, condition or profile than its name says,
+    which is refused with a line on stderr). Records of other seeds: :func:`other_records`."""
+    return _scan(profile, root, seeds)[0]
+
+
+def other_records(profile: str | None = None, root: Path | None = None,
+                  seeds: list[int] | None = None) -> list[ClaimRecord]:
+    """The stored records that :func:`load_all` does not return for the same ``seeds``: those of other
+    seeds (``-p seeds 7``, a ``--seeds 1`` build), in the scorecard's order, then by seeds."""
+    return _scan(profile, root, seeds)[1]
+
+
+# -- stability (protocol 10) --------------------------------------------------------------------------
+def stability_path(rec: ClaimRecord, root: Path | None = None) -> Path:
+    """Where a record's stability entry lies: beside the record (``<record>.stability.json``), so that
+    a stability build never rewrites the record itself."""
+    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
+    return path.with_name(path.stem + ".stability.json")
+
+
+def save_stability(rec: ClaimRecord, entry: dict, root: Path | None = None) -> Path:
+    """Store a record's stability entry (:func:`rote.stability.stability`), tied to the record it was
+    computed for (its ``created`` time and amended verdict)."""
+    path = stability_path(rec, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_plain({"record_created": rec.created, "verdict_amended": rec.verdict_amended,
+                                      "seeds": list(rec.seeds), **entry}), indent=2))
+    os.replace(tmp, path)
+    return path
+
+
+def load_stability(rec: ClaimRecord, root: Path | None = None) -> dict | None:
+    """A record's stability entry, or None: never computed, unreadable, or computed for an earlier
+    record of the same row (a rerun of its chapter since: the entry no longer describes it)."""
+    path = stability_path(rec, root)
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if entry.get("record_created") != rec.created or entry.get("verdict_amended") != rec.verdict_amended:
+        return None
+    return entry

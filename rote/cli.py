@@ -68,7 +68,9 @@ def _requested_runs(args) -> list:
     params = _params(args.param)
     if args.plan:
         seeds = seed_list(args.profile, args.seeds)
-        return plan(args.profile, seeds, params, tasks=[args.task] if args.task else None)
+        return plan(args.profile, seeds, params, tasks=[args.task] if args.task else None, x1=args.x1)
+    if args.x1:
+        raise UsageError("--x1 adds X1's grid to the plan: give it with --plan")
     if not args.task:
         raise UsageError("--task is required (or --plan for every run of the book's plan)")
     config = make_config(args.task, args.profile, **params)
@@ -107,13 +109,24 @@ def cmd_train(args) -> int:
 def cmd_plan(args) -> int:
     from .engine import default_workers
     from .plan import differs, estimate_seconds, fmt_seconds, plan, pool_seconds, remaining_seconds, seed_list
+    from .plan import estimate_summary
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
     seeds = seed_list(args.profile, args.seeds)
-    configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None)
+    configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None, x1=args.x1)
+    if args.stability:  # protocol 10: the precision twins (where bf16 is native) and seeds 3 and 4
+        from . import stability
+
+        tasks = [args.task] if args.task else None
+        why_not = stability.precision_not_run()
+        if why_not:
+            print(f"stability: {why_not}", file=sys.stderr)
+        extra = ([] if why_not else stability.precision_twins(args.profile, seeds, tasks)) + \
+            stability.extra_seed_runs(args.profile, tasks)
+        configs += [c for c in extra if c.key not in {k.key for k in configs}]
     from .runs import runs_root, status
     root = runs_root()
     rows = []
@@ -126,7 +139,8 @@ def cmd_plan(args) -> int:
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
     if args.json:
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
-                          "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers))}, indent=2))
+                          "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),
+                          "estimates": estimate_summary(configs)}, indent=2))
         return 0
     import pandas as pd
 
@@ -139,21 +153,29 @@ def cmd_plan(args) -> int:
     precisions = ", ".join(sorted({r["precision"] for r in rows}))
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
-          f"(1-thread estimates measured on an idle 2-core machine, rote/plan.py)")
+          f"(1 thread a run; {estimate_summary(configs)})")
     return 0
 
 
 def cmd_claims(args) -> int:
-    from .book import claims_table
-    from .claims import load_all
+    from .book import claims_table, other_records_table
+    from .claims import load_all, other_records
+    from .plan import seed_list
 
-    records = load_all(args.profile)
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    seeds = None if args.seeds is None else seed_list(args.profile or "quick", args.seeds)
+    records = load_all(args.profile, seeds=seeds)
     if args.json:
         from dataclasses import asdict
 
         print(json.dumps([asdict(r) for r in records], indent=2))
     else:
         print(claims_table(records).to_string(index=False))
+        others = other_records(args.profile, seeds=seeds)
+        if others:
+            print("\nRecords of other seeds (not in the table above):")
+            print(other_records_table(others).to_string(index=False))
     return 0
 
 
@@ -162,7 +184,8 @@ def cmd_book(args) -> int:
     from .book import build_book
 
     return build_book(args.profile, args.chapter or None, _params(args.param), render=not args.no_render,
-                      seeds=args.seeds, workers=args.workers, executor=args.executor, slurm=slurm)
+                      seeds=args.seeds, workers=args.workers, executor=args.executor, slurm=slurm, x1=args.x1,
+                      stability=args.stability)
 
 
 def cmd_run(args) -> int:
@@ -187,7 +210,18 @@ def parser() -> argparse.ArgumentParser:
 
     def seeds(sp):
         sp.add_argument("--seeds", type=int, default=None,
-                        help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 1)")
+                        help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the protocol's; "
+                             "1 is the quick look)")
+
+    def x1(sp):
+        sp.add_argument("--x1", action="store_true",
+                        help="also X1's grid (chapter benign_memorization: other widths and noise ratios; "
+                             "left out by default)")
+
+    def stability(sp):
+        sp.add_argument("--stability", action="store_true",
+                        help="also the stability build of protocol 10: every C1-C5 run in the other precision and "
+                             "seeds 3 and 4, their chapters, and each row's stable / fragile entry")
 
     def engine(sp):
         sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
@@ -200,6 +234,8 @@ def parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="list the runs the book's chapters need, cached or not, with estimated times")
     common(pl)
     seeds(pl)
+    x1(pl)
+    stability(pl)
     pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
     pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
     pl.add_argument("--json", action="store_true")
@@ -210,8 +246,9 @@ def parser() -> argparse.ArgumentParser:
     common(t)
     seeds(t)
     t.add_argument("--plan", action="store_true",
-                   help="train every run of the book's plan (conditions, noise-free twins, sweep), not only "
-                        "the given configuration")
+                   help="train every run of the book's plan (conditions, noise-free twins, sweep; X1's grid "
+                        "with --x1), not only the given configuration")
+    x1(t)
     engine(t)
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     t.add_argument("--quiet", action="store_true", help="no progress display")
@@ -221,7 +258,10 @@ def parser() -> argparse.ArgumentParser:
     common(b)
     seeds(b)
     engine(b)
-    b.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
+    x1(b)
+    stability(b)
+    b.add_argument("--chapter", action="append",
+                   help="only this chapter (repeatable); trains only the runs the named chapters need")
     b.add_argument("--no-render", action="store_true", help="execute only, do not run jupyter-book")
     b.set_defaults(func=cmd_book)
 
@@ -233,6 +273,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("claims", help="print the claim scorecard")
     c.add_argument("--profile", default=None)
+    seeds(c)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_claims)
     return p

@@ -5,7 +5,8 @@ One place decides which configurations the book trains: the chapters build their
 list and train :func:`plan`, which is made of the same calls, so the two cannot drift apart.
 
 - Seeds (protocol 7.1): a seed s sets data_seed = noise_seed = model_seed = s; a book of N seeds
-  uses s = 0 .. N-1 (N from the argument, else ``$ROTE_SEEDS``, else 1).
+  uses s = 0 .. N-1 (N from the argument, else ``$ROTE_SEEDS``, else the protocol's 3,
+  :data:`DEFAULT_SEEDS`); N = 1 is the quick look, whose verdicts say ``(1 seed)``.
 - Conditions (protocol 7.3): FDA has two noise conditions, ``random`` (primary) and ``digit``
   (secondary); THR has one, written ``-``. A unit is one (task, condition, seed): its noisy run
   and its noise-free twin. A noise-free FDA run has no noise kind, so both conditions of a seed
@@ -13,7 +14,10 @@ list and train :func:`plan`, which is made of the same calls, so the two cannot 
 - The C1 sweep: runs that differ from each unit's noisy run only in the noise ratio.
 - X1 (protocol 9, :func:`x1_units`): FDA ``random`` at each model width of a grid, each with its noise-free
   twin, and noise ratios at the profile's width; runs that another chapter also needs (the profile's
-  width is C1's FDA ``random`` unit) are listed once.
+  width is C1's FDA ``random`` unit) are listed once. X1's own runs are in the plan only when asked for
+  (``plan(..., x1=True)``: ``rote plan/train --plan/book --x1``, ``make book X1=1``, or naming its chapter).
+- What each chapter trains is declared by the parts of :func:`runs` it needs (``rote.book.CHAPTER_RUNS``):
+  ``rote book --chapter NAME`` trains the union of its chapters' parts and nothing else.
 """
 
 from __future__ import annotations
@@ -33,10 +37,14 @@ PAPER_SWEEP = (0.0, 0.05, 0.1, 0.2)
 # them, so that its runs are C1's; and the noise ratios of the gen-cost sweep at the profile's width.
 X1_WIDTHS = {"smoke": (16, 32), "quick": (64, 128, 256), "paper": (128, 256, 512)}
 X1_NOISE_RATIOS = (0.05, 0.1, 0.2)
+DEFAULT_SEEDS = 3  # protocol 7.1: the protocol's verdicts are the 3-seed ones (seeds 0, 1, 2)
+# The parts of the plan (:func:`runs`): each unit's noisy run, its noise-free twin, the C1 sweep, X1's grid,
+# and of X1's grid only the runs C1 trains too (FDA random at the profile's width: C1's units).
+PARTS = ("noisy", "twin", "sweep", "x1", "x1-shared")
 
 
 def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
-    """Seeds 0 .. N-1: N from ``n_seeds``, else ``$ROTE_SEEDS``, else 1."""
+    """Seeds 0 .. N-1: N from ``n_seeds``, else ``$ROTE_SEEDS``, else :data:`DEFAULT_SEEDS` (3)."""
     if n_seeds is None:
         text = os.environ.get("ROTE_SEEDS", "").strip()
         if text:
@@ -45,10 +53,16 @@ def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
             except ValueError:
                 raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
         else:
-            n_seeds = 1
+            n_seeds = DEFAULT_SEEDS
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ConfigError(f"the number of seeds must be >= 1, got {n_seeds!r}")
     return list(range(n_seeds))
+
+
+def protocol_seeds(profile: str) -> list[int]:
+    """The protocol's seeds (0, 1, 2), whatever ``$ROTE_SEEDS`` says: a claim record of these seeds is
+    the default one (:func:`rote.claims.record_path`)."""
+    return seed_list(profile, DEFAULT_SEEDS)
 
 
 def with_seed(config: RunConfig, seed: int) -> RunConfig:
@@ -123,23 +137,46 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
 
 def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
          tasks: Iterable[str] | None = None, sweep: Iterable[float] | None = None,
-         widths: object = None, noise_ratios: object = None) -> list[RunConfig]:
-    """Every distinct run the book's chapters need (units, twins, sweep, X1), deduplicated by key, in a
-    stable order: task, condition, seed; within a unit the noisy run, its twin, then the sweep (``sweep``:
-    the noise ratios a chapter was given instead of :func:`sweep_ratios`); then X1's runs not listed yet
-    (``widths``, ``noise_ratios``: X1's grid, :func:`x1_grid`). X1 is FDA ``random`` noise: it is left out
-    when the tasks have no FDA or the overrides ask for another noise kind or no noise."""
+         widths: object = None, noise_ratios: object = None, x1: bool = False) -> list[RunConfig]:
+    """Every distinct run the book's chapters need (units, twins, sweep; with ``x1``, X1's grid),
+    deduplicated by key, in a stable order: task, condition, seed; within a unit the noisy run, its
+    twin, then the sweep (``sweep``: the noise ratios a chapter was given instead of
+    :func:`sweep_ratios`); then, with ``x1``, X1's runs not listed yet (``widths``, ``noise_ratios``:
+    X1's grid, :func:`x1_grid`). Without ``x1`` the runs of X1's grid that C1 does not need (other
+    widths, other noise ratios) are left out. X1 is FDA ``random`` noise: it is left out when the tasks
+    have no FDA or the overrides ask for another noise kind or no noise."""
+    parts = ("noisy", "twin", "sweep") + (("x1",) if x1 else ())
+    return runs(profile, parts, seeds, overrides, tasks, sweep, widths, noise_ratios)
+
+
+def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
+         overrides: Mapping[str, object] | None = None, tasks: Iterable[str] | None = None,
+         sweep: Iterable[float] | None = None, widths: object = None, noise_ratios: object = None) -> list[RunConfig]:
+    """The runs of some parts of the plan (:data:`PARTS`), deduplicated by key, in :func:`plan`'s order:
+    ``noisy`` (each unit's noisy run), ``twin`` (its noise-free twin), ``sweep`` (the C1 sweep),
+    ``x1`` (X1's grid), ``x1-shared`` (of X1's grid the runs C1 trains too: the FDA random units)."""
+    parts = tuple(parts)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ValueError(f"unknown plan parts {unknown}; choose from {', '.join(PARTS)}")
     tasks = tuple(tasks or TASKS)
     out: dict[str, RunConfig] = {}
-    for unit in units(profile, tasks, seeds, overrides):
-        ratios = sweep_ratios(profile, unit.noisy) if sweep is None else [float(r) for r in sweep]
-        for config in [unit.noisy, unit.clean, *(unit.noisy.replace(noise_ratio=r) for r in ratios)]:
-            out.setdefault(config.key, config)
-    if "fda" in tasks:
+    if {"noisy", "twin", "sweep"} & set(parts):
+        for unit in units(profile, tasks, seeds, overrides):
+            ratios = sweep_ratios(profile, unit.noisy) if sweep is None else [float(r) for r in sweep]
+            listed = ([unit.noisy] if "noisy" in parts else []) + ([unit.clean] if "twin" in parts else []) + \
+                ([unit.noisy.replace(noise_ratio=r) for r in ratios] if "sweep" in parts else [])
+            for config in listed:
+                out.setdefault(config.key, config)
+    if ("x1" in parts or "x1-shared" in parts) and "fda" in tasks:
         fda = make_config("fda", profile, **_task_overrides("fda", dict(overrides or {}))).data
         if fda.noise_kind == "random" and fda.noise_ratio > 0:
-            width_units, ratio_units = x1_units(profile, seeds, overrides, widths, noise_ratios)
-            for unit in width_units + ratio_units:
+            if "x1" in parts:
+                width_units, ratio_units = x1_units(profile, seeds, overrides, widths, noise_ratios)
+                listed_units = width_units + ratio_units
+            else:
+                listed_units = units(profile, ["fda"], seeds, overrides, conditions={"fda": ["random"]})
+            for unit in listed_units:
                 for config in (unit.noisy, unit.clean):
                     out.setdefault(config.key, config)
     return list(out.values())
@@ -235,6 +272,8 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
 # in both; the quick evaluation times are those measurements x the speed-up of issue 21's cheaper
 # evaluation, `benchmarks/engine_speed.py eval`: FDA 0.63, THR 0.57). The earlier AVX2-only machine
 # trained quick FDA at 5.54 steps/s in fp32 and ran bf16 ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
+# Both are the LAST fallback (formula_seconds): estimate_seconds reads this machine's own finished runs, or
+# times an unseen shape once (rote/timings.py); the table serves where probing is off (ROTE_NO_PROBE=1).
 MEASURED: dict[tuple, tuple[float, float]] = {
     ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.598),
     ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.582),
@@ -272,8 +311,27 @@ def _eval_sequences(config: RunConfig) -> int:
     return d.n_test + fit + 2 * noisy + atomic
 
 
-def estimate_seconds(config: RunConfig) -> float:
-    """Estimated wall time of training ``config`` on one thread (table, else a FLOP formula)."""
+def estimate_seconds(config: RunConfig, estimator=None) -> float:
+    """Estimated wall time of training ``config`` alone on one thread, evaluation included: from this
+    machine's finished runs of its shape, else a probe of that shape timed once on this machine, else
+    the static table / FLOP formula (:func:`formula_seconds`); :mod:`rote.timings` says how.
+    ``estimator``: a :class:`rote.timings.Estimator` (default: the run cache's, probing unless
+    ``ROTE_NO_PROBE=1``)."""
+    from .timings import default_estimator
+
+    return (estimator or default_estimator()).seconds(config)
+
+
+def estimate_summary(configs: Iterable[RunConfig], estimator=None) -> str:
+    """Where the estimates of ``configs`` come from, e.g. "estimates: 9 from finished runs on this
+    machine, 6 timed now (4.1 s)"."""
+    from .timings import default_estimator
+
+    return (estimator or default_estimator()).summary(list(configs))
+
+
+def formula_seconds(config: RunConfig) -> float:
+    """The last fallback: the static MEASURED table (one machine's numbers), else a FLOP formula."""
     m, t = config.model, config.train
     n_evals = t.steps // t.eval_every + 2
     measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, _n_ctx(config), t.precision))
@@ -289,11 +347,11 @@ def estimate_seconds(config: RunConfig) -> float:
     return t.steps / steps_per_s + n_evals * eval_s
 
 
-def remaining_seconds(config: RunConfig, status: str) -> float:
+def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
     """Estimated seconds still to train, given :func:`rote.runs.status`."""
     if status == "cached":
         return 0.0
-    total = estimate_seconds(config)
+    total = estimate_seconds(config, estimator)
     if status.startswith("partial "):
         done = int(status.split()[1])
         total *= max(0.0, 1 - done / config.train.steps)

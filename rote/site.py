@@ -123,6 +123,15 @@ def verdict_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _stability_entry(rec) -> dict | None:
+    """The record's stability entry (protocol 10), where a stability build computed it for this record."""
+    if isinstance(rec, dict) or not _get(rec, "per_seed"):
+        return None
+    from .claims import load_stability
+
+    return load_stability(rec)
+
+
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
     """MyST markdown of the verdict box for a chapter's records, or None when the page computed none:
     per record its two verdicts, a short table of the checks that decide the amended one, the
@@ -146,6 +155,8 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         lines += [f"**{what}**: registered **{registered}**" + (
             f" ({_get(r, 'claim')} has no amendment; seeds {seeds_text})" if unamended
             else f", amended **{amended}** (seeds {seeds_text})"), ""]
+        if _get(r, "reason") and not _get(r, "per_seed"):  # a chapter that ran but could not judge it says why
+            lines += [f"- not run: {_get(r, 'reason')}", ""]
         amended_rows = deciding_rows(r, "amended")
         if amended_rows:
             lines += [("Deciding checks:" if unamended else "Amended reading, deciding checks:"), "",
@@ -160,6 +171,9 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
             lines.append(f"- unresolved: no deciding check left for {', '.join(missing)}")
         if not_counted(r):
             lines.append("- superseded (shown, not counted): " + "; ".join(not_counted(r)))
+        entry = _stability_entry(r)
+        if entry:  # protocol 10, only where a stability build computed it
+            lines.append(f"- stability (protocol 10): **{entry['status']}**, {entry['reason']}")
         lines.append("")
     lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
     lines.append(":::")
@@ -191,7 +205,7 @@ def csv_rows(records) -> list[dict]:
                              "passed": check.get("passed")})
                 emitted = True
         if not emitted:
-            rows.append(base)
+            rows.append({**base, "reason": _get(r, "reason", "") or ""})
     return rows
 
 

@@ -31,6 +31,15 @@ amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``TH
 Values are compared rounded to 9 decimals, so that the float error of a difference of accuracies
 (0.07 - 0.05) never decides a tie.
 
+**Trained only when asked.** X1's grid is not in the default plan (``rote.plan.plan(..., x1=True)``).
+The chapter's ``train_grid`` parameter says whether it may train the grid (:func:`load`); without it
+the chapter trains or loads only the runs it shares with C1 (FDA random at the profile's width, every
+seed) and loads what else of the grid is cached. A seed is then judged on the widths it has: a width it
+lacks is unresolved with the reason "not trained" (its ``x1.mem.w<width>`` check, and the checks that
+need it). When no seed has two widths, nothing can be compared: the record is ``not run``, with the
+reason, and the page lists the missing runs, the command that trains them and their estimate on the
+machine that built it (:meth:`Study.missing_table`).
+
 **Our reading of the registered verdict.** A seed *passes* when all three parts pass and *fails*
 when ``x1.cost_largest`` or ``x1.not_rising`` fails (X1 does not hold on it); else it is
 unresolved (:func:`rote.verdicts.seed_verdict`). Across seeds X1 **holds** when every seed passes,
@@ -48,6 +57,7 @@ chapter holds narrative only and a rerun can never leave a sentence its numbers 
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -110,6 +120,34 @@ def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None 
     return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units))
 
 
+def shared_configs(g: Grid) -> list[RunConfig]:
+    """The grid's runs that chapter C1 trains too: C1's FDA random units (noisy run and twin, every seed),
+    at the profile's width (or the ``d_model`` override) and noise ratio."""
+    out: dict[str, RunConfig] = {}
+    for u in g.ratio_units + g.width_units:
+        if u.noisy.model.d_model == g.sweep_width and u.noisy.data.noise_ratio == g.noise_ratio:
+            out.setdefault(u.noisy.key, u.noisy)
+            out.setdefault(u.clean.key, u.clean)
+    return list(out.values())
+
+
+def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
+    """The metric tables of the grid's runs (run key -> :attr:`rote.runs.Run.metrics`): with ``train_grid``
+    every run, trained where missing; else the runs shared with C1 (trained where missing: C1 needs
+    them) and whatever else of the grid is cached, nothing trained (:func:`rote.runs.lookup`)."""
+    from .runs import get_or_train, lookup
+
+    if train_grid:
+        return {c.key: get_or_train(c).metrics for c in g.configs}
+    out = {c.key: get_or_train(c).metrics for c in shared_configs(g)}
+    for c in g.configs:
+        if c.key not in out:
+            run = lookup(c)
+            if run is not None:
+                out[c.key] = run.metrics
+    return out
+
+
 def glue_values(g: Grid) -> dict[str, object]:
     """The protocol's numbers and the grid, for the chapter's method text."""
     th, c1 = THRESHOLDS[CLAIM], THRESHOLDS["C1"]
@@ -142,36 +180,52 @@ def memorizes(mem: float) -> bool:
     return not pd.isna(mem) and _rounded(mem) >= THRESHOLDS[CLAIM]["final_mem_min"]
 
 
-def checks(by_width: pd.DataFrame) -> tuple[dict, list[Check]]:
+NOT_TRAINED = "not trained"
+
+
+def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[dict, list[Check]]:
     """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
-    in increasing width (module docstring)."""
+    in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
+    rows); a width without a row was not trained: its checks, and those that need it, are unresolved."""
     th = THRESHOLDS[CLAIM]
     rows = by_width.sort_values("width").reset_index(drop=True)
-    widths = [int(w) for w in rows["width"]]
-    memorized = [memorizes(m) for m in rows["mem"]]
-    cost = [float(c) for c in rows["cost"]]
+    present = {int(r["width"]): r for r in rows.to_dict("records")}
+    widths = sorted(present) if widths is None else sorted(int(w) for w in widths)
+    trained = [w in present for w in widths]
+    memorized = [ok and memorizes(present[w]["mem"]) for w, ok in zip(widths, trained)]
+    cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
     out: list[Check] = []
-    for w, m, ok in zip(widths, rows["mem"], memorized):
-        check = Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", float(m), th["final_mem_min"],
-                      True if ok else None, "memorization")
-        out.append(check if ok else check.replace(reason=f"width {w} does not memorize"))
-    largest = Check("x1.cost_largest", f"gen cost at the largest width ({widths[-1]})", "registered", cost[-1],
-                    th["cost_largest_max"], _rounded(cost[-1]) <= th["cost_largest_max"], "cost at the largest width")
-    if not memorized[-1]:
+    for w, ok, mem in zip(widths, trained, memorized):
+        if not ok:
+            out.append(Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", None, th["final_mem_min"],
+                             None, "memorization", reason=f"width {w} {NOT_TRAINED}"))
+            continue
+        check = Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", float(present[w]["mem"]),
+                      th["final_mem_min"], True if mem else None, "memorization")
+        out.append(check if mem else check.replace(reason=f"width {w} does not memorize"))
+    largest = Check("x1.cost_largest", f"gen cost at the largest width ({widths[-1]})", "registered",
+                    cost[-1] if trained[-1] else None, th["cost_largest_max"],
+                    trained[-1] and _rounded(cost[-1]) <= th["cost_largest_max"], "cost at the largest width")
+    if not trained[-1]:
+        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) {NOT_TRAINED}")
+    elif not memorized[-1]:
         largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) does not memorize")
     rises = [b - a for a, b in zip(cost, cost[1:])]
     steps = [(_rounded(r) <= th["rise_max"]) if memorized[i] and memorized[i + 1] else None
              for i, r in enumerate(rises)]
+    finite = [r for r in rises if not math.isnan(r)]
     rising = Check("x1.not_rising", "largest rise of the gen cost from one width to the next", "registered",
-                   max(rises) if rises else None, th["rise_max"],
+                   max(finite) if finite else None, th["rise_max"],
                    False if False in steps else None if None in steps else True, "not rising")
     if rising.passed is None:
-        rising = rising.replace(reason="a step touches a width that does not memorize")
+        untrained = any(not (trained[i] and trained[i + 1]) for i, ok in enumerate(steps) if ok is None)
+        rising = rising.replace(reason=f"a step touches a width {NOT_TRAINED}" if untrained
+                                else "a step touches a width that does not memorize")
     out += [largest, rising]
     metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost, "rises": rises,
-               "memorizes": memorized,
-               "by_width": {str(w): {k: v for k, v in r.items() if k not in ("width", "seed")}
-                            for w, r in zip(widths, rows.to_dict("records"))}}
+               "memorizes": memorized, "trained": trained,
+               "by_width": {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
+                            for w in widths if w in present}}
     return metrics, out
 
 
@@ -188,14 +242,91 @@ class Study:
     ratios: pd.DataFrame
     curves: pd.DataFrame
     evaluations: dict[int, tuple[dict, list[Check]]] = field(default_factory=dict)
+    missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
+
+    # -- what of the grid is trained ----------------------------------------------------------------
+    @property
+    def judged(self) -> bool:
+        """Whether some seed has two widths trained (X1 compares widths): else the record is not run."""
+        return any(sum(m["trained"]) >= 2 for m, _ in self.evaluations.values())
+
+    def train_command(self) -> str:
+        """The command that trains the missing runs: ``rote train --plan --x1`` for the profile's grid and
+        seeds 0 .. N-1, else a rerun of the chapter with its parameters (which trains its grid)."""
+        g, base = self.grid, plan.x1_units(self.grid.profile, self.grid.seeds)
+        default = (g.widths, g.noise_ratios) == plan.x1_grid(g.profile) and \
+            [c.key for u in base[0] + base[1] for c in (u.noisy, u.clean)] == \
+            [c.key for u in g.width_units + g.ratio_units for c in (u.noisy, u.clean)]
+        if default and g.seeds == list(range(len(g.seeds))):
+            return shlex.join(["python", "-m", "rote", "train", "--plan", "--x1", "--profile", g.profile,
+                               "--seeds", str(len(g.seeds))])
+        parts = ["python", "-m", "rote", "run", "benign_memorization", "--profile", g.profile,
+                 "-p", "seeds", ",".join(str(s) for s in g.seeds),
+                 "-p", "widths", ",".join(str(w) for w in g.widths),
+                 "-p", "noise_ratios", ",".join(f"{r:g}" for r in g.noise_ratios)]
+        for name, value in plan.differs(g.width_units[0].noisy, g.profile).items():
+            if name not in plan.SEED_NAMES and name != "d_model":
+                parts += ["-p", name, str(value)]
+        return shlex.join(parts)
+
+    def missing_seconds(self) -> float:
+        """The missing runs' estimated training time on one thread (:func:`rote.plan.estimate_seconds`)."""
+        return sum(plan.estimate_seconds(c) for c in self.missing)
+
+    def missing_table(self) -> pd.DataFrame:
+        """One row per run of the grid not trained: width, noise ratio, seed, noisy run or twin, its key
+        and its estimated training time (one thread) on this machine."""
+        seeds = {c.key: s for u in self.grid.width_units + self.grid.ratio_units for s, c in
+                 ((u.seed, u.noisy), (u.seed, u.clean))}
+        return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
+                              "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
+                              "estimate": plan.fmt_seconds(plan.estimate_seconds(c))} for c in self.missing],
+                            columns=["width", "noise ratio", "seed", "run", "key", "estimate"])
+
+    def not_run_reason(self) -> str:
+        """Why the record is not run: the grid was not trained, how to train it, and how long that takes."""
+        return (f"X1's grid was not trained in this build ({len(self.missing)} of its {len(self.grid.configs)} "
+                f"runs missing; `{self.train_command()}` trains them, about "
+                f"{plan.fmt_seconds(self.missing_seconds())} of training on one thread on the machine that "
+                f"built this page)")
+
+    def grid_text(self) -> str:
+        """What of the registered grid this page measured: every run, or which are missing, the command
+        that trains them and their estimate on the machine that built the page."""
+        g = self.grid
+        if not self.missing:
+            return f"All {len(g.configs)} runs of the registered grid are trained ({self._seeds_text()})."
+        from .engine import default_workers
+
+        have = sorted({int(w) for w in self.widths.width}) if len(self.widths) else []
+        shared = f" (width {g.sweep_width} is chapter C1's FDA random run)" if g.sweep_width in have else ""
+        workers = default_workers()
+        seconds = [plan.estimate_seconds(c) for c in self.missing]
+        head = (f"**X1's grid was not trained in this build** (it is trained only when asked for: `make book X1=1`, "
+                f"`python -m rote book --x1`, or this chapter named with `--chapter benign_memorization`). "
+                if not self.judged else "**Part of X1's grid is not trained.** ")
+        return (head + f"The registered grid is widths {', '.join(str(w) for w in g.widths)} at noise ratio "
+                f"{g.noise_ratio:g}, and noise ratios {', '.join(f'{r:g}' for r in g.noise_ratios)} at width "
+                f"{g.sweep_width} ({self._seeds_text()}). This page measures the width"
+                f"{'s' if len(have) != 1 else ''} trained, {', '.join(str(w) for w in have) or 'none'}{shared}; "
+                f"{len(self.missing)} of the grid's {len(g.configs)} runs are missing (table below). "
+                f"`{self.train_command()}` trains them: about {plan.fmt_seconds(sum(seconds))} on one thread, "
+                f"~{plan.fmt_seconds(plan.pool_seconds(seconds, workers))} on {workers} worker"
+                f"{'s' if workers != 1 else ''}, estimated on the machine that built this page; then rebuild "
+                f"this page (`python -m rote run benign_memorization --profile {g.profile}`).")
 
     # -- the record --------------------------------------------------------------------------------
     def records(self) -> list[claims.ClaimRecord]:
-        """The X1 record (one: FDA random) with every seed's checks and both readings."""
+        """The X1 record (one: FDA random) with every seed's checks and both readings; ``not run``, with
+        the reason, when no seed has two widths trained."""
+        if not self.judged:
+            return [claims.placeholder(CLAIM, "fda", "random", self.grid.profile, self.grid.seeds,
+                                       self.not_run_reason())]
+        missing = {c.key for c in self.missing}
         results = []
         for seed, (metrics, seed_checks) in self.evaluations.items():
             mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
-            configs = {c.key: c for u in mine for c in (u.noisy, u.clean)}
+            configs = {c.key: c for u in mine for c in (u.noisy, u.clean) if c.key not in missing}
             results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
@@ -212,8 +343,10 @@ class Study:
 
     # -- sentences ---------------------------------------------------------------------------------
     def _per_seed(self, frame: pd.DataFrame, column: str, spec: str = ".3f") -> str:
-        values = frame.sort_values("seed")[column]
-        return " / ".join("never" if v is None or pd.isna(v) else format(v, spec) for v in values)
+        """One value per seed of the grid ("never": not reached; "not trained": the seed has no row)."""
+        by_seed = dict(zip(frame["seed"], frame[column]))
+        return " / ".join(NOT_TRAINED if s not in by_seed else "never" if by_seed[s] is None or pd.isna(by_seed[s])
+                          else format(by_seed[s], spec) for s in self.grid.seeds)
 
     def _seeds_text(self) -> str:
         seeds = self.grid.seeds
@@ -223,17 +356,24 @@ class Study:
         """How the cost of one seed moves up the grid, in words."""
         metrics = self.evaluations[seed][0]
         widths, rises, rise_max = metrics["widths"], metrics["rises"], THRESHOLDS[CLAIM]["rise_max"]
-        up = [f"{a} to {b}" for a, b, r in zip(widths, widths[1:], rises) if _rounded(r) > rise_max]
+        steps = [(a, b, r) for a, b, r in zip(widths, widths[1:], rises) if not math.isnan(r)]
+        if not steps:
+            return "cannot be followed (no two neighbouring widths trained)"
+        among = " (among the neighbouring widths trained)" if len(steps) < len(rises) else ""
+        up = [f"{a} to {b}" for a, b, r in steps if _rounded(r) > rise_max]
         if up:
-            return f"rises by more than {rise_max:g} from width {', and from '.join(up)}"
-        if all(_rounded(r) < 0 for r in rises):
-            return "falls at every step up in width"
-        return f"never rises by more than {rise_max:g} from one width to the next"
+            return f"rises by more than {rise_max:g} from width {', and from '.join(up)}{among}"
+        if all(_rounded(r) < 0 for _, _, r in steps):
+            return f"falls at every step up in width{among}"
+        return f"never rises by more than {rise_max:g} from one width to the next{among}"
 
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
         th = THRESHOLDS[CLAIM]
         parts = [f"{self._per_seed(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
+        if not self.judged:
+            return (f"The gen cost (twin gen minus noisy gen; {self._seeds_text()}) is " + ", ".join(parts) +
+                    ". With one width trained there is nothing to compare it with: X1 is not run (see above).")
         trends = {s: self.trend(s) for s in self.grid.seeds}
         if len(set(trends.values())) == 1:
             trend = ("On every seed the cost " if len(trends) > 1 else "The cost ") + next(iter(trends.values())) + "."
@@ -245,6 +385,9 @@ class Study:
         every = " on every seed" if n > 1 else ""
         end = (f"within {margin}{every}" if within == n else f"above {margin}{every}" if within == 0
                else f"within {margin} on {within} of {n} seeds")
+        if n < len(self.grid.seeds):
+            end = (f"{end.replace(every, '')} on the {n} of {len(self.grid.seeds)} seeds trained at width "
+                   f"{self.grid.widths[-1]}" if n else f"not known: width {self.grid.widths[-1]} is {NOT_TRAINED}")
         idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
                 self.widths.loc[~self.widths.memorizes, ["width", "seed", "mem"]].itertuples(index=False)]
         unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
@@ -258,6 +401,9 @@ class Study:
         lines = []
         for w in self.grid.widths:
             rows = self.widths[self.widths.width == w]
+            if not len(rows):
+                lines.append(f"- **width {w}**: {NOT_TRAINED}.")
+                continue
             learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
             first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
             order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
@@ -269,7 +415,7 @@ class Study:
                 f"{self._per_seed(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
                 f"{self._per_seed(rows, 'gen_noisy')} (twin: {self._per_seed(rows, 'gen_twin')}); final mem "
                 f"{self._per_seed(rows, 'mem')}.")
-        never = self.widths["t_mem"].isna().any()
+        never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
         note = (f" Where mem never reaches {c1['t_mem_level']:g}, the peak is over the whole run." if never else "")
         return f"Per width ({self._seeds_text()}):{note}\n\n" + "\n".join(lines)
 
@@ -277,11 +423,14 @@ class Study:
         """The cost against the noise ratio at the sweep width (shown, not judged)."""
         parts = [f"{self._per_seed(self.ratios[self.ratios.noise_ratio == r], 'cost')} at noise ratio {r:g}"
                  for r in self.grid.noise_ratios]
-        grows = [all(_rounded(b) > _rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:]))
-                 for _, g in self.ratios.sort_values("noise_ratio").groupby("seed")]
         head = f"At width {self.grid.sweep_width} the gen cost ({self._seeds_text()}) is " + ", ".join(parts)
         if len(self.grid.noise_ratios) == 1:
             return head + "."
+        complete = [g for _, g in self.ratios.sort_values("noise_ratio").groupby("seed")
+                    if len(g) == len(self.grid.noise_ratios)]  # a seed with a ratio not trained says nothing here
+        if not complete:
+            return head + "."
+        grows = [all(_rounded(b) > _rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:])) for g in complete]
         every = " on every seed" if len(grows) > 1 else ""
         how = (f"grows with the noise ratio{every}" if all(grows) else
                f"does not grow steadily with the noise ratio{every}" if not any(grows) else
@@ -292,6 +441,8 @@ class Study:
         """What the record's registered verdict says, in words, with its reason."""
         th = THRESHOLDS[CLAIM]
         verdict = rec.verdict_registered
+        if verdict == claims.NOT_RUN:
+            return f"**X1 ({rec.profile}): not run.** {rec.reason[:1].upper()}{rec.reason[1:]}."
         word = verdict.split()[0].rstrip(":")
         largest, margin, rise = self.grid.widths[-1], f"{th['cost_largest_max']:g}", f"{th['rise_max']:g}"
         why = {
@@ -305,7 +456,10 @@ class Study:
                      "width, memorizing the noise costs generalization, and capacity alone does not make it benign",
             "fail": f"at the largest width ({largest}) the gen cost is above {margin}: up to this width, memorizing "
                     "the noise costs generalization, and capacity alone does not make it benign",
-            "unresolved": f"a width the verdict needs does not memorize (final mem below {th['final_mem_min']:g}), "
+            "unresolved": (f"a width the verdict needs is {NOT_TRAINED} or does not memorize (final mem below "
+                           f"{th['final_mem_min']:g}), so the grid cannot tell whether memorization is benign there")
+                          if self.missing else
+                          f"a width the verdict needs does not memorize (final mem below {th['final_mem_min']:g}), "
                           "so the grid cannot tell whether memorization is benign there",
         }
         rising_only = [s["seed"] for s in rec.per_seed
@@ -327,20 +481,28 @@ class Study:
 
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
     """X1 measured and judged from the metric tables of the grid's runs (``metrics``: run key ->
-    :attr:`rote.runs.Run.metrics`)."""
+    :attr:`rote.runs.Run.metrics`, :func:`load`). A run without a table was not trained: a width (or
+    noise ratio) whose noisy run or twin is missing is left out of that seed's rows, and its checks are
+    unresolved ("not trained")."""
+    have = [u for u in g.width_units if u.noisy.key in metrics and u.clean.key in metrics]
     rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key])}
-            for u in g.width_units]
-    widths = pd.DataFrame(rows).sort_values(["width", "seed"]).reset_index(drop=True)
+            for u in have]
+    columns = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem", "peak_gen_before_t_mem"]
+    widths = pd.DataFrame(rows, columns=columns).sort_values(["width", "seed"]).reset_index(drop=True)
     widths["memorizes"] = [memorizes(m) for m in widths["mem"]]
     ratios = pd.DataFrame([{"noise_ratio": u.noisy.data.noise_ratio, "seed": u.seed, "width": u.noisy.model.d_model,
                             **{k: v for k, v in measure(metrics[u.noisy.key], metrics[u.clean.key]).items()
-                               if k in ("gen_twin", "gen_noisy", "cost", "mem")}} for u in g.ratio_units])
+                               if k in ("gen_twin", "gen_noisy", "cost", "mem")}} for u in g.ratio_units
+                           if u.noisy.key in metrics and u.clean.key in metrics],
+                          columns=["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"])
+    curve_columns = ["step", "gen", "mem", "rec", "twin_gen", "width", "seed"]
     curves = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
         metrics[u.clean.key][["step", "gen"]].rename(columns={"gen": "twin_gen"}), on="step", how="left")
-        .assign(width=u.noisy.model.d_model, seed=u.seed) for u in g.width_units], ignore_index=True)
-    out = Study(g, widths, ratios, curves)
+        .assign(width=u.noisy.model.d_model, seed=u.seed) for u in have], ignore_index=True) if have else \
+        pd.DataFrame(columns=curve_columns)
+    out = Study(g, widths, ratios, curves, missing=[c for c in g.configs if c.key not in metrics])
     for seed in g.seeds:
-        metrics_s, checks_s = checks(widths[widths.seed == seed])
+        metrics_s, checks_s = checks(widths[widths.seed == seed], g.widths)
         mine = ratios[ratios.seed == seed]
         metrics_s.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
                          cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})

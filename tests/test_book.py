@@ -105,12 +105,12 @@ def test_claim_record_round_trip_and_status(tmp_path):
     claims.save(rec_random, root=tmp_path)
     (ok,) = _seed_records("C1", "smoke", thr, True)
     claims.save(ok, root=tmp_path)
-    loaded = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
+    loaded = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path, seeds=[0])}
     assert loaded[("C1", "fda", "random")].status == "fail (1 seed)"
     assert loaded[("C1", "thr", "-")].verdict_registered == "pass (1 seed)"
     assert loaded[("C1", "fda", "digit")].status == "not run" and loaded[("C2", "fda", "random")].status == "not run"
-    (tmp_path / "smoke" / "C2-fda-random.json").write_text(json.dumps({"claim": "C2", "status": "pass"}))  # old format
-    assert {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}[
+    (tmp_path / "smoke" / "C2-fda-random.seeds-0.json").write_text(json.dumps({"claim": "C2", "status": "pass"}))  # old format
+    assert {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path, seeds=[0])}[
         ("C2", "fda", "random")].status == "not run"
     with pytest.raises(ValueError):
         claims.ClaimRecord("C5", "thr", "-", "smoke", [], "", "", "")  # C5 is FDA only
@@ -190,7 +190,7 @@ def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, c
         raise AssertionError("a chapter executed after a run failed")
 
     monkeypatch.setattr(engine, "train_plan", one_fails)
-    monkeypatch.setattr(book, "run_chapter", must_not_run)
+    monkeypatch.setattr(book, "execute_job", must_not_run)
     monkeypatch.setattr(book, "render_site", must_not_run)
     code = book.build_book("smoke", ["learning_dynamics", "tasks"], {}, render=True)
     assert code != 0 and trained
@@ -204,12 +204,12 @@ def test_records_whose_content_names_another_claim_than_their_file_are_refused(t
     """A record is found by its file name; one whose content is another claim's (a copied or renamed
     file) is not shown under the wrong claim: the slot is reported and stays not run."""
     (good,) = _seed_records("C1", "smoke", plan.units("smoke", ["thr"], [0]), True)
-    claims.save(good, root=tmp_path)
-    wrong = claims.record_path(tmp_path, "smoke", "C2", "thr", "-")
-    wrong.write_text(claims.record_path(tmp_path, "smoke", "C1", "thr", "-").read_text())  # C1's content
-    other_task = claims.record_path(tmp_path, "smoke", "C1", "fda", "random")
+    assert claims.save(good, root=tmp_path) == claims.record_path(tmp_path, "smoke", "C1", "thr", "-", [0])
+    wrong = claims.record_path(tmp_path, "smoke", "C2", "thr", "-", [0])
+    wrong.write_text(claims.record_path(tmp_path, "smoke", "C1", "thr", "-", [0]).read_text())  # C1's content
+    other_task = claims.record_path(tmp_path, "smoke", "C1", "fda", "random", [0])
     other_task.write_text(wrong.read_text())
-    by_key = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
+    by_key = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path, seeds=[0])}
     assert by_key[("C1", "thr", "-")].verdict_registered == "pass (1 seed)"
     assert by_key[("C2", "thr", "-")].status == "not run" and by_key[("C2", "thr", "-")].claim == "C2"
     assert by_key[("C1", "fda", "random")].status == "not run" and by_key[("C1", "fda", "random")].task == "fda"
@@ -253,13 +253,13 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
         events.append("training ended")
         return [engine.Outcome(c, True, 1.0) for c in configs]
 
-    def fake_chapter(name, profile, params, **kwargs):
-        events.append(f"chapter {name}")
+    def fake_chapter(job, profile):
+        events.append(f"chapter {job.name}")
         started.set()
-        return book.ChapterResult(name, True, 0.1, tmp_path / f"{name}.ipynb", tmp_path, "")
+        return book.ChapterResult(job.name, True, 0.1, tmp_path / f"{job.name}.ipynb", tmp_path, "")
 
     monkeypatch.setattr(engine, "train_plan", last_run_trains)
-    monkeypatch.setattr(book, "run_chapter", fake_chapter)
+    monkeypatch.setattr(book, "execute_job", fake_chapter)
     code = book.build_book("smoke", ["learning_dynamics", "interventions"], {}, render=False)
     assert code == 0
     assert events[0] == "slots busy" and events[1] == "chapter learning_dynamics"
@@ -273,3 +273,31 @@ def test_the_chapters_that_load_runs_are_the_ones_the_plan_trains_for():
     assert {n for n in book.chapters() if not book._needs_runs(n)} == {"tasks", "scorecard"}
     assert book.book_plan("smoke", ["tasks", "scorecard"], {}, [0]) == []
     assert book.book_plan("smoke", ["learning_dynamics"], {}, [0])
+
+
+def test_chapters_execute_at_once_on_free_cores_and_the_last_waits(monkeypatch):
+    """execute_jobs: as many chapters at once as slots are free (capacity at most), in order; a `last`
+    job (the scorecard) starts only after every earlier one ended; results come back in job order."""
+    import threading
+
+    lock, running, peak, log = threading.Lock(), [0], [0], []
+
+    def fake(job, profile):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            log.append(("start", job.name, running[0]))
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return book.ChapterResult(job.name, True, 0.3, Path(), Path(), "")
+
+    monkeypatch.setattr(book, "execute_job", fake)
+    jobs = [book.ChapterJob(n, {}) for n in ("a", "b", "c")] + [book.ChapterJob("scorecard", {}, last=True)]
+    results = book.execute_jobs(jobs, "smoke", lambda: 2, threading.Event(), capacity=2)
+    assert [r.name for r in results] == ["a", "b", "c", "scorecard"]
+    assert peak[0] == 2  # two at once, never three
+    assert log[-1] == ("start", "scorecard", 1)  # alone, after the others
+    log.clear(), peak.__setitem__(0, 0)
+    book.execute_jobs(jobs[:3], "smoke", lambda: 1, threading.Event(), capacity=2)
+    assert peak[0] == 1  # one free slot: one at a time

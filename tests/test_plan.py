@@ -31,11 +31,14 @@ def test_units_cover_conditions_and_seeds_and_share_fda_twins():
 def test_plan_lists_each_run_once():
     runs = P.plan("smoke", seeds=[0, 1, 2])
     keys = [c.key for c in runs]
-    # per seed: fda random, digit, one shared twin; thr noisy, twin; X1 (tests/test_x1.py): width 16 and its
-    # twin, noise 0.05 and 0.2 at the profile's width (width 32 at noise 0.1 is the fda random unit)
-    assert len(keys) == len(set(keys)) == 3 * (5 + 4)
+    # per seed: fda random, digit, one shared twin; thr noisy, twin; X1's grid only when asked for
+    assert len(keys) == len(set(keys)) == 3 * 5
     assert sum(c.task == "fda" and c.data.noise_ratio == 0 and c.model.d_model == 32 for c in runs) == 3
     assert P.plan("smoke", seeds=[0, 1, 2]) == runs  # stable order
+    # with X1 (tests/test_x1.py): width 16 and its twin, noise 0.05 and 0.2 at the profile's width (width 32
+    # at noise 0.1 is the fda random unit), after the chapters' runs
+    with_x1 = P.plan("smoke", seeds=[0, 1, 2], x1=True)
+    assert len(with_x1) == len({c.key for c in with_x1}) == 3 * (5 + 4) and with_x1[:len(runs)] == runs
     paper = P.plan("paper", seeds=[0])  # sweep 0, 0.05, 0.1, 0.2 for each condition, twins shared
     fda = sorted((c.data.noise_kind, c.data.noise_ratio) for c in paper if c.task == "fda" and c.model.d_model == 256)
     assert fda == [("digit", 0.05), ("digit", 0.1), ("digit", 0.2), ("random", 0.0), ("random", 0.05),
@@ -59,11 +62,13 @@ def test_overrides_select_condition_and_reject_seed_names():
 
 def test_seed_list(monkeypatch):
     monkeypatch.delenv("ROTE_SEEDS", raising=False)
-    assert P.seed_list("quick") == [0]
-    monkeypatch.setenv("ROTE_SEEDS", "3")
-    assert P.seed_list("quick") == [0, 1, 2]
+    assert P.seed_list("quick") == [0, 1, 2] == P.protocol_seeds("quick")  # the protocol's 3 seeds (7.1)
+    assert len(P.plan("smoke")) == 3 * 5
+    monkeypatch.setenv("ROTE_SEEDS", "1")
+    assert P.seed_list("quick") == [0]  # the quick look
+    assert P.protocol_seeds("quick") == [0, 1, 2]  # whatever ROTE_SEEDS says
     assert P.seed_list("quick", 2) == [0, 1]  # the argument wins
-    assert len(P.plan("smoke")) == 3 * 9  # the plan follows ROTE_SEEDS, as the chapters do
+    assert len(P.plan("smoke")) == 5  # the plan follows ROTE_SEEDS, as the chapters do
     for bad in (0, -1):
         with pytest.raises(ConfigError):
             P.seed_list("quick", bad)
@@ -140,23 +145,25 @@ def _cli(*args, root):
 
 
 def test_plan_command(tmp_path):
-    result = _cli("plan", "--profile", "smoke", "--seeds", "2", "--json", root=tmp_path)
+    result = _cli("plan", "--profile", "smoke", "--seeds", "2", "--x1", "--json", root=tmp_path)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["seeds"] == [0, 1] and len(out["runs"]) == 18 and out["missing"] == 18  # 2 x (5 + X1's 4)
     assert {r["status"] for r in out["runs"]} == {"missing"}
-    assert [r["key"] for r in out["runs"]] == [c.key for c in P.plan("smoke", [0, 1])]
+    assert [r["key"] for r in out["runs"]] == [c.key for c in P.plan("smoke", [0, 1], x1=True)]
+    plain = json.loads(_cli("plan", "--profile", "smoke", "--seeds", "2", "--json", root=tmp_path).stdout)
+    assert [r["key"] for r in plain["runs"]] == [c.key for c in P.plan("smoke", [0, 1])] and len(plain["runs"]) == 10
     twin = [r for r in out["runs"] if r["task"] == "fda" and r["differs"].get("noise_ratio") == 0.0]
     assert len(twin) == 4 and all("noise_kind" not in r["differs"] for r in twin)  # 2 seeds x widths 16, 32
     assert sorted(r["differs"].get("d_model", 32) for r in twin) == [16, 16, 32, 32]
     table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
-    assert "4 runs (smoke, seeds [0], training precision " in table.stdout
+    assert "12 runs (smoke, seeds [0, 1, 2], training precision " in table.stdout  # 3 seeds by default
     assert all(r["precision"] == P.make_config(r["task"], "smoke").train.precision for r in out["runs"])
     fp32 = _cli("plan", "--profile", "smoke", "--precision", "fp32", "--json", root=tmp_path)
     runs = json.loads(fp32.stdout)["runs"]
     assert {r["precision"] for r in runs} == {"fp32"} and all(r["differs"].get("precision", "fp32") == "fp32" for r in runs)
-    assert [r["key"] for r in runs] == [c.key for c in P.plan("smoke", [0], {"precision": "fp32"})]
+    assert [r["key"] for r in runs] == [c.key for c in P.plan("smoke", [0, 1, 2], {"precision": "fp32"})]
     assert not tmp_path.exists() or not any(p.name.startswith(("fda-", "thr-")) for p in tmp_path.iterdir())
 
 
@@ -201,12 +208,98 @@ def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monke
 
     seen = {}
 
-    def fake_run(name, profile, params, **kw):
-        seen[name] = params
-        return SimpleNamespace(name=name, ok=True, seconds=0.0, error="", notebook=None)
+    def fake_run(job, profile):
+        seen[job.name] = job.params
+        return SimpleNamespace(name=job.name, ok=True, seconds=0.0, error="", notebook=None)
 
-    monkeypatch.setattr(book, "run_chapter", fake_run)
+    monkeypatch.setattr(book, "execute_job", fake_run)
     monkeypatch.setattr(book, "book_plan", lambda *a, **k: [])
     assert book.build_book("smoke", ["tasks", "scorecard"], {"precision": "fp32"}, render=False) == 0
     assert seen["tasks"]["overrides"] == {"precision": "fp32"}
     assert seen["scorecard"] == {"profile": "smoke"}
+
+
+# -- issue 28: X1's grid only when asked, and the chapter filter trains its chapters' runs only -------------
+def _x1_only(configs, profile="quick"):
+    """The runs of X1's grid that C1-C5 do not need (other widths and noise ratios)."""
+    base = make_config("fda", profile)
+    return [c for c in configs if c.task == "fda" and (c.model.d_model != base.model.d_model
+                                                      or c.data.noise_ratio not in (0.0, base.data.noise_ratio))]
+
+
+def test_every_chapter_declares_the_runs_it_needs():
+    from rote import book
+
+    assert set(book.CHAPTER_RUNS) == set(book.chapters())
+    assert {n for n, parts in book.CHAPTER_RUNS.items() if not parts} == {"tasks", "scorecard"}
+    assert all(set(parts) <= set(P.PARTS) for parts in book.CHAPTER_RUNS.values())
+    assert book.chapter_runs("benign_memorization") == ("x1-shared",)
+    assert book.chapter_runs("benign_memorization", x1=True) == ("x1",)
+
+
+def test_the_chapter_filter_trains_the_named_chapters_runs_only():
+    from rote.book import book_plan, chapters
+
+    seeds = [0, 1, 2]
+    units = P.units("quick", seeds=seeds)
+    ld = book_plan("quick", ["learning_dynamics"], {}, seeds)
+    assert ld == P.plan("quick", seeds) and not _x1_only(ld)  # units, twins and sweep; no width-64/256 run
+    assert not any(c.model.d_model in (64, 256) for c in ld)
+    noisy = [u.noisy for u in units]
+    for name in ("intermediate_results", "interventions", "distributed_encoding"):
+        assert book_plan("quick", [name], {}, seeds) == noisy  # the noisy runs of both tasks
+    assert book_plan("quick", ["outlier_heuristics"], {}, seeds) == [u.noisy for u in units if u.task == "fda"]
+    shared = [c for u in units if u.task == "fda" and u.condition == "random" for c in (u.noisy, u.clean)]
+    assert book_plan("quick", ["benign_memorization"], {}, seeds) == shared  # without X1: C1's runs only
+    grid = book_plan("quick", ["benign_memorization"], {}, seeds, x1=True)
+    assert {c.model.d_model for c in grid} == {64, 128, 256} and len(grid) == 3 * 8
+    union = book_plan("quick", ["interventions", "outlier_heuristics"], {}, seeds)
+    assert union == noisy  # the union, each run once
+    assert book_plan("quick", list(chapters()), {}, seeds) == P.plan("quick", seeds)
+    assert book_plan("quick", list(chapters()), {}, seeds, x1=True) == P.plan("quick", seeds, x1=True)
+    assert book_plan("quick", ["learning_dynamics"], {"seeds": "7"}, seeds) == P.plan("quick", [7])
+
+
+def _planted_book(monkeypatch, tmp_path, names, **kwargs):
+    """`rote book` with training and chapters planted: the runs it would train, and each chapter's parameters."""
+    from rote import book, engine
+
+    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    trained, executed = [], {}
+    monkeypatch.setattr(engine, "train_plan", lambda configs, **kw: trained.extend(configs) or
+                        [engine.Outcome(c, True, 1.0) for c in configs])
+
+    def chapter(job, profile):
+        executed[job.name] = job.params
+        return book.ChapterResult(job.name, True, 0.0, tmp_path / f"{job.name}.ipynb", tmp_path, "")
+
+    monkeypatch.setattr(book, "execute_job", chapter)
+    assert book.build_book("quick", names, {}, render=False, **kwargs) == 0
+    return trained, executed
+
+
+def test_book_chapter_learning_dynamics_trains_no_x1_grid(monkeypatch, tmp_path):
+    trained, executed = _planted_book(monkeypatch, tmp_path, ["learning_dynamics"])
+    assert list(executed) == ["learning_dynamics"]
+    assert trained == P.plan("quick", [0, 1, 2]) and not _x1_only(trained)  # 3 seeds by default
+    assert not any(c.model.d_model in (64, 256) for c in trained)
+
+
+def test_x1_is_trained_only_when_asked(monkeypatch, tmp_path):
+    trained, executed = _planted_book(monkeypatch, tmp_path, None, seeds=1)  # the whole book, 1 seed
+    assert trained == P.plan("quick", [0]) and not _x1_only(trained)
+    assert executed["benign_memorization"]["train_grid"] is False  # the chapter may not train its grid
+    assert "train_grid" not in executed["learning_dynamics"]
+    for names, kwargs in ((None, {"x1": True}), (["benign_memorization"], {})):  # --x1, or the chapter named
+        trained, executed = _planted_book(monkeypatch, tmp_path, names, seeds=1, **kwargs)
+        assert {c.key for c in _x1_only(trained)} == {c.key for c in _x1_only(P.plan("quick", [0], x1=True))} != set()
+        assert "train_grid" not in executed["benign_memorization"]  # its default: trains the grid
+
+
+def test_train_and_plan_take_x1(tmp_path):
+    listed = _cli("plan", "--profile", "smoke", "--seeds", "1", "--x1", "--json", root=tmp_path)
+    assert [r["key"] for r in json.loads(listed.stdout)["runs"]] == [c.key for c in P.plan("smoke", [0], x1=True)]
+    wrong = _cli("train", "--task", "fda", "--profile", "smoke", "--x1", root=tmp_path)
+    assert wrong.returncode == 2 and "--plan" in wrong.stderr
+    helps = _cli("book", "--help", root=tmp_path).stdout
+    assert "--x1" in helps and "else 3" in helps

@@ -33,8 +33,8 @@ def test_quick_grid_is_the_registered_one_and_its_profile_width_is_c1s_unit():
 
 
 def test_plan_lists_x1_runs_once_after_the_chapters_runs():
-    before = plan.plan("quick", [0], tasks=["thr"])
-    runs = plan.plan("quick", [0, 1])
+    before = plan.plan("quick", [0], tasks=["thr"], x1=True)
+    runs = plan.plan("quick", [0, 1], x1=True)
     keys = [c.key for c in runs]
     assert len(keys) == len(set(keys))
     width_units, ratio_units = plan.x1_units("quick", [0, 1])
@@ -45,19 +45,20 @@ def test_plan_lists_x1_runs_once_after_the_chapters_runs():
     assert len(x1_keys - without) == 12 and len(runs) == len(without) + 12  # 6 new runs per seed on quick
     assert keys[:len(without)] == [k for k in keys if k in without]  # the chapters' runs keep their order
     assert all(c.task == "thr" for c in before)  # no FDA, no X1
-    assert len(plan.plan("smoke", [0])) == 5 + 4  # smoke: width 16 (noisy, twin), noise 0.05 and 0.2 at width 32
-    paper = plan.plan("paper", [0])  # paper's C1 sweep already has 0.05 and 0.2: X1 adds widths 128 and 512
+    assert len(plan.plan("smoke", [0], x1=True)) == 5 + 4  # smoke: width 16 (noisy, twin), noise 0.05 and 0.2 at width 32
+    assert plan.plan("quick", [0, 1]) == runs[:len(without)]  # without x1: the chapters' runs only
+    paper = plan.plan("paper", [0], x1=True)  # paper's C1 sweep already has 0.05 and 0.2: X1 adds widths 128 and 512
     assert {c.model.d_model for c in paper if c.task == "fda"} == {128, 256, 512} and len(paper) == 11 + 4
 
 
 def test_x1_runs_follow_overrides_and_leave_the_plan_when_they_cannot_apply():
-    runs = plan.plan("smoke", [0], {"precision": "fp32", "n_layers": 2})
+    runs = plan.plan("smoke", [0], {"precision": "fp32", "n_layers": 2}, x1=True)
     fda = [c for c in runs if c.task == "fda"]
     assert {c.model.n_layers for c in fda} == {2} and {c.train.precision for c in fda} == {"fp32"}
     assert {c.model.d_model for c in fda} == set(SMOKE_WIDTHS)
-    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_kind": "digit"}))
-    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_ratio": 0.0}))
-    chosen = plan.plan("smoke", [0], widths="8,32", noise_ratios=[0.3])
+    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_kind": "digit"}, x1=True))
+    assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_ratio": 0.0}, x1=True))
+    chosen = plan.plan("smoke", [0], widths="8,32", noise_ratios=[0.3], x1=True)
     assert {(c.model.d_model, c.data.noise_ratio) for c in chosen if c.task == "fda" and c.data.noise_kind == "random"} \
         == {(8, 0.1), (8, 0.0), (32, 0.1), (32, 0.0), (32, 0.3)}
 
@@ -106,7 +107,7 @@ def test_the_chapter_validates_its_parameters_with_the_book():
                             ({"noise_kind": "digit"}, "random noise"), ({"n_entities": "9"}, "none of the chapter")):
         with pytest.raises(ConfigError, match=message):
             book.resolve_parameters("benign_memorization", "smoke", params)
-    runs = book.book_plan("smoke", ["benign_memorization"], {"widths": "8,32"}, [0])
+    runs = book.book_plan("smoke", ["benign_memorization"], {"widths": "8,32"}, [0], x1=True)
     assert {c.model.d_model for c in runs if c.task == "fda"} == {8, 32}
 
 
@@ -268,9 +269,9 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
         claims.ClaimRecord("X1", "fda", "digit", "smoke", [], "", "", "")
     rec = _verdict(_study([[0.13, 0.12, 0.13]] * 2, seeds=(0, 1)))
     claims.save(rec, root=tmp_path)
-    loaded = {r.claim: r for r in claims.load_all("smoke", root=tmp_path)}["X1"]
+    loaded = {r.claim: r for r in claims.load_all("smoke", root=tmp_path, seeds=[0, 1])}["X1"]
     assert loaded.verdict_registered == "fails" and loaded.page == "07_benign_memorization"
-    table = book.claims_table(claims.load_all("smoke", root=tmp_path))
+    table = book.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
     row = table[table.claim == "X1"].iloc[0]
     assert row["group"] == claims.BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
     assert list(table.group).index(claims.BEYOND_GROUP) == len(table) - 1  # below the paper's claims
@@ -281,3 +282,101 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     rows = site.csv_rows([loaded])
     assert {r["check_id"] for r in rows} >= {"x1.cost_largest", "x1.not_rising"}
     assert math.isclose(float([r for r in rows if r["check_id"] == "x1.cost_largest"][0]["value"]), 0.13)
+
+
+# -- issue 28: the grid trained only when asked; a page and a verdict without it -------------------------
+def _partial(keep, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), costs=(0.2, 0.1, 0.04)):
+    """A study on planted metrics where only the runs ``keep(unit)`` says of the width grid (and the
+    ratio units at the sweep width's noise ratio, C1's) are trained."""
+    g = x1.grid("smoke", seeds=list(seeds), widths=list(widths))
+    metrics = {}
+    for u in g.width_units:
+        if keep(u):
+            i = g.widths.index(u.noisy.model.d_model)
+            metrics[u.noisy.key], metrics[u.clean.key] = _curve(1.0 - costs[i], 0.97), _twin()
+    return g, x1.study(g, metrics)
+
+
+def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_missing_runs():
+    # only the width C1 trains (smoke: 32), every seed; smoke's registered grid is widths 16, 32
+    g, s = _partial(lambda u: u.noisy.model.d_model == 32, widths=SMOKE_WIDTHS, costs=(0.2, 0.1))
+    assert {c.key for c in x1.shared_configs(g)} == {c.key for u in g.width_units if u.noisy.model.d_model == 32
+                                                      for c in (u.noisy, u.clean)}
+    assert not s.judged and len(s.missing) == len(g.configs) - 6
+    (rec,) = s.records()
+    assert rec.status == rec.verdict_registered == "not run" and rec.per_seed == [] and rec.seeds == [0, 1, 2]
+    assert "grid was not trained" in rec.reason and "python -m rote train --plan --x1 --profile smoke --seeds 3" in rec.reason
+    assert "on the machine that built this page" in rec.reason
+    assert plan.fmt_seconds(sum(plan.estimate_seconds(c) for c in s.missing)) in rec.reason
+    assert s.verdict_sentence(rec).startswith("**X1 (smoke): not run.** X1's grid was not trained")
+    text = s.grid_text()
+    assert "X1's grid was not trained in this build" in text and "This page measures the width trained, 32" in text
+    assert "widths 16, 32 at noise ratio 0.1" in text and "estimated on the machine that built this page" in text
+    table = s.missing_table()
+    assert len(table) == len(s.missing) and set(table.width) == {16, 32} and set(table.seed) == {0, 1, 2}
+    assert 32 not in set(table[table["noise ratio"] == 0.1].width)  # C1's run is there
+    assert list(table.estimate) == [plan.fmt_seconds(plan.estimate_seconds(c)) for c in s.missing]
+    cost = s.cost_sentence()
+    assert "0.100 / 0.100 / 0.100 at width 32" in cost and "not trained / not trained / not trained at width 16" in cost
+    assert "- **width 16**: not trained." in s.timing_sentence()
+    s.table(), s.ratio_sentence()  # render without the grid
+    # another grid than the registered one: the command reruns the chapter with it
+    _, custom = _partial(lambda u: u.noisy.model.d_model == 32)
+    assert "python -m rote run benign_memorization --profile smoke -p seeds 0,1,2 -p widths 16,32,64" in custom.train_command()
+
+
+def test_a_seed_with_part_of_its_grid_is_judged_on_the_widths_it_has():
+    # seed 0: widths 16 and 32; seed 1: every width; seed 2: width 32 only (C1's)
+    have = {0: (16, 32), 1: (16, 32, 64), 2: (32,)}
+    g, s = _partial(lambda u: u.noisy.model.d_model in have[u.seed])
+    assert s.judged
+    (rec,) = s.records()
+    by_seed = {p["seed"]: p for p in rec.per_seed}
+    assert by_seed[1]["registered"] == "pass"
+    seed0 = by_seed[0]["checks"]
+    mem64 = verdicts.find(seed0, "x1.mem.w64")
+    assert mem64["passed"] is None and mem64["reason"] == "width 64 not trained" and mem64["value"] is None
+    assert verdicts.find(seed0, "x1.mem.w16")["passed"] is True
+    largest = verdicts.find(seed0, "x1.cost_largest")
+    assert largest["passed"] is None and "not trained" in largest["reason"]
+    rising = verdicts.find(seed0, "x1.not_rising")
+    assert rising["passed"] is None and "not trained" in rising["reason"] and rising["value"] == pytest.approx(-0.1)
+    assert by_seed[0]["registered"] == by_seed[2]["registered"] == "unresolved"
+    assert rec.verdict_registered == "mixed: 1 pass, 0 fail, 2 unresolved"
+    assert set(by_seed[2]["run_keys"]) == {c.key for c in x1.shared_configs(g) if c.seeds["model_seed"] == 2}
+    # a rise between two widths the seed has still fails it
+    g, s = _partial(lambda u: u.noisy.model.d_model in (16, 32), costs=(0.0, 0.1, 0.0), seeds=(0,))
+    (rec,) = s.records()
+    assert verdicts.find(rec.per_seed[0]["checks"], "x1.not_rising")["passed"] is False
+    assert rec.verdict_registered == "mixed (1 seed)"
+    assert "rises by more than 0.02 from width 16 to 32 (among the neighbouring widths trained)" in s.cost_sentence()
+    assert "**Part of X1's grid is not trained.**" in s.grid_text()
+
+
+def test_load_trains_the_grid_only_when_allowed(monkeypatch):
+    from rote import runs
+
+    g = x1.grid("smoke", seeds=[0])
+    trained, looked_up = [], []
+    monkeypatch.setattr(runs, "get_or_train", lambda c, **kw: trained.append(c.key) or
+                        type("R", (), {"metrics": _twin()})())
+    cached = {c.key for c in g.configs if c.model.d_model == 16}  # width 16 is cached, the rest is not
+    monkeypatch.setattr(runs, "lookup", lambda c, root=None: looked_up.append(c.key) or
+                        (type("R", (), {"metrics": _twin()})() if c.key in cached else None))
+    out = x1.load(g, train_grid=False)
+    assert set(trained) == {c.key for c in x1.shared_configs(g)}  # C1's runs only
+    assert set(out) == set(trained) | cached and not set(trained) & set(looked_up)
+    trained.clear()
+    assert set(x1.load(g, train_grid=True)) == {c.key for c in g.configs} == set(trained)
+
+
+def test_the_chapter_takes_train_grid_and_the_book_keeps_its_page():
+    from rote import book
+
+    assert book.notebook_parameters(book.chapter_path("benign_memorization"))["train_grid"] == "True"
+    for raw, value in (("false", False), ("False", False), ("0", False), ("true", True)):
+        assert book.resolve_parameters("benign_memorization", "smoke", {"train_grid": raw})["train_grid"] is value
+    with pytest.raises(ConfigError, match="true or false"):
+        book.resolve_parameters("benign_memorization", "smoke", {"train_grid": "maybe"})
+    assert book.output_dir("benign_memorization", "smoke", {"profile": "smoke", "train_grid": False}) == \
+        book.output_dir("benign_memorization", "smoke", {"profile": "smoke"})  # the book's own page either way
