@@ -26,6 +26,12 @@ finished entries, by one atomic rename, so nothing half-written appears in it.
 Progress: one overall display (runs done of total, the runs in training with their step, an
 estimate of the time left), read from the ``.progress`` files that training writes at every
 evaluation; redrawn every 2 s on a terminal, printed every 30 s otherwise (``ROTE_PLAIN_PROGRESS``).
+
+Timings: a worker that trains a run appends its time to ``<runs>/.timings.jsonl`` (:mod:`rote.timings`:
+the run's shape, precision, the machine, wall and CPU seconds), locally and as a Slurm job. The
+estimates (the order runs start in, the display, ``rote plan``) come from those records: this
+machine's, else a shape timed once here, else, with ``--executor slurm``, the workers' runs, else the
+static table of :mod:`rote.plan`. The first line says which.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -121,9 +128,50 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
         raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
                           f"{code_fingerprint()}); rerun the command")
     config = RunConfig.from_dict(config_dict)
-    run = get_or_train(config, root=Path(root), device=device, progress=False)
+    wall0, cpu0 = time.perf_counter(), _cpu_seconds()
+    sampler, resumed = _start_timing(config, Path(root))
+    try:
+        run = get_or_train(config, root=Path(root), device=device, progress=False)
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+    if not run.cached:
+        _record_time(config, run, root, device, time.perf_counter() - wall0, _cpu_seconds() - cpu0, resumed, sampler)
     return {"name": entry_name(config), "path": str(run.path), "cached": run.cached,
             "train_seconds": run.train_seconds}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _start_timing(config: RunConfig, root: Path):
+    """Before training: the step an interrupted attempt resumes from, and a sampler of how many other
+    runs train beside this one on this host (:class:`rote.timings.ConcurrencySampler`). Never fails."""
+    try:
+        from .runs import status
+        from .timings import ConcurrencySampler
+
+        state = status(config, root)
+        resumed = int(state.split()[1]) if state.startswith("partial ") else 0
+        return ConcurrencySampler(root, entry_name(config)).__enter__(), resumed
+    except Exception:
+        return None, 0
+
+
+def _record_time(config, run, root, device, wall_s, cpu_s, resumed, sampler) -> None:
+    """Append the finished run's time to the store (:func:`rote.timings.record_run`); a failure to record
+    is reported on one line and never fails the run."""
+    try:
+        from .timings import record_run
+
+        concurrent = sampler.mean if sampler is not None else None
+        record_run(config, run, wall_s=wall_s, cpu_s=cpu_s, root=root, device=device, resumed=resumed,
+                   concurrent=concurrent)
+    except Exception as err:
+        print(f"[rote] could not record the time of {entry_name(config)}: {type(err).__name__}: {err}",
+              file=sys.stderr, flush=True)
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -338,8 +386,9 @@ def _submitit_executor(executor: str, root: Path, slurm: SlurmOptions):
 class Display:
     """The overall display: runs done of total, which are training (with their step), time left."""
 
-    def __init__(self, total: int, workers: int, root: Path, enabled: bool = True):
+    def __init__(self, total: int, workers: int, root: Path, enabled: bool = True, estimator=None):
         self.total, self.workers, self.root, self.enabled = total, workers, root, enabled
+        self.estimator = estimator
         self.plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS")) or not sys.stderr.isatty()
         self.interval = 30.0 if self.plain else 2.0
         self.last = 0.0
@@ -355,10 +404,11 @@ class Display:
             info = read_progress(config, self.root) or {}
             step = info.get("step", 0)
             parts.append(f"{entry_name(config)[:12]} {step}/{config.train.steps}")
-            left.append(estimate_seconds(config) * max(0.0, 1 - step / config.train.steps))
-            if step > 0 and info.get("seconds"):  # observed time per step against the estimate
-                pace.append(info["seconds"] / step / (estimate_seconds(config) / config.train.steps))
-        left += [estimate_seconds(c) for c in pending]
+            estimate = estimate_seconds(config, self.estimator)
+            left.append(estimate * max(0.0, 1 - step / config.train.steps))
+            if step > 0 and info.get("seconds") and estimate > 0:  # observed time per step against the estimate
+                pace.append(info["seconds"] / step / (estimate / config.train.steps))
+        left += [estimate_seconds(c, self.estimator) for c in pending]
         pace.sort()
         eta = makespan(left, self.workers) * (pace[len(pace) // 2] if pace else 1.0)
         text = f"{done}/{self.total} runs done"
@@ -410,13 +460,19 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     if not todo:
         return []
     # longest first: the greedy schedule then finishes close to the ideal makespan
-    todo.sort(key=lambda c: remaining_seconds(c, status(c, root)), reverse=True)
+    # estimates from this machine's finished runs, else a probe of an unseen shape (before any worker starts,
+    # so that it times an idle core); on Slurm from the workers' runs, never probing the login node
+    from .timings import Estimator
+
+    estimator = Estimator(root, workers=executor == "slurm", device=device)
+    todo.sort(key=lambda c: remaining_seconds(c, status(c, root), estimator), reverse=True)
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
     slots = (workers or len(todo)) if executor == "slurm" else (workers or default_workers())
     sub = _submitit_executor(executor, root, slurm or SlurmOptions()) if executor != "local" else None
     queue = _SlurmQueue() if executor == "slurm" else None
-    _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time)")
-    display = Display(len(todo), min(slots, len(todo)), root, enabled=progress)
+    _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time); "
+         f"{estimator.summary(todo)}")
+    display = Display(len(todo), min(slots, len(todo)), root, enabled=progress, estimator=estimator)
     pending, running, outcomes = list(todo), {}, []
     started: dict[str, float] = {}
     try:

@@ -1,0 +1,581 @@
+"""Run-time estimates that learn from the machine: a store of measured run times, and a probe.
+
+Every run a worker finishes appends one record to ``<runs root>/.timings.jsonl`` (:func:`record_run`,
+called by :func:`rote.engine.train_one`, so Slurm jobs write theirs into the shared cache too): the
+run's shape, its precision, the machine that trained it, its wall and CPU seconds and the split
+between training steps and evaluations. :class:`Estimator` estimates a run from the records of the
+same combination:
+
+    (task, n_layers, d_model, n_heads, vocab, n_ctx, batch_size, precision)   the step cost
+    x (CPU model, instruction set, device, torch version, training threads)    the machine
+
+as ``overhead + steps x step_s + evaluations x eval_s`` (the evaluation scaled by the number of
+sequences it scores, so a noise-free twin or another ``steps`` / ``eval_every`` reuses the rates).
+A combination never seen on this machine is timed once by :func:`probe`: a throwaway model of that
+shape trains a few steps (``rote.train``'s step: the same batches, autocast and optimizer) and runs
+one evaluation (``rote.train.evaluate``) on the run's data, on one intra-op thread; nothing enters
+the run cache, and the result is stored as a ``probe`` record, so the next estimate reads it.
+
+Fallback order for a run (the summary line says which were used, :meth:`Estimator.summary`):
+
+1. this machine's finished runs of the combination ("from finished runs");
+2. a probe of this machine, stored ("timed earlier") or run now ("timed now");
+3. other machines' finished runs (the Slurm workers', read on a login node; first with
+   ``workers=True``, which ``rote train --executor slurm`` uses, and without probing);
+4. the static table / FLOP formula of :mod:`rote.plan` (``formula_seconds``).
+
+``ROTE_NO_PROBE=1`` disables step 2's probing (tests, a Slurm login node).
+
+Times are *solo* times: what the run takes alone on a core. A record's CPU seconds stand in for its
+wall time (time-slicing by other processes does not count), divided by
+:data:`rote.plan.SHARED_CORE_SLOWDOWN` when other runs trained beside it on the same host (sampled
+from ``.progress`` while it trained); :func:`rote.plan.pool_seconds` charges the slowdown back for a
+pool. On a GPU the wall time counts. A probe counts its thread's CPU time too, which load inflates less
+than wall time but still does (cold caches): on the 2-core Xeon, quick FDA timed 0.131 s a step with
+the cores shared by two training runs and 0.17 s when it got ~15% of a core; a run's own record then
+replaces the probe.
+
+Cached runs trained before this store existed are not records: their ``manifest.json`` names the
+host (``os.uname().nodename``, ``vm`` on many machines) but not the CPU or the torch version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import RunConfig
+
+STORE = ".timings.jsonl"
+VERSION = 1
+# The probe: warm-up steps, then timed steps (their median counts) until PROBE_STEP_S of step time (at least PROBE_MIN_STEPS,
+# at most PROBE_MAX_STEPS), then one evaluation.
+PROBE_WARMUP_STEPS = 2
+PROBE_MIN_STEPS = 4
+PROBE_MAX_STEPS = 30
+PROBE_STEP_S = 0.6
+# ... and one evaluation (rote.train.evaluate) of at most this many sequences: the same share of each split
+# (scoring runs in batches of 512, so the time per sequence carries over to the whole evaluation)
+PROBE_EVAL_SEQUENCES = 2048
+WORKER_START_S = 1.5  # a worker's CPU seconds beyond building its data and training (interpreter, torch import,
+# saving): smoke runs' records on the 2-core Xeon show 1.2-1.3 s; a probe's estimate adds it to its data's time
+SOURCES = ("measured", "probe_now", "probe", "workers", "formula")
+
+
+def no_probe() -> bool:
+    return os.environ.get("ROTE_NO_PROBE", "").strip() not in ("", "0")
+
+
+# -- what a run is -------------------------------------------------------------------------------------
+def n_ctx(config: RunConfig) -> int:
+    return 14 if config.task == "fda" else 3
+
+
+def vocab_size(config: RunConfig) -> int:
+    return 13 if config.task == "fda" else config.data.n_entities + config.data.n_relations + 6
+
+
+def shape(config: RunConfig) -> dict:
+    """What a training step costs depends on: the model, the batch, the context, the precision."""
+    m, t = config.model, config.train
+    return {"task": config.task, "n_layers": m.n_layers, "d_model": m.d_model, "n_heads": m.n_heads,
+            "vocab": vocab_size(config), "n_ctx": n_ctx(config), "batch_size": t.batch_size, "precision": t.precision}
+
+
+def eval_sequences(config: RunConfig) -> int:
+    """Sequences one evaluation scores (``rote.train.evaluate``): the test set, the fit subset, the noisy
+    examples (twice for FDA, whose multi-token answers are model input; once for THR) and THR's atomic facts."""
+    d, t = config.data, config.train
+    n_train = d.n_train if config.task == "fda" else d.n_train_two_hop
+    noisy = round(d.noise_ratio * n_train)
+    clean = n_train - noisy
+    fit = min(t.fit_eval_size or clean, clean)
+    if config.task == "fda":
+        return d.n_test + fit + 2 * noisy
+    return d.n_test + fit + noisy + d.n_atomic
+
+
+def _scored(data, fit_eval_size: int) -> int:
+    """Sequences ``rote.train.evaluate`` scores on ``data`` (the count :func:`eval_sequences` predicts)."""
+    noisy = int(data.train.is_noisy.sum())
+    clean = len(data.train) - noisy
+    fit = min(fit_eval_size or clean, clean)
+    passes = 2 if data.answer_len > 1 else 1
+    return len(data.test) + fit + passes * noisy + (len(data.atomic) if data.atomic is not None else 0)
+
+
+def _eval_subset(data, fit_eval_size: int, cap: int):
+    """``data`` with every evaluated split cut to the same share, so that about ``cap`` sequences are scored;
+    returns (data, fit_eval_size, sequences scored)."""
+    import dataclasses
+
+    total = _scored(data, fit_eval_size)
+    if total <= cap:
+        return data, fit_eval_size, total
+    share = cap / total
+    cut = lambda ex: ex[:max(1, round(len(ex) * share))]  # noqa: E731 (splits are stored in random order)
+    sub = dataclasses.replace(data, train=cut(data.train), test=cut(data.test),
+                              atomic=None if data.atomic is None else cut(data.atomic))
+    fit = max(1, round(fit_eval_size * share)) if fit_eval_size else 0
+    return sub, fit, _scored(sub, fit)
+
+
+def n_evaluations(config: RunConfig) -> int:
+    """Evaluations of a run: at step 0, every ``eval_every`` steps, and at the last step."""
+    t = config.train
+    return 1 + t.steps // t.eval_every + (1 if t.steps % t.eval_every else 0)
+
+
+def _key(d: dict) -> str:
+    return json.dumps(d, sort_keys=True)
+
+
+# -- which machine -------------------------------------------------------------------------------------
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_fp16")
+
+
+def _cpu() -> tuple[str, str]:
+    model, flags = "", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            name = name.strip()
+            if name in ("model name", "Model", "cpu model") and not model:
+                model = value.strip()
+            elif name == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    if not model:
+        import platform
+
+        model = platform.processor() or platform.machine() or "unknown"
+    return model, "+".join(f for f in ISA_FLAGS if f in flags) or "-"
+
+
+@functools.lru_cache(maxsize=None)
+def machine(device: str | None = None) -> dict:
+    """This machine as the records name it: CPU model and instruction set, the device training uses, the
+    torch version and the training thread count (``rote.train.TRAIN_THREADS``)."""
+    import torch
+
+    from .model import pick_device
+    from .train import TRAIN_THREADS
+
+    cpu, isa = _cpu()
+    dev = pick_device(device)
+    name = "cpu"
+    if dev.type == "cuda":
+        with contextlib.suppress(Exception):
+            name = f"cuda {torch.cuda.get_device_name(dev)}"
+    elif dev.type != "cpu":
+        name = dev.type
+    return {"cpu": cpu, "isa": isa, "device": name, "torch": torch.__version__.split("+")[0],
+            "threads": TRAIN_THREADS}
+
+
+def describe(m: dict) -> str:
+    return f"{m.get('cpu')} ({m.get('isa')}), {m.get('device')}, torch {m.get('torch')}, {m.get('threads')} thread(s)"
+
+
+# -- the store -----------------------------------------------------------------------------------------
+def store_path(root: Path | str | None = None) -> Path:
+    if root is None:
+        from .runs import runs_root
+
+        root = runs_root()
+    return Path(root) / STORE
+
+
+def append(record: dict, root: Path | str | None = None) -> None:
+    """Append one record as one line: one write on an O_APPEND descriptor under an exclusive flock, so
+    that concurrent writers (workers, nodes) never interleave; a reader skips a line it cannot parse."""
+    path = store_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps({"v": VERSION, **record}, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":  # a writer died mid-line: start a new one
+                line = b"\n" + line
+            os.write(fd, line)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+_NEEDED = {"run": ("machine", "shape", "steps", "n_evals", "eval_sequences", "cpu_s", "wall_s", "train_s", "eval0_s"),
+           "probe": ("machine", "shape", "step_s", "eval_s", "eval_sequences", "setup_s")}
+
+
+def read(root: Path | str | None = None) -> list[dict]:
+    """The valid records of the store, oldest first; a corrupt, partial or foreign line is skipped."""
+    try:
+        data = store_path(root).read_bytes()
+    except OSError:
+        return []
+    out = []
+    for raw in data.split(b"\n"):
+        try:
+            rec = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(rec, dict) or rec.get("v") != VERSION or rec.get("kind") not in _NEEDED:
+            continue
+        if not all(k in rec for k in _NEEDED[rec["kind"]]):
+            continue
+        if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
+            continue
+        try:
+            _rates(rec)
+        except (TypeError, ValueError, ZeroDivisionError, KeyError):
+            continue
+        out.append(rec)
+    return out
+
+
+def _rates(rec: dict) -> tuple[float, float, float]:
+    """A record as solo rates: (overhead s, s per training step, s per evaluated sequence)."""
+    from .plan import SHARED_CORE_SLOWDOWN
+
+    seqs = max(1, int(rec["eval_sequences"]))
+    if rec["kind"] == "probe":
+        step_s, eval_s, setup_s = float(rec["step_s"]), float(rec["eval_s"]), float(rec["setup_s"])
+        if not (step_s > 0 and eval_s >= 0 and setup_s >= 0):
+            raise ValueError("bad probe")
+        return setup_s + WORKER_START_S, step_s, eval_s / seqs
+    wall, cpu, train_s, eval0 = (float(rec[k]) for k in ("wall_s", "cpu_s", "train_s", "eval0_s"))
+    steps, n_evals = int(rec["steps"]), int(rec["n_evals"])
+    if not (wall > 0 and train_s > 0 and steps > 0 and n_evals > 0 and 0 <= eval0 and cpu > 0):
+        raise ValueError("bad run record")
+    # CPU seconds stand in for the wall time of a run that had its core to itself (on a GPU: the wall time)
+    solo = cpu if str(rec["machine"].get("device", "cpu")) == "cpu" else wall
+    solo = min(solo, wall * 1.05)
+    if float(rec.get("concurrent") or 0) >= 0.5:  # other runs trained beside it on this host
+        solo /= SHARED_CORE_SLOWDOWN
+    scale = solo / wall
+    train_solo = min(train_s, wall) * scale
+    eval_s = min(eval0 * scale, 0.5 * train_solo / n_evals)  # the first evaluation's time, bounded
+    step_s = (train_solo - n_evals * eval_s) / steps
+    if step_s <= 0:
+        raise ValueError("bad run record")
+    return solo - train_solo, step_s, eval_s / seqs
+
+
+# -- recording a finished run (in the worker) -------------------------------------------------------------
+class ConcurrencySampler:
+    """How many other runs trained on this host beside one run: every ``every`` seconds, the ``.progress``
+    files of other runs written by this host within the last ``fresh`` seconds; the mean over samples."""
+
+    def __init__(self, root: Path, name: str, every: float = 20.0, fresh: float = 120.0):
+        self.root, self.name, self.every, self.fresh = Path(root), name, every, fresh
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rote-concurrency", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+
+    def sample(self) -> int:
+        host, now, n = os.uname().nodename, time.time(), 0
+        with contextlib.suppress(OSError):
+            for path in (self.root / ".progress").glob("*.json"):
+                if path.stem == self.name:
+                    continue
+                with contextlib.suppress(OSError, ValueError):
+                    info = json.loads(path.read_text())
+                    if info.get("host") == host and now - float(info.get("time", 0)) < self.fresh:
+                        n += 1
+        return n
+
+    def _loop(self) -> None:
+        wait = min(5.0, self.every)  # a first look soon: a short run gets a sample too
+        while not self._stop.wait(wait):
+            wait = self.every
+            with contextlib.suppress(Exception):
+                self.samples.append(self.sample())
+
+    @property
+    def mean(self) -> float | None:
+        return sum(self.samples) / len(self.samples) if self.samples else None
+
+
+def record_run(config: RunConfig, run, *, wall_s: float, cpu_s: float, root: Path | str, device=None,
+               resumed: int = 0, concurrent: float | None = None) -> dict | None:
+    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`); ``wall_s`` and
+    ``cpu_s``: this process's seconds for it (loading, data, training, saving). Returns the record."""
+    metrics = run.metrics
+    seconds = [float(s) for s in metrics["seconds"]]
+    if not seconds:
+        return None
+    rec = {"kind": "run", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
+           "shape": shape(config), "name": f"{config.task}-{config.key}", "key": config.key,
+           "steps": config.train.steps, "eval_every": config.train.eval_every, "n_evals": len(seconds),
+           "eval_sequences": eval_sequences(config), "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
+           "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4), "resumed": int(resumed),
+           "concurrent": None if concurrent is None else round(concurrent, 2)}
+    with contextlib.suppress(OSError):
+        rec["load1"] = round(os.getloadavg()[0], 2)
+    append(rec, root)
+    return rec
+
+
+# -- the probe -------------------------------------------------------------------------------------------
+def probe(config: RunConfig, device=None) -> dict:
+    """Time ``config``'s shape on this machine: build its data, a throwaway model and optimizer
+    (``rote.train.build_model`` / ``make_optimizer``), train a few steps as ``rote.train`` does and run
+    one evaluation, on ``TRAIN_THREADS`` intra-op threads (restored after; torch's global RNG too).
+    CPU time of this thread on a CPU (other processes' load does not count), wall time on a GPU.
+    Returns the probe record (not stored: :meth:`Estimator.estimate` stores it)."""
+    import torch
+    import torch.nn.functional as F
+
+    from . import train as T
+    from .model import pick_device
+    from .tasks import IGNORE, build_task
+
+    dev = pick_device(device)
+    if dev.type == "cpu":
+        clock = time.thread_time
+    else:
+        def clock():
+            with contextlib.suppress(Exception):
+                torch.cuda.synchronize(dev)
+            return time.perf_counter()
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    torch.set_num_threads(T.TRAIN_THREADS)
+    wall0 = time.perf_counter()
+    try:
+        t = clock()
+        data = build_task(config)
+        setup_s = clock() - t  # the worker builds the data too; the model's first operations below warm up
+        model = T.build_model(config, data).to(dev)
+        optimizer = T.make_optimizer(model, config)
+        inputs, targets = data.training_sequences()
+        inputs, targets = inputs.to(dev), targets.to(dev)
+        tc, generator, times = config.train, torch.Generator(), []
+        model.train()
+        step = 0
+        while True:  # rote.train._train's step
+            t = clock()
+            generator.manual_seed(config.model.model_seed * 1_000_003 + step)
+            batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
+            for group in optimizer.param_groups:
+                group["lr"] = tc.lr_at(step)
+            with T._autocast(config, dev):
+                logits = model(inputs[batch])
+            loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss.item()
+            times.append(clock() - t)
+            step += 1
+            timed = times[PROBE_WARMUP_STEPS:]
+            if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
+                break
+        sub, fit, scored = _eval_subset(data, tc.fit_eval_size, PROBE_EVAL_SEQUENCES)
+        t = clock()
+        T.evaluate(model, sub, fit)
+        eval_s = clock() - t
+    finally:
+        torch.set_num_threads(threads)
+        torch.set_rng_state(rng)
+    timed = times[PROBE_WARMUP_STEPS:]
+    return {"kind": "probe", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
+            "shape": shape(config), "step_s": round(statistics.median(timed), 5), "eval_s": round(eval_s, 4),
+            "eval_sequences": scored, "setup_s": round(setup_s, 4), "probe_steps": len(times),
+            "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: how loaded the machine was
+            "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
+
+
+# -- estimates -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    source: str  # one of SOURCES
+    records: int = 0  # how many records it comes from
+
+
+class Estimator:
+    """Estimates of runs from the store of ``root`` (see the module docstring for the order).
+
+    ``probe``: time an unseen combination on this machine (default: unless ``ROTE_NO_PROBE``);
+    ``workers``: estimate from any machine's finished runs first, never probe (a Slurm login node);
+    ``exclude``: run keys whose records are left out (leave-one-out, ``benchmarks/estimates.py``).
+    The store is reread when it changes (runs finishing during a build refine the estimates)."""
+
+    def __init__(self, root: Path | str | None = None, *, probe: bool | None = None, workers: bool = False,
+                 device=None, exclude: set[str] | frozenset = frozenset(), records: list[dict] | None = None):
+        self.root = None if root is None else Path(root)
+        self.probing = (not no_probe()) if probe is None else probe
+        self.workers, self.device, self.exclude = workers, device, set(exclude)
+        self._given = records
+        self._stamp: object = None
+        self._records: list[dict] = []
+        self._cache: dict[str, Estimate] = {}
+        self.probed_now: set[str] = set()  # combinations timed by this estimator
+        self.probe_seconds = 0.0  # wall seconds this estimator spent probing
+        self._memory: list[dict] = []  # probes that could not be stored
+
+    @property
+    def path(self) -> Path:
+        return store_path(self.root)
+
+    def records(self) -> list[dict]:
+        if self._given is not None:
+            stamp = ("given", len(self._given), len(self._memory))
+        else:
+            try:
+                st = self.path.stat()
+                stamp = (st.st_size, st.st_mtime_ns, len(self._memory))
+            except OSError:
+                stamp = (None, len(self._memory))
+        if stamp != self._stamp:
+            base = list(self._given) if self._given is not None else read(self.root)
+            self._records = [r for r in base if r.get("key") not in self.exclude] + self._memory
+            self._cache.clear()
+            self._stamp = stamp
+        return self._records
+
+    def _matching(self, config: RunConfig, kind: str, machines: str) -> list[dict]:
+        """Records of ``config``'s shape and ``kind``; ``machines``: "here" (this machine), "others"
+        (other machines with the same training thread count) or "any" (the same thread count)."""
+        want_shape, me = shape(config), machine(self.device)
+        out = []
+        for r in self.records():
+            if r["kind"] != kind or r["shape"] != want_shape:
+                continue
+            if kind == "run" and int(r.get("resumed") or 0):
+                continue  # a resumed run's time covers part of it only
+            m = r["machine"]
+            if (m == me) if machines == "others" else (machines == "here" and m != me):
+                continue
+            if m.get("threads") != me["threads"]:
+                continue
+            out.append(r)
+        return out
+
+    @staticmethod
+    def _predict(config: RunConfig, recs: list[dict]) -> float:
+        rates = [_rates(r) for r in recs]
+        overhead = statistics.median(r[0] for r in rates)
+        step_s = statistics.median(r[1] for r in rates)
+        per_seq = statistics.median(r[2] for r in rates)
+        return max(0.0, overhead) + config.train.steps * step_s + n_evaluations(config) * per_seq * eval_sequences(config)
+
+    def _from_workers(self, config: RunConfig, machines: str) -> Estimate | None:
+        recs = self._matching(config, "run", machines)
+        if not recs:
+            return None
+        # the machine that finished most of these runs (the cluster's nodes), newest on a tie
+        by: dict[str, list[dict]] = {}
+        for r in recs:
+            by.setdefault(_key(r["machine"]), []).append(r)
+        best = max(by.values(), key=lambda rs: (len(rs), max(r.get("time", 0) for r in rs)))
+        return Estimate(self._predict(config, best), "workers", len(best))
+
+    def estimate(self, config: RunConfig) -> Estimate:
+        self.records()
+        cached = self._cache.get(config.key)
+        if cached is not None:
+            return cached
+        est = self._estimate(config)
+        self._cache[config.key] = est
+        return est
+
+    def _estimate(self, config: RunConfig) -> Estimate:
+        if self.workers:
+            est = self._from_workers(config, "any")
+            if est is not None:
+                return est
+        runs = self._matching(config, "run", "here")
+        if runs:
+            return Estimate(self._predict(config, runs), "measured", len(runs))
+        if not self.workers:
+            probes = self._matching(config, "probe", "here")
+            if not probes and self.probing:
+                try:
+                    probes = [self._probe(config)]
+                except Exception as err:  # an estimate never stops a command: the fallbacks remain
+                    import sys
+
+                    print(f"[rote] timing {config.task} {_key(shape(config))} failed ({type(err).__name__}: {err}); "
+                          f"estimating without it", file=sys.stderr, flush=True)
+                    self.probing = False
+            if probes:
+                source = "probe_now" if _key(shape(config)) in self.probed_now else "probe"
+                return Estimate(self._predict(config, probes[-1:]), source, 1)
+            est = self._from_workers(config, "others")
+            if est is not None:
+                return est
+        from .plan import formula_seconds
+
+        return Estimate(formula_seconds(config), "formula", 0)
+
+    def _probe(self, config: RunConfig) -> dict:
+        t = time.perf_counter()
+        rec = probe(config, self.device)
+        self.probe_seconds += time.perf_counter() - t
+        self.probed_now.add(_key(shape(config)))
+        try:
+            if self._given is not None:
+                raise OSError("records given")
+            append(rec, self.root)
+        except OSError:
+            self._memory.append(rec)
+        self.records()  # the store changed: reread it
+        return rec
+
+    def seconds(self, config: RunConfig) -> float:
+        return self.estimate(config).seconds
+
+    def summary(self, configs) -> str:
+        """Which estimates are measured, timed afresh or fallbacks, e.g. "estimates: 9 from finished runs,
+        6 timed now (4.1 s)"."""
+        counts = {s: 0 for s in SOURCES}
+        for config in {c.key: c for c in configs}.values():
+            counts[self.estimate(config).source] += 1
+        words = {"measured": "from finished runs on this machine", "probe_now": "timed now",
+                 "probe": "timed earlier on this machine", "workers": "from runs finished on "
+                 + ("the workers" if self.workers else "other machines"),
+                 "formula": "from the static table or FLOP formula (rote/plan.py)"}
+        parts = []
+        for s in SOURCES:
+            if counts[s]:
+                part = f"{counts[s]} {words[s]}"
+                if s == "probe_now":
+                    part += f" ({self.probe_seconds:.1f} s)"
+                parts.append(part)
+        return "estimates: " + (", ".join(parts) if parts else "none")
+
+
+_DEFAULT: dict[tuple, Estimator] = {}
+
+
+def default_estimator(root: Path | str | None = None) -> Estimator:
+    """The process's estimator for ``root`` (default: the run cache), probing unless ``ROTE_NO_PROBE``."""
+    if root is None:
+        from .runs import runs_root
+
+        root = runs_root()
+    key = (str(Path(root)), no_probe())
+    if key not in _DEFAULT:
+        _DEFAULT[key] = Estimator(root)
+    return _DEFAULT[key]
+
