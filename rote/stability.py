@@ -1,0 +1,204 @@
+"""How fragile is each verdict (protocol section 10): a row's amended verdict recomputed under two
+changes that should not matter, and compared by its verdict word.
+
+- **precision**: the same seeds, every run trained in the other precision (evaluation fp32 as always);
+- **seeds**: seeds 3 and 4 added to the default 0-2 (the aggregate rule of 8.1 unchanged).
+
+A row is ``stable`` when its verdict word (holds, fails, unresolved, mixed) is the same under both,
+``fragile`` when either change moves it (naming the change, and the seeds and check ids that moved,
+with their values before and after), and ``not run`` when a change could not be computed (its reason
+says why); a row that one change moved is fragile even if the other was not run. Stability is shown,
+never a verdict: nothing here changes a record's verdicts.
+
+Everything here is a pure function of records (:class:`rote.claims.ClaimRecord` or their dicts); the
+records of the perturbed runs come from the same chapter code, run on those runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .verdicts import OUTCOME_WORDS, _failing, aggregate
+
+CHANGES = ("precision", "seeds")
+STABLE, FRAGILE, NOT_RUN = "stable", "fragile", "not run"
+EXTRA_SEEDS = (3, 4)  # protocol 10: seeds 3 and 4 join the default 0-2
+
+
+def _get(rec, name, default=None):
+    return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
+
+
+def verdict_word(verdict: str) -> str:
+    """The word a verdict is compared by: ``holds``, ``fails``, ``unresolved``, ``mixed`` (a 1-seed
+    verdict reads as the word of every seed alike: ``pass (1 seed)`` as ``holds``, ``fail (1 seed)`` as
+    ``fails``; ``not run`` as itself)."""
+    text = str(verdict).strip()
+    if text.startswith("not run"):
+        return "not run"
+    word = text.split(":")[0].split(" (")[0].strip()
+    return {"pass": "holds", "fail": "fails"}.get(word, word)  # one seed passing is every seed passing
+
+
+@dataclass(frozen=True)
+class Moved:
+    """One seed's check whose outcome differs under a change (``check`` "" for the seed's verdict)."""
+
+    seed: int
+    check: str
+    before: object  # the value (or the seed's verdict) in the default record; None where the seed is new
+    after: object
+    outcome_before: str  # pass, fail, unresolved, or "" where the seed is new
+    outcome_after: str
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """The verdict word under one change, and what moved."""
+
+    change: str
+    verdict: str  # the aggregate's own words (``mixed: 4 pass, 1 fail, 0 unresolved``), or "not run"
+    moved_verdict: bool | None  # None: not run
+    reason: str = ""  # why not run, or which seeds moved it
+    moved: list[Moved] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """A row's stability entry, stored in its default record."""
+
+    status: str  # stable, fragile, not run
+    reason: str
+    changes: dict[str, ChangeResult]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _checks_by_id(seed_part: dict) -> dict[str, dict]:
+    return {str(c.get("id") or c.get("name")): c for c in seed_part.get("checks", [])}
+
+
+def _outcome(check: dict) -> str:
+    return OUTCOME_WORDS[check.get("passed")]
+
+
+def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
+    """The row under the precision change: ``twin`` is the record of the same claim, task, condition
+    and seeds computed on the runs trained in the other precision (None: not run, ``reason_not_run``
+    says why). Moved: per seed, every check id whose outcome differs, with its values."""
+    if twin is None or not _get(twin, "per_seed"):
+        return ChangeResult("precision", "not run", None, reason_not_run or "the runs in the other precision are not trained")
+    default_seeds = {s["seed"]: s for s in _get(default, "per_seed")}
+    twin_seeds = {s["seed"]: s for s in _get(twin, "per_seed")}
+    if sorted(default_seeds) != sorted(twin_seeds):
+        return ChangeResult("precision", "not run", None,
+                            f"the other precision has seeds {sorted(twin_seeds)}, the default record {sorted(default_seeds)}")
+    moved = []
+    for seed in sorted(default_seeds):
+        a, b = _checks_by_id(default_seeds[seed]), _checks_by_id(twin_seeds[seed])
+        for cid in [*a, *(k for k in b if k not in a)]:
+            ca, cb = a.get(cid, {}), b.get(cid, {})
+            if _outcome(ca) != _outcome(cb) or (cid in a) != (cid in b):
+                moved.append(Moved(seed, cid, ca.get("value"), cb.get("value"),
+                                   _outcome(ca) if ca else "", _outcome(cb) if cb else ""))
+    verdict = _get(twin, "verdict_amended")
+    changed = verdict_word(verdict) != verdict_word(_get(default, "verdict_amended"))
+    moved_seeds = sorted({m.seed for m in moved})
+    reason = (f"seed{'s' if len(moved_seeds) > 1 else ''} {', '.join(map(str, moved_seeds))}" if moved_seeds else "")
+    return ChangeResult("precision", verdict, changed, reason, moved)
+
+
+def seeds_change(default, extra) -> ChangeResult:
+    """The row under the seeds change: ``extra`` is the record of the same claim, task and condition on
+    seeds 3 and 4 (default precision; None: not run). The 5-seed verdict aggregates the default record's
+    per-seed verdicts with the extra seeds' by the rule of 8.1 (each seed's checks are its own: a seed's
+    verdict does not depend on the other seeds). Moved: each extra seed whose verdict is not the default
+    verdict's word for every seed (pass for holds, fail for fails, unresolved for unresolved), with the
+    checks that decided it."""
+    if extra is None or not _get(extra, "per_seed"):
+        return ChangeResult("seeds", "not run", None, f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
+    base = list(_get(default, "per_seed"))
+    known = {s["seed"] for s in base}
+    added = [s for s in _get(extra, "per_seed") if s["seed"] not in known]
+    if not added:
+        return ChangeResult("seeds", "not run", None, "the extra record holds no seed beyond the default ones")
+    seeds = sorted(base + added, key=lambda s: s["seed"])
+    verdict = aggregate([s["amended"] for s in seeds], _failing(_get(default, "claim"), seeds))
+    word = verdict_word(_get(default, "verdict_amended"))
+    expected = {"holds": "pass", "fails": "fail", "unresolved": "unresolved"}.get(word)
+    moved = []
+    for s in added:
+        if expected is not None and s["amended"] != expected:
+            for c in s.get("checks", []):
+                if c.get("kind") in ("registered", "amended", "control", "null") and c.get("passed") is not True:
+                    moved.append(Moved(s["seed"], str(c.get("id")), None, c.get("value"), "", _outcome(c)))
+            if not any(m.seed == s["seed"] for m in moved):
+                moved.append(Moved(s["seed"], "", None, s["amended"], "", s["amended"]))
+    changed = verdict_word(verdict) != word
+    moved_seeds = sorted({m.seed for m in moved})
+    reason = f"seed{'s' if len(moved_seeds) > 1 else ''} {', '.join(map(str, moved_seeds))}" if moved_seeds else ""
+    return ChangeResult("seeds", verdict, changed, reason, moved)
+
+
+def stability(default, twin=None, extra=None, precision_not_run: str = "") -> Stability:
+    """The stability entry of a default record (protocol 10) from its precision twin's record and its
+    extra seeds' record (either None: that change not run)."""
+    changes = {"precision": precision_change(default, twin, precision_not_run), "seeds": seeds_change(default, extra)}
+    moved = [c for c in changes.values() if c.moved_verdict]
+    not_run = [c for c in changes.values() if c.moved_verdict is None]
+    if moved:
+        status = FRAGILE
+        reason = "; ".join(f"{c.change}: {verdict_word(_get(default, 'verdict_amended'))} -> {c.verdict}"
+                           + (f" ({c.reason})" if c.reason else "") for c in moved)
+    elif not_run:
+        status = NOT_RUN
+        reason = "; ".join(f"{c.change}: {c.reason}" for c in not_run)
+    else:
+        status, reason = STABLE, "the same verdict word under both changes"
+    return Stability(status, reason, changes)
+
+
+def label(entry: dict | Stability | None) -> str:
+    """Short text for a scorecard cell: ``stable``, ``fragile (precision)``, ``not run``; "" without
+    an entry (no stability build)."""
+    if not entry:
+        return ""
+    entry = entry.to_dict() if isinstance(entry, Stability) else entry
+    if entry["status"] == FRAGILE:
+        which = [name for name, c in entry["changes"].items() if c.get("moved_verdict")]
+        return f"fragile ({', '.join(which)})"
+    return entry["status"]
+
+
+# -- the stability build's runs (protocol 10) --------------------------------------------------------
+def other_precision(task: str) -> str:
+    """The precision a task's precision twin trains in: the other one than ``auto`` resolves to for
+    ``task`` on this machine (FDA fp32 -> bf16, THR bf16 -> fp32 where bf16 is native)."""
+    from .config import precision_for
+
+    return "bf16" if precision_for(task) == "fp32" else "fp32"
+
+
+def precision_not_run() -> str:
+    """Why the precision half cannot run on this machine ("" where it can): without native bf16, bf16
+    training runs ~12x slower than fp32 (README, precision), so its twins are not trained."""
+    from .config import native_precision
+
+    if native_precision() == "bf16":
+        return ""
+    return "this machine has no native bf16 (bf16 would train ~12x slower than fp32): the precision change is not run"
+
+
+def precision_twins(profile: str, seeds: list[int], tasks=None) -> list:
+    """The default plan's C1-C5 runs (seeds ``seeds``), each trained in its task's other precision."""
+    from .plan import plan
+
+    return [c.replace(precision=other_precision(c.task)) for c in plan(profile, seeds, tasks=tasks)]
+
+
+def extra_seed_runs(profile: str, tasks=None) -> list:
+    """The default plan's C1-C5 runs on seeds 3 and 4 (default precision)."""
+    from .plan import plan
+
+    return plan(profile, list(EXTRA_SEEDS), tasks=tasks)
