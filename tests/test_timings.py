@@ -16,6 +16,13 @@ from rote.config import make_config
 SMOKE = dict(steps=40, eval_every=10, checkpoint_every=20)
 
 
+
+@pytest.fixture(autouse=True)
+def _probing_on(monkeypatch):
+    """These tests probe where they mean to (tests/conftest.py turns probing off for every other test)."""
+    monkeypatch.delenv("ROTE_NO_PROBE", raising=False)
+
+
 def _record(config, machine=None, cpu_s=100.0, wall_s=100.0, train_s=98.0, eval0_s=0.5, **extra):
     """A run record as a worker writes it (rote.timings.record_run), with chosen times."""
     return {"v": TM.VERSION, "kind": "run", "time": 1.0, "host": "h", "machine": machine or TM.machine(),
