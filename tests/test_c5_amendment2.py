@@ -313,3 +313,78 @@ def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
         assert key in m, key
     assert len(m["after_jstar_patch_revert"]) == 2 and len(m["after_jstar_null_patch_revert"]) == 2
     assert out["jstar"].tolist() == JSTAR and not model.has_hooks()
+
+
+# -- 8.5: specificity at j* ranks and patches the 8.3 units of the last layer ---------------------------------
+def _units_at_jstar(neurons_at: dict) -> torch.Tensor:
+    """[A=5, D=64] 8.3 units of layer 0: ``neurons_at`` {answer position: neurons}."""
+    units = torch.zeros(5, 64, dtype=torch.bool)
+    for j, neurons in neurons_at.items():
+        units[j, neurons] = True
+    return units
+
+
+def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
+    """8.5: the top m are the example's top m among the 8.3 units at its j*, the random m are drawn from
+    the 8.3 units outside that top m, and an m is tried only where every example's j* holds 2m units.
+    Planted: each example's memorized digit sits in its own neuron (``PLANTED``), the largest |z| of the
+    layer. Before (every neuron of the layer ranked), top-1 reverts all of M whatever the 8.3 units are."""
+    model, M = _model(), _memorized()
+    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    jstar = H.first_differing(M)
+    others = [40, 41, 42]  # silent neurons: patching them changes nothing
+    with model.hooks(_plant(model, M, "jstar")):
+        stats = H.neighbour_stats(model, M, hmap)
+        every = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)  # before 8.5
+        # the planted neuron is an 8.3 unit at its example's j*, with 3 others: m = 1, 2 can be tried, 5 not
+        with_planted = _units_at_jstar({JSTAR[k]: [n] + others for k, (n, _) in PLANTED.items()})
+        inside = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=with_planted)
+        # the planted neurons are no 8.3 units: the top m of the 8.3 units carry nothing
+        without = _units_at_jstar({JSTAR[k]: others + [50] for k in PLANTED})
+        outside = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=without)
+        fewer = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2], units=_units_at_jstar({0: [3]}))
+    assert not model.has_hooks()
+    assert sorted(set(every.m)) == [1, 2, 5] and every.set_index(["m", "units"]).reverted[(1, "top")] == 1.0
+    t = inside.set_index(["m", "units"]).reverted
+    assert sorted(set(inside.m)) == [1, 2]  # 5 needs 10 units at each j*: not tried
+    assert t[(1, "top")] == 1.0 and t[(2, "top")] == 1.0
+    assert t[(1, "random")] == 0.0 and t[(2, "random")] == 0.0  # never the planted neuron: it is the top m
+    s = H.jstar_summary(inside, 0, 0.5)
+    assert s["jstar_m50"] == 1 and s["jstar_m_tried"] == [1, 2] and s["jstar_random_revert_m50"] == 0.0
+    assert P.jstar_units(jstar, with_planted) == 4
+    u = H.jstar_summary(outside, 0, 0.5)
+    assert (outside[outside.units == "top"].reverted == 0.0).all()
+    assert u["jstar_m50"] is None and u["jstar_m_tried"] == [1, 2]
+    # the verdict: m50 not reached over the m tried, and larger m could not be tried: unresolved, not a fail
+    from rote import verdicts
+    metrics = {"jstar_n_M": 4, "jstar_m_tried": u["jstar_m_tried"], "jstar_units_min": P.jstar_units(jstar, without),
+               "jstar_top_revert_max": u["jstar_top_revert_max"], "jstar_m50": None,
+               "jstar_random_revert_m50": u["jstar_random_revert_m50"],
+               "jstar_mismatched_revert_m50": u["jstar_mismatched_revert_m50"]}
+    spec = verdicts.find(verdicts.c5(metrics)[1], "c5.specificity")
+    assert spec.passed is None and "m50 cannot be reached" in spec.reason and "is 4" in spec.reason
+    # an example whose j* holds fewer than 2 units: no m is tried at all
+    assert fewer.empty and H.jstar_summary(fewer, 0, 0.5)["jstar_m_tried"] == []
+    assert P.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
+
+
+def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units(grid):
+    """jstar_analysis hands the map's heuristic units of the layer to the dose-response (8.5) and reads the
+    pattern correlation at j* over them: a map with no heuristic unit leaves both without a value."""
+    model, M = _model(), _memorized()
+    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    null = H.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
+    hmap.heuristic[:] = False
+    with model.hooks(_plant(model, M, "jstar")):
+        stats = {name: H.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
+        out = H.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+    m = out["metrics"]
+    assert m["jstar_units_min"] == 0 and m["jstar_m_tried"] == [] and m["jstar_m50"] is None
+    assert math.isnan(m["jstar_pattern_corr_M"]) and math.isnan(m["jstar_z_M"])
+    from rote import verdicts
+    checks = verdicts.c5({**m, "n_memorized": 4})[1]
+    for check_id, fragment in (("c5.specificity", "no m of the grid can be tried"),
+                               ("c5.pattern.jstar", "pattern correlation at j* is undefined"),
+                               ("c5.z", "no heuristic unit at the j* positions under the 8.3 cut")):
+        c = verdicts.find(checks, check_id)
+        assert c.passed is None and fragment in c.reason, (check_id, c)

@@ -75,7 +75,7 @@ def test_c2_lens_prior_explains_a_missing_share():
 def test_c2_out_of_reach_names_the_seeds_where_c_is_below_the_chance_threshold():
     assert c2.out_of_reach([0.9, 0.9], [0.1, 0.1], [0, 1]) == ""
     text = c2.out_of_reach([0.9, 0.3, 0.2], [0.1, 0.1, 0.1], [0, 1, 2])
-    assert text.startswith(" On seeds 1, 2 the accuracy on C is itself below 5 x chance")
+    assert text.startswith(" On seeds 1, 2 the accuracy on C, even at C's own best layer, is itself below 5 x chance")
     assert c2.out_of_reach([0.3, math.nan], [0.1, 0.1], [0, 1]).startswith(" On seed 0 the")
 
 
@@ -118,9 +118,14 @@ def _c4_checks(k50, activity, positions):
 def test_c4_lookup_control_decides_per_statistic():
     assert c4.lookup_verdict([_check("x", True)] * 2, 2).startswith("the look-up fails it, so the statistic separates")
     assert c4.lookup_verdict([_check("x", False)] * 2, 2).startswith("the look-up passes it, so the statistic cannot")
-    assert c4.lookup_verdict([_check("x", None), None], 2).startswith("the look-up could not be measured")
+    unmeasured = c4.lookup_verdict([_check("x", None), None], 2)
+    assert unmeasured.startswith("the look-up could not be measured, so the statistic is not validated")
+    assert "nor does it leave the seed unresolved (amendment 2, 8.5)" in unmeasured
+    assert c4.lookup_verdict([_check("x", True), _check("x", False)], 2) == (
+        "the look-up fails it on 1 of 2 seeds and passes it on 1, so the check is superseded on the seeds where it passes")
     assert c4.lookup_verdict([_check("x", True), _check("x", False), None], 3) == (
-        "the look-up fails it on 1 of 3 seeds and passes it on 1, so the check is superseded on the seeds where it passes")
+        "the look-up fails it on 1 of 3 seeds and passes it on 1 (not measured on 1), so the check is superseded on the "
+        "seeds where it passes or was not measured")
 
 
 def test_c4_controls_text_reads_the_checks_by_id_and_the_matched_margin():

@@ -3,6 +3,7 @@
 import contextlib
 import math
 
+import pandas as pd
 import pytest
 import torch
 
@@ -243,3 +244,39 @@ def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
     assert torch.equal(acts_rank0, acts) and none == before  # rank 0: exactly no erasure
     at0 = sweep[sweep["rank"] == 0]
     assert set(at0.method) == {"INLP", "random"} and (at0.accuracy == unerased).all()
+
+
+def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to_end(tiny_model, fda_data):
+    """Amendment 2, 8.5, planted: a probe threshold no layer reaches (no site). The chain the chapters run
+    gives an erasure without sites, no information-matched control (None: not available, where an empty
+    list added NaN "matched" rows to the sweep), and C3's erasure checks and C4's intermediate checks
+    unresolved with the reason, never failed by the NaN (before: both claims failed on that seed)."""
+    from rote import verdicts
+    from rote.analysis import neurons
+
+    found = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 1e9, max_train=300)
+    assert found["layers"] == []
+    fitted = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, found["targets"], found["layers"],
+                           found["positions"], rank=4, max_train=300)
+    assert not fitted.bases
+    matched = E.information_matched(tiny_model, fda_data, fda_data.train_clean, fitted, n_controls=2, max_train=300,
+                                    seed=0)
+    assert matched is None
+    sets = {"mem": (fda_data.train_noisy[:40], "label"), "gen": (fda_data.test[:40], "true_label")}
+    sweep = E.erasure_sweep(tiny_model, fitted, sets, ranks=[0, 4], n_controls=2, matched=matched)
+    assert set(sweep.method) == {"INLP", "random"}  # no NaN "matched" rows
+    assert sweep[sweep["rank"] == 4].accuracy.isna().all()
+    _, checks = verdicts.c3(sweep, 4, {"jaccard": 0.6, "random": 0.03}, "fda", erasure_layers=found["layers"])
+    erasure = [c for c in checks if c.part == "erasure"]
+    assert erasure and all(c.passed is None and c.reason == verdicts.C3_NO_SITE for c in erasure)
+    # C4: the removal has nothing to remove, and the chapter says the matched control is not available
+    table = neurons.intermediate_table(tiny_model, fda_data.train_noisy[:20], None, [], matched)
+    assert table.empty
+    summary = neurons.c4_summary(pd.DataFrame(columns=["set", "k50"]), pd.DataFrame(columns=["activity"]),
+                                 pd.DataFrame(columns=["position", "drop"]), table, drop_min=0.2)
+    _, checks = verdicts.c4({**summary, "n_memorized": 20, "erasure_layers": found["layers"],
+                             "matched_available": False})
+    for check_id in ("c4.intermediate", "c4.intermediate.registered"):
+        c = verdicts.find(checks, check_id)
+        assert c.passed is None and c.reason == verdicts.C4_NO_SITE
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"

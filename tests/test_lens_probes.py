@@ -211,3 +211,19 @@ def test_group_curves_use_own_positions_only(smoke_runs):
     assert both.own.sum() == len(own) and (own.own).all()
     c_both, c_own = probes.group_curves(both, "thr"), probes.group_curves(own, "thr")
     assert (c_both.n.values == c_own.n.values).all()
+
+
+def test_best_layer_summary_reads_c_at_its_own_best_layer_beside_the_layer_m_chose():
+    """8.5: C2's reachable check reads C at C's own best layer; the summary's other columns (the best layer
+    on M and both accuracies there) stay as they were."""
+    import pandas as pd
+
+    rows = []
+    for layer, m, c in ((0, 0.1, 0.2), (1, 0.6, 0.4), (2, 0.3, 0.97)):  # M best at 1, C best at 2
+        rows += [{"group": "answer digits", "layer": layer, "set": "M", "n": 50, "accuracy": m, "chance": 0.19},
+                 {"group": "answer digits", "layer": layer, "set": "C", "n": 80, "accuracy": c, "chance": 0.18}]
+    summary = probes.best_layer_summary(pd.DataFrame(rows)).iloc[0]
+    assert summary.best_layer == 1 and summary.acc_M == 0.6 and summary.acc_C == 0.4 and summary.chance == 0.19
+    assert summary.best_layer_C == 2 and summary.acc_C_best == 0.97
+    empty_c = probes.best_layer_summary(pd.DataFrame([r for r in rows if r["set"] == "M"])).iloc[0]
+    assert empty_c.best_layer_C is None and math.isnan(empty_c.acc_C_best)

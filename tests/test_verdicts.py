@@ -195,13 +195,21 @@ def test_seed_results_refuse_duplicate_ids():
         verdicts.seed_result(unit, {}, [_c3_checks()[0]] * 2, [])
 
 
-def test_nan_values_fail_their_checks_unless_a_reason_makes_them_unresolved():
-    assert verdicts.at_least("c9.x", "x", "registered", math.nan, 0.5).passed is False
-    assert verdicts.at_least("c9.x", "x", "registered", 0.7, math.nan).passed is False
-    assert verdicts.below("c9.x", "x", "registered", None, 0.1).passed is False
-    c = verdicts.at_least("c9.x", "x", "amended", None, 0.5, missing="no memorized example")
-    assert c.passed is None and c.reason == "no memorized example"
+def test_a_nan_never_decides_a_check_it_is_unresolved_with_its_reason_or_the_build_fails():
+    """Amendment 2, 8.5: a missing value (None or NaN, value or threshold) leaves the check unresolved
+    with the reason the caller names; a caller that names none makes the build fail, never the check."""
+    for compare in (verdicts.at_least, verdicts.below, verdicts.above):
+        with pytest.raises(TypeError):  # the reason is a required argument: every caller states its case
+            compare("c9.x", "x", "registered", 0.7, 0.5)
+        for value, threshold in ((math.nan, 0.5), (0.7, math.nan), (None, 0.1), (0.7, None)):
+            with pytest.raises(verdicts.MissingValue, match="8.5"):
+                compare("c9.x", "x", "registered", value, threshold, missing=None)
+            c = compare("c9.x", "x", "amended", value, threshold, missing="no memorized example")
+            assert c.passed is None and c.reason == "no memorized example"
     assert verdicts.at_least("c9.x", "x", "amended", 0.6, 0.5, missing="unused").passed is True
+    assert verdicts.below("c9.x", "x", "amended", 0.6, 0.5, missing="unused").passed is False
+    assert verdicts.missing_reason((1.0, "a"), (math.nan, "b"), (None, "c")) == "b"
+    assert verdicts.missing_reason((1.0, "a")) is None
 
 
 def test_c2_checks_on_made_up_probe_and_lens_outputs():

@@ -11,7 +11,9 @@ from rote.claims import THRESHOLDS
 
 
 def _summary(rows):
-    return pd.DataFrame([{"group": g, "best_layer": 1, "acc_M": m, "acc_C": c, "chance": ch} for g, m, c, ch in rows])
+    """Summary rows (group, acc_M, acc_C, chance), best layer 1 on M and on C (C's own best: the same)."""
+    return pd.DataFrame([{"group": g, "best_layer": 1, "acc_M": m, "acc_C": c, "chance": ch, "best_layer_C": 1,
+                          "acc_C_best": c} for g, m, c, ch in rows])
 
 
 LENS = pd.DataFrame({"layer": [0, 1, 2, 3], "p_true": [0.1, 0.6, 0.5, 0.1], "p_noisy": [0.1, 0.2, 0.3, 0.8]})
@@ -38,9 +40,9 @@ def _thr(bridge_r2, masked_tail, share, registered=(("bridge", 1.0, 1.0, 0.02), 
                        masked_tail=masked_tail, lens_share=share)
 
 
-GOOD_R2 = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02}
+GOOD_R2 = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02, "best_layer_C": 3, "acc_C_best": 0.8}
 GOOD_TAIL = {"best_layer": 3, "acc_M": 0.6, "acc_C": 0.7, "chance": 1 / 49, "acc_M_unmasked": 0.05,
-             "reads_masked_M": 0.9}
+             "reads_masked_M": 0.9, "best_layer_C": 3, "acc_C_best": 0.7}
 
 
 def test_thr_amended_checks_pass_and_registered_r1_and_unmasked_are_superseded():
@@ -98,15 +100,18 @@ def test_lens_null_uses_intermediate_layers_only():
     assert metrics["lens_intermediate_layers"] == 0 and metrics["lens_share_n"] == 100
 
 
-def test_missing_inputs_are_unresolved_and_empty_sets_fail():
+def test_missing_inputs_and_empty_sets_are_unresolved_with_their_case():
     _, checks = _thr(None, None, None)
     amended = [c for c in checks if c.kind in ("amended", "null")]
     assert len(amended) == 3 and all(c.passed is None and c.reason for c in amended)
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
-    # no memorized example: NaN accuracies and n = 0 fail, as the registered checks do
-    nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02}
+    # no memorized example: NaN accuracies and n = 0 are unresolved, each with its case (8.5: a NaN never decides)
+    nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02, "acc_C_best": 0.8}
     _, checks = _thr(nan, dict(nan, chance=1 / 49), _share([0, 0, 0, 0], n=0, null=math.nan))
-    assert all(c.passed is False for c in checks if c.kind in ("amended", "null"))
+    judged = [c for c in checks if c.kind in ("amended", "null")]
+    assert judged and all(c.passed is None for c in judged)
+    assert {c.reason for c in judged} == {verdicts.C2_NO_M, "no memorized example with a differing token: no share to read"}
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
 
 def test_an_empty_C_set_leaves_its_probe_target_unresolved_and_says_so():
@@ -169,3 +174,27 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_
     assert original.kind == "superseded" and original.passed is False and stand_in.passed is None  # 0.7 < 5 x 0.2
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"  # what amendment 1 said
+
+
+def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chose():
+    """8.5 (reading 8.2): a true claim can reach 5 x chance when C, at C's own best layer, does. Planted: M's best
+    layer is one where C is weak (0.4 < 5 x 0.19 = 0.95), C's own best layer reaches 0.97. Before, the check read
+    C at M's layer, failed, and left the chance check unresolved; now it passes and the chance check decides."""
+    row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.6, "acc_C": 0.4, "chance": 0.19, "best_layer_C": 2,
+           "acc_C_best": 0.97}
+    metrics, checks = verdicts.c2(pd.DataFrame([row]), LENS_VERDICT, LENS, 20, 100, "fda",
+                                  lens_share=_share([50, 80, 90, 10]))
+    reach, chance = _by(checks, "c2.probe.answer_digits.reachable", "c2.probe.answer_digits.chance")
+    assert reach.kind == "validity" and reach.passed is True and reach.value == 0.97
+    assert reach.threshold == pytest.approx(5 * 0.19)  # the same chance as before
+    assert chance.kind == "registered" and chance.passed is False  # 0.6 < 0.95: the claim's own check decides
+    assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended") is None
+    assert metrics["answer_digits_best_layer_C"] == 2 and metrics["answer_digits_acc_C_best"] == 0.97
+    assert metrics["answer_digits_chance_reachable"] is True
+    # the ratio check still reads C at M's best layer, as section 5 does
+    assert _by(checks, "c2.probe.answer_digits.ratio")[0].threshold == pytest.approx(0.8 * 0.4)
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    # and where C's own best layer is below 5 x chance too, the chance check is unresolved, as before
+    _, checks = verdicts.c2(pd.DataFrame([dict(row, acc_C_best=0.9)]), LENS_VERDICT, LENS, 20, 100, "fda",
+                            lens_share=_share([50, 80, 90, 10]))
+    assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended").passed is None

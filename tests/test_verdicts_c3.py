@@ -171,3 +171,29 @@ def test_a_different_importance_vector_does_not_pass():
                             {"logprob": st, "logit_diff": st})
     assert _by(checks, "c3.overlap").passed is False
     assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_a_seed_without_an_erasure_site_is_unresolved_on_every_erasure_check():
+    """Amendment 2, 8.5: where no layer carries the intermediate result at 5 x chance on C the erasure cannot
+    run; its checks are unresolved on that seed with that reason, never failed by the NaN sweep (before: the
+    NaN sweep failed c3.erasure.random and c3.erasure in _compare, and the seed failed C3)."""
+    nan = math.nan
+    siteless = {(s, m): (1.0, nan) for s in ("mem", "gen", "mem_unconnected") for m in ("INLP", "random")}
+    for task in ("fda", "thr"):
+        metrics, checks = verdicts.c3(_sweep(siteless), 8, {"jaccard": 0.6, "random": 0.03}, task, _stats(0.6, 0.7),
+                                      erasure_layers=[])
+        erasure = [c for c in checks if c.part == "erasure"]
+        assert len(erasure) == (5 if task == "thr" else 3)
+        for c in erasure:
+            assert c.passed is None and c.value is None and c.reason == verdicts.C3_NO_SITE, c
+        assert "no layer carries the intermediate result at 5 x chance on C" in verdicts.C3_NO_SITE
+        assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+        assert verdicts.seed_verdict(checks, "registered") == "unresolved"
+    # the same sweep with sites given but not reported (erasure_layers None) reads as a missing number
+    _, checks = verdicts.c3(_sweep(siteless), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    c = _by(checks, "c3.erasure.random")
+    assert c.passed is None and c.reason == "the INLP erasure was not computed at rank 8"
+    # a site found: decided as before
+    _, checks = verdicts.c3(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7),
+                            erasure_layers=[1])
+    assert verdicts.seed_verdict(checks, "amended") == "pass"

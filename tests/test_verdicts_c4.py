@@ -44,9 +44,16 @@ def test_matched_control_missing_is_unresolved():
     c = by_id(checks)["c4.intermediate"]
     assert c.passed is None and "could not be computed" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
-    # computed but NaN (no erasure sites): fails like the registered check
-    _, checks = verdicts.c4({**GOOD, "intermediate_drop": math.nan, "intermediate_matched_drop": math.nan}, LOOKUP)
-    assert by_id(checks)["c4.intermediate"].passed is False
+    # no erasure site (8.5): both intermediate checks unresolved, with the reason, never failed by the NaN
+    _, checks = verdicts.c4({**GOOD, "intermediate_drop": math.nan, "intermediate_matched_drop": math.nan,
+                             "intermediate_control_drop": math.nan, "erasure_layers": [], "matched_available": False},
+                            LOOKUP)
+    for check_id in ("c4.intermediate", "c4.intermediate.registered"):
+        c = by_id(checks)[check_id]
+        assert c.passed is None and c.value is None and c.reason == verdicts.C4_NO_SITE
+        assert "no layer carries the intermediate result at 5 x chance on C" in c.reason
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    assert verdicts.seed_verdict(checks, "registered") == "unresolved"
 
 
 def test_statistic_that_calls_the_lookup_distributed_is_superseded_and_does_not_decide():
@@ -83,18 +90,69 @@ def test_registered_fail_stays_a_fail_in_both_readings():
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
-def test_lookup_not_computed_is_unresolved():
+def test_a_statistic_whose_lookup_was_not_measured_does_not_decide_and_leaves_no_seed_unresolved():
+    """Amendment 2, 8.5 (reading 8.1): a look-up statistic whose positive control was not measured is
+    not validated, so it does not count in the amended reading; it does not make the seed unresolved
+    either (before: an unresolved stand-in ``c4.<statistic>.amended`` made every such seed unresolved)."""
     for lookup in (None, {}, {**LOOKUP, "n_lookup": 0},
                    {"k50_M": math.nan, "k50_C": math.nan, "top_activity_median": math.nan,
                     "positions_over_min": math.nan, "n_lookup": 5}):
-        _, checks = verdicts.c4(GOOD, lookup)
+        metrics, checks = verdicts.c4(GOOD, lookup)
         validity = [c for c in checks if c.kind == "validity"]
         assert len(validity) == 3 and all(c.passed is None and c.reason for c in validity)
-        assert all(by_id(checks)[f"c4.{s}.amended"].passed is None for s in verdicts.LOOKUP_STATISTICS)
+        c = by_id(checks)
+        assert not any(f"c4.{s}.amended" in c for s in verdicts.LOOKUP_STATISTICS)
+        for s in verdicts.LOOKUP_STATISTICS:
+            assert c[f"c4.{s}"].kind == "superseded" and c[f"c4.{s}"].section5 and c[f"c4.{s}"].was == "registered"
+            assert "8.5" in c[f"c4.{s}"].reason and "not measured" in c[f"c4.{s}"].reason
+        assert metrics["rests_on_intermediate_alone"] and metrics["verdict_rests_on"] == ["intermediate"]
         assert verdicts.seed_verdict(checks, "registered") == "pass"
-        assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+        assert verdicts.seed_verdict(checks, "amended") == "pass"  # decided by the intermediate dependency
+        # ... which still decides: a failing intermediate dependency fails the seed
+        _, checks = verdicts.c4({**GOOD, "intermediate_matched_drop": 0.55}, lookup)
+        assert verdicts.seed_verdict(checks, "amended") == "fail"
+        # and the registered reading still counts the statistic as section 5 wrote it
+        _, checks = verdicts.c4({**GOOD, "top_activity_median": 0.01}, lookup)
+        assert verdicts.seed_verdict(checks, "registered") == "fail"
+        assert verdicts.seed_verdict(checks, "amended") == "pass"
+    # one statistic measured on the look-up, the others not: only the measured one can decide
+    _, checks = verdicts.c4({**GOOD, "k50_M": 1.0}, {**LOOKUP, "top_activity_median": math.nan,
+                                                     "positions_over_min": math.nan})
+    c = by_id(checks)
+    assert c["c4.k50"].kind == "registered" and c["c4.k50"].passed is False
+    assert c["c4.activity"].kind == "superseded" and c["c4.positions"].kind == "superseded"
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_tables_are_not_metrics():
     metrics, _ = verdicts.c4(GOOD, {**LOOKUP, "tables": {"k50s": object()}})
     assert "lookup_tables" not in metrics
+
+
+def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verdict():
+    """Chapter C4 no longer hard-codes ``matched_available: True``: it is whether the information-matched
+    control was computed (never where there is no site, 8.5), and the erasure sites go to the verdict."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from rote.chapters import c4 as chapter
+
+    u = ("fda", "random", 0)  # a unit: anything hashable
+    build = SimpleNamespace(units=[u], sets={u: {"M": [0] * 20, "C": [0] * 30}})
+    empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
+    summary = {u: {**GOOD, "position_drops": [0.3, 0.3, 0.3], "intermediate_drop": math.nan,
+                   "intermediate_matched_drop": math.nan, "intermediate_control_drop": math.nan}}
+    siteless = chapter.Dependency({u: None}, {u: {"layers": []}}, {u: empty}, {u: False})
+    metrics, checks = chapter.evaluate(build, summary, siteless, {u: LOOKUP}, rank=8)[u]
+    assert metrics["matched_available"] is False and metrics["erasure_layers"] == []
+    assert by_id(checks)["c4.intermediate"].reason == verdicts.C4_NO_SITE
+    # with a site and the control computed
+    rows = pd.DataFrame({"example": [0, 0, 0], "method": ["INLP", "random", "matched"], "p_clean": 1.0,
+                         "p_ablated": [0.4, 0.95, 0.9], "drop": [0.6, 0.05, 0.1]})
+    summary = {u: {**GOOD, "position_drops": [0.3, 0.3, 0.3]}}
+    sited = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows})  # no flag given: read from the table
+    metrics, checks = chapter.evaluate(build, summary, sited, {u: LOOKUP}, rank=8)[u]
+    assert metrics["matched_available"] is True and by_id(checks)["c4.intermediate"].passed is True
+    no_draw = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows[rows.method != "matched"]})
+    assert chapter.evaluate(build, summary, no_draw, {u: LOOKUP}, rank=8)[u][0]["matched_available"] is False

@@ -40,8 +40,8 @@ def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     metrics, checks = verdicts.c5(_metrics())
     superseded = {c.id for c in checks if c.kind == "superseded"}
     assert superseded == {"c5.share.registered", "c5.share.untrained", "c5.z.registered", "c5.z.untrained_labels",
-                          "c5.patch.registered", "c5.patch.random.registered", "c5.dose.top", "c5.dose.random",
-                          "c5.dose.mismatched"}
+                          "c5.pattern", "c5.patch.registered", "c5.patch.random.registered", "c5.dose.top",
+                          "c5.dose.random", "c5.dose.mismatched"}
     assert all(c.reason for c in checks if c.kind == "superseded")
     # the 7.7 checks fail on these numbers, and no longer count anywhere (they were never section 5)
     assert _check(checks, "c5.dose.random").passed is False and not _check(checks, "c5.dose.random").section5
@@ -57,7 +57,6 @@ def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     ({"cut_null_fraction": 0.2}, "c5.share.null"),  # 0.3 < 2 x 0.2
     ({"jstar_z_ratio": 1.3}, "c5.z"),
     ({"jstar_pattern_corr_M": 0.4}, "c5.pattern.jstar"),
-    ({"pattern_corr_M": 0.4}, "c5.pattern"),  # the registered pattern correlation keeps counting
     ({"jstar_top_revert_max": 0.4, "jstar_m50": None}, "c5.specificity"),
     ({"jstar_random_revert_m50": 0.3}, "c5.specificity.random"),
     ({"jstar_mismatched_revert_m50": 0.1}, "c5.specificity.mismatched"),  # "under 0.1": 0.1 itself fails
@@ -74,11 +73,52 @@ def test_the_null_share_threshold_is_twice_the_untrained_share_under_the_same_cu
     assert c.threshold == pytest.approx(0.28) and c.passed is True and c.kind == "null"
 
 
-def test_no_m_reaching_half_at_jstar_fails_both_controls():
+def test_no_m_reaching_half_at_jstar_fails_specificity_and_leaves_its_controls_without_an_m():
     _, checks = verdicts.c5(_metrics(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
                                      jstar_mismatched_revert_m50=math.nan))
-    assert [_check(checks, f"c5.specificity{s}").passed for s in ("", ".random", ".mismatched")] == [False] * 3
+    assert _check(checks, "c5.specificity").passed is False  # every m of the grid tried: m50 does not exist
+    for s in (".random", ".mismatched"):  # 8.5: no m50, no m to read a control at: a missing value, not a fail
+        c = _check(checks, f"c5.specificity{s}")
+        assert c.passed is None and "no m50" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_the_section5_pattern_correlation_is_superseded_by_the_reading_at_jstar():
+    """Amendment 2, 8.5: C5's pattern check is read at j* over the 8.3 units; the section-5 correlation over
+    every answer position with the section-5 units stays shown, superseded (before: it kept deciding)."""
+    _, checks = verdicts.c5(_metrics(pattern_corr_M=0.4))  # fails section 5's 0.5, at j* 0.8 passes
+    c = _check(checks, "c5.pattern")
+    assert c.kind == "superseded" and c.passed is False and c.section5 and c.was == "registered"
+    assert "8.5" in c.reason and "c5.pattern.jstar" in c.reason
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
+    assert verdicts.seed_verdict(checks, "registered") == "fail"  # section 5 as written
+    assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"  # amendment 1 counted it
+    _, checks = verdicts.c5(_metrics(pattern_corr_M=0.9, jstar_pattern_corr_M=0.3))
+    assert _check(checks, "c5.pattern.jstar").passed is False and verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_specificity_whose_m50_the_83_units_cannot_reach_is_unresolved():
+    """8.5: the specificity at j* ranks and patches the 8.3 units; an m needs 2m of them at every example's j*.
+    Where no m tried reaches half of M and larger m cannot be tried, m50 cannot be reached: unresolved, with
+    that reason. Where every m of the grid was tried, no m50 is a fail as before."""
+    grid = list(T["m_grid"])
+    short = dict(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
+                 jstar_mismatched_revert_m50=math.nan, jstar_m_tried=[1, 2, 5], jstar_units_min=12)
+    _, checks = verdicts.c5(_metrics(**short))
+    c = _check(checks, "c5.specificity")
+    assert c.passed is None and c.value == 0.3 and "8.5" in c.reason and "m50 cannot be reached" in c.reason
+    assert "12" in c.reason and "10, 25, 50, 100, 200" in c.reason
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    _, checks = verdicts.c5(_metrics(**{**short, "jstar_m_tried": grid}))
+    assert _check(checks, "c5.specificity").passed is False
+    # no m can be tried at all (an example's j* holds fewer than 2 units): unresolved, with that case
+    _, checks = verdicts.c5(_metrics(**{**short, "jstar_m_tried": [], "jstar_units_min": 1,
+                                        "jstar_top_revert_max": math.nan}))
+    c = _check(checks, "c5.specificity")
+    assert c.passed is None and "no m of the grid can be tried" in c.reason and "is 1" in c.reason
+    # m50 reached within the m tried: decided as usual, whatever was not tried
+    _, checks = verdicts.c5(_metrics(jstar_m_tried=[1, 2, 5], jstar_units_min=12))
+    assert _check(checks, "c5.specificity").passed is True and verdicts.seed_verdict(checks, "amended") == "pass"
 
 
 def test_a_single_memorized_example_leaves_the_mismatched_control_unresolved():
@@ -112,8 +152,8 @@ def test_superseded_section5_checks_count_in_the_registered_reading_only():
     assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
-def test_missing_registered_analysis_fails_the_registered_reading():
+def test_missing_analyses_leave_every_check_unresolved_with_its_case():
     _, checks = verdicts.c5({})
-    assert all(c.passed is False for c in checks if c.section5)
-    assert verdicts.seed_verdict(checks, "registered") == "fail"
-    assert verdicts.seed_verdict(checks, "amended") == "fail"  # c5.pattern (registered) fails on no value
+    assert all(c.passed is None and c.reason for c in checks)  # 8.5: a NaN never decides, in either reading
+    assert verdicts.seed_verdict(checks, "registered") == "unresolved"
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"

@@ -163,7 +163,7 @@ def matched_labels(examples: Examples, data: TaskData, targets: tuple[str, ...] 
 
 
 def information_matched(model: HookedTransformer, data: TaskData, train_examples: Examples, erasure: Erasure, *,
-                        n_controls: int, max_train: int, seed: int, **inlp_kwargs) -> list[Erasure]:
+                        n_controls: int, max_train: int, seed: int, **inlp_kwargs) -> list[Erasure] | None:
     """The information-matched erasure control (protocol section 7.5): for each of ``n_controls``
     draws, INLP of the same rank at the same sites as ``erasure`` (a :func:`fit_erasure` result,
     which knows its targets), fitted on the same examples to a random relabeling of the same input
@@ -174,9 +174,13 @@ def information_matched(model: HookedTransformer, data: TaskData, train_examples
     many directions that carry a look-up of the same input, fitted the same way. If erasing the
     real result hurts M no more than erasing a random function of the same input, the drop says
     nothing about the result. The returned erasures go wherever :func:`random_erasure` outputs go
-    (:func:`erasure_sweep` with ``matched=``; ``neurons.intermediate_removal`` controls)."""
+    (:func:`erasure_sweep` with ``matched=``; ``neurons.intermediate_removal`` controls).
+
+    **Not available: None.** An erasure without sites (no layer carries the result: protocol 8.5, the
+    intervention cannot run) has no control either; None says so, where an empty list would read as
+    a control computed with no draw (and :func:`erasure_sweep` would add NaN "matched" rows)."""
     if not erasure.bases:
-        return []
+        return None
     if not erasure.targets:
         raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
     train = _subsample(train_examples, max_train, seed)

@@ -53,7 +53,8 @@ from .outliers import (NeighbourStats, after_jstar_comparison, example_outliers,
                        operand_neighbourhood, outlier_comparison, outlier_summary, shift_direction, weighted_median,
                        z_table)
 from .patching import (after_jstar_mask, dose_response, dose_summary, jstar_dose_response, jstar_mask,  # noqa: F401
-                       jstar_summary, layer_patching, neuron_scores, patching_summary, position_dose_response)
+                       jstar_summary, jstar_units, layer_patching, neuron_scores, patching_summary,
+                       position_dose_response)
 
 CUT_QUANTILE = 0.99  # amendment 2, 8.3: the untrained model's score quantile a heuristic unit must exceed
 
@@ -251,7 +252,10 @@ def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples
     (``null``: never-trained noisy labels, :func:`fresh_noisy_labels`), computed for a map with the
     same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
     Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
-    in ``layer``, and the shown-only ``after_jstar_*``: :func:`after_jstar_comparison` and the
+    in ``layer``, which ranks, patches and draws its random control from the heuristic units of
+    ``hmap`` in ``layer`` at each example's j* (8.5; ``jstar_m_tried``: the m with enough of them,
+    ``jstar_units_min``: the fewest at an example's j*), and the shown-only ``after_jstar_*``
+    (every neuron of ``layer``): :func:`after_jstar_comparison` and the
     top-m / random-m curves of patching after j*, on M and on the null, reverted against the
     unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
     """
@@ -260,8 +264,10 @@ def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples
     metrics = jstar_comparison(stats["M"], stats["clean"], hmap, jstar)
     metrics.update(after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null))
     kw = dict(n_controls=n_controls, seed=seed, max_examples=max_examples)
-    dose = jstar_dose_response(model, memorized, stats["M"], jstar, layer, m_grid, **kw)
+    units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
+    dose = jstar_dose_response(model, memorized, stats["M"], jstar, layer, m_grid, units=units, **kw)
     metrics.update(jstar_summary(dose, layer, revert_min))
+    metrics["jstar_units_min"] = jstar_units(jstar, units, max_examples)
     after = position_dose_response(model, memorized, stats["M"], layer, m_grid, after_jstar_mask(jstar, A), **kw)
     after_null = position_dose_response(model, null, stats["null"], layer, m_grid, after_jstar_mask(jstar_null, A), **kw)
 

@@ -213,9 +213,9 @@ def intermediate_table(model: HookedTransformer, examples: Examples, erasure, ra
     """:func:`intermediate_removal` with both erasure controls: rows of method ``INLP``, ``random``
     (random subspaces of the same rank at the same sites) and ``matched`` (the information-matched
     control of amendment 1, 7.5: INLP of the same rank and sites fitted to a random relabeling of
-    the same input key; :func:`rote.analysis.erasure.information_matched`)."""
+    the same input key; :func:`rote.analysis.erasure.information_matched`; None: not available)."""
     table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
-    if len(table) and len(matched_controls):
+    if len(table) and matched_controls:
         matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
         matched = matched[matched.method == "random"].assign(method="matched")
         table = pd.concat([table, matched], ignore_index=True)

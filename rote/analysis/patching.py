@@ -31,9 +31,10 @@ Experiments (each: replace activations, then score):
 - :func:`neuron_scores`, :func:`dose_response`, :func:`dose_summary` -- each example's top-m
   neurons by |z| patched to their clean-neighbour expectations, against m random neurons and
   another example's top m (C5, amendment 1, 7.7);
-- :func:`position_dose_response`, :func:`jstar_dose_response`, :func:`jstar_summary` -- the same
-  patched at chosen answer positions only: each memorized example's first differing digit j*, or
-  the positions after it (C5, amendment 2, 8.4).
+- :func:`position_dose_response`, :func:`jstar_dose_response`, :func:`jstar_summary`,
+  :func:`jstar_units` -- the same patched at chosen answer positions only: each memorized example's
+  first differing digit j* (ranking and patching the 8.3 heuristic units there, 8.5), or the
+  positions after it (C5, amendment 2, 8.4).
 """
 
 from __future__ import annotations
@@ -505,7 +506,8 @@ def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
 @torch.no_grad()
 def position_dose_response(model: HookedTransformer, examples: Examples, stats, layer: int, m_grid: Sequence[int],
                            at: torch.Tensor, reference: torch.Tensor | None = None, *, n_controls: int = 3,
-                           seed: int = 0, max_examples: int | None = None) -> pd.DataFrame:
+                           seed: int = 0, max_examples: int | None = None,
+                           units: torch.Tensor | None = None) -> pd.DataFrame:
     """Each example's top-m neurons of ``layer`` by |z| at chosen answer positions, patched there only.
 
     ``at`` bool [N, A]: the positions of each example that are ranked on and patched (j* in 8.4:
@@ -523,6 +525,13 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     unpatched prediction, for sets the model was never trained on); ``recovered``: the share whose
     prediction equals the true digit at every ``at`` position (top m only, NaN for the controls).
     Rows: layer, m, units, reverted, recovered, n (examples).
+
+    ``units`` bool [A, D] (protocol 8.5: the 8.3 heuristic units of ``layer`` per answer position):
+    only these are ranked and patched. An example's candidates are the units at its ``at``
+    positions; ``random`` draws m of its candidates outside its own top m. An m is tried only where
+    every example has at least 2m candidates (its top m and m others); the m not tried have no rows
+    (they are a tail of an ascending ``m_grid``). None: every neuron of the layer, the random m drawn
+    from the whole layer.
     """
     cols = ["layer", "m", "units", "reverted", "recovered", "n"]
     rows_kept = at.bool().cpu().any(1).nonzero().squeeze(1)
@@ -537,8 +546,18 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     values = stats.expected[rows_kept, li]  # [n, A, D]
     D = values.shape[-1]
     absz = stats.z[rows_kept, li].abs()
-    absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
-    scores = absz.max(1).values  # [n, D]
+    if units is None:
+        allowed = torch.ones(n, D, dtype=torch.bool)
+        absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
+        scores = absz.max(1).values  # [n, D]
+    else:
+        # the candidates: the units at the example's ``at`` positions; one with an undefined |z| ranks
+        # below every defined one (-1), one that is no candidate is never chosen (-inf)
+        cand = at[:, :, None] & units.bool().cpu()[None]  # [n, A, D]
+        allowed = cand.any(1)  # [n, D]
+        absz = torch.where(cand, absz.nan_to_num(-1.0), torch.full_like(absz, -math.inf))
+        scores = absz.max(1).values
+    fewest = int(allowed.sum(1).min())
     hook, positions = model.hook_name("post", layer), ex.answer_positions
     true = ex.true_label
 
@@ -558,10 +577,14 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     partner = mismatch_partner(n, seed)
     out = []
     for m in m_grid:
-        top = _top_mask(scores, m)
+        if units is not None and fewest < 2 * m:  # 8.5: top m and m others among the example's 8.3 units
+            continue
+        top = _top_mask(scores, m) & allowed
         rev, rec = score(top, recovered=True)
         out.append({"layer": layer, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
-        draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
+        others = allowed & ~top if units is not None else allowed
+        draws = [score(_top_mask(torch.rand(n, D, generator=gen).masked_fill(~others, -math.inf), m) & others)
+                 for _ in range(n_controls)]
         out.append({"layer": layer, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
                     "recovered": math.nan, "n": n})
         rev = score(top[partner])[0] if len(partner) else math.nan
@@ -571,21 +594,36 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
 
 def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor, layer: int,
                         m_grid: Sequence[int], *, n_controls: int = 3, seed: int = 0,
-                        max_examples: int | None = None) -> pd.DataFrame:
+                        max_examples: int | None = None, units: torch.Tensor | None = None) -> pd.DataFrame:
     """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
     example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
-    is the true digit."""
+    is the true digit. ``units`` [A, D]: the 8.3 heuristic units of ``layer`` (8.5: the candidates
+    ranked, patched and drawn from; an m needs 2m of them at every example's j*)."""
     at = jstar_mask(jstar, memorized.label.shape[1])
     return position_dose_response(model, memorized, stats, layer, m_grid, at, memorized.label,
-                                  n_controls=n_controls, seed=seed, max_examples=max_examples)
+                                  n_controls=n_controls, seed=seed, max_examples=max_examples, units=units)
+
+
+def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | None = None) -> int | None:
+    """The fewest candidate units (``units`` [A, D], the 8.3 units of one layer) at an example's j*,
+    over the examples :func:`jstar_dose_response` patches (the first ``max_examples`` with a j*);
+    None when no example has a j*."""
+    jstar = jstar.long().cpu()
+    rows = (jstar >= 0).nonzero().squeeze(1)
+    if max_examples is not None:
+        rows = rows[:max_examples]
+    if not len(rows):
+        return None
+    return int(units.bool().cpu().sum(-1)[jstar[rows]].min())
 
 
 def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: str = "jstar_") -> dict:
     """:func:`dose_summary` of a :func:`position_dose_response` table, keys prefixed with
     ``prefix`` (``jstar_m50``, ``jstar_top_revert_max``, ``jstar_top_revert_m50``,
     ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``), plus
-    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50) and ``n``
-    (examples patched). ``mismatched_revert_m50`` is None with fewer than two examples."""
+    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50), ``n``
+    (examples patched) and ``m_tried`` (the m of the table: with ``units``, those the 8.3 units
+    allowed). ``mismatched_revert_m50`` is None with fewer than two examples."""
     s = dose_summary(table, layer, revert_min)
     t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
     row = t[t.m == s["m50"]] if s["m50"] is not None else t.iloc[:0]
@@ -594,4 +632,5 @@ def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: st
     if s["m50"] is not None and isinstance(s["mismatched_revert_m50"], float) and math.isnan(s["mismatched_revert_m50"]):
         s["mismatched_revert_m50"] = None
     s["n"] = int(t.n.iloc[0]) if len(t) else 0
+    s["m_tried"] = [int(x) for x in s["curve_m"]]  # 8.5: with 8.3 units, an m needs 2m of them
     return {prefix + k: v for k, v in s.items()}

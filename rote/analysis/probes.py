@@ -232,7 +232,11 @@ def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | 
 
 def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
     """For each group, the layer where the probe reads it best on the memorized set, and there:
-    accuracy on M and on C, chance on M, acc_M / acc_C and acc_M / chance (NaN when M is empty)."""
+    accuracy on M and on C, chance on M, acc_M / acc_C and acc_M / chance (NaN when M is empty).
+
+    Beside them, read on C alone (protocol 8.5: C2's reachable check reads C at C's own best layer,
+    never a layer chosen by M): ``best_layer_C``, the layer where the probe reads the group best on
+    the clean set, and ``acc_C_best``, its accuracy there (None / NaN when C is empty)."""
     rows = []
     for group, g in curves.groupby("group", sort=False):
         m = g[g.set == memorized].set_index("layer")
@@ -243,10 +247,12 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
             layer = int(m.accuracy.idxmax())
             acc_m, chance = float(m.accuracy[layer]), float(m.chance[layer])
         acc_c = float(c.accuracy[layer]) if layer is not None and layer in c.index else math.nan
+        layer_c = None if not len(c) or c.accuracy.isna().all() else int(c.accuracy.idxmax())
         rows.append({"group": group, "best_layer": layer, "acc_M": acc_m, "acc_C": acc_c, "chance": chance,
                      "ratio_M_C": acc_m / acc_c if acc_c else math.nan,
                      "over_chance": acc_m / chance if chance else math.nan,
-                     "n_M": int(m.n.max()) if len(m) else 0})
+                     "n_M": int(m.n.max()) if len(m) else 0,
+                     "best_layer_C": layer_c, "acc_C_best": float(c.accuracy[layer_c]) if layer_c is not None else math.nan})
     return pd.DataFrame(rows)
 
 
@@ -261,7 +267,7 @@ def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str
     if not len(curves):
         return pd.DataFrame([{"group": group or f"{target} at {position}", "best_layer": None, "acc_M": math.nan,
                               "acc_C": math.nan, "chance": math.nan, "ratio_M_C": math.nan,
-                              "over_chance": math.nan, "n_M": 0}])
+                              "over_chance": math.nan, "n_M": 0, "best_layer_C": None, "acc_C_best": math.nan}])
     return best_layer_summary(curves, memorized, clean)
 
 

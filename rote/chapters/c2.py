@@ -103,12 +103,13 @@ def probes_figure(shown: list, result: Probes):
 
 def out_of_reach(acc_c, chance, seeds) -> str:
     """A sentence naming the seeds where C itself is below the chance threshold
-    (:func:`rote.verdicts.chance_reachable`); empty when there is none."""
+    (:func:`rote.verdicts.chance_reachable`); empty when there is none. ``acc_c``: C's accuracy at C's
+    own best layer (8.5: the reachable check reads C alone, never a layer chosen by M)."""
     hit = [str(s) for s, c, ch in zip(seeds, acc_c, chance) if verdicts.chance_reachable(c, ch) is False]
     if not hit:
         return ""
-    return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C is itself below "
-            f"{T['probe_over_chance_min']:g} x chance: a model that carried this result on M exactly as on C would "
+    return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C, even at C's own best layer, is "
+            f"itself below {T['probe_over_chance_min']:g} x chance: a model that carried this result on M exactly as on C would "
             "fail the check too, so failing it there says nothing about the claim. The registered reading counts it "
             "as written; the amended reading (amendment 2, 8.2) leaves it unresolved there: the seed can neither pass "
             "nor fail on it.")
@@ -140,11 +141,12 @@ def probes_text(groups_: dict, summary: dict, sweeps: dict) -> str:
             rows = [summary[u].set_index("group").loc[g] for u in members]
             replaced = task == "thr" and g in verdicts.C2_SUPERSEDED  # judged differently by amendment 7.4
             acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
+            acc_c_best = [_c_best(r) for r in rows]
             lines.append(
                 f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): read best on M at layer "
                 f"{_best_layers(rows)}, with accuracy {values(acc_m)} on M against {values(acc_c)} on C and chance "
                 f"{values(chance)}. " + _thresholds_text(acc_m, acc_c, chance, ". ")
-                + out_of_reach(acc_c, chance, [u.seed for u in members])
+                + out_of_reach(acc_c_best, chance, [u.seed for u in members])
                 + (f" This is the registered check, superseded by amendment 7.4 ({verdicts.C2_SUPERSEDED[g][1]})."
                    if replaced else ""))
         if task == "thr":
@@ -171,7 +173,13 @@ def probe_sentence(rows, what: str, seeds) -> str:
     return (f"{what}: read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} on M against "
             f"{values(acc_c)} on C and chance {values(chance, '.3f')}. "
             + _thresholds_text(acc_m, acc_c, chance, "; ", "g")
-            + out_of_reach(acc_c, chance, seeds))
+            + out_of_reach([_c_best(r) for r in rows], chance, seeds))
+
+
+def _c_best(row) -> float:
+    """C's accuracy at C's own best layer, from a summary row (NaN where the row has none)."""
+    value = row.get("acc_C_best") if hasattr(row, "get") else getattr(row, "acc_C_best", None)
+    return math.nan if value is None else float(value)
 
 
 # -- THR: bridge at r2, true tail masked ----------------------------------------------------------------

@@ -68,6 +68,7 @@ class Erasure:
     rank: int
     sweeps: dict
     checks: dict
+    layers: dict | None = None  # per unit, the erasure sites' layers (empty: no site, 8.5)
 
     def table(self) -> pd.DataFrame:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
@@ -93,8 +94,9 @@ def erasure(build: Build, found: dict, rank: int, sweep_ranks, n_controls: int, 
                                                        n_controls=n_matched, max_train=max_fit, seed=seed)
         sweeps[u] = erasure_analysis.erasure_sweep(r.model, fitted, build.sets[u], ranks, n_controls=n_controls,
                                                    seed=seed, matched=matched)
-    checks = {u: verdicts.c3(sweeps[u], rank, {}, u.task)[1] for u in build.units}  # the erasure part of the verdict
-    return Erasure(rank, sweeps, checks)
+    checks = {u: verdicts.c3(sweeps[u], rank, {}, u.task, erasure_layers=found[u]["layers"])[1]
+              for u in build.units}  # the erasure part of the verdict
+    return Erasure(rank, sweeps, checks, {u: found[u]["layers"] for u in build.units})
 
 
 def erasure_figure(build: Build, found: dict, result: Erasure):
@@ -176,6 +178,12 @@ def erasure_text(build: Build, result: Erasure) -> str:
             text += (f"On the unconnected subset the margin is {margins('c3.erasure.unconnected.random')} over the random "
                      f"control ({passing('c3.erasure.unconnected.random')}) and {margins('c3.erasure.unconnected')} over "
                      f"the larger control ({passing('c3.erasure.unconnected')}).")
+        siteless = [str(u.seed) for u in members if result.layers is not None and not result.layers[u]]
+        if siteless:
+            text += ("" if text.endswith(" ") else " ") + (
+                f"On seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
+                f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on "
+                "that seed (amendment 2, 8.5), not failed.")
         lines.append(text)
     pairs = [(result.accuracy(u, "mem", "matched", rank), result.accuracy(u, "mem", "random", rank)) for u in build.units]
     pairs = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b))]
@@ -413,7 +421,7 @@ def evaluate(build: Build, found: dict, result: Erasure, circuit: Circuits) -> d
     out = {}
     for u in build.units:
         metrics, checks = verdicts.c3(result.sweeps[u], result.rank, circuit.overlaps[u]["all"], u.task,
-                                      circuit.stats[u])
+                                      circuit.stats[u], erasure_layers=found[u]["layers"])
         metrics.update({"erasure_layers": found[u]["layers"], "erasure_positions": found[u]["positions"],
                         "overlap_neurons": circuit.overlaps[u]["neurons"]["jaccard"],
                         "overlap_neurons_random": circuit.overlaps[u]["neurons"]["random"],

@@ -73,12 +73,14 @@ def activity_table(tables: dict) -> pd.DataFrame:
 @dataclass
 class Dependency:
     """Per unit: the drop of P(noisy label) when each prompt position is resampled (``positions``), the
-    erasure sites of chapter C3's rule (``sites``), and the drop when the intermediate result is erased,
-    with both controls (``removal``)."""
+    erasure sites of chapter C3's rule (``sites``), the drop when the intermediate result is erased,
+    with both controls (``removal``), and whether the information-matched control was computed
+    (``matched``: False where there is no site, 8.5, or no draw)."""
 
     positions: dict
     sites: dict
     removal: dict
+    matched: dict | None = None
 
 
 def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_matched: int, max_fit: int,
@@ -88,16 +90,17 @@ def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_match
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
     sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=max_fit, seed=seed)
              for u, r in build.runs.items()}
-    removal = {}
+    removal, available = {}, {}
     for u, r in build.runs.items():
         s = sites[u]
         fitted = erasure.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"], s["positions"],
                                      rank, max_train=max_fit, seed=seed) if s["layers"] else None
         controls = [erasure.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
         matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, n_controls=n_matched,
-                                              max_train=max_fit, seed=seed) if fitted else []
+                                              max_train=max_fit, seed=seed) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
-    return Dependency(positions, sites, removal)
+        available[u] = bool(matched) and bool(len(removal[u])) and "matched" in set(removal[u].method)
+    return Dependency(positions, sites, removal, available)
 
 
 # -- the known look-up (amendment 1, 7.6) ------------------------------------------------------------
@@ -147,8 +150,17 @@ def evaluate(build: Build, summary: dict, depends: Dependency, found: dict, rank
     return {u: verdicts.c4({**summary[u], "n_memorized": len(build.sets[u]["M"]), "n_clean": len(build.sets[u]["C"]),
                             "n_positions": len(summary[u]["position_drops"]),
                             "erasure_layers": depends.sites[u]["layers"], "erasure_rank": rank,
-                            "matched_available": True}, found[u])
+                            "matched_available": _matched(depends, u)}, found[u])
             for u in build.units}
+
+
+def _matched(depends: Dependency, u) -> bool:
+    """Whether the information-matched control was computed for ``u`` (a Dependency built without
+    the flag: whenever its removal table has matched rows)."""
+    if depends.matched is not None:
+        return depends.matched[u]
+    table = depends.removal[u]
+    return bool(len(table)) and "matched" in set(table.method)
 
 
 def hypotheses(build: Build, summary: dict, u):
@@ -343,10 +355,14 @@ def lookup_verdict(checks: list, n: int) -> str:
     if fails == n:
         return ("the look-up passes it, so the statistic cannot tell a look-up from a distributed encoding: its "
                 "registered check is superseded and does not count in the amended reading (amendment 2, 8.1)")
+    unmeasured = n - separates - fails
     if separates + fails == 0:
-        return "the look-up could not be measured, so the statistic is unresolved in the amended reading"
-    return (f"the look-up fails it on {separates} of {n} seeds and passes it on {fails}, so the check is superseded on "
-            "the seeds where it passes")
+        return ("the look-up could not be measured, so the statistic is not validated: its check is superseded and "
+                "does not count in the amended reading, nor does it leave the seed unresolved (amendment 2, 8.5)")
+    return (f"the look-up fails it on {separates} of {n} seeds and passes it on {fails}"
+            + (f" (not measured on {unmeasured})" if unmeasured else "")
+            + ", so the check is superseded on the seeds where it " + ("passes or was not measured" if unmeasured
+                                                                          else "passes"))
 
 
 def controls_text(groups_: dict, evaluations: dict) -> str:
@@ -365,8 +381,10 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
                              f" {lookup_verdict(found, len(members))}")
         overs = [evaluations[u][0].get("intermediate_over_matched", float("nan")) for u in members]
         ok = sum(o >= margin for o in overs if measured(o))
+        siteless = [str(u.seed) for u in members if evaluations[u][0].get("erasure_layers") == []]
         if not any(measured(o) for o in overs):
-            inter = "the intermediate result was not erased (no site found or no memorized example), so its amended check fails"
+            inter = ("the intermediate result was not erased (no site found or no memorized example), so its checks are "
+                     "unresolved (amendment 2, 8.5: the intervention cannot run, and a missing number never decides)")
         else:
             inter = (f"erasing the intermediate result removes {values(overs, '.3g')} more of P(noisy label) than the "
                      f"information-matched control (margin {margin}), "
@@ -374,6 +392,10 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
                         else f"enough on {ok} of {len(members)} seeds"))
         rests = (" No look-up statistic is validated on any seed: the amended verdict rests on the intermediate "
                  "dependency alone." if all(evaluations[u][0].get("rests_on_intermediate_alone") for u in members) else "")
+        if siteless and any(measured(o) for o in overs):
+            inter += (f"; on seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
+                      f"{MIN_OVER_CHANCE:g} x chance on C, so the removal cannot run and both intermediate checks are "
+                      "unresolved there (amendment 2, 8.5)")
         lines.append(f"- **{where(task, condition)}**: " + ". ".join(x[0].upper() + x[1:] for x in sentences)
                      + f". Finally, {inter}." + rests)
     return "**What the amendment's controls show** (one number per seed):\n\n" + "\n".join(lines)

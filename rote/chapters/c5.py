@@ -476,7 +476,8 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
                  nan_curves: bool):
     """Share of M reverted against m, one panel per noise condition, one line per seed and curve (top,
     random, mismatched m; the first seed opaque), each seed's m50 dotted. ``curves``: unit -> its dose
-    table; ``nan_curves``: whether a curve without any value is drawn (and counts as drawn)."""
+    table; ``at``: what m counts (the x label); ``nan_curves``: whether a curve without any value is
+    drawn (and counts as drawn)."""
     groups_ = build.groups
     fig, axes = plt.subplots(1, len(groups_), figsize=(6.5 * len(groups_), 4), squeeze=False, sharey=True)
     for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
@@ -495,7 +496,7 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
         ax.axhline(T["control_revert_max"], ls=":", color="grey", lw=1)
         ax.set_xscale("log")
         ax.set(xticks=list(T["m_grid"]), xticklabels=[str(m) for m in T["m_grid"]], ylim=(-0.02, 1.02),
-               xlabel=f"m (neurons per example, last layer{at})", ylabel=ylabel, title=f"{where(task, condition)}: {title}")
+               xlabel=f"m ({at} per example, last layer)", ylabel=ylabel, title=f"{where(task, condition)}: {title}")
         if drawn:
             ax.legend(fontsize=8, title="each seed a line")
         else:
@@ -507,7 +508,7 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
 def dose_figure(build: Build, hmaps: dict, result: Dose):
     """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed."""
     last_layer = {u: t[t.layer == _last(hmaps[u])] if len(t) else t for u, t in result.curves.items()}
-    return _dose_panels(build, last_layer, {u: result.last[u]["m50"] for u in build.units}, at="",
+    return _dose_panels(build, last_layer, {u: result.last[u]["m50"] for u in build.units}, at="neurons",
                         ylabel="share of M reverted", title="top-m against random and mismatched m",
                         empty="no memorized examples", nan_curves=True)
 
@@ -544,7 +545,7 @@ def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: di
 # -- amendment 2, 8.4: memorization at the first differing digit j* ----------------------------------------
 JSTAR_KEYS = ["jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_z_ratio",
               "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio", "jstar_pattern_corr_M"]
-JSTAR_DOSE_KEYS = ("jstar_n", "jstar_m50", "jstar_top_revert_m50", "jstar_random_revert_m50",
+JSTAR_DOSE_KEYS = ("jstar_n", "jstar_units_min", "jstar_m50", "jstar_top_revert_m50", "jstar_random_revert_m50",
                    "jstar_mismatched_revert_m50", "jstar_recovered_m50", "jstar_top_revert_max")
 AFTER_JSTAR_KEYS = ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
                     "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null")
@@ -599,9 +600,10 @@ def jstar_figure(build: Build, result: Jstar):
 
 
 def jstar_dose_figure(build: Build, result: Jstar):
-    """8.4's specificity: the share of M reverted at j* against m, one panel per condition, a line per seed."""
+    """8.4's specificity: the share of M reverted at j* against m (each example's top m of the 8.3 units of
+    the last layer at its j*, 8.5; only the m that enough units allow), one panel per condition, a line per seed."""
     return _dose_panels(build, {u: o["dose"] for u, o in result.out.items()},
-                        {u: result.metrics[u]["jstar_m50"] for u in build.units}, at=", at j*",
+                        {u: result.metrics[u]["jstar_m50"] for u in build.units}, at="8.3 units at j*",
                         ylabel="share of M reverted at j*", title="patched at j* only",
                         empty="no memorized example with a j*", nan_curves=False)
 
@@ -632,8 +634,14 @@ def after_jstar_figure(build: Build, result: Jstar):
 
 def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
     """Per condition: how many memorized examples have a j*, the largest |z| there against clean
-    examples, the pattern correlation, m50 at j* with both controls, and after j* against the null."""
+    examples, the pattern correlation, m50 at j* over the 8.3 units with both controls (and how far
+    m could go), and after j* against the null."""
     lines = []
+
+    def tried_text(members) -> str:
+        return " / ".join(str(max(jstar_metrics[u].get("jstar_m_tried") or [0])) if jstar_metrics[u].get("jstar_m_tried")
+                          else "none" for u in members)
+
     for (task, condition), members in groups_.items():
         if not any(jstar_metrics[u]["jstar_n_M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: "
@@ -649,11 +657,14 @@ def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
             f"- **{where(task, condition)}**: {s['jstar_n_M']} memorized examples have a j* ({s['jstar_n_without']} have "
             f"none and are left out). At j*, the median of each example's largest |z| is {s['jstar_z_M']} on M against "
             f"{s['jstar_z_clean']} on clean examples (ratio {s['jstar_z_ratio']}); the median over all heuristic units "
-            f"gives the ratio {s['jstar_median_z_ratio']}; the pattern correlation at j* is {s['jstar_pattern_corr_M']}. "
-            f"Patching the top m at j* gives m50 = {s['jstar_m50']} (top m reverts {s['jstar_top_revert_m50']}, random m "
-            f"{s['jstar_random_revert_m50']}, mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back "
-            f"in {s['jstar_recovered_m50']}; the largest top-m revert is {s['jstar_top_revert_max']}). After j* (shown, "
-            f"not judged), median |z| on M over the never-trained null is {s['after_jstar_z_ratio_null']}."
+            f"gives the ratio {s['jstar_median_z_ratio']}; the pattern correlation at j* over the 8.3 units is "
+            f"{s['jstar_pattern_corr_M']}. Ranking and patching each example's 8.3 units of the last layer at its j* "
+            f"(the fewest at an example's j*: {s['jstar_units_min']}; an m needs twice as many, so m up to "
+            f"{tried_text(members)} can be tried) gives m50 = {s['jstar_m50']} (top m reverts "
+            f"{s['jstar_top_revert_m50']}, m random 8.3 units outside the top m {s['jstar_random_revert_m50']}, "
+            f"mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back in {s['jstar_recovered_m50']}; "
+            f"the largest top-m revert is {s['jstar_top_revert_max']}). After j* (shown, not judged, every neuron of the "
+            f"last layer), median |z| on M over the never-trained null is {s['after_jstar_z_ratio_null']}."
             + (f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* "
                "is not measured there." if no_units else ""))
     return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
@@ -731,7 +742,7 @@ def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict
                 f"{each_seed('n_memorized', 'd')}): ")
         not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members}, key="name",
                                            note=" (in the amended reading the share is superseded by 8.3, |z| and the "
-                                                "patching checks by 8.4)")
+                                                "patching checks by 8.4, the pattern correlation by 8.5)")
         heuristic_text = (
             f"a share {each_seed('heuristic_fraction')} of the neurons are heuristics (per layer {by_layer}; "
             f"threshold {T['heuristic_fraction_min']}), "
@@ -768,7 +779,7 @@ def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict
             "Verdict section are authoritative):\n\n" + "\n".join(lines))
 
 
-AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern", "c5.pattern.jstar", "c5.specificity",
+AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity",
                "c5.specificity.random", "c5.specificity.mismatched"]
 
 
@@ -780,11 +791,26 @@ def amended_notes(units: list, numbers: dict) -> str:
         if numbers[u]["cut_empty_layers"] else "",
         ("no memorized examples" if not numbers[u]["n_memorized"] else "no memorized example with a differing digit")
         + ", so the j* checks are unresolved" if not numbers[u]["jstar_n_M"] else "",
-        f"no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M at j*, so m50 does not exist"
-        if numbers[u]["jstar_n_M"] and numbers[u]["jstar_m50"] is None else "") if n) for u in units]
+        _no_m50(numbers[u]) if numbers[u]["jstar_n_M"] and numbers[u]["jstar_m50"] is None else "") if n)
+        for u in units]
     notes = [n for n in notes if not n.endswith(": ")]
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
             + ("\n\n" + "\n".join(notes) if notes else ""))
+
+
+def _no_m50(numbers: dict) -> str:
+    """Why m50 at j* does not exist: no m of the grid reverts half of M, or (8.5) the m that could
+    reach it cannot be tried with the 8.3 units at hand."""
+    tried, grid = numbers.get("jstar_m_tried"), list(T["m_grid"])
+    if tried is not None and len(tried) < len(grid):
+        fewest = numbers.get("jstar_units_min")
+        if not tried:
+            return (f"an example's j* holds only {fewest} 8.3 units of the last layer, fewer than 2 x {grid[0]}: no m "
+                    "can be tried, so the specificity check is unresolved (8.5)")
+        return (f"no m up to {max(tried)} reverts {T['patch_revert_min']} of M at j*, and larger m cannot be tried (an "
+                f"example's j* holds only {fewest} 8.3 units of the last layer; m needs 2m), so m50 cannot be reached "
+                "and the specificity check is unresolved (8.5)")
+    return f"no m up to {max(grid)} reverts {T['patch_revert_min']} of M at j*, so m50 does not exist"
 
 
 def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
