@@ -291,11 +291,13 @@ BF16_SPEEDUP = 1.9  # bf16 autocast over fp32 per training step where bf16 is na
 STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python), fallback formula only
 
 
-def _n_ctx(config: RunConfig) -> int:
+def n_ctx(config: RunConfig) -> int:
+    """Tokens in one sequence of the task (what a step's cost scales with)."""
     return 14 if config.task == "fda" else 3
 
 
-def _vocab(config: RunConfig) -> int:
+def vocab_size(config: RunConfig) -> int:
+    """The task's vocabulary size (the unembedding's width)."""
     return 13 if config.task == "fda" else config.data.n_entities + config.data.n_relations + 6
 
 
@@ -334,14 +336,14 @@ def formula_seconds(config: RunConfig) -> float:
     """The last fallback: the static MEASURED table (one machine's numbers), else a FLOP formula."""
     m, t = config.model, config.train
     n_evals = t.steps // t.eval_every + 2
-    measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, _n_ctx(config), t.precision))
+    measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, n_ctx(config), t.precision))
     if measured is not None:
         steps_per_s, eval_s = measured
     else:
-        per_token = 12 * m.n_layers * m.d_model ** 2 + _vocab(config) * m.d_model
-        step_flops = 6 * t.batch_size * _n_ctx(config) * per_token
+        per_token = 12 * m.n_layers * m.d_model ** 2 + vocab_size(config) * m.d_model
+        step_flops = 6 * t.batch_size * n_ctx(config) * per_token
         steps_per_s = 1 / (step_flops / FLOPS_1THREAD + STEP_OVERHEAD_S)
-        eval_s = 2 * _eval_sequences(config) * _n_ctx(config) * per_token / FLOPS_1THREAD
+        eval_s = 2 * _eval_sequences(config) * n_ctx(config) * per_token / FLOPS_1THREAD
         if t.precision == "bf16":
             steps_per_s *= BF16_SPEEDUP  # evaluation stays fp32
     return t.steps / steps_per_s + n_evals * eval_s

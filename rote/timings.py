@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import RunConfig
+from .plan import n_ctx, vocab_size
 
 STORE = ".timings.jsonl"
 VERSION = 1
@@ -75,14 +76,6 @@ def no_probe() -> bool:
 
 
 # -- what a run is -------------------------------------------------------------------------------------
-def n_ctx(config: RunConfig) -> int:
-    return 14 if config.task == "fda" else 3
-
-
-def vocab_size(config: RunConfig) -> int:
-    return 13 if config.task == "fda" else config.data.n_entities + config.data.n_relations + 6
-
-
 def shape(config: RunConfig) -> dict:
     """What a training step costs depends on: the model, the batch, the context, the precision."""
     m, t = config.model, config.train
