@@ -65,7 +65,7 @@ def metric_seconds(path: Path) -> list[float]:
 
 def label(config: RunConfig) -> str:
     d, m = config.data, config.model
-    noise = f"{d.noise_kind} {d.noise_ratio:g}" if d.noise_ratio else "clean"
+    noise = f"{getattr(d, 'noise_kind', 'noise')} {d.noise_ratio:g}" if d.noise_ratio else "clean"
     return f"{config.task} s{m.model_seed} d{m.d_model} {noise} {config.train.precision}"
 
 
