@@ -95,11 +95,11 @@ def _wait_for(predicate, timeout: float, what: str):
 
 
 def test_the_smoke_plan_through_sbatch_equals_the_local_pool(slurm_cluster, sacct_spy, tmp_path):
-    """`rote train --plan --profile smoke --executor slurm`: one Slurm job per run, all COMPLETED, and
+    """`rote train --plan --profile smoke --seeds 1 --executor slurm`: one Slurm job per run, all COMPLETED, and
     every run identical (metrics and weights) to the same run trained by the local pool."""
     configs = plan("smoke", [0])
     root = tmp_path / "slurm-runs"
-    result = _rote("train", "--plan", "--profile", "smoke", "--executor", "slurm", "--partition",
+    result = _rote("train", "--plan", "--profile", "smoke", "--seeds", "1", "--executor", "slurm", "--partition",
                    slurm_cluster.partition, "--device", "cpu", "--quiet",
                    env=_env(slurm_cluster, sacct_spy, root), timeout=600)
     assert result.returncode == 0, result.stderr + slurm_cluster.logs()
