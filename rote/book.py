@@ -628,14 +628,12 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         if why_not:  # said before anything trains
             print(f"[rote] stability: {why_not}", file=sys.stderr, flush=True)
         extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not)
-        configs += [c for c in extra_configs if c.key not in {k.key for k in configs}]
-        scorecard = [j for j in jobs if j.last]
-        jobs = [j for j in jobs if not j.last] + extra_jobs + \
-            [ChapterJob(j.name, j.params, last=True,
-                        before=lambda: write_stability(profile, seed_values, precision_why_not=why_not)) for j in scorecard]
-        if not scorecard:
-            jobs.append(ChapterJob("scorecard", resolve_parameters("scorecard", profile, {}), last=True,
-                                   before=lambda: write_stability(profile, seed_values, precision_why_not=why_not)))
+        planned = {c.key for c in configs}
+        configs += [c for c in extra_configs if c.key not in planned]
+        params = resolved.get("scorecard") or resolve_parameters("scorecard", profile, {})
+        # the scorecard last, after the entries it shows are written (also when it was not selected)
+        jobs = [j for j in jobs if not j.last] + extra_jobs + [ChapterJob(
+            "scorecard", params, last=True, before=lambda: write_stability(profile, seed_values, why_not))]
     # The chapters execute in book order, each in a process of its own, as many at once as training
     # leaves cores free (a run a chapter loads that is still training, it waits for under that run's
     # lock), so no core idles; the scorecard last. The records and pages are the same as executing
