@@ -1,0 +1,64 @@
+"""Measurements on a run's learning curves (its metric table, one row per evaluation): where a
+metric first crosses a level (interpolated, section 7.2), its value at a step, its final value (the
+mean of the last :data:`FINAL_WINDOW` evaluations, amendment 7.1), and the Wilson interval of a
+share."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+FINAL_WINDOW = 5  # amendment 7.1: "final" metrics are the mean of the last 5 evaluations
+
+
+def crossing(metrics: pd.DataFrame, column: str, level: float) -> float | None:
+    """The interpolated step at which ``column`` first reaches ``level`` (linear between the two
+    evaluations around the crossing); None if it never does (section 7.2)."""
+    steps, values = metrics["step"].to_numpy(float), metrics[column].to_numpy(float)
+    for i, v in enumerate(values):
+        if v >= level:
+            if i == 0 or math.isnan(values[i - 1]):
+                return float(steps[i])
+            v0, s0 = values[i - 1], steps[i - 1]
+            return float(s0 + (level - v0) / (v - v0) * (steps[i] - s0))
+    return None
+
+
+def first_evaluated(metrics: pd.DataFrame, column: str, level: float) -> int | None:
+    """The first evaluated step with ``column >= level`` (section 5's t_gen and t_mem)."""
+    hit = metrics.loc[metrics[column] >= level, "step"]
+    return int(hit.iloc[0]) if len(hit) else None
+
+
+def interpolate(metrics: pd.DataFrame, column: str, step: float | None) -> float:
+    if step is None:
+        return math.nan
+    return float(np.interp(step, metrics["step"].to_numpy(float), metrics[column].to_numpy(float)))
+
+
+def never_evaluated(metrics: pd.DataFrame, column: str) -> str:
+    """Why ``column`` has no value at all in ``metrics`` (empty: it has one)."""
+    if column not in metrics or not len(metrics) or metrics[column].isna().all():
+        return f"{column} was never evaluated on the noisy run"
+    return ""
+
+
+def final(metrics: pd.DataFrame, column: str, window: int = FINAL_WINDOW) -> float:
+    """Mean of ``column`` over the last ``window`` evaluations (1: the last evaluation)."""
+    return float(metrics[column].iloc[-window:].mean())
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion k / n at ``level`` (NaN, NaN when n = 0)."""
+    if not n:
+        return math.nan, math.nan
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # contains k / n exactly, also at 0 and n

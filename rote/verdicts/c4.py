@@ -1,0 +1,202 @@
+"""Claim C4's checks (protocol section 5, amendment 7.6): the distributed-encoding statistics on M
+against C and against a pure look-up. Its only caller is :func:`rote.chapters.c4.evaluate`."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass, field, fields
+
+from .. import fmt
+from ..claims import THRESHOLDS
+from .core import Check, numeric, at_least, missing_reason, supersede, unresolved, validate
+
+
+LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
+JUDGED = ("lookup_superseded", "verdict_rests_on", "rests_on_intermediate_alone")  # what the checks decide
+
+
+def _is_count(x) -> bool:
+    return x is None or (isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0)
+
+
+@dataclass(frozen=True)
+class C4Metrics:
+    """One unit's C4 numbers, as its record stores them (``per_seed[i]["metrics"]`` is ``asdict``).
+
+    On M, from :func:`rote.analysis.neurons.c4_summary`: the median k50 on M and on C and their ratio,
+    the median activity share of the top neurons, the mean drop of P(noisy label) per prompt position
+    (``position_drops``), how many reach ``drop_min`` and the largest, and the mean drop when the
+    intermediate result is erased (INLP), under random subspaces and under the information-matched
+    erasure. Then the sizes of M and C, the number of resampled positions, the erasure sites' layers
+    (``[]``: no site), the INLP rank and whether the matched control was computed
+    (:func:`rote.chapters.c4.evaluate`). ``lookup_*``: the same statistics on the known look-up
+    (:func:`rote.analysis.lookup.lookup_statistics`; ``lookup_n_lookup`` its examples). None: not
+    given. Last, what :func:`checks` reads off them: the intermediate drop over the matched control's,
+    the statistics superseded by their look-up control, the parts the amended verdict rests on, and
+    whether that is the intermediate dependency alone."""
+
+    k50_M: float | None
+    k50_C: float | None
+    k50_ratio: float | None
+    top_activity_median: float | None
+    position_drops: list[float] | None
+    positions_over_min: int | float | None
+    max_position_drop: float | None
+    intermediate_drop: float | None
+    intermediate_control_drop: float | None
+    intermediate_matched_drop: float | None
+    n_memorized: int | None
+    n_clean: int | None
+    n_positions: int | None
+    erasure_layers: list[int] | None
+    erasure_rank: int | None
+    matched_available: bool | None
+    lookup_k50_M: float | None
+    lookup_k50_C: float | None
+    lookup_k50_ratio: float | None
+    lookup_top_activity_median: float | None
+    lookup_position_drops: list[float] | None
+    lookup_positions_over_min: int | float | None
+    lookup_max_position_drop: float | None
+    lookup_n_lookup: int | None
+    intermediate_over_matched: float
+    lookup_superseded: list[str] = field(default_factory=list)  # filled in by checks
+    verdict_rests_on: list[str] = field(default_factory=list)  # filled in by checks
+    rests_on_intermediate_alone: bool | None = None  # filled in by checks
+
+    def __post_init__(self):
+        for name in ("n_memorized", "n_clean", "n_positions", "lookup_n_lookup", "erasure_rank"):
+            if not _is_count(getattr(self, name)):
+                raise ValueError(f"C4Metrics.{name} must be a count (an int >= 0) or None, got {getattr(self, name)!r}")
+        for name in ("position_drops", "lookup_position_drops", "erasure_layers"):
+            if not (getattr(self, name) is None or isinstance(getattr(self, name), list)):
+                raise ValueError(f"C4Metrics.{name} must be a list or None, got {getattr(self, name)!r}")
+        if not set(self.lookup_superseded) | set(self.verdict_rests_on) <= {*LOOKUP_STATISTICS, "intermediate"}:
+            raise ValueError(f"unknown C4 part in {self.lookup_superseded} / {self.verdict_rests_on}")
+
+    @classmethod
+    def measured(cls, summary: dict, lookup: dict | None = None) -> "C4Metrics":
+        """The numbers on M (``summary``: :func:`rote.analysis.neurons.c4_summary` with the sizes and the
+        erasure of :func:`rote.chapters.c4.evaluate`) and on the known look-up (``lookup``:
+        :func:`rote.analysis.lookup.lookup_statistics`, its ``tables`` are no metric; None or empty: not
+        measured), and the intermediate drop over the matched control's; a number not given is None."""
+        given = {**summary, **{f"lookup_{k}": v for k, v in (lookup or {}).items() if k != "tables"}}
+        names = [f.name for f in fields(cls) if f.name != "intermediate_over_matched" and f.name not in JUDGED]
+        unknown = set(given) - set(names)
+        if unknown:
+            raise TypeError(f"not a C4 measurement: {sorted(unknown)}")
+        over = numeric(given.get("intermediate_drop")) - numeric(given.get("intermediate_matched_drop"))
+        return cls(**{name: given.get(name) for name in names}, intermediate_over_matched=over)
+
+    @property
+    def lookup_measured(self) -> bool:
+        """Whether the known look-up was measured: given, on at least one example (none: unresolved)."""
+        given = (self.lookup_k50_M, self.lookup_k50_C, self.lookup_k50_ratio, self.lookup_top_activity_median,
+                 self.lookup_position_drops, self.lookup_positions_over_min, self.lookup_max_position_drop,
+                 self.lookup_n_lookup)
+        n = 1 if self.lookup_n_lookup is None else self.lookup_n_lookup
+        return any(x is not None for x in given) and numeric(n) > 0
+
+
+def checks(summary: dict, lookup: dict | None = None) -> tuple[C4Metrics, list[Check]]:
+    """C4 from :func:`rote.analysis.neurons.c4_summary` on M (``summary``) and the same statistics
+    on a known look-up (``lookup``: :func:`rote.analysis.lookup.lookup_statistics`; THR atomic facts,
+    FDA a look-up grafted into the model; None or empty: not computed), read as :class:`C4Metrics`.
+
+    Section 5's four checks are registered. Amendment 1, 7.6 as amendment 2, 8.1 reads it, per
+    statistic (k50 ratio, activity of the top neurons, input positions): a ``validity`` check
+    (``c4.<statistic>.lookup``) applies the statistic's own threshold to the look-up and passes when
+    the look-up fails it. It never decides: where the look-up passes the statistic (it calls a known
+    look-up "distributed", so it cannot tell the two apart) the statistic is ``superseded`` in the
+    amended reading; where the look-up was not measured it is ``superseded`` too (8.5: a statistic
+    its control does not validate does not count, and does not make the seed unresolved). The
+    intermediate result is also judged (``amended``) as the INLP drop minus the information-matched
+    control's drop (``intermediate_matched_drop``) >= ``intermediate_over_matched_min``; unresolved
+    when ``matched_available`` is False. ``verdict_rests_on`` names what still decides (the
+    validated statistics and the intermediate dependency).
+
+    Missing values (8.5): ``erasure_layers == []`` (no layer carries the intermediate result at
+    5 x chance on C) leaves both intermediate checks unresolved, the intervention cannot run;
+    ``n_memorized`` = 0, an undefined k50, no resampled position leave their checks unresolved
+    with that case."""
+    th = THRESHOLDS["C4"]
+    m = C4Metrics.measured(summary, lookup)
+    measured_lookup = m.lookup_measured  # no look-up example: unresolved
+    # nothing was resampled: no count of positions, not a count of 0 (the metrics keep the count)
+    positions_on_m = None if m.position_drops == [] and m.positions_over_min in (0, None) else m.positions_over_min
+    k50_name = f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C"
+    statistics = {  # name, value on M, value on the look-up, threshold on M, threshold on the look-up, short name
+        "k50": (k50_name, m.k50_M, m.lookup_k50_M, th["k50_ratio_min"] * numeric(m.k50_C),
+                th["k50_ratio_min"] * numeric(m.lookup_k50_C), "k50 ratio"),
+        "activity": ("median activity fraction of top neurons", m.top_activity_median, m.lookup_top_activity_median,
+                     th["activity_fraction_min"], th["activity_fraction_min"], "top-neuron activity"),
+        "positions": (f"input positions removing >= {th['drop_min']} of P(noisy)", positions_on_m,
+                      m.lookup_positions_over_min, th["positions_min"], th["positions_min"], "input positions"),
+    }
+    no_m = C4_NO_M if m.n_memorized == 0 else None
+    no_c = C4_NO_C if m.n_clean == 0 else None
+    missing = {  # why each statistic on M would be missing, by case
+        "k50": no_m or missing_reason((m.k50_M, "k50 on M is undefined (no memorized digit with positive "
+                                                "attribution to its label)"),
+                                      (m.k50_C, no_c or "k50 on C is undefined (no correct answer digit "
+                                                        "with positive attribution)")),
+        "activity": no_m or "the top neurons' activity could not be computed (no top neuron of a memorized digit)",
+        "positions": no_m or "the input positions were not resampled",
+    }
+    checks: list[Check] = []
+    superseded, validated = [], []
+    for stat in LOOKUP_STATISTICS:
+        name, on_m, on_l, thr_m, thr_l, short = statistics[stat]
+        treatment = at_least(f"c4.{stat}", name, "registered", on_m, thr_m, stat, missing=missing[stat])
+        not_measured = "the known look-up was not measured" if not measured_lookup else \
+            f"the {short} of the known look-up could not be computed"
+        on_lookup = at_least(f"c4.{stat}.lookup", name, "validity", on_l, thr_l, stat,
+                             missing=not_measured)  # True: the look-up passes
+        validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
+                         "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control")
+        if not measured_lookup or on_lookup.passed is None:
+            # 8.5: a statistic whose control was not measured does not decide, and does not make the seed
+            # unresolved: it is superseded (shown, counted in the registered reading only)
+            validity = unresolved(validity, not_measured)
+            judged = [supersede(treatment, f"8.5: its look-up control was not measured ({not_measured}); a statistic "
+                                           "the control does not validate does not count", amendment2=True), validity]
+        else:
+            if on_lookup.passed:
+                validity = validity.replace(passed=False, reason=f"8.1: a known look-up passes it too "
+                                                                 f"({fmt.plain(on_lookup.value)} vs {fmt.plain(on_lookup.threshold)})")
+            else:
+                validity = validity.replace(passed=True)
+            judged = validate(treatment, validity, "supersede")
+        (validated if judged[0].kind == "registered" else superseded).append(stat)
+        checks += judged
+    # 8.5: the intermediate result is removed where C2's probes find it; with no such layer the
+    # removal cannot run, and both intermediate checks are unresolved (never failed by the NaN)
+    no_site = C4_NO_SITE if m.erasure_layers is not None and not list(m.erasure_layers) else None
+    no_removal = no_site or no_m or "the intermediate result was not erased (no drop of P(noisy) was measured)"
+    registered = at_least("c4.intermediate.registered", "intermediate result removes share of P(noisy)", "registered",
+                          m.intermediate_drop, th["drop_min"], "intermediate", missing=no_removal)
+    no_matched = "the information-matched control could not be computed"
+    matched = at_least("c4.intermediate", "7.6: intermediate drop over information-matched control", "amended",
+                       m.intermediate_over_matched, th["intermediate_over_matched_min"], "intermediate",
+                       missing=missing_reason((m.intermediate_drop, no_removal),
+                                              (m.intermediate_matched_drop, no_matched)))
+    if no_site:
+        registered, matched = (unresolved(c.replace(value=None), no_site) for c in (registered, matched))
+    elif m.matched_available is False and matched.passed is not None:
+        matched = unresolved(matched, no_matched)
+    checks += [registered, matched]
+    # 8.1: the statistics that still decide
+    m = dataclasses.replace(m, lookup_superseded=superseded, verdict_rests_on=validated + ["intermediate"],
+                            rests_on_intermediate_alone=not validated)
+    return m, checks
+
+
+C4_NO_M = "no memorized example (M is empty)"
+
+
+C4_NO_C = "no correctly answered example (C is empty)"
+
+
+C4_NO_SITE = ("8.5: the intervention cannot run: no layer carries the intermediate result at 5 x chance on C "
+              "(no erasure site)")
