@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from rote import scoring
 from rote.analysis import lens, probes, targets
 from rote.config import make_config
 from rote.tasks import build_task
@@ -59,9 +60,9 @@ def test_masked_tail_finds_a_planted_true_tail_and_only_then(monkeypatch, thr_da
     train, M, C = thr_data.train_clean, thr_data.train_noisy, thr_data.test
     true_m, noisy_m = M.true_label[:, 0], M.label[:, 0]
     m_parts = [(1.0, noisy_m), (0.6, true_m)] if memorized_by == "reasoning" else [(1.0, noisy_m)]
-    table = {lens.model_inputs(train).numpy().tobytes(): _acts([(1.0, train.label[:, 0])], k, 0.1, gen),
-             lens.model_inputs(M).numpy().tobytes(): _acts(m_parts, k, 0.1, gen),
-             lens.model_inputs(C).numpy().tobytes(): _acts([(1.0, C.label[:, 0])], k, 0.1, gen)}
+    table = {scoring.model_inputs(train).numpy().tobytes(): _acts([(1.0, train.label[:, 0])], k, 0.1, gen),
+             scoring.model_inputs(M).numpy().tobytes(): _acts(m_parts, k, 0.1, gen),
+             scoring.model_inputs(C).numpy().tobytes(): _acts([(1.0, C.label[:, 0])], k, 0.1, gen)}
     _planted_stack(monkeypatch, table)
     sweep = probes.masked_probe_sweep(None, thr_data, train, {"M": M, "C": C}, max_train=10_000)
     at = sweep[sweep.layer == 1].set_index("set")

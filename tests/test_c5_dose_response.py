@@ -6,8 +6,10 @@ import pandas as pd
 import pytest
 import torch
 
+from rote.analysis import fda_features as F
 from rote.analysis import heuristics as H
-from rote.analysis import patching as P
+from rote.analysis import neuron_patching as NP
+from rote.analysis import outliers as O
 from rote.tasks import fda
 from rote.train import exact_match
 from planted import outlier_model
@@ -17,7 +19,7 @@ PLANTED = {0: (3, 7), 1: (10, 8), 2: (20, 1), 3: (30, 4)}  # example -> (its pla
 
 @pytest.fixture(scope="module")
 def grid():
-    return H.operand_grid(600, seed=1)
+    return F.operand_grid(600, seed=1)
 
 
 def _model():
@@ -46,7 +48,7 @@ def _plant(model, examples, size=5.0):
 def _memorized():
     a, b = torch.tensor([4321, 2718, 5555, 8080]), torch.tensor([1234, 3141, 1212, 1717])
     label = torch.tensor([[t] * 5 for _, t in PLANTED.values()])
-    return H.make_examples(a, b, label=label)
+    return F.make_examples(a, b, label=label)
 
 
 def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
@@ -54,11 +56,11 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
     hmap = H.classify_neurons(model, grid, coverage_min=0.8, top_k=20)
     with model.hooks(_plant(model, M)):
         assert exact_match(model, M, "label").all()  # each memorized through its planted neuron
-        stats = H.neighbour_stats(model, M, hmap)
-        scores = H.neuron_scores(stats, 0)
+        stats = O.neighbour_stats(model, M, hmap)
+        scores = NP.neuron_scores(stats, 0)
         assert scores.argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # top 1 by |z|: the planted neuron
-        table = H.dose_response(model, M, stats, [0], [1, 2, 5], n_controls=5, seed=0)
-        first_two = H.dose_response(model, M, stats, [0], [1], n_controls=1, max_examples=2)
+        table = NP.dose_response(model, M, stats, [0], [1, 2, 5], n_controls=5, seed=0)
+        first_two = NP.dose_response(model, M, stats, [0], [1], n_controls=1, max_examples=2)
     assert not model.has_hooks()
     assert first_two.set_index("units").reverted["top"] == 1.0
     assert math.isnan(first_two.set_index("units").recovered["random"])  # recovered: top m only
@@ -67,7 +69,7 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
         assert t[(m, "top")] == 1.0  # its own top m (which holds the planted neuron) reverts every example
         assert t[(m, "mismatched")] == 0.0  # another example's planted neuron is silent here
     assert t[(1, "random")] <= 0.1
-    summary = H.dose_summary(table, layer=0, revert_min=0.5)
+    summary = NP.dose_summary(table, layer=0, revert_min=0.5)
     assert summary["m50"] == 1 and summary["top_revert_m50"] == 1.0
     assert summary["random_revert_m50"] < 0.1 and summary["mismatched_revert_m50"] == 0.0
     assert summary["curve_m"] == [1, 2, 5] and summary["curve_top"] == [1.0, 1.0, 1.0]
@@ -76,9 +78,9 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
 def test_no_memorized_examples_give_an_empty_curve_and_no_m50(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid, coverage_min=0.8, top_k=20)
-    empty = H.dose_response(model, M[:0], H.neighbour_stats(model, M[:0], hmap), [0], [1, 5])
+    empty = NP.dose_response(model, M[:0], O.neighbour_stats(model, M[:0], hmap), [0], [1, 5])
     assert empty.empty
-    s = H.dose_summary(empty, layer=0, revert_min=0.5)
+    s = NP.dose_summary(empty, layer=0, revert_min=0.5)
     assert s["m50"] is None and math.isnan(s["random_revert_m50"]) and math.isnan(s["top_revert_max"])
 
 
@@ -86,35 +88,35 @@ def test_a_set_that_no_m_reverts_has_no_m50():
     table = pd.DataFrame(
         [{"layer": 1, "m": m, "units": u, "reverted": r, "recovered": 0.0}
          for m in (1, 2, 5) for u, r in (("top", 0.1 * m), ("random", 0.0), ("mismatched", 0.0))])
-    s = H.dose_summary(table, layer=1, revert_min=0.5)
+    s = NP.dose_summary(table, layer=1, revert_min=0.5)
     assert s["m50"] == 5 and s["top_revert_m50"] == pytest.approx(0.5)
-    s = H.dose_summary(table, layer=1, revert_min=0.6)
+    s = NP.dose_summary(table, layer=1, revert_min=0.6)
     assert s["m50"] is None and s["top_revert_max"] == pytest.approx(0.5)
 
 
 def test_mismatch_partner_is_never_the_example_itself():
     for n in (2, 3, 17):
-        p = P.mismatch_partner(n, seed=n)
+        p = NP.mismatch_partner(n, seed=n)
         assert sorted(p.tolist()) == list(range(n)) and (p != torch.arange(n)).all()
-    assert len(P.mismatch_partner(1)) == 0
+    assert len(NP.mismatch_partner(1)) == 0
 
 
 def test_top_mask_picks_the_highest_scores():
     scores = torch.tensor([[0.1, 5.0, -math.inf, 2.0], [3.0, 1.0, 2.0, 0.0]])
-    assert P._top_mask(scores, 2).tolist() == [[False, True, False, True], [True, False, True, False]]
-    assert P._top_mask(scores, 10).all()  # m above the layer width: the whole layer
+    assert NP._top_mask(scores, 2).tolist() == [[False, True, False, True], [True, False, True, False]]
+    assert NP._top_mask(scores, 10).all()  # m above the layer width: the whole layer
 
 
 @pytest.mark.parametrize("kind", ["random", "digit"])
 def test_fresh_noisy_labels_follow_the_noise_process(kind):
-    ex = H.make_examples(torch.arange(1000, 1400), torch.arange(5000, 5400))
-    null = H.fresh_noisy_labels(ex, kind, "msb", seed=3)
+    ex = F.make_examples(torch.arange(1000, 1400), torch.arange(5000, 5400))
+    null = O.fresh_noisy_labels(ex, kind, "msb", seed=3)
     assert torch.equal(null.true_label, ex.true_label) and torch.equal(null.prompt, ex.prompt)
     differs = (null.label != null.true_label).sum(1)
     assert (differs >= 1).all()  # every label is wrong
     if kind == "digit":
         assert (differs == 1).all()
-    assert torch.equal(H.fresh_noisy_labels(ex, kind, "msb", seed=3).label, null.label)  # a fixed seed
+    assert torch.equal(O.fresh_noisy_labels(ex, kind, "msb", seed=3).label, null.label)  # a fixed seed
     sums = fda.digits_to_int(null.label, "msb")
     assert ((sums >= fda.MIN_SUM) & (sums <= fda.MAX_SUM)).all() or kind == "digit"
 
@@ -122,8 +124,8 @@ def test_fresh_noisy_labels_follow_the_noise_process(kind):
 def test_null_comparison_of_identical_sets_is_one_and_reports_position_9(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid, coverage_min=0.0, top_k=20)  # every unit counts
-    stats = H.neighbour_stats(model, M, hmap)
-    out = H.null_comparison(stats, stats, hmap)
+    stats = O.neighbour_stats(model, M, hmap)
+    out = O.null_comparison(stats, stats, hmap)
     assert out["z_null_ratio"] == pytest.approx(1.0)
     assert out["z_null_ratio_position9"] == pytest.approx(1.0)
     assert len(out["median_abs_z_by_position_null"]) == 5

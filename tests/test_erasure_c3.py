@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from rote.analysis import erasure as E
+from rote.analysis import inlp, patching
 from rote.config import make_config
 from rote.model import HookedTransformer, ModelShape
 from rote.tasks import build_task
@@ -85,24 +86,24 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     assert overlap(controls[0].bases[site], er.bases[site]) < 0.99
     # usable wherever random controls are: in the sweep, as method "matched"
     sets = {"test": (data.test, "true_label")}
-    sweep = E.erasure_sweep(model, er, sets, ranks=[0, 2], n_controls=1, matched=controls)
+    sweep = patching.erasure_sweep(model, er, sets, ranks=[0, 2], n_controls=1, matched=controls)
     assert set(sweep.method) == {"INLP", "random", "matched"} and len(sweep) == 2 * 3
     row = sweep[(sweep.method == "matched") & (sweep["rank"] == 2)].accuracy.iloc[0]
-    by_hand = sum(E.erasure_accuracy(model, sets, c.truncate(2))["test"] for c in controls) / 2
+    by_hand = sum(patching.erasure_accuracy(model, sets, c.truncate(2))["test"] for c in controls) / 2
     assert row == pytest.approx(by_hand)
     assert not model.has_hooks()
-    assert E.erasure_sweep(model, er, sets, ranks=[2], n_controls=1).method.nunique() == 2  # no matched rows
+    assert patching.erasure_sweep(model, er, sets, ranks=[2], n_controls=1).method.nunique() == 2  # no matched rows
 
 
 def test_information_matched_needs_targets(fda_data):
     model = _model(len(fda_data.vocab), fda_data.train.sequences("label").shape[1])
     er = E.fit_erasure(model, fda_data, fda_data.train_clean, ["carry_0"], layers=[1], positions=[13], rank=2,
                        max_train=200)
-    anonymous = E.Erasure(er.bases, er.means)
+    anonymous = inlp.Erasure(er.bases, er.means)
     with pytest.raises(ValueError):
         E.information_matched(model, fda_data, fda_data.train_clean, anonymous, n_controls=1, max_train=200, seed=0)
     # no site (8.5: the intervention cannot run): the control is not available (None), not an empty list of draws
-    assert E.information_matched(model, fda_data, fda_data.train_clean, E.Erasure({}, {}, ("carry_0",)),
+    assert E.information_matched(model, fda_data, fda_data.train_clean, inlp.Erasure({}, {}, ("carry_0",)),
                                  n_controls=2, max_train=200, seed=0) is None
 
 
@@ -118,8 +119,8 @@ def test_matched_control_removes_a_planted_lookup_that_inlp_of_the_result_leaves
     lookup = table[key]
     u, v = torch.eye(d)[0], torch.eye(d)[1]
     x = 0.3 * torch.randn(n, d, generator=g) + 2.0 * (result[:, None] - 0.5) * u + 2.0 * (lookup[:, None] - 0.5) * v
-    Qt = E.inlp_basis(x, result, rank=1)
-    Qm = E.inlp_basis(x, lookup, rank=1)
+    Qt = inlp.inlp_basis(x, result, rank=1)
+    Qm = inlp.inlp_basis(x, lookup, rank=1)
     assert abs(float(Qt[:, 0] @ u)) > 0.95 and abs(float(Qm[:, 0] @ v)) > 0.95
 
 

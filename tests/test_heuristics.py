@@ -3,7 +3,10 @@ import math
 import pytest
 import torch
 
+from rote.analysis import fda_features as F
 from rote.analysis import heuristics as H
+from rote.analysis import neuron_patching as NP
+from rote.analysis import outliers as O
 from rote.analysis.neurons import mlp_activations
 from rote.model import HookedTransformer, ModelShape
 from rote.tasks import fda
@@ -12,26 +15,26 @@ from rote.train import exact_match
 
 @pytest.fixture(scope="module")
 def grid():
-    return H.operand_grid(3000, seed=1)
+    return F.operand_grid(3000, seed=1)
 
 
 def test_make_examples_matches_task_encoding():
     vocab = fda.make_vocab()
-    ex = H.make_examples(torch.tensor([1234, 9999]), torch.tensor([5678, 1000]), "msb")
+    ex = F.make_examples(torch.tensor([1234, 9999]), torch.tensor([5678, 1000]), "msb")
     assert vocab.decode(ex.prompt[0]) == "1234+5678="
     assert vocab.decode(ex.true_label[0]) == "06912"
     assert vocab.decode(ex.true_label[1]) == "10999"
-    lsb = H.make_examples(torch.tensor([1234]), torch.tensor([5678]), "lsb")
+    lsb = F.make_examples(torch.tensor([1234]), torch.tensor([5678]), "lsb")
     assert vocab.decode(lsb.true_label[0]) == "21960"
 
 
 def test_feature_table_columns_match_names():
-    names = H.feature_list()
+    names = F.feature_list()
     a, b = torch.tensor([1234, 4567]), torch.tensor([5678, 5555])
-    table = H.feature_table(a, b)
+    table = F.feature_table(a, b)
     assert table.shape == (2, len(names))
     assert len({n for n, _ in names}) == len(names)
-    assert {k for _, k in names} == set(H.FEATURE_KINDS)
+    assert {k for _, k in names} == set(F.FEATURE_KINDS)
     on = {names[i][0] for i in table[0].nonzero().flatten().tolist()}
     # 1234 + 5678 = 6912: carries out of columns 0, 1 (4+8=12, 3+7+1=11), none out of 2 and 3
     for name in ["a0=4", "b3=5", "a0+b0=12", "a1+b1=10", "carry0=1", "carry1=1", "carry2=0", "carry3=0",
@@ -42,8 +45,8 @@ def test_feature_table_columns_match_names():
 
 
 def _planted(grid, feature: str, noise: float = 0.1, seed: int = 0) -> torch.Tensor:
-    col = [n for n, _ in H.feature_list()].index(feature)
-    table = H.feature_table(grid.info["a"], grid.info["b"])
+    col = [n for n, _ in F.feature_list()].index(feature)
+    table = F.feature_table(grid.info["a"], grid.info["b"])
     g = torch.Generator().manual_seed(seed)
     return table[:, col].float() + noise * torch.randn(len(grid), generator=g)
 
@@ -53,7 +56,7 @@ def _planted(grid, feature: str, noise: float = 0.1, seed: int = 0) -> torch.Ten
                                           ("a0+b0∈[4,6]", "column sum range")])
 def test_classifier_finds_planted_feature(grid, feature, kind):
     acts = torch.stack([_planted(grid, feature, seed=s) for s in range(3)], dim=1)  # [G, 3 units]
-    table = H.feature_table(grid.info["a"], grid.info["b"])
+    table = F.feature_table(grid.info["a"], grid.info["b"])
     hmap = H.classify_activations(acts, table, top_k=50, coverage_min=0.8)
     for u in range(3):
         assert hmap.feature_names[hmap.best[u]] == feature
@@ -62,7 +65,7 @@ def test_classifier_finds_planted_feature(grid, feature, kind):
 
 
 def test_classifier_rejects_noise_and_reports_partial_patterns(grid):
-    table = H.feature_table(grid.info["a"], grid.info["b"])
+    table = F.feature_table(grid.info["a"], grid.info["b"])
     g = torch.Generator().manual_seed(0)
     noise = torch.randn(len(grid), 20, generator=g)
     hmap = H.classify_activations(noise, table, top_k=50, coverage_min=0.8)
@@ -97,27 +100,27 @@ def _stats_model():
 def test_neighbour_stats_are_means_of_clean_neighbours(grid):
     model = _stats_model()
     hmap = H.classify_neurons(model, grid[:500], coverage_min=0.8, top_k=20)
-    ex = H.make_examples(torch.tensor([1500, 5000, 9999]), torch.tensor([2500, 5000, 1000]))
-    stats = H.neighbour_stats(model, ex, hmap, min_count=3)
+    ex = F.make_examples(torch.tensor([1500, 5000, 9999]), torch.tensor([2500, 5000, 1000]))
+    stats = O.neighbour_stats(model, ex, hmap, min_count=3)
     assert stats.act.shape == (3, 1, 5, 64) and stats.mean.shape == stats.act.shape
     assert (stats.count <= 48).all() and (stats.count[2] <= 15).all()  # a = 9999, b = 1000: a corner
-    offsets = H.neighbour_offsets(3)
+    offsets = F.neighbour_offsets(3)
     assert len(offsets) == 48 and not (offsets == 0).all(1).any()
-    nb = H.make_examples(1500 + offsets[:, 0], 2500 + offsets[:, 1])
+    nb = F.make_examples(1500 + offsets[:, 0], 2500 + offsets[:, 1])
     acts = mlp_activations(model, nb, "true_label")[:, 2, 0]  # position 2, layer 0: [48, 64]
     assert stats.mean_all[0, 0, 2] == pytest.approx(acts.mean(0), rel=1e-4, abs=1e-6)
     # the feature-matched mean uses the neighbours that share the unit's best feature value
     col = hmap.feature_columns[hmap.best[0, 2, 7]]
-    same = H.feature_table(nb.info["a"], nb.info["b"])[:, col] == H.feature_table(ex.info["a"][:1], ex.info["b"][:1])[0, col]
+    same = F.feature_table(nb.info["a"], nb.info["b"])[:, col] == F.feature_table(ex.info["a"][:1], ex.info["b"][:1])[0, col]
     if same.sum() >= 3:
         assert stats.mean[0, 0, 2, 7].item() == pytest.approx(acts[same, 7].mean().item(), rel=1e-4, abs=1e-6)
     else:
         assert stats.mean[0, 0, 2, 7].isnan()
-    summary = H.outlier_summary(stats, hmap)
+    summary = O.outlier_summary(stats, hmap)
     assert set(summary) >= {"median_abs_z", "pattern_corr", "median_abs_z_by_position"}
-    empty = H.neighbour_stats(model, ex[:0], hmap)
-    assert math.isnan(H.outlier_summary(empty, hmap)["median_abs_z"])
-    assert H.layer_patching(model, ex[:0], empty, hmap).empty
+    empty = O.neighbour_stats(model, ex[:0], hmap)
+    assert math.isnan(O.outlier_summary(empty, hmap)["median_abs_z"])
+    assert NP.layer_patching(model, ex[:0], empty, hmap).empty
     assert not model.has_hooks()
 
 
@@ -147,16 +150,16 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
         mlp.W_in.bias[3] = -6.0
         u7 = model.unembed.weight[7]
         mlp.W_out.weight[:, 3] = 50 * u7 / u7.norm()
-    ex = H.make_examples(torch.tensor([4321]), torch.tensor([1234]))
-    ex = H.make_examples(ex.info["a"], ex.info["b"], label=torch.full((1, 5), 7))
+    ex = F.make_examples(torch.tensor([4321]), torch.tensor([1234]))
+    ex = F.make_examples(ex.info["a"], ex.info["b"], label=torch.full((1, 5), 7))
     hmap = H.classify_neurons(model, grid[:500], coverage_min=0.8, top_k=20)
     hmap.heuristic[:] = False
     hmap.heuristic[0, 0, 3] = True  # treat neuron 3 at the first answer position as the only heuristic unit
     with model.hooks(_plant(model, ex, neuron=3, size=5.0)):
         assert exact_match(model, ex, "label").all()  # memorized through the planted shift
-        stats = H.neighbour_stats(model, ex, hmap)
-        patch = H.layer_patching(model, ex, stats, hmap, n_controls=4)
-        direction = H.shift_direction(model, ex, stats, hmap)
+        stats = O.neighbour_stats(model, ex, hmap)
+        patch = NP.layer_patching(model, ex, stats, hmap, n_controls=4)
+        direction = O.shift_direction(model, ex, stats, hmap)
     z = stats.z[0, 0, :, 3]
     assert (z > 100).all()  # every answer position: far above the clean neighbours
     assert (stats.expected[0, 0, :, 3].abs() < 1e-3).all()
@@ -170,11 +173,11 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
     for units in ("outliers", "heuristics"):
         assert patch.loc[(units, True), "reverted"] <= 0.1 and patch.loc[(units, True), "n_units"] == 1
     assert direction["toward_noisy"] == 1.0 and direction["n_shifts"] == 1
-    top = H.example_outliers(stats, hmap, k=3)
+    top = O.example_outliers(stats, hmap, k=3)
     assert top.neuron.tolist() == [3] and top.position.tolist() == [0]  # the only heuristic unit
-    summary = H.patching_summary(patch.reset_index(), layer=0)
+    summary = NP.patching_summary(patch.reset_index(), layer=0)
     assert summary["outliers_reverted"] == 1.0 and summary["outliers_control_reverted"] <= 0.1
-    assert math.isnan(H.patching_summary(patch.reset_index().iloc[:0], layer=0)["all_reverted"])
-    comparison = H.outlier_comparison(stats, stats, hmap)
+    assert math.isnan(NP.patching_summary(patch.reset_index().iloc[:0], layer=0)["all_reverted"])
+    comparison = O.outlier_comparison(stats, stats, hmap)
     assert comparison["z_ratio"] == pytest.approx(1.0)
     assert not model.has_hooks()

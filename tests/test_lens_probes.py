@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from rote import scoring
 from rote.analysis import lens, probes, targets
 from rote.analysis.sets import correct, memorized
 from rote.config import make_config
@@ -18,7 +19,7 @@ def fda_data():
 
 
 def test_lens_last_layer_equals_model_logits(tiny_model, fda_data):
-    tokens = lens.model_inputs(fda_data.test[:20])
+    tokens = scoring.model_inputs(fda_data.test[:20])
     logp = lens.logit_lens(tiny_model, tokens, batch_size=7)  # several batches
     assert logp.shape == (3, 20, tokens.shape[1], 13)
     with torch.no_grad():
@@ -30,7 +31,7 @@ def test_lens_last_layer_equals_model_logits(tiny_model, fda_data):
 
 
 def test_residual_stack_layers_match_hooks(tiny_model, fda_data):
-    tokens = lens.model_inputs(fda_data.test[:5])
+    tokens = scoring.model_inputs(fda_data.test[:5])
     stack = lens.residual_stack(tiny_model, tokens, positions=[9, 11])
     _, cache = tiny_model.run_with_cache(tokens)
     torch.testing.assert_close(stack[0], cache["blocks.0.hook_resid_pre"][:, [9, 11]])
@@ -83,8 +84,8 @@ def test_probe_reads_a_token_from_the_model_and_not_noise(tiny_model, fda_data):
     """In a random model, the embedding layer at position 0 holds the first digit of a (a planted,
     linearly readable feature); a label unrelated to the input stays at chance."""
     tr, te = fda_data.train[:300], fda_data.test
-    acts = lens.residual_stack(tiny_model, lens.model_inputs(tr), positions=[0])[:, :, 0]
-    acts_te = lens.residual_stack(tiny_model, lens.model_inputs(te), positions=[0])[:, :, 0]
+    acts = lens.residual_stack(tiny_model, scoring.model_inputs(tr), positions=[0])[:, :, 0]
+    acts_te = lens.residual_stack(tiny_model, scoring.model_inputs(te), positions=[0])[:, :, 0]
     digit = lambda ex: ex.prompt[:, 0]  # token id = digit value
     p = probes.fit_probes(acts, digit(tr), 10)
     acc = p.accuracy(acts_te, digit(te))

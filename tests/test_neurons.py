@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from rote.analysis import neurons as N
+from rote.analysis import patching as P
 from rote.model import HookedTransformer, ModelShape
 from rote.tasks import Examples
 
@@ -129,16 +130,16 @@ def test_resample_ablation_finds_the_position_the_output_reads():
     model = lookup_model()
     mem = examples([KEY, KEY])
     ref = examples(CLEAN)
-    table = N.resample_positions(model, mem, ref, n_samples=2, seed=0)
+    table = P.resample_positions(model, mem, ref, n_samples=2, seed=0)
     drops = table.groupby("position")["drop"].mean()
     assert drops[0] == pytest.approx(0.0, abs=1e-6)  # position 0 is never read
     assert drops[1] > 0.5  # the key position carries the label
-    assert N.resample_positions(model, mem[:0], ref).empty
+    assert P.resample_positions(model, mem[:0], ref).empty
     assert not model.has_hooks()
 
 
 def test_intermediate_removal_against_random_control():
-    from rote.analysis.erasure import Erasure
+    from rote.analysis.inlp import Erasure
 
     model = lookup_model()
     mem = examples([KEY, KEY, KEY])
@@ -148,10 +149,10 @@ def test_intermediate_removal_against_random_control():
     far = torch.linalg.qr(torch.randn(D, 1, generator=g))[0]
     erase = Erasure({site: key_dir}, {site: torch.zeros(D)})
     control = Erasure({site: far}, {site: torch.zeros(D)})
-    table = N.intermediate_removal(model, mem, erase, [control])
+    table = P.intermediate_removal(model, mem, erase, [control])
     drop = table.groupby("method")["drop"].mean()
     assert drop["INLP"] > 0.9 and abs(drop["random"]) < drop["INLP"] / 2
-    assert N.intermediate_removal(model, mem[:0], erase, [control]).empty
+    assert P.intermediate_removal(model, mem[:0], erase, [control]).empty
     assert not model.has_hooks()
 
 
@@ -162,8 +163,8 @@ def test_c4_summary_and_empty_sets():
     clean = examples(CLEAN)
     k = N.k50_table(model, empty, clean)
     spec = N.top_neuron_specificity(model, empty, clean, top=10, quantile=0.9)
-    pos = N.resample_positions(model, empty, clean)
-    inter = N.intermediate_removal(model, empty, None)
+    pos = P.resample_positions(model, empty, clean)
+    inter = P.intermediate_removal(model, empty, None)
     s = N.c4_summary(k, spec, pos, inter, drop_min=0.2)
     assert math.isnan(s["k50_M"]) and s["k50_C"] >= 15 and math.isnan(s["k50_ratio"])
     assert math.isnan(s["top_activity_median"]) and s["positions_over_min"] == 0

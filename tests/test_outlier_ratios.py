@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from rote.analysis import outliers as O
+from rote.analysis import units as U
 
 
 def _stats(z, differs):
     """Statistics of N examples, 1 layer, A answer positions, D units, with the given z [N, 1, A, D]."""
     g = torch.Generator().manual_seed(0)
     act = torch.randn(z.shape, generator=g)
-    return O.NeighbourStats(act=act, mean=act + 0.1 * torch.randn(z.shape, generator=g), sd=torch.ones_like(z),
+    return U.NeighbourStats(act=act, mean=act + 0.1 * torch.randn(z.shape, generator=g), sd=torch.ones_like(z),
                             count=torch.full_like(z, 5.0), mean_all=act.clone(), z=z, differs=differs, layers=[0])
 
 

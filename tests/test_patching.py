@@ -10,6 +10,7 @@ import torch
 from rote import analysis_cache, scoring
 from rote.analysis import attribution as A
 from rote.analysis import erasure as E
+from rote.analysis import inlp
 from rote.analysis import patching as P
 from rote.config import make_config
 from rote.tasks import build_task
@@ -43,7 +44,7 @@ def test_patching_the_clean_activations_themselves_changes_nothing(tiny_model, f
     torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(same)), clean, atol=0, rtol=0)
     embed = [(tiny_model.hook_name("embed"), P.set_token_embedding(tiny_model, 3, ex.prompt[:, 3]))]
     torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(embed)), clean, atol=0, rtol=0)
-    nothing = E.Erasure({(1, 9): torch.zeros(16, 0)}, {(1, 9): torch.zeros(16)})  # rank 0
+    nothing = inlp.Erasure({(1, 9): torch.zeros(16, 0)}, {(1, 9): torch.zeros(16)})  # rank 0
     assert P.erasure_accuracy(tiny_model, {"t": (ex, "true_label")}, nothing) == \
         {"t": scoring.accuracy(tiny_model, ex, "true_label")}
     # activation patching against the examples themselves: no effect anywhere
@@ -120,7 +121,7 @@ def test_circuits_experiment(tiny_model, fda_data):
     assert ab.loc["none", "gen"] == scoring.accuracy(tiny_model, C, "true_label")
     means = A.component_means(tiny_model, ref[:100])
     top = out["overlap"]["neurons"]["top_a"]
-    assert ab.loc["top generalization neurons"].to_dict() == A.ablation_accuracy(tiny_model, sets, top, means)
+    assert ab.loc["top generalization neurons"].to_dict() == P.ablation_accuracy(tiny_model, sets, top, means)
     assert not tiny_model.has_hooks()
 
 

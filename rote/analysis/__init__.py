@@ -11,8 +11,15 @@ Every forward pass that scores answers goes through :mod:`rote.scoring`; every i
 - ``inlp`` -- the mathematics of iterative nullspace projection; ``erasure`` -- what C3 erases,
   where, and the fitted erasure;
 - ``attribution`` -- attribution patching, circuits and their overlap (C3);
-- ``patching`` -- setters and every replace-then-score experiment (C3, C4, C5);
-- ``neurons`` -- direct logit attribution, k50 and neuron specificity (C4);
-- ``fda_features`` -- FDA inputs and their Boolean features; ``heuristics`` -- heuristic neurons;
-  ``outliers`` -- clean-neighbour statistics of memorized sums (C5).
+- ``patching`` -- setters, edits and the replace-then-score experiments of C3 and C4;
+- ``neurons`` -- direct logit attribution, k50 and neuron specificity (C4); ``lookup`` -- known
+  look-ups, the positive control of C4;
+- ``fda_features`` -- FDA inputs and their Boolean features; ``units`` -- the units of C5 and the
+  data over them (:class:`~rote.analysis.units.HeuristicMap`,
+  :class:`~rote.analysis.units.NeighbourStats`); ``heuristics`` -- the classification of heuristic
+  neurons; ``outliers`` -- clean-neighbour statistics (z) of memorized sums;
+  ``neuron_patching`` -- neurons patched to their clean-neighbour expectations (C5).
+
+Each name is imported from the module that defines it (no module passes on another's names), and no
+two modules import each other (``tests/test_analysis_layout.py``).
 """

@@ -14,16 +14,17 @@ Components are indexed in one flat order: all heads (layer-major), then all neur
 
 - :func:`attribution_scores` -- per-example scores, {"heads": [N, L, H], "neurons": [N, L, d_mlp]}.
 - :func:`component_scores` -- mean |score| over examples, flat [n_components].
-- :func:`patching_effects`, :func:`patching_scores` -- the real thing (one component at a time), for
-  checking.
+- :func:`patching_scores` -- the real thing (one component at a time, by
+  :func:`rote.analysis.patching.patching_effects`), for checking.
 - :func:`top_k`, :func:`jaccard`, :func:`random_jaccard` -- circuits and their overlap.
 - :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
 - :func:`split_half_overlap`, :func:`spearman`, :func:`bootstrap_overlap`, :func:`overlap_statistics`
   -- the overlap's ceiling (two disjoint halves of one set), rank correlation over all components
   and bootstrap interval (amendment 1, 7.5), from per-example importances
   (:func:`example_importance`).
-- :func:`component_means`, :func:`ablated`, :func:`ablation_accuracy`, :func:`random_components` --
-  mean-ablation of a set of components, and a random control matched in kind and layer.
+- :func:`component_means`, :func:`ablated`, :func:`random_components` -- mean-ablation of a set of
+  components (scored by :func:`rote.analysis.patching.ablation_accuracy`), and a random control
+  matched in kind and layer.
 - :func:`circuits` -- claim C3's whole circuit experiment (scores, overlap, ablation of the top
   generalization neurons against matched random neurons).
 """
@@ -39,8 +40,7 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .patching import (ablation_accuracy, component_edits, patched, patched_accuracy,  # noqa: F401
-                       patching_effects)
+from .patching import ablation_accuracy, component_edits, patched, patched_accuracy, patching_effects
 
 BATCH = scoring.BATCH
 

@@ -13,11 +13,13 @@ range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block 
   05 through :func:`rote.analysis_cache.erasure_sites_cached`).
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
   positions from a model's clean activations: an :class:`Erasure`. Its controls, each of the same
-  rank at the same sites: :func:`random_erasure` (random subspaces) and :func:`information_matched`
-  (INLP fitted to a random relabeling of the same input key, protocol section 7.5).
+  rank at the same sites: :func:`rote.analysis.inlp.random_erasure` (random subspaces) and
+  :func:`information_matched` (INLP fitted to a random relabeling of the same input key, protocol
+  section 7.5).
 - :func:`erased` -- a context manager applying an erasure through hooks (removed on exit).
-- :func:`erasure_accuracy`, :func:`erasure_sweep` -- exact-match accuracy of named sets under an
-  erasure, and over ranks against the controls (:mod:`rote.analysis.patching`).
+
+The exact-match accuracy of named sets under an erasure, and over ranks against the controls, is
+:func:`rote.analysis.patching.erasure_accuracy` and :func:`rote.analysis.patching.erasure_sweep`.
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ import contextlib
 import torch
 
 from ..model import HookedTransformer
+from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
-from .inlp import (Erasure, Site, inlp_bases, inlp_basis, inlp_projection, projection_from_basis,  # noqa: F401
-                   random_basis, random_erasure, random_projection)
-from .lens import model_inputs, residual_stack
-from .patching import erasure_accuracy, erasure_edits, erasure_sweep, patched  # noqa: F401
+from .inlp import Erasure, inlp_bases
+from .lens import residual_stack
+from .patching import erasure_edits, patched
 from .probes import found_layers, group_curves, probe_sweep
 from .targets import intermediate_targets
 

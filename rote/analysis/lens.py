@@ -24,7 +24,7 @@ import torch
 
 from .. import scoring
 from ..model import HOOK_KINDS, HookedTransformer
-from ..scoring import model_inputs  # noqa: F401  (the analyses' input convention; defined with the scorer)
+from ..scoring import model_inputs
 from ..tasks import Examples
 
 BATCH = scoring.BATCH

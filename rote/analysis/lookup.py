@@ -31,7 +31,7 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
-from . import neurons
+from . import neurons, patching
 
 
 # -- THR: atomic facts ---------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def lookup_statistics(model: HookedTransformer, lookup: Examples, clean: Example
     (``tables``: k50s, specificity, positions)."""
     k_lookup = neurons.k50_table(model, lookup, clean, mask=mask)
     spec = neurons.top_neuron_specificity(model, lookup, population, top=top, quantile=quantile, mask=mask)
-    pos = neurons.resample_positions(model, lookup, reference, n_samples=n_samples, seed=seed)
+    pos = patching.resample_positions(model, lookup, reference, n_samples=n_samples, seed=seed)
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=drop_min)
     summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}

@@ -36,7 +36,7 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .patching import intermediate_removal, label_probability, resample_positions  # noqa: F401
+from .patching import intermediate_removal
 
 
 # -- activations and attribution --------------------------------------------------------------
@@ -226,7 +226,8 @@ def intermediate_table(model: HookedTransformer, examples: Examples, erasure, ra
 def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
                intermediate: pd.DataFrame, *, drop_min: float) -> dict:
     """The numbers claim C4 is judged on, from the tables of :func:`k50_table`,
-    :func:`top_neuron_specificity`, :func:`resample_positions` and :func:`intermediate_removal`.
+    :func:`top_neuron_specificity`, :func:`rote.analysis.patching.resample_positions` and
+    :func:`rote.analysis.patching.intermediate_removal`.
 
     Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
     the mean drop of P(noisy label) per input position and the number of positions whose mean drop

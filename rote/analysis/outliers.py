@@ -10,16 +10,16 @@ neighbours' sd, floored at ``sd_floor`` times the unit's sd over the grid so tha
 flat around x does not give infinite z (and at least 1e-6). x itself is teacher-forced on its own label (the noisy
 one for memorized examples), as the model runs when it generates it.
 
-Units and features are those of :mod:`rote.analysis.heuristics` (a :class:`HeuristicMap`); the
-patching of outlier units to their clean-neighbour expectations is
-:func:`rote.analysis.patching.layer_patching`.
+Units and features are those of a :class:`~rote.analysis.units.HeuristicMap` (classified by
+:mod:`rote.analysis.heuristics`); the statistics are a :class:`~rote.analysis.units.NeighbourStats`.
+This module computes z and reads it; the patching of outlier units to their clean-neighbour
+expectations is :mod:`rote.analysis.neuron_patching`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,31 +29,10 @@ from ..model import HookedTransformer
 from ..tasks import Examples, fda
 from .fda_features import feature_table, make_examples, neighbour_offsets
 from .neurons import folded_unembed, mlp_activations
-
-if TYPE_CHECKING:
-    from .heuristics import HeuristicMap
+from .units import HeuristicMap, NeighbourStats
 
 
 # -- clean neighbours -----------------------------------------------------------------------------
-@dataclass
-class NeighbourStats:
-    """Activations of examples and of their clean neighbours, per unit; arrays [N, L, A, D]."""
-
-    act: torch.Tensor  # on x, teacher-forced on its own label
-    mean: torch.Tensor  # neighbours that share the unit's feature value (NaN if fewer than min_count)
-    sd: torch.Tensor
-    count: torch.Tensor
-    mean_all: torch.Tensor  # all clean neighbours
-    z: torch.Tensor
-    differs: torch.Tensor  # bool [N, A]: label digit != true digit at that answer position
-    layers: list[int] = field(default_factory=list)
-
-    @property
-    def expected(self) -> torch.Tensor:
-        """The clean-neighbour expectation used for patching: feature-matched mean, else all neighbours."""
-        return torch.where(self.mean.isnan(), self.mean_all, self.mean)
-
-
 @torch.no_grad()
 def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap, *, order: str = "msb",
                     max_shift: int = 3, min_count: int = 3, sd_floor: float = 0.1,

@@ -11,7 +11,7 @@ answering the most frequent class of the probe's training labels.
   positions, trained on clean training examples, evaluated on named example sets (e.g. M and C).
 - :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
   headline results) per layer, and the comparison at the best layer (claim C2's checks are computed
-  from them by :func:`rote.verdicts.c2`).
+  from them by :func:`rote.verdicts.c2.checks`).
 - :func:`position_summary` -- the same comparison for one target read at another position (THR: the
   bridge at r2, amendment 7.4).
 - :func:`masked_probe_sweep` -- a target read with one class masked per example (THR: the true tail
@@ -29,8 +29,9 @@ import torch
 import torch.nn.functional as F
 
 from ..model import HookedTransformer
+from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
-from .lens import model_inputs, residual_stack
+from .lens import residual_stack
 from .targets import headline_targets, intermediate_targets, joint_targets, masked_class
 
 

@@ -1,0 +1,405 @@
+"""Neurons patched to their clean-neighbour expectations: the patching experiments of claim C5.
+
+Every edit is a :func:`~rote.analysis.patching.set_where` on an MLP layer's ``hook_post``, applied
+through the generic path of :mod:`rote.analysis.patching`. The units, their classification and
+their clean-neighbour expectations are those of :mod:`rote.analysis.units` (a
+:class:`~rote.analysis.units.HeuristicMap` and the :class:`~rote.analysis.units.NeighbourStats` of
+:func:`rote.analysis.outliers.neighbour_stats`).
+
+- :func:`layer_patching`, :func:`patching_summary` -- MLP units patched to clean-neighbour
+  expectations, against random units (C5);
+- :func:`neuron_scores`, :func:`dose_response`, :func:`dose_summary` -- each example's top-m
+  neurons by |z| patched to their clean-neighbour expectations, against m random neurons and
+  another example's top m (C5, amendment 1, 7.7);
+- :func:`position_dose_response`, :func:`jstar_dose_response`, :func:`jstar_summary`,
+  :func:`jstar_units` -- the same patched at chosen answer positions only (:func:`jstar_mask`,
+  :func:`after_jstar_mask`): each memorized example's first differing digit j* (ranking and
+  patching the 8.3 heuristic units there, 8.5), or the positions after it (C5, amendment 2, 8.4);
+- :func:`jstar_analysis` -- every number of 8.4 for one run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import scoring
+from ..model import HookedTransformer
+from ..tasks import Examples
+from .outliers import after_jstar_comparison, first_differing, jstar_comparison
+from .patching import edit_hooks, set_where
+from .units import HeuristicMap, NeighbourStats
+
+
+# -- C5 layer patching: the units of a layer patched to clean-neighbour expectations ---------------
+def _random_like(counts: torch.Tensor, n_units: int, gen: torch.Generator) -> torch.Tensor:
+    """Bool [..., n_units] with ``counts[...]`` units set, chosen uniformly at random."""
+    scores = torch.rand(*counts.shape, n_units, generator=gen)
+    kth = scores.sort(-1).values.gather(-1, (counts[..., None] - 1).clamp(min=0))
+    return (scores <= kth) & (counts[..., None] > 0)
+
+
+def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap, *, z_min: float = 2.0,
+                   n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Layer-wise activation patching of MLP neurons to their clean-neighbour expectations, on M.
+
+    ``stats``: :class:`~rote.analysis.units.NeighbourStats` of ``memorized``; ``hmap``: the
+    :class:`~rote.analysis.units.HeuristicMap` they were computed for. For each analysed layer,
+    three sets of units are patched at the answer positions (one set at a time, the other layers
+    untouched):
+
+    - ``outliers``: the layer's heuristic units whose activation on the example is an outlier
+      (|z| >= ``z_min``); a different set for each example;
+    - ``heuristics``: every heuristic unit of the layer;
+    - ``all``: every neuron of the layer.
+
+    Each of the first two has a random control (``control`` True): the same number of units, per
+    example and answer position, drawn uniformly from the layer's neurons and patched the same
+    way; mean over ``n_controls`` draws. Columns: layer, units, control, n_units (mean per
+    example), reverted (share of M no longer giving the noisy label), recovered (share now giving
+    the true answer). With patched values fixed, teacher-forced exact match equals greedy decoding.
+    """
+    cols = ["layer", "units", "control", "n_units", "reverted", "recovered"]
+    if len(memorized) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    expected = stats.expected
+    n = len(memorized)
+    positions = memorized.answer_positions
+    rows = []
+    for li, l in enumerate(hmap.layers):
+        values = expected[:, li]  # [N, A, D]
+        heur = hmap.heuristic[li][None].expand(n, -1, -1)  # [N, A, D]
+        z = stats.z[:, li]
+        outl = heur & (z.abs() >= z_min) & ~z.isnan()
+        for name, mask in [("outliers", outl), ("heuristics", heur), ("all", torch.ones_like(heur))]:
+            conditions = [(False, [mask])]
+            if name != "all":
+                counts = mask.sum(-1)  # [N, A]
+                conditions.append((True, [_random_like(counts, mask.shape[-1], gen) for _ in range(n_controls)]))
+            for control, masks in conditions:
+                rev, rec = [], []
+                for m in masks:
+                    edits = [(model.hook_name("post", l), set_where(positions, m, values))]
+                    rev.append(1 - scoring.exact_match(model, memorized, "label", hooks=edit_hooks(edits))
+                               .cpu().double().mean().item())
+                    rec.append(scoring.exact_match(model, memorized, "true_label", hooks=edit_hooks(edits))
+                               .cpu().double().mean().item())
+                rows.append({"layer": l, "units": name, "control": control,
+                             "n_units": float(mask.sum((1, 2)).float().mean()),
+                             "reverted": float(np.mean(rev)), "recovered": float(np.mean(rec))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def patching_summary(table: pd.DataFrame, layer: int) -> dict:
+    """The numbers of one layer of :func:`layer_patching` as a flat dict: ``{units}_{metric}`` and
+    ``{units}_control_{metric}`` (NaN when the table is empty)."""
+    out = {}
+    for units in ("outliers", "heuristics", "all"):
+        for control in ((False, True) if units != "all" else (False,)):
+            for metric in ("reverted", "recovered"):
+                row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] \
+                    if len(table) else table
+                out[f"{units}{'_control' if control else ''}_{metric}"] = float(row[metric].iloc[0]) if len(row) else math.nan
+    return out
+
+
+# -- C5 dose-response (amendment 1, 7.7): neurons as units -----------------------------------------
+def neuron_scores(stats, layer_index: int) -> torch.Tensor:
+    """[N, D] each example's score of every neuron of one analysed layer: its largest |z| over the
+    answer positions (-inf where z is undefined at every position), for ranking."""
+    absz = stats.z[:, layer_index].abs()  # [N, A, D]
+    absz = torch.where(absz.isnan(), torch.full_like(absz, -math.inf), absz)
+    return absz.max(1).values
+
+
+def _top_mask(scores: torch.Tensor, m: int) -> torch.Tensor:
+    """Bool [N, D]: each row's ``m`` highest-scoring neurons (ties: lower index)."""
+    m = min(m, scores.shape[1])
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    if m > 0:
+        mask.scatter_(1, scores.topk(m, dim=1).indices, True)
+    return mask
+
+
+def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
+    """[n] for each example another example (a random cyclic shift along a random permutation, so
+    that no example is its own partner); empty when ``n < 2``."""
+    if n < 2:
+        return torch.zeros(0, dtype=torch.long)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    partner = torch.empty(n, dtype=torch.long)
+    partner[perm] = perm.roll(-1)
+    return partner
+
+
+def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int], m_grid: Sequence[int],
+                  *, n_controls: int = 3, seed: int = 0, max_examples: int | None = None) -> pd.DataFrame:
+    """Patching each memorized example's top-m neurons by |z| to their clean-neighbour expectations.
+
+    A unit is a neuron (layer l, index i), patched at every answer position. For each layer of
+    ``layers`` (among ``stats.layers``) and each m of ``m_grid``, three sets of m neurons are
+    patched, one at a time, each to *this* example's clean-neighbour expectation
+    (``stats.expected``):
+
+    - ``top``: the example's m neurons with the largest |z| (:func:`neuron_scores`);
+    - ``random``: m neurons of the same layer drawn uniformly (mean over ``n_controls`` draws);
+    - ``mismatched``: the top m neurons of another memorized example (:func:`mismatch_partner`),
+      which are outliers for some memorized example but not chosen for this one (NaN with fewer
+      than two examples).
+
+    Rows: layer, m, units ("top" | "random" | "mismatched"), reverted (share of M no longer giving
+    its noisy label), recovered (share now giving the true sum; top m only, NaN for the controls).
+    ``max_examples``: only the first that many examples of ``memorized`` (and ``stats``) are used.
+    Cost: (3 + ``n_controls``) scoring passes per layer and m.
+    """
+    cols = ["layer", "m", "units", "reverted", "recovered"]
+    if max_examples is not None:
+        memorized = memorized[:max_examples]
+    if len(memorized) == 0:
+        return pd.DataFrame(columns=cols)
+    gen = torch.Generator().manual_seed(seed)
+    n, positions = len(memorized), memorized.answer_positions
+    expected = stats.expected[:n]
+    partner = mismatch_partner(n, seed)
+    rows = []
+    for l in layers:
+        li = list(stats.layers).index(l)
+        values = expected[:, li]  # [N, A, D]
+        A, D = values.shape[1:]
+        scores = neuron_scores(stats, li)[:n]
+        hook = model.hook_name("post", l)
+
+        def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
+            full = mask[:, None, :].expand(n, A, D)
+            hooks = edit_hooks([(hook, set_where(positions, full, values))])
+            rev = 1 - scoring.exact_match(model, memorized, "label", hooks=hooks).cpu().double().mean().item()
+            rec = (scoring.exact_match(model, memorized, "true_label", hooks=hooks).cpu().double().mean().item()
+                   if recovered else math.nan)
+            return rev, rec
+
+        for m in m_grid:
+            top = _top_mask(scores, m)
+            rev, rec = score(top, recovered=True)
+            rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec})
+            draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
+            rows.append({"layer": l, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
+                         "recovered": float(np.mean([d[1] for d in draws]))})
+            rev, rec = score(top[partner]) if len(partner) else (math.nan, math.nan)
+            rows.append({"layer": l, "m": m, "units": "mismatched", "reverted": rev, "recovered": rec})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> dict:
+    """The numbers of one layer of :func:`dose_response`: ``m50`` (the smallest m whose top-m patch
+    reverts at least ``revert_min`` of M; None if none does), the random and mismatched reverts at
+    m50, the largest top-m revert, and the three curves (``curve_top`` etc., by m)."""
+    t = table[table.layer == layer] if len(table) else table
+    curves = {u: t[t.units == u].sort_values("m") for u in ("top", "random", "mismatched")}
+    out: dict = {f"curve_{u}": [float(x) for x in c.reverted] for u, c in curves.items()}
+    out["curve_m"] = [int(x) for x in curves["top"].m]
+    top = curves["top"]
+    hit = top[top.reverted >= revert_min]
+    m50 = int(hit.m.iloc[0]) if len(hit) else None
+
+    def at(units):
+        if m50 is None:
+            return math.nan
+        row = curves[units][curves[units].m == m50]
+        return float(row.reverted.iloc[0]) if len(row) else math.nan
+
+    out.update({"m50": m50, "top_revert_max": float(top.reverted.max()) if len(top) else math.nan,
+                "top_revert_m50": at("top"), "random_revert_m50": at("random"),
+                "mismatched_revert_m50": at("mismatched")})
+    return out
+
+
+# -- C5 at the first differing digit (amendment 2, 8.4) ------------------------------------------
+def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: each example's j* (:func:`rote.analysis.outliers.first_differing`; none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: the answer positions after each example's j* (none where j* is -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+@torch.no_grad()
+def position_dose_response(model: HookedTransformer, examples: Examples, stats, layer: int, m_grid: Sequence[int],
+                           at: torch.Tensor, reference: torch.Tensor | None = None, *, n_controls: int = 3,
+                           seed: int = 0, max_examples: int | None = None,
+                           units: torch.Tensor | None = None) -> pd.DataFrame:
+    """Each example's top-m neurons of ``layer`` by |z| at chosen answer positions, patched there only.
+
+    ``at`` bool [N, A]: the positions of each example that are ranked on and patched (j* in 8.4:
+    :func:`jstar_mask`; the positions after it: :func:`after_jstar_mask`); examples with none are
+    left out. Neurons are ranked by their largest |z| over the example's ``at`` positions
+    (``stats``: :class:`~rote.analysis.units.NeighbourStats` of ``examples``) and set, at those
+    positions only, to the example's clean-neighbour expectations, through :func:`set_where`. The
+    model stays teacher-forced on ``examples.label``. Per m of ``m_grid``, as in
+    :func:`dose_response`: ``top`` (the example's own top m), ``random`` (m neurons of the layer,
+    mean over ``n_controls`` draws) and ``mismatched`` (the top m of another example, NaN with
+    fewer than two).
+
+    ``reverted``: the share of examples whose teacher-forced prediction at some ``at`` position
+    differs from ``reference`` [N, A] there (8.4: ``examples.label``, the noisy digit; None: the
+    unpatched prediction, for sets the model was never trained on); ``recovered``: the share whose
+    prediction equals the true digit at every ``at`` position (top m only, NaN for the controls).
+    Rows: layer, m, units, reverted, recovered, n (examples).
+
+    ``units`` bool [A, D] (protocol 8.5: the 8.3 heuristic units of ``layer`` per answer position):
+    only these are ranked and patched. An example's candidates are the units at its ``at``
+    positions; ``random`` draws m of its candidates outside its own top m. An m is tried only where
+    every example has at least 2m candidates (its top m and m others); the m not tried have no rows
+    (they are a tail of an ascending ``m_grid``). None: every neuron of the layer, the random m drawn
+    from the whole layer.
+    """
+    cols = ["layer", "m", "units", "reverted", "recovered", "n"]
+    rows_kept = at.bool().cpu().any(1).nonzero().squeeze(1)
+    if max_examples is not None:
+        rows_kept = rows_kept[:max_examples]
+    n = len(rows_kept)
+    if n == 0:
+        return pd.DataFrame(columns=cols)
+    ex = examples[rows_kept]
+    at = at.bool().cpu()[rows_kept]
+    li = list(stats.layers).index(layer)
+    values = stats.expected[rows_kept, li]  # [n, A, D]
+    D = values.shape[-1]
+    absz = stats.z[rows_kept, li].abs()
+    if units is None:
+        allowed = torch.ones(n, D, dtype=torch.bool)
+        absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
+        scores = absz.max(1).values  # [n, D]
+    else:
+        # the candidates: the units at the example's ``at`` positions; one with an undefined |z| ranks
+        # below every defined one (-1), one that is no candidate is never chosen (-inf)
+        cand = at[:, :, None] & units.bool().cpu()[None]  # [n, A, D]
+        allowed = cand.any(1)  # [n, D]
+        absz = torch.where(cand, absz.nan_to_num(-1.0), torch.full_like(absz, -math.inf))
+        scores = absz.max(1).values
+    fewest = int(allowed.sum(1).min())
+    hook, positions = model.hook_name("post", layer), ex.answer_positions
+    true = ex.true_label
+
+    def predict(mask: torch.Tensor | None) -> torch.Tensor:
+        edits = [] if mask is None else [(hook, set_where(positions, at[:, :, None] & mask[:, None, :], values))]
+        return scoring.answer_logits(model, ex, "label", hooks=edit_hooks(edits)).argmax(-1).cpu()
+
+    ref = predict(None) if reference is None else reference.cpu()[rows_kept]
+
+    def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
+        pred = predict(mask)
+        rev = ((pred != ref) & at).any(1).double().mean().item()
+        rec = ((pred == true) | ~at).all(1).double().mean().item() if recovered else math.nan
+        return rev, rec
+
+    gen = torch.Generator().manual_seed(seed)
+    partner = mismatch_partner(n, seed)
+    out = []
+    for m in m_grid:
+        if units is not None and fewest < 2 * m:  # 8.5: top m and m others among the example's 8.3 units
+            continue
+        top = _top_mask(scores, m) & allowed
+        rev, rec = score(top, recovered=True)
+        out.append({"layer": layer, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
+        others = allowed & ~top if units is not None else allowed
+        draws = [score(_top_mask(torch.rand(n, D, generator=gen).masked_fill(~others, -math.inf), m) & others)
+                 for _ in range(n_controls)]
+        out.append({"layer": layer, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
+                    "recovered": math.nan, "n": n})
+        rev = score(top[partner])[0] if len(partner) else math.nan
+        out.append({"layer": layer, "m": m, "units": "mismatched", "reverted": rev, "recovered": math.nan, "n": n})
+    return pd.DataFrame(out, columns=cols)
+
+
+def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor, layer: int,
+                        m_grid: Sequence[int], *, n_controls: int = 3, seed: int = 0,
+                        max_examples: int | None = None, units: torch.Tensor | None = None) -> pd.DataFrame:
+    """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
+    example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
+    is the true digit. ``units`` [A, D]: the 8.3 heuristic units of ``layer`` (8.5: the candidates
+    ranked, patched and drawn from; an m needs 2m of them at every example's j*)."""
+    at = jstar_mask(jstar, memorized.label.shape[1])
+    return position_dose_response(model, memorized, stats, layer, m_grid, at, memorized.label,
+                                  n_controls=n_controls, seed=seed, max_examples=max_examples, units=units)
+
+
+def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | None = None) -> int | None:
+    """The fewest candidate units (``units`` [A, D], the 8.3 units of one layer) at an example's j*,
+    over the examples :func:`jstar_dose_response` patches (the first ``max_examples`` with a j*);
+    None when no example has a j*."""
+    jstar = jstar.long().cpu()
+    rows = (jstar >= 0).nonzero().squeeze(1)
+    if max_examples is not None:
+        rows = rows[:max_examples]
+    if not len(rows):
+        return None
+    return int(units.bool().cpu().sum(-1)[jstar[rows]].min())
+
+
+def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: str = "jstar_") -> dict:
+    """:func:`dose_summary` of a :func:`position_dose_response` table, keys prefixed with
+    ``prefix`` (``jstar_m50``, ``jstar_top_revert_max``, ``jstar_top_revert_m50``,
+    ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``), plus
+    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50), ``n``
+    (examples patched) and ``m_tried`` (the m of the table: with ``units``, those the 8.3 units
+    allowed). ``mismatched_revert_m50`` is None with fewer than two examples."""
+    s = dose_summary(table, layer, revert_min)
+    t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
+    row = t[t.m == s["m50"]] if s["m50"] is not None else t.iloc[:0]
+    s["recovered_m50"] = float(row.recovered.iloc[0]) if len(row) else math.nan
+    s["curve_recovered"] = [float(x) for x in t.sort_values("m").recovered] if len(t) else []
+    if s["m50"] is not None and isinstance(s["mismatched_revert_m50"], float) and math.isnan(s["mismatched_revert_m50"]):
+        s["mismatched_revert_m50"] = None
+    s["n"] = int(t.n.iloc[0]) if len(t) else 0
+    s["m_tried"] = [int(x) for x in s["curve_m"]]  # 8.5: with 8.3 units, an m needs 2m of them
+    return {prefix + k: v for k, v in s.items()}
+
+
+# -- amendment 2, 8.4: everything read at the first differing digit, for one run --------------------
+def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples, stats: dict[str, NeighbourStats],
+                   hmap: HeuristicMap, layer: int, m_grid: Sequence[int], *, revert_min: float, n_controls: int = 3,
+                   seed: int = 0, max_examples: int | None = None) -> dict:
+    """The numbers of 8.4 for one run.
+
+    ``stats``: :class:`NeighbourStats` of ``"M"`` (``memorized``), ``"clean"`` and ``"null"``
+    (``null``: never-trained noisy labels, :func:`fresh_noisy_labels`), computed for a map with the
+    same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
+    Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
+    in ``layer``, which ranks, patches and draws its random control from the heuristic units of
+    ``hmap`` in ``layer`` at each example's j* (8.5; ``jstar_m_tried``: the m with enough of them,
+    ``jstar_units_min``: the fewest at an example's j*), and the shown-only ``after_jstar_*``
+    (every neuron of ``layer``): :func:`after_jstar_comparison` and the
+    top-m / random-m curves of patching after j*, on M and on the null, reverted against the
+    unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
+    """
+    A = memorized.label.shape[1]
+    jstar, jstar_null = first_differing(memorized), first_differing(null)
+    metrics = jstar_comparison(stats["M"], stats["clean"], hmap, jstar)
+    metrics.update(after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null))
+    kw = dict(n_controls=n_controls, seed=seed, max_examples=max_examples)
+    units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
+    dose = jstar_dose_response(model, memorized, stats["M"], jstar, layer, m_grid, units=units, **kw)
+    metrics.update(jstar_summary(dose, layer, revert_min))
+    metrics["jstar_units_min"] = jstar_units(jstar, units, max_examples)
+    after = position_dose_response(model, memorized, stats["M"], layer, m_grid, after_jstar_mask(jstar, A), **kw)
+    after_null = position_dose_response(model, null, stats["null"], layer, m_grid, after_jstar_mask(jstar_null, A), **kw)
+
+    def curve(table, units):
+        t = table[table.units == units].sort_values("m") if len(table) else table
+        return [float(x) for x in t.reverted] if len(t) else [math.nan] * len(m_grid)
+
+    metrics.update({"after_jstar_m": [int(m) for m in m_grid], "after_jstar_patch_revert": curve(after, "top"),
+                    "after_jstar_random_patch_revert": curve(after, "random"),
+                    "after_jstar_null_patch_revert": curve(after_null, "top"),
+                    "after_jstar_null_random_patch_revert": curve(after_null, "random"),
+                    "jstar_layer": int(layer)})
+    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar}
