@@ -107,6 +107,7 @@ COLLECT_JS = """async () => {
     mathRendered: main.querySelectorAll('mjx-container').length,
     rawTex: [...main.querySelectorAll('.math')].filter(m => !m.querySelector('mjx-container'))
         .map(m => m.textContent.slice(0, 80)),
+    icon: (document.querySelector('link[rel~="icon"]') || {}).href || null,
     verdictBoxes: [...main.querySelectorAll('.admonition.rote-verdict')].map(b => b.textContent),
     rerun: [...main.querySelectorAll('div.highlight-bash pre')].map(p => p.textContent.trim())
         .filter(t => t.startsWith('python -m rote')),
@@ -236,6 +237,16 @@ def test_page_loads_cleanly(desktop, page):
     assert not info["console"], f"{page}: console errors {info['console']}"
     assert not info["failed"], f"{page}: failed requests {info['failed']}"
     assert not info["external"], f"{page}: requests leaving the machine (offline readers lose them) {info['external']}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_has_a_favicon(desktop, page):
+    """Every page names its icon (html.favicon), and the icon is served: without it Chromium asks for
+    /favicon.ico and logs a 404 on the first load."""
+    icon = desktop[page]["icon"]
+    assert icon, f"{page}: no <link rel=icon>"
+    status, body = _get(icon)
+    assert status == 200 and body.startswith(b"\x89PNG"), f"{page}: icon {icon}: HTTP {status}"
 
 
 @pytest.mark.parametrize("page", PAGES)
