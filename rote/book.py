@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, plan
+from . import claims, fmt, plan
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 
@@ -82,8 +82,8 @@ def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
             if not c.get("moved_verdict"):
                 continue
             moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
-                              + (f"{_fmt(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
-                              + f"{_fmt(m['after'])} ({m['outcome_after']})" for m in c["moved"])
+                              + (f"{fmt.cell(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
+                              + f"{fmt.cell(m['after'])} ({m['outcome_after']})" for m in c["moved"])
             rows.append({"claim": r.claim, "task": r.task, "condition": r.condition, "change": change,
                          "verdict": r.verdict_amended, "under the change": c["verdict"], "what moved": moved})
     return pd.DataFrame(rows, columns=["claim", "task", "condition", "change", "verdict", "under the change",
@@ -98,12 +98,6 @@ def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
                          for r in records], columns=["claim", "task", "condition", "seeds", "amended"])
 
 
-def _fmt(value) -> str:
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
     """A record's checks, one row per check id, one column per seed ("value vs threshold: result"),
     with the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
@@ -113,7 +107,7 @@ def record_table(rec: ClaimRecord) -> pd.DataFrame:
         for c in s["checks"]:
             key = c.get("id") or c["name"]
             row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
-            numbers = f"{_fmt(c['value'])} vs {_fmt(c['threshold'])}: " if c["value"] is not None else ""
+            numbers = f"{fmt.cell(c['value'])} vs {fmt.cell(c['threshold'])}: " if c["value"] is not None else ""
             row[f"seed {s['seed']}"] = numbers + result[c["passed"]]
             row["reason"] = row["reason"] or c.get("reason") or ""
     return pd.DataFrame(list(rows.values()))
@@ -172,8 +166,13 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     a comma list for a list parameter). A run parameter (``noise_ratio``, ``model_seed``, ...) goes
     into the chapter's ``overrides`` dict and is checked against every task the chapter runs.
     Anything else is an error that names the chapter's parameters.
+
+    The chapter's parameter dataclass (:func:`rote.chapters.params.chapter_params`, whose fields are the
+    cell's names and defaults) is then built from the defaults and the given values: a bad value (a
+    count of 0, a share out of range, an unknown task, ...) raises a ConfigError that names it, before
+    anything trains or executes. The values returned are the ones given, as parsed here.
     """
-    defaults = notebook_parameters(chapter_path(name))
+    declared, defaults = _declared_parameters(name)
     out: dict[str, object] = {"profile": profile}
     run_params: dict[str, object] = {}
     known_run = set(param_names("fda")) | set(param_names("thr"))
@@ -190,9 +189,9 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
                     raise ConfigError(f"seeds must be whole numbers, e.g. -p seeds 0,1,2; got {raw!r}") from None
             out[key] = value
         elif key in defaults:
-            if defaults[key].lstrip().startswith("[") and isinstance(value, str):
-                value = [v for v in value.split(",") if v]
-            if defaults[key].strip() in ("True", "False"):  # a yes/no parameter (train_grid)
+            if isinstance(defaults[key], list) and isinstance(value, str):  # "fda,thr", "2,4" -> [2, 4]
+                value = [_parse_value(v) for v in value.split(",") if v]
+            if isinstance(defaults[key], bool):  # a yes/no parameter (train_grid)
                 value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
                     str(value).strip().lower(), value)
                 if not isinstance(value, bool):
@@ -203,11 +202,12 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
         else:
             raise ConfigError(f"unknown parameter {key!r} for chapter {name!r}; chapter parameters: "
                               f"{', '.join(defaults)}; run parameters go into overrides")
-    if run_params:
-        out["overrides"] = {**out.get("overrides", {}), **run_params}
     if "overrides" in out and not isinstance(out["overrides"], dict):
         raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
-    tasks = out.get("tasks") or _literal(defaults.get("tasks")) or ["fda", "thr"]
+    if run_params:
+        out["overrides"] = {**out.get("overrides", {}), **run_params}
+    chosen = declared(**out) if declared else None  # every parameter checked, before anything trains or executes
+    tasks = getattr(chosen, "tasks", None) or out.get("tasks") or defaults.get("tasks") or list(TASKS)
     for key in run_params:  # a run parameter that applies to none of the chapter's tasks would be ignored
         if not any(key in param_names(t) for t in tasks):
             raise ConfigError(f"parameter {key!r} applies to none of the chapter's tasks ({', '.join(tasks)})")
@@ -216,11 +216,20 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     elif "overrides" in out:
         for task in tasks:
             make_config(task, profile, **out["overrides"])
-    if "widths" in defaults:  # X1's grid (rote.x1.grid, which the chapter calls first)
-        from . import x1
+    return out  # X1's grid was checked with its dataclass (rote.chapters.x1.Params)
 
-        x1.grid(profile, tasks, out.get("seeds"), out.get("overrides"), out.get("widths"), out.get("noise_ratios"))
-    return out
+
+def _declared_parameters(name: str):
+    """The chapter's parameter dataclass and its defaults (name -> value, in the cell's order). A
+    notebook the book does not declare (a test's planted chapter) has no dataclass: its cell's names
+    and literal defaults, unchecked (tests/test_chapter_params.py: every chapter of book/ is declared)."""
+    from .chapters.params import CHAPTER_PARAMS, chapter_params
+
+    path = chapter_path(name)  # an unknown chapter: the error names the chapters
+    if name not in CHAPTER_PARAMS:
+        return None, {key: _literal(source) for key, source in notebook_parameters(path).items()}
+    declared = chapter_params(name)
+    return declared, declared.defaults()
 
 
 def _literal(source):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .verdicts import OUTCOME_WORDS, READINGS, REQUIRED_PARTS, claim_of, counts_in, find
 
@@ -44,6 +44,13 @@ def num(x, spec: str = ".2f", missing: str = MISSING) -> str:
 def values(xs: Iterable, spec: str = ".2f", missing: str = MISSING) -> str:
     """One value per seed, in seed order: ``0.83 / 0.91 / 0.88``."""
     return " / ".join(num(x, spec, missing) for x in xs)
+
+
+def each_seed(table: Mapping, units: Sequence, key: str, spec: str = ".3g", missing: str = MISSING) -> str:
+    """One number per seed, as :func:`values` writes them: ``key`` of ``table[u]`` for each unit of
+    ``units`` (a dict, or a dataclass such as a claim's metrics)."""
+    return values([table[u][key] if isinstance(table[u], Mapping) else getattr(table[u], key) for u in units],
+                  spec, missing)
 
 
 def seed_range(seeds: Sequence[int]) -> str:

@@ -19,6 +19,8 @@ import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+from . import fmt
+
 HIDE_TAG = "hide-input"  # myst-nb: the code collapses behind a "Show code cell source" toggle
 BOILERPLATE_TAGS = ("parameters", "injected-parameters")
 SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
@@ -39,18 +41,6 @@ def record_dict(rec) -> dict:
 def records_for_page(records, page: str) -> list:
     """The records a chapter computed: those whose ``page`` is the chapter's notebook stem."""
     return [r for r in records if _get(r, "page") == page]
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
-    return str(value)
 
 
 def _verdict_class(verdicts: list[str]) -> str:
@@ -87,9 +77,9 @@ def deciding_rows(rec, reading: str) -> list[dict]:
     rows = []
     for check_id, checks in (failed or unresolved or by_id).items():
         passed = sum(c.get("passed") is True for c in checks)
-        thresholds = [_fmt(c.get("threshold")) for c in checks]
+        thresholds = [fmt.page(c.get("threshold")) for c in checks]
         rows.append({"id": check_id, "name": checks[0].get("name"),
-                     "value": " / ".join(_fmt(c.get("value")) for c in checks),
+                     "value": " / ".join(fmt.page(c.get("value")) for c in checks),
                      "threshold": " / ".join(thresholds) if len(set(thresholds)) > 1 else thresholds[0],
                      "outcome": (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1
                                  else OUTCOME[checks[0].get("passed")]),

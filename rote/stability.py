@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .verdicts import OUTCOME_WORDS, _failing, aggregate
+from .verdicts.core import OUTCOME_WORDS, _failing, aggregate
 
 CHANGES = ("precision", "seeds")
 STABLE, FRAGILE, NOT_RUN = "stable", "fragile", "not run"

@@ -7,8 +7,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from rote.analysis import fda_features as F
 from rote.analysis import heuristics as H
-from rote.analysis import patching as P
+from rote.analysis import neuron_patching as NP
+from rote.analysis import outliers as O
+from rote.analysis import units as U
 from rote import scoring
 from rote.model import HookedTransformer, ModelShape
 from planted import outlier_model
@@ -18,12 +21,12 @@ from planted import outlier_model
 
 @pytest.fixture(scope="module")
 def grid():
-    return H.operand_grid(1000, seed=1)
+    return F.operand_grid(1000, seed=1)
 
 
 def _feature(grid, name):
-    col = [n for n, _ in H.feature_list()].index(name)
-    return H.feature_table(grid.info["a"], grid.info["b"])[:, col].float()
+    col = [n for n, _ in F.feature_list()].index(name)
+    return F.feature_table(grid.info["a"], grid.info["b"])[:, col].float()
 
 
 def _acts(grid, seed, planted=()):
@@ -38,7 +41,7 @@ def _acts(grid, seed, planted=()):
 
 
 def test_cut_finds_planted_units_per_layer_and_position(grid):
-    table = H.feature_table(grid.info["a"], grid.info["b"])
+    table = F.feature_table(grid.info["a"], grid.info["b"])
     # the untrained reference has a strong pattern at position 3 of layer 0 in every neuron: there
     # the cut is high, and a trained unit must beat it there, not a global cut
     ref_planted = [(3, 0, list(range(100)), "s1=7")]
@@ -65,7 +68,7 @@ def test_cut_finds_planted_units_per_layer_and_position(grid):
 
 
 def test_a_layer_with_no_unit_over_the_cut_is_reported(grid):
-    table = H.feature_table(grid.info["a"], grid.info["b"])
+    table = F.feature_table(grid.info["a"], grid.info["b"])
     hm = H.classify_activations(_acts(grid, 0, [(1, 0, [0, 1], "carry1=1")]), table, top_k=50, coverage_min=0.8)
     cut = torch.zeros(2, 5)
     cut[1] = math.inf  # nothing of layer 1 exceeds it
@@ -92,20 +95,20 @@ def test_untrained_models_of_two_seeds_share_about_one_percent(grid):
 
 
 def test_first_differing_digit():
-    ex = H.make_examples(torch.tensor([1234, 1234, 1234, 1234]), torch.tensor([5678] * 4))  # 06912
+    ex = F.make_examples(torch.tensor([1234, 1234, 1234, 1234]), torch.tensor([5678] * 4))  # 06912
     label = ex.true_label.clone()
     label[0, 2] = 5  # 06512: j* = 2
     label[1, 0], label[1, 3] = 1, 0  # j* = 0 (the first of two)
     label[3, 4] = 9  # j* = 4
-    jstar = H.first_differing(ex.with_label(label))
+    jstar = O.first_differing(ex.with_label(label))
     assert jstar.tolist() == [2, 0, -1, 3 + 1]
 
 
-def _stats(z: torch.Tensor) -> H.NeighbourStats:
+def _stats(z: torch.Tensor) -> U.NeighbourStats:
     """NeighbourStats around given z [N, L, A, D] (sd 1, a pattern that holds: act = mean + z)."""
     g = torch.Generator().manual_seed(int(z.numel()))
     mean = torch.randn(z.shape, generator=g) * 3
-    return H.NeighbourStats(act=mean + z, mean=mean, sd=torch.ones_like(z), count=torch.full(z.shape, 10),
+    return U.NeighbourStats(act=mean + z, mean=mean, sd=torch.ones_like(z), count=torch.full(z.shape, 10),
                             mean_all=mean, z=z, differs=torch.zeros(z.shape[0], z.shape[2], dtype=torch.bool),
                             layers=[0])
 
@@ -121,7 +124,7 @@ def _planted_sets(after: bool, n_m=40, n_c=200, D=200, units=(5, 17, 123), size=
 
 def test_largest_z_at_jstar_finds_a_handful_of_shifted_units_that_the_median_misses():
     M, C, jstar, hmap = _planted_sets(after=False)
-    out = H.jstar_comparison(M, C, hmap, jstar)
+    out = O.jstar_comparison(M, C, hmap, jstar)
     assert 0.8 <= out["jstar_median_z_ratio"] <= 1.25  # the median over all units stays at its clean value
     assert out["jstar_z_ratio"] >= 2  # the largest |z| finds the shifted units
     assert out["jstar_z_M"] > 7 and out["jstar_z_clean"] < 4
@@ -131,10 +134,10 @@ def test_largest_z_at_jstar_finds_a_handful_of_shifted_units_that_the_median_mis
 
 def test_shifts_after_jstar_leave_the_jstar_statistic_at_its_clean_value():
     M, C, jstar, hmap = _planted_sets(after=True)
-    out = H.jstar_comparison(M, C, hmap, jstar)
+    out = O.jstar_comparison(M, C, hmap, jstar)
     assert 0.8 <= out["jstar_z_ratio"] <= 1.25
     null = _stats(torch.randn(40, 1, 5, 200, generator=torch.Generator().manual_seed(3)))
-    after = H.after_jstar_comparison(M, null, hmap, jstar, jstar)
+    after = O.after_jstar_comparison(M, null, hmap, jstar, jstar)
     assert after["after_jstar_max_z_ratio_null"] >= 2  # shown, not judged: the shift is after j*
     assert 0.8 <= after["after_jstar_z_ratio_null"] <= 1.25
 
@@ -146,18 +149,18 @@ def test_clean_reference_is_weighted_like_the_jstar_of_M():
     zm = torch.zeros(3, 1, 5, D)
     zm[:, 0, 1] = 10.0
     hmap = SimpleNamespace(heuristic=torch.ones(1, 5, D, dtype=torch.bool))
-    out = H.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([1, 1, -1]))
+    out = O.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([1, 1, -1]))
     assert out["jstar_z_clean"] == 5.0 and out["jstar_z_M"] == 10.0 and out["jstar_z_ratio"] == 2.0
     assert out["jstar_counts"] == {1: 2} and out["jstar_n_without"] == 1
-    none = H.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([-1, -1, -1]))
+    none = O.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([-1, -1, -1]))
     assert none["jstar_n_M"] == 0 and math.isnan(none["jstar_z_ratio"]) and math.isnan(none["jstar_z_M"])
 
 
 def test_weighted_median():
-    assert H.weighted_median(torch.tensor([1.0, 2.0, 3.0]), torch.ones(3)) == 2.0
-    assert H.weighted_median(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0, 1.0])) == 3.0
-    assert H.weighted_median(torch.tensor([1.0, math.nan, 3.0]), torch.tensor([3.0, 100.0, 1.0])) == 1.0
-    assert math.isnan(H.weighted_median(torch.tensor([math.nan]), torch.ones(1)))
+    assert O.weighted_median(torch.tensor([1.0, 2.0, 3.0]), torch.ones(3)) == 2.0
+    assert O.weighted_median(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0, 1.0])) == 3.0
+    assert O.weighted_median(torch.tensor([1.0, math.nan, 3.0]), torch.tensor([3.0, 100.0, 1.0])) == 1.0
+    assert math.isnan(O.weighted_median(torch.tensor([math.nan]), torch.ones(1)))
 
 
 # -- 8.4: specificity at j* on a model with planted memorization -------------------------------------
@@ -172,7 +175,7 @@ def _model():
 
 def _memorized():
     a, b = torch.tensor([4321, 2718, 5555, 8080]), torch.tensor([1234, 3141, 1212, 1717])
-    ex = H.make_examples(a, b)
+    ex = F.make_examples(a, b)
     label = ex.true_label.clone()
     for k, (_, token) in PLANTED.items():
         assert label[k, JSTAR[k]] != token
@@ -221,21 +224,21 @@ def _prediction_at_jstar(model, M):
 
 def _clean(n=120):
     g = torch.Generator().manual_seed(5)
-    return H.make_examples(torch.randint(1000, 9000, (n,), generator=g), torch.randint(1000, 9000, (n,), generator=g))
+    return F.make_examples(torch.randint(1000, 9000, (n,), generator=g), torch.randint(1000, 9000, (n,), generator=g))
 
 
 def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_only(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
     hmap.heuristic[:] = True  # every unit counts (the planted ones among them)
-    jstar = H.first_differing(M)
+    jstar = O.first_differing(M)
     assert jstar.tolist() == JSTAR
     with model.hooks(_plant(model, M, "jstar")):
         assert _prediction_at_jstar(model, M).tolist() == [t for _, t in PLANTED.values()]  # memorized at j*
-        stats = H.neighbour_stats(model, M, hmap)
-        clean = H.neighbour_stats(model, _clean(), hmap)
-        comp = H.jstar_comparison(stats, clean, hmap, jstar)
-        table = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)
+        stats = O.neighbour_stats(model, M, hmap)
+        clean = O.neighbour_stats(model, _clean(), hmap)
+        comp = O.jstar_comparison(stats, clean, hmap, jstar)
+        table = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)
     assert not model.has_hooks()
     assert comp["jstar_z_ratio"] >= 2 and comp["jstar_z_M"] > 50
     t = table.set_index(["m", "units"]).reverted
@@ -243,7 +246,7 @@ def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_onl
         assert t[(m, "top")] == 1.0
         assert t[(m, "mismatched")] == 0.0  # another example's planted neuron is silent here
     assert t[(1, "random")] <= 0.1
-    s = H.jstar_summary(table, 0, 0.5)
+    s = NP.jstar_summary(table, 0, 0.5)
     assert s["jstar_m50"] == 1 and s["jstar_top_revert_m50"] == 1.0 and s["jstar_n"] == 4
     assert s["jstar_random_revert_m50"] < 0.1 and s["jstar_mismatched_revert_m50"] == 0.0
     assert 0.0 <= s["jstar_recovered_m50"] <= 1.0
@@ -256,19 +259,19 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
     hmap.heuristic[:] = True
-    jstar = H.first_differing(M)
+    jstar = O.first_differing(M)
     with model.hooks(_plant(model, M, "after")):
         assert _prediction_at_jstar(model, M).tolist() == [t for _, t in PLANTED.values()]
-        stats = H.neighbour_stats(model, M, hmap)
-        clean = H.neighbour_stats(model, _clean(), hmap)
-        comp = H.jstar_comparison(stats, clean, hmap, jstar)
-        table = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=3)
-        after = H.position_dose_response(model, M, stats, 0, [1], P.after_jstar_mask(jstar, 5), n_controls=3)
+        stats = O.neighbour_stats(model, M, hmap)
+        clean = O.neighbour_stats(model, _clean(), hmap)
+        comp = O.jstar_comparison(stats, clean, hmap, jstar)
+        table = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=3)
+        after = NP.position_dose_response(model, M, stats, 0, [1], NP.after_jstar_mask(jstar, 5), n_controls=3)
     assert not model.has_hooks()
-    assert H.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them
+    assert NP.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them
     assert comp["jstar_z_ratio"] < 2  # the j* statistic stays near its clean value
     assert (table[table.units == "top"].reverted == 0.0).all()
-    assert H.jstar_summary(table, 0, 0.5)["jstar_m50"] is None
+    assert NP.jstar_summary(table, 0, 0.5)["jstar_m50"] is None
     after = after.set_index("units")
     assert after.reverted["top"] == 1.0  # after j*, the planted neuron carries the suffix (shown, not judged)
 
@@ -276,22 +279,22 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
 def test_degenerate_sets_give_no_m50_and_no_crash(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:300], coverage_min=0.8, top_k=20)
-    stats = H.neighbour_stats(model, M, hmap)
+    stats = O.neighbour_stats(model, M, hmap)
     none = torch.full((4,), -1)
-    empty = H.jstar_dose_response(model, M, stats, none, 0, [1, 5])
+    empty = NP.jstar_dose_response(model, M, stats, none, 0, [1, 5])
     assert empty.empty
-    s = H.jstar_summary(empty, 0, 0.5)
+    s = NP.jstar_summary(empty, 0, 0.5)
     assert s["jstar_m50"] is None and s["jstar_n"] == 0 and math.isnan(s["jstar_top_revert_max"])
-    one = H.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), 0, [1, 200], n_controls=1)
+    one = NP.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), 0, [1, 200], n_controls=1)
     assert one.n.eq(1).all() and one[one.units == "mismatched"].reverted.isna().all()
-    s = H.jstar_summary(one, 0, 0.0)  # revert_min 0: m50 = 1, with no second example to mismatch
+    s = NP.jstar_summary(one, 0, 0.0)  # revert_min 0: m50 = 1, with no second example to mismatch
     assert s["jstar_m50"] == 1 and s["jstar_mismatched_revert_m50"] is None
-    out = H.jstar_comparison(stats, stats, hmap, none)
+    out = O.jstar_comparison(stats, stats, hmap, none)
     assert out["jstar_n_M"] == 0 and out["jstar_n_without"] == 4 and out["jstar_counts"] == {}
-    empty_stats = H.neighbour_stats(model, M[:0], hmap)
-    out = H.jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long))
+    empty_stats = O.neighbour_stats(model, M[:0], hmap)
+    out = O.jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long))
     assert out["jstar_n_M"] == 0 and math.isnan(out["jstar_pattern_corr_M"])
-    after = H.after_jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long), H.first_differing(M))
+    after = O.after_jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long), O.first_differing(M))
     assert math.isnan(after["after_jstar_z_ratio_null"])
     assert not model.has_hooks()
 
@@ -300,10 +303,10 @@ def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
     hmap.heuristic[:] = True
-    null = H.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
+    null = O.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
     with model.hooks(_plant(model, M, "jstar")):
-        stats = {name: H.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
-        out = H.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+        stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
+        out = NP.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
     m = out["metrics"]
     assert m["jstar_m50"] == 1 and m["jstar_n_M"] == 4 and m["jstar_z_ratio"] >= 2
     for key in ("jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_pattern_corr_M", "jstar_top_revert_max",
@@ -331,41 +334,41 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
     layer. Before (every neuron of the layer ranked), top-1 reverts all of M whatever the 8.3 units are."""
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
-    jstar = H.first_differing(M)
+    jstar = O.first_differing(M)
     others = [40, 41, 42]  # silent neurons: patching them changes nothing
     with model.hooks(_plant(model, M, "jstar")):
-        stats = H.neighbour_stats(model, M, hmap)
-        every = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)  # before 8.5
+        stats = O.neighbour_stats(model, M, hmap)
+        every = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)  # before 8.5
         # the planted neuron is an 8.3 unit at its example's j*, with 3 others: m = 1, 2 can be tried, 5 not
         with_planted = _units_at_jstar({JSTAR[k]: [n] + others for k, (n, _) in PLANTED.items()})
-        inside = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=with_planted)
+        inside = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=with_planted)
         # the planted neurons are no 8.3 units: the top m of the 8.3 units carry nothing
         without = _units_at_jstar({JSTAR[k]: others + [50] for k in PLANTED})
-        outside = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=without)
-        fewer = H.jstar_dose_response(model, M, stats, jstar, 0, [1, 2], units=_units_at_jstar({0: [3]}))
+        outside = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=without)
+        fewer = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2], units=_units_at_jstar({0: [3]}))
     assert not model.has_hooks()
     assert sorted(set(every.m)) == [1, 2, 5] and every.set_index(["m", "units"]).reverted[(1, "top")] == 1.0
     t = inside.set_index(["m", "units"]).reverted
     assert sorted(set(inside.m)) == [1, 2]  # 5 needs 10 units at each j*: not tried
     assert t[(1, "top")] == 1.0 and t[(2, "top")] == 1.0
     assert t[(1, "random")] == 0.0 and t[(2, "random")] == 0.0  # never the planted neuron: it is the top m
-    s = H.jstar_summary(inside, 0, 0.5)
+    s = NP.jstar_summary(inside, 0, 0.5)
     assert s["jstar_m50"] == 1 and s["jstar_m_tried"] == [1, 2] and s["jstar_random_revert_m50"] == 0.0
-    assert P.jstar_units(jstar, with_planted) == 4
-    u = H.jstar_summary(outside, 0, 0.5)
+    assert NP.jstar_units(jstar, with_planted) == 4
+    u = NP.jstar_summary(outside, 0, 0.5)
     assert (outside[outside.units == "top"].reverted == 0.0).all()
     assert u["jstar_m50"] is None and u["jstar_m_tried"] == [1, 2]
     # the verdict: m50 not reached over the m tried, and larger m could not be tried: unresolved, not a fail
     from rote import verdicts
-    metrics = {"jstar_n_M": 4, "jstar_m_tried": u["jstar_m_tried"], "jstar_units_min": P.jstar_units(jstar, without),
+    metrics = {"jstar_n_M": 4, "jstar_m_tried": u["jstar_m_tried"], "jstar_units_min": NP.jstar_units(jstar, without),
                "jstar_top_revert_max": u["jstar_top_revert_max"], "jstar_m50": None,
                "jstar_random_revert_m50": u["jstar_random_revert_m50"],
                "jstar_mismatched_revert_m50": u["jstar_mismatched_revert_m50"]}
-    spec = verdicts.find(verdicts.c5(metrics)[1], "c5.specificity")
+    spec = verdicts.find(verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))[1], "c5.specificity")
     assert spec.passed is None and "m50 cannot be reached" in spec.reason and "is 4" in spec.reason
     # an example whose j* holds fewer than 2 units: no m is tried at all
-    assert fewer.empty and H.jstar_summary(fewer, 0, 0.5)["jstar_m_tried"] == []
-    assert P.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
+    assert fewer.empty and NP.jstar_summary(fewer, 0, 0.5)["jstar_m_tried"] == []
+    assert NP.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
 
 
 def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units(grid):
@@ -373,16 +376,16 @@ def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units
     pattern correlation at j* over them: a map with no heuristic unit leaves both without a value."""
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
-    null = H.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
+    null = O.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
     hmap.heuristic[:] = False
     with model.hooks(_plant(model, M, "jstar")):
-        stats = {name: H.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
-        out = H.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+        stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
+        out = NP.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
     m = out["metrics"]
     assert m["jstar_units_min"] == 0 and m["jstar_m_tried"] == [] and m["jstar_m50"] is None
     assert math.isnan(m["jstar_pattern_corr_M"]) and math.isnan(m["jstar_z_M"])
     from rote import verdicts
-    checks = verdicts.c5({**m, "n_memorized": 4})[1]
+    checks = verdicts.c5.checks(verdicts.c5.C5Metrics(**m, n_memorized=4))[1]
     for check_id, fragment in (("c5.specificity", "no m of the grid can be tried"),
                                ("c5.pattern.jstar", "pattern correlation at j* is undefined"),
                                ("c5.z", "no heuristic unit at the j* positions under the 8.3 cut")):

@@ -3,12 +3,14 @@ seed passes, none, some, unresolved, a missing value. The sentences themselves c
 rote.report (tests/test_report.py); these tests check that each chapter picks them by the right
 check id and numbers."""
 
+import dataclasses
 import math
 from collections import namedtuple
 from types import SimpleNamespace
 
-from rote.chapters import c1, c2, c3, c4, c5
+from rote.chapters import ClaimResult, c1, c2, c3, c4, c5
 from rote.verdicts import Check
+from rote.verdicts.c2 import C2Metrics
 
 
 Unit = namedtuple("Unit", "task condition seed")  # hashable, like rote.plan.Unit
@@ -47,36 +49,43 @@ def test_c1_says_the_rule_comes_first_only_when_it_does_on_every_seed():
 
 # -- C2 ------------------------------------------------------------------------------------------------
 def _lens_metrics(best=2, share=0.7, lo=0.6, null=0.3):
-    return {"lens_share_best_layer": best, "lens_share": share, "lens_share_lo": lo, "lens_share_null": null,
-            "lens_share_n": 40, "lens_intermediate_layers": 2}
+    return C2Metrics(20, 100, lens_share_best_layer=best, lens_share=share, lens_share_lo=lo, lens_share_hi=0.8,
+                     lens_share_null=null, lens_share_n=40, lens_share_by_layer=[0.5, share, 0.4],
+                     lens_intermediate_layers=2)
+
+
+def _claim(per_unit):
+    """unit -> (C2Metrics, checks) as a ClaimResult."""
+    return ClaimResult("C2", {u: m for u, (m, _) in per_unit.items()}, {u: c for u, (_, c) in per_unit.items()})
 
 
 def test_c2_lens_prior_counts_the_seeds_by_the_null_check():
     units = _units()
     ev = {units[0]: (_lens_metrics(), [_check("c2.lens.null", True)]),
           units[1]: (_lens_metrics(lo=0.2), [_check("c2.lens.null", False)])}
-    text = c2.lens_prior_text(_groups(units), ev)
+    text = c2.lens_prior_text(_groups(units), _claim(ev))
     assert "at the best intermediate layer (2 / 2) the true token is ahead on 0.70 / 0.70 of M" in text
     assert "the lower bound is above the prior in 1 of 2 seeds." in text
     ev[units[1]] = (_lens_metrics(), [_check("c2.lens.null", True)])
-    assert "the lower bound is above the prior in every seed." in c2.lens_prior_text(_groups(units), ev)
+    assert "the lower bound is above the prior in every seed." in c2.lens_prior_text(_groups(units), _claim(ev))
 
 
 def test_c2_lens_prior_explains_a_missing_share():
     units = _units(seeds=(0,))
-    none = {"lens_share_best_layer": None, "lens_intermediate_layers": 0}
-    text = c2.lens_prior_text(_groups(units), {units[0]: (none, [_check("c2.lens.null", False)])})
+    none = C2Metrics(20, 100, lens_share_best_layer=None, lens_share=math.nan, lens_share_null=0.5, lens_share_n=0,
+                     lens_intermediate_layers=0)
+    text = c2.lens_prior_text(_groups(units), _claim({units[0]: (none, [_check("c2.lens.null", False)])}))
     assert "the model has no intermediate layer (one block), so the check fails" in text
-    none["lens_intermediate_layers"] = 3
-    text = c2.lens_prior_text(_groups(units), {units[0]: (none, [_check("c2.lens.null", False)])})
+    none = dataclasses.replace(none, lens_intermediate_layers=3)
+    text = c2.lens_prior_text(_groups(units), _claim({units[0]: (none, [_check("c2.lens.null", False)])}))
     assert "no memorized example has a token that differs from the true answer" in text
 
 
 def test_c2_out_of_reach_names_the_seeds_where_c_is_below_the_chance_threshold():
-    assert c2.out_of_reach([0.9, 0.9], [0.1, 0.1], [0, 1]) == ""
-    text = c2.out_of_reach([0.9, 0.3, 0.2], [0.1, 0.1, 0.1], [0, 1, 2])
+    assert c2.out_of_reach([True, True], [0, 1]) == ""
+    text = c2.out_of_reach([True, False, False], [0, 1, 2])
     assert text.startswith(" On seeds 1, 2 the accuracy on C, even at C's own best layer, is itself below 5 x chance")
-    assert c2.out_of_reach([0.3, math.nan], [0.1, 0.1], [0, 1]).startswith(" On seed 0 the")
+    assert c2.out_of_reach([False, None], [0, 1]).startswith(" On seed 0 the")
 
 
 # -- C3 ------------------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
+from rote import scoring
 from rote.analysis import attribution as A
 from rote.analysis import erasure as E
-from rote.analysis import lens, probes, targets
+from rote.analysis import inlp, lens, patching, probes, targets
 from rote.config import make_config
 from rote.tasks import build_task
 
@@ -30,7 +31,7 @@ def _planted(n=3000, d=16, seed=0):
 
 def test_inlp_removes_planted_direction_and_keeps_its_complement():
     x, y, u = _planted()
-    P = E.inlp_projection(x, y, rank=1)
+    P = inlp.inlp_projection(x, y, rank=1)
     torch.testing.assert_close(P, P.T)
     torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
     assert abs(torch.trace(P).item() - (len(u) - 1)) < 1e-4
@@ -54,7 +55,7 @@ def test_inlp_removes_planted_direction_and_keeps_its_complement():
 def test_inlp_rank_and_multiple_targets():
     x, y, u = _planted(d=12)
     y2 = (x[:, 0] > 0).long()
-    Q = E.inlp_basis(x, torch.stack([y, y2], 1), rank=5)
+    Q = inlp.inlp_basis(x, torch.stack([y, y2], 1), rank=5)
     assert Q.shape == (12, 5)
     torch.testing.assert_close(Q.T @ Q, torch.eye(5), atol=1e-5, rtol=0)
     assert (Q.T @ u).norm() > 0.95  # both planted features among the first directions
@@ -62,17 +63,17 @@ def test_inlp_rank_and_multiple_targets():
 
 
 def test_random_projection():
-    P = E.random_projection(16, 4, seed=3)
+    P = inlp.random_projection(16, 4, seed=3)
     torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
     assert abs(torch.trace(P).item() - 12) < 1e-4
-    assert not torch.allclose(P, E.random_projection(16, 4, seed=4))
+    assert not torch.allclose(P, inlp.random_projection(16, 4, seed=4))
 
 
 def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_data):
-    tokens = lens.model_inputs(fda_data.test[:6])
-    P = E.random_projection(16, 3, seed=0)
+    tokens = scoring.model_inputs(fda_data.test[:6])
+    P = inlp.random_projection(16, 3, seed=0)
     mean = torch.randn(16)
-    erasure = E.Erasure.from_projection(P, layers=[1], positions=[9, 10], mean=mean)
+    erasure = inlp.Erasure.from_projection(P, layers=[1], positions=[9, 10], mean=mean)
     assert erasure.rank == 3 and erasure.layers == [1] and erasure.positions == [9, 10]
     torch.testing.assert_close(erasure.projection(1, 9), P, atol=1e-5, rtol=0)
     _, clean = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
@@ -97,12 +98,12 @@ def test_fit_erasure_on_model(tiny_model, fda_data):
     er2 = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
                         positions=[9, 10], rank=2)
     torch.testing.assert_close(er.truncate(2).bases[1, 9], er2.bases[1, 9])
-    ctrl = E.random_erasure(er, seed=1)
+    ctrl = inlp.random_erasure(er, seed=1)
     assert ctrl.rank == 4 and ctrl.positions == [9, 10]
     sets = {"test": (fda_data.test, "true_label"), "none": (fda_data.test[:0], "label")}
-    acc = E.erasure_accuracy(tiny_model, sets, er)
+    acc = patching.erasure_accuracy(tiny_model, sets, er)
     assert 0 <= acc["test"] <= 1 and math.isnan(acc["none"])
-    sweep = E.erasure_sweep(tiny_model, er, sets, ranks=[0, 2, 4], n_controls=2)
+    sweep = patching.erasure_sweep(tiny_model, er, sets, ranks=[0, 2, 4], n_controls=2)
     assert len(sweep) == 3 * 2 * 2 and set(sweep.method) == {"INLP", "random"}
     assert not tiny_model.has_hooks()
 
@@ -128,7 +129,7 @@ def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_da
     approx = A.flatten(A.attribution_scores(tiny_model, ex, "label", cor, batch_size=5))
     assert approx.shape == (12, n_heads + n_neurons)
     approx = approx[:, components]
-    actual = A.patching_effects(tiny_model, ex, "label", cor, components)
+    actual = patching.patching_effects(tiny_model, ex, "label", cor, components)
     assert actual.shape == (12, len(components))
     assert torch.corrcoef(torch.stack([approx.flatten(), actual.flatten()]))[0, 1] > 0.99
     assert (approx - actual).abs().max() <= 0.1 * actual.abs().max()
@@ -159,7 +160,7 @@ def test_top_k_and_jaccard():
 def test_mean_ablation(tiny_model, fda_data):
     ex = fda_data.test[:6]
     means = A.component_means(tiny_model, fda_data.train_clean[:50])
-    tokens = lens.model_inputs(ex)
+    tokens = scoring.model_inputs(ex)
     n_heads, _ = A.n_components(tiny_model)
     with A.ablated(tiny_model, {1, n_heads + 3}, means):  # head L0H1 and neuron L0N3
         _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.attn.hook_z", "blocks.0.mlp.hook_post"])
@@ -192,7 +193,7 @@ def test_inlp_bases_fit_each_site_separately():
     g = torch.Generator().manual_seed(9)
     R, _ = torch.linalg.qr(torch.randn(16, 16, generator=g))
     x2, u2 = x1 @ R, R.T @ u1  # the same labels, stored along another direction at the second site
-    Q = E.inlp_bases(torch.stack([x1, x2]), y, rank=2)
+    Q = inlp.inlp_bases(torch.stack([x1, x2]), y, rank=2)
     assert Q.shape == (2, 16, 2)
     assert (Q[0].T @ u1).norm() > 0.99 and (Q[1].T @ u2).norm() > 0.99
     assert (Q[0].T @ u2).norm() < 0.9  # not the same subspace
@@ -223,21 +224,21 @@ def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
 
     def probe_accuracy(erasure=None):
         with E.erased(tiny_model, erasure) if erasure is not None else contextlib.nullcontext():
-            acts = [lens.residual_stack(tiny_model, lens.model_inputs(ex), positions=[12])[1:2, :, 0]
+            acts = [lens.residual_stack(tiny_model, scoring.model_inputs(ex), positions=[12])[1:2, :, 0]
                     for ex in (train, test)]
         fitted = probes.fit_probes(acts[0], carry(train), 2)
         return float(fitted.accuracy(acts[1], carry(test))), acts[1]
 
     with tiny_model.hooks([("hook_embed", read_tokens), ("blocks.0.hook_resid_post", write_carry)]):
-        tiny_model(lens.model_inputs(test[:5]))
-        assert torch.equal(state["tokens"], lens.model_inputs(test[:5]))  # the hook reads the inputs right
+        tiny_model(scoring.model_inputs(test[:5]))
+        assert torch.equal(state["tokens"], scoring.model_inputs(test[:5]))  # the hook reads the inputs right
         before, acts = probe_accuracy()
         er = E.fit_erasure(tiny_model, data, train, ["carry_0"], layers=[1], positions=[12], rank=3, seed=0)
         after, _ = probe_accuracy(er)
         none, acts_rank0 = probe_accuracy(er.truncate(0))
         sets = {"test": (test[:100], "true_label")}
-        sweep = E.erasure_sweep(tiny_model, er, sets, ranks=[0, 3], n_controls=2)
-        unerased = E.erasure_accuracy(tiny_model, sets)["test"]
+        sweep = patching.erasure_sweep(tiny_model, er, sets, ranks=[0, 3], n_controls=2)
+        unerased = patching.erasure_accuracy(tiny_model, sets)["test"]
     assert not tiny_model.has_hooks()
     chance = probes.chance_accuracy(carry(train), carry(test))
     assert before > 0.95 and after < chance + 0.05
@@ -263,20 +264,20 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
                                     seed=0)
     assert matched is None
     sets = {"mem": (fda_data.train_noisy[:40], "label"), "gen": (fda_data.test[:40], "true_label")}
-    sweep = E.erasure_sweep(tiny_model, fitted, sets, ranks=[0, 4], n_controls=2, matched=matched)
+    sweep = patching.erasure_sweep(tiny_model, fitted, sets, ranks=[0, 4], n_controls=2, matched=matched)
     assert set(sweep.method) == {"INLP", "random"}  # no NaN "matched" rows
     assert sweep[sweep["rank"] == 4].accuracy.isna().all()
-    _, checks = verdicts.c3(sweep, 4, {"jaccard": 0.6, "random": 0.03}, "fda", erasure_layers=found["layers"])
+    _, checks = verdicts.c3.checks(sweep, 4, {"jaccard": 0.6, "random": 0.03}, "fda", erasure_layers=found["layers"])
     erasure = [c for c in checks if c.part == "erasure"]
-    assert erasure and all(c.passed is None and c.reason == verdicts.C3_NO_SITE for c in erasure)
+    assert erasure and all(c.passed is None and c.reason == verdicts.c3.C3_NO_SITE for c in erasure)
     # C4: the removal has nothing to remove, and the chapter says the matched control is not available
     table = neurons.intermediate_table(tiny_model, fda_data.train_noisy[:20], None, [], matched)
     assert table.empty
     summary = neurons.c4_summary(pd.DataFrame(columns=["set", "k50"]), pd.DataFrame(columns=["activity"]),
                                  pd.DataFrame(columns=["position", "drop"]), table, drop_min=0.2)
-    _, checks = verdicts.c4({**summary, "n_memorized": 20, "erasure_layers": found["layers"],
+    _, checks = verdicts.c4.checks({**summary, "n_memorized": 20, "erasure_layers": found["layers"],
                              "matched_available": False})
     for check_id in ("c4.intermediate", "c4.intermediate.registered"):
         c = verdicts.find(checks, check_id)
-        assert c.passed is None and c.reason == verdicts.C4_NO_SITE
+        assert c.passed is None and c.reason == verdicts.c4.C4_NO_SITE
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"

@@ -70,7 +70,7 @@ def test_planted_lookup_fails_c4_statistics():
     # the verdict: k50 and activity separate the look-up (control passes), positions does not
     treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
                  "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
-    _, checks = verdicts.c4(treatment, st)
+    _, checks = verdicts.c4.checks(treatment, st)
     by = {c.id: c for c in checks}
     assert by["c4.k50.lookup"].passed is True and by["c4.activity.lookup"].passed is True
     assert by["c4.positions.lookup"].passed is False and by["c4.positions.lookup"].kind == "validity"
@@ -110,7 +110,7 @@ def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
     # had this been the "known look-up", both statistics would call it distributed: superseded
     treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
                  "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
-    _, checks = verdicts.c4(treatment, st)
+    _, checks = verdicts.c4.checks(treatment, st)
     superseded = [c.name for c in checks if c.kind == "superseded"]
     assert any(n.startswith("median k50") for n in superseded)
     assert "median activity fraction of top neurons" in superseded
@@ -121,7 +121,7 @@ def test_empty_lookup_is_unmeasured():
     pl = L.plant_lookup(model, clean, keys[:0])
     st = L.lookup_statistics(pl.model, pl.keys, clean, clean, clean, top=10, quantile=0.9, drop_min=0.2)
     assert st["n_lookup"] == 0 and math.isnan(st["k50_M"]) and math.isnan(st["positions_over_min"])
-    _, checks = verdicts.c4({"k50_M": 10.0, "k50_C": 12.0}, st)
+    _, checks = verdicts.c4.checks({"k50_M": 10.0, "k50_C": 12.0}, st)
     assert all(c.passed is None for c in checks if c.kind == "control")
 
 

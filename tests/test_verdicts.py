@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from rote import claims, verdicts
+from rote.analysis import curves
 from rote.verdicts import Check
 
 
@@ -30,20 +31,20 @@ def _by(checks, check_id):
 
 def test_crossing_interpolates_between_evaluations():
     m = _curve([0, 50, 100], gen=[0.0, 0.8, 1.0])
-    assert verdicts.crossing(m, "gen", 0.9) == pytest.approx(75.0)
-    assert verdicts.crossing(m, "gen", 0.0) == 0.0
-    assert verdicts.crossing(m, "gen", 1.1) is None
-    assert verdicts.first_evaluated(m, "gen", 0.9) == 100
+    assert curves.crossing(m, "gen", 0.9) == pytest.approx(75.0)
+    assert curves.crossing(m, "gen", 0.0) == 0.0
+    assert curves.crossing(m, "gen", 1.1) is None
+    assert curves.first_evaluated(m, "gen", 0.9) == 100
 
 
 def test_c1_passes_on_a_clear_two_phase_curve():
     gen = [0.0, 0.95, 0.99, 0.97, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
     mem = [0.0, 0.0, 0.0, 0.3, 0.9, 0.95, 0.9, 0.95, 0.95, 0.95]
-    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert metrics["final_gen"] == pytest.approx(0.95) and metrics["final_mem"] == pytest.approx(0.94)
-    assert metrics["t_mem_interpolated"] == pytest.approx(150 + 50 * 0.2 / 0.6)
+    assert metrics.final_gen == pytest.approx(0.95) and metrics.final_mem == pytest.approx(0.94)
+    assert metrics.t_mem_interpolated == pytest.approx(150 + 50 * 0.2 / 0.6)
     assert {c.kind for c in checks} == {"superseded", "amended"}
 
 
@@ -51,8 +52,8 @@ def test_c1_tie_at_evaluation_resolution_is_unresolved_not_fail():
     # gen reaches 0.9 and mem 0.5 at the same evaluation: registered strict < fails, amended unresolved
     gen = [0.0, 0.5, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
     mem = [0.0, 0.2, 0.6, 0.95, 0.95, 0.95, 0.95, 0.95]
-    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
-    assert metrics["t_gen"] == metrics["t_mem"] == 100
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
+    assert metrics.t_gen == metrics.t_mem == 100
     assert _by(checks, "c1.order.registered").passed is False
     assert _by(checks, "c1.order").passed is None
     assert verdicts.seed_verdict(checks, "registered") == "fail"
@@ -63,19 +64,34 @@ def test_c1_final_is_the_mean_of_the_last_five_evaluations():
     # the last evaluation alone dips under 0.9; the mean of the last five does not
     gen = [0.0, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.88]
     mem = [0.0, 0.0, 0.0, 0.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95]
-    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
     assert _by(checks, "c1.gen.registered").passed is False
     assert _by(checks, "c1.gen").passed is True
-    assert metrics["last_gen"] == pytest.approx(0.88) and metrics["final_gen"] == pytest.approx(0.936)
+    assert metrics.last_gen == pytest.approx(0.88) and metrics.final_gen == pytest.approx(0.936)
 
 
 def test_c1_fails_when_memorization_comes_first_or_is_not_benign():
     gen = [0.0, 0.2, 0.5, 0.7, 0.91, 0.91, 0.91, 0.91]
     mem = [0.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
-    _, checks = verdicts.c1(*_c1_tables(gen, mem, clean_gen=[1.0] * 8), eval_every=50)
+    _, checks = verdicts.c1.checks(*_c1_tables(gen, mem, clean_gen=[1.0] * 8), eval_every=50)
     assert _by(checks, "c1.order").passed is False
     assert _by(checks, "c1.benign").passed is False  # 0.91 < 1.0 - 0.05
     assert verdicts.seed_verdict(checks, "amended") == "fail"
+
+
+def test_c1_metrics_are_stored_as_the_dict_records_held():
+    gen = [0.0, 0.95, 0.99, 0.97, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
+    mem = [0.0, 0.0, 0.0, 0.3, 0.9, 0.95, 0.9, 0.95, 0.95, 0.95]
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
+    stored = verdicts.seed_result(SimpleNamespace(task="thr", condition="-", seed=0), metrics, checks, [])["metrics"]
+    assert list(stored) == ["t_gen", "t_mem", "t_gen_interpolated", "t_mem_interpolated", "eval_every", "last_gen",
+                            "last_mem", "last_clean_gen", "final_gen", "final_mem", "final_rec", "final_fit",
+                            "clean_final_gen", "gen_cost", "rec_peak_before_t_mem", "gen_at_t_mem", "steps"]
+    assert stored["t_gen"] == 50 and stored["steps"] == 450 and stored["final_gen"] == metrics.final_gen
+    with pytest.raises(ValueError, match="eval_every"):
+        metrics.__class__(**{**stored, "eval_every": 0})
+    with pytest.raises(ValueError, match="t_mem_interpolated"):
+        metrics.__class__(**{**stored, "t_mem_interpolated": 500.0})  # after the run's last step
 
 
 def test_seed_verdict_readings_and_aggregation():
@@ -217,28 +233,29 @@ def test_c2_checks_on_made_up_probe_and_lens_outputs():
                             {"group": "answer digits", "best_layer": 1, "acc_M": 0.6, "acc_C": 0.9, "chance": 0.1}])
     lens = pd.DataFrame({"p_true": [0.1, 0.6, 0.1], "p_noisy": [0.1, 0.2, 0.8]})
     verdict = {"true_ahead_intermediate": True, "noisy_only_last": True, "takeover_layer": 2}
-    metrics, checks = verdicts.c2(summary, verdict, lens, n_M=10, n_C=20, task="fda")
+    metrics, checks = verdicts.c2.checks("fda", 10, 20, verdicts.c2.ProbeReads(summary),
+                                         verdicts.c2.LensReads(verdict, lens))
     assert _by(checks, "c2.probe.carries.ratio").passed is True
     digits = _by(checks, "c2.probe.answer_digits.ratio")
     assert digits.passed is False and digits.threshold == pytest.approx(0.72)
     assert verdicts.seed_verdict(checks, "registered") == "fail"
-    assert metrics["carries_acc_M"] == 0.85
+    assert metrics.carries_acc_M == 0.85
 
 
 def test_c3_c4_c5_checks_read_their_inputs():
     sweep = pd.DataFrame([{"rank": 0, "method": "INLP", "set": "mem", "accuracy": 1.0},
                           {"rank": 8, "method": "INLP", "set": "mem", "accuracy": 0.2},
                           {"rank": 8, "method": "random", "set": "mem", "accuracy": 0.9}])
-    metrics, checks = verdicts.c3(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda")
-    assert metrics["mem_drop_over_control"] == pytest.approx(0.7)
+    metrics, checks = verdicts.c3.checks(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda")
+    assert metrics.mem_drop_over_control == pytest.approx(0.7)
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # 7.5 controls not computed yet
     assert "information-matched" in _by(checks, "c3.erasure").reason
-    _, checks = verdicts.c4({"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
+    _, checks = verdicts.c4.checks({"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
                              "intermediate_drop": 0.5})
     assert _by(checks, "c4.k50").passed is False  # 4 < 0.5 x 10
-    _, checks = verdicts.c5({"heuristic_fraction": 0.8, "z_ratio": 2.2, "pattern_corr_M": 0.7,
-                             "patch_revert_last": 0.77, "control_revert_last": 0.39})
+    _, checks = verdicts.c5.checks(verdicts.c5.C5Metrics(heuristic_fraction=0.8, z_ratio=2.2, pattern_corr_M=0.7,
+                                                         patch_revert_last=0.77, control_revert_last=0.39))
     assert _by(checks, "c5.patch.random.registered").passed is False  # 7.7: replaced by the dose-response
     assert [c.passed for c in checks if c.section5] == [True, True, True, True, False]
     assert verdicts.seed_verdict(checks, "registered") == "fail"
@@ -268,19 +285,19 @@ def test_c1_records_gen_cost_the_rec_peak_before_t_mem_and_gen_at_t_mem():
     gen = [0.0, 0.95, 0.99, 0.97, 0.93, 0.91, 0.91, 0.91, 0.91, 0.91]
     mem = [0.0, 0.0, 0.0, 0.3, 0.7, 0.95, 0.95, 0.95, 0.95, 0.95]
     rec = [0.0, 0.9, 0.8, 0.6, 0.3, 0.05, 0.0, 0.0, 0.0, 0.0]
-    metrics, _ = verdicts.c1(*_c1_tables(gen, mem, clean_gen=[1.0] * 10, rec=rec), eval_every=50)
-    assert metrics["gen_cost"] == pytest.approx(1.0 - 0.91)
+    metrics, _ = verdicts.c1.checks(*_c1_tables(gen, mem, clean_gen=[1.0] * 10, rec=rec), eval_every=50)
+    assert metrics.gen_cost == pytest.approx(1.0 - 0.91)
     x_mem = 150 + 50 * (0.5 - 0.3) / (0.7 - 0.3)  # 175
-    assert metrics["t_mem_interpolated"] == pytest.approx(x_mem)
-    assert metrics["rec_peak_before_t_mem"] == pytest.approx(0.9)  # steps <= 175 only: the later dips do not count
-    assert metrics["gen_at_t_mem"] == pytest.approx(0.97 + (0.93 - 0.97) * 0.5)
+    assert metrics.t_mem_interpolated == pytest.approx(x_mem)
+    assert metrics.rec_peak_before_t_mem == pytest.approx(0.9)  # steps <= 175 only: the later dips do not count
+    assert metrics.gen_at_t_mem == pytest.approx(0.97 + (0.93 - 0.97) * 0.5)
 
 
 def test_c1_when_mem_never_crosses_the_order_passes_and_final_mem_decides():
     gen = [0.0, 0.95, 0.97, 0.97, 0.97, 0.97, 0.97, 0.97]
     mem = [0.0, 0.0, 0.1, 0.2, 0.3, 0.3, 0.3, 0.3]
-    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
-    assert metrics["t_mem_interpolated"] is None and math.isnan(metrics["gen_at_t_mem"])
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
+    assert metrics.t_mem_interpolated is None and math.isnan(metrics.gen_at_t_mem)
     assert _by(checks, "c1.order").passed is True and _by(checks, "c1.order").value is None
     assert _by(checks, "c1.order.registered").passed is False  # section 5 needs both steps
     assert _by(checks, "c1.mem").passed is False
@@ -290,15 +307,15 @@ def test_c1_when_mem_never_crosses_the_order_passes_and_final_mem_decides():
 def test_c1_when_gen_never_crosses_the_order_fails():
     gen = [0.0, 0.5, 0.6, 0.7, 0.8, 0.8, 0.8, 0.8]
     mem = [0.0, 0.0, 0.6, 0.95, 0.95, 0.95, 0.95, 0.95]
-    metrics, checks = verdicts.c1(*_c1_tables(gen, mem), eval_every=50)
-    assert metrics["t_gen_interpolated"] is None and metrics["t_gen"] is None
+    metrics, checks = verdicts.c1.checks(*_c1_tables(gen, mem), eval_every=50)
+    assert metrics.t_gen_interpolated is None and metrics.t_gen is None
     assert _by(checks, "c1.order").passed is False
 
 
 def test_c1_a_nan_before_the_crossing_takes_the_crossing_step_itself():
     m = _curve([0, 50, 100, 150], gen=[0.0, math.nan, 0.95, 0.99])
-    assert verdicts.crossing(m, "gen", 0.9) == 100.0  # no interpolation from a missing evaluation
-    assert verdicts.first_evaluated(m, "gen", 0.9) == 100
+    assert curves.crossing(m, "gen", 0.9) == 100.0  # no interpolation from a missing evaluation
+    assert curves.first_evaluated(m, "gen", 0.9) == 100
 
 
 def test_amendment2_change_names_what_moved_a_verdict():

@@ -1,6 +1,9 @@
 """rote.verdicts.c4 on made-up analysis outputs: pass, fail, unresolved and superseded (amendment 1, 7.6)."""
 
 import math
+from dataclasses import asdict, fields
+
+import pytest
 
 from rote import verdicts
 from rote.claims import THRESHOLDS
@@ -20,19 +23,19 @@ def test_threshold_of_the_amendment():
 
 
 def test_all_pass_when_the_lookup_fails_every_statistic():
-    metrics, checks = verdicts.c4(GOOD, LOOKUP)
+    metrics, checks = verdicts.c4.checks(GOOD, LOOKUP)
     assert [c.kind for c in checks].count("validity") == 3 and [c.kind for c in checks].count("amended") == 1
     assert all(c.passed for c in checks) and not [c for c in checks if c.kind == "superseded"]
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert metrics["intermediate_over_matched"] == 0.5 and metrics["lookup_k50_M"] == 1.0
+    assert metrics.intermediate_over_matched == 0.5 and metrics.lookup_k50_M == 1.0
     c = by_id(checks)["c4.k50.lookup"]
     assert c.value == 1.0 and c.threshold == T["k50_ratio_min"] * 12.0
-    assert metrics["verdict_rests_on"] == ["k50", "activity", "positions", "intermediate"]
+    assert metrics.verdict_rests_on == ["k50", "activity", "positions", "intermediate"]
 
 
 def test_intermediate_over_matched_control_fails():
-    _, checks = verdicts.c4({**GOOD, "intermediate_matched_drop": 0.5}, LOOKUP)
+    _, checks = verdicts.c4.checks({**GOOD, "intermediate_matched_drop": 0.5}, LOOKUP)
     c = by_id(checks)["c4.intermediate"]
     assert c.kind == "amended" and c.passed is False and math.isclose(c.value, 0.1)
     assert verdicts.seed_verdict(checks, "registered") == "pass"  # registered intermediate check still passes
@@ -40,17 +43,17 @@ def test_intermediate_over_matched_control_fails():
 
 
 def test_matched_control_missing_is_unresolved():
-    _, checks = verdicts.c4({**GOOD, "intermediate_matched_drop": math.nan, "matched_available": False}, LOOKUP)
+    _, checks = verdicts.c4.checks({**GOOD, "intermediate_matched_drop": math.nan, "matched_available": False}, LOOKUP)
     c = by_id(checks)["c4.intermediate"]
     assert c.passed is None and "could not be computed" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     # no erasure site (8.5): both intermediate checks unresolved, with the reason, never failed by the NaN
-    _, checks = verdicts.c4({**GOOD, "intermediate_drop": math.nan, "intermediate_matched_drop": math.nan,
+    _, checks = verdicts.c4.checks({**GOOD, "intermediate_drop": math.nan, "intermediate_matched_drop": math.nan,
                              "intermediate_control_drop": math.nan, "erasure_layers": [], "matched_available": False},
                             LOOKUP)
     for check_id in ("c4.intermediate", "c4.intermediate.registered"):
         c = by_id(checks)[check_id]
-        assert c.passed is None and c.value is None and c.reason == verdicts.C4_NO_SITE
+        assert c.passed is None and c.value is None and c.reason == verdicts.c4.C4_NO_SITE
         assert "no layer carries the intermediate result at 5 x chance on C" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     assert verdicts.seed_verdict(checks, "registered") == "unresolved"
@@ -58,7 +61,7 @@ def test_matched_control_missing_is_unresolved():
 
 def test_statistic_that_calls_the_lookup_distributed_is_superseded_and_does_not_decide():
     lookup = {**LOOKUP, "k50_M": 11.0, "positions_over_min": 2}  # k50 and positions pass on the look-up
-    metrics, checks = verdicts.c4(GOOD, lookup)
+    metrics, checks = verdicts.c4.checks(GOOD, lookup)
     c = by_id(checks)
     assert c["c4.k50"].kind == "superseded" and c["c4.positions"].kind == "superseded"
     assert c["c4.k50"].section5 and c["c4.k50"].reason  # still counts as written in section 5
@@ -67,9 +70,9 @@ def test_statistic_that_calls_the_lookup_distributed_is_superseded_and_does_not_
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     # amendment 2, 8.1: the failed validity checks never decide: the claim passes on what still counts
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert metrics["verdict_rests_on"] == ["activity", "intermediate"]
+    assert metrics.verdict_rests_on == ["activity", "intermediate"]
     # a superseded statistic that fails on M takes nothing away either ...
-    _, checks = verdicts.c4({**GOOD, "k50_M": 1.0}, lookup)
+    _, checks = verdicts.c4.checks({**GOOD, "k50_M": 1.0}, lookup)
     assert by_id(checks)["c4.k50"].passed is False
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
@@ -77,15 +80,15 @@ def test_statistic_that_calls_the_lookup_distributed_is_superseded_and_does_not_
 
 def test_when_no_statistic_is_validated_the_verdict_rests_on_the_intermediate_dependency_alone():
     lookup = {**LOOKUP, "k50_M": 11.0, "top_activity_median": 0.3, "positions_over_min": 4}
-    metrics, checks = verdicts.c4(GOOD, lookup)
-    assert metrics["rests_on_intermediate_alone"] and metrics["verdict_rests_on"] == ["intermediate"]
+    metrics, checks = verdicts.c4.checks(GOOD, lookup)
+    assert metrics.rests_on_intermediate_alone and metrics.verdict_rests_on == ["intermediate"]
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    _, checks = verdicts.c4({**GOOD, "intermediate_matched_drop": 0.55}, lookup)
+    _, checks = verdicts.c4.checks({**GOOD, "intermediate_matched_drop": 0.55}, lookup)
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_registered_fail_stays_a_fail_in_both_readings():
-    _, checks = verdicts.c4({**GOOD, "top_activity_median": 0.01}, LOOKUP)
+    _, checks = verdicts.c4.checks({**GOOD, "top_activity_median": 0.01}, LOOKUP)
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
@@ -97,26 +100,26 @@ def test_a_statistic_whose_lookup_was_not_measured_does_not_decide_and_leaves_no
     for lookup in (None, {}, {**LOOKUP, "n_lookup": 0},
                    {"k50_M": math.nan, "k50_C": math.nan, "top_activity_median": math.nan,
                     "positions_over_min": math.nan, "n_lookup": 5}):
-        metrics, checks = verdicts.c4(GOOD, lookup)
+        metrics, checks = verdicts.c4.checks(GOOD, lookup)
         validity = [c for c in checks if c.kind == "validity"]
         assert len(validity) == 3 and all(c.passed is None and c.reason for c in validity)
         c = by_id(checks)
-        assert not any(f"c4.{s}.amended" in c for s in verdicts.LOOKUP_STATISTICS)
-        for s in verdicts.LOOKUP_STATISTICS:
+        assert not any(f"c4.{s}.amended" in c for s in verdicts.c4.LOOKUP_STATISTICS)
+        for s in verdicts.c4.LOOKUP_STATISTICS:
             assert c[f"c4.{s}"].kind == "superseded" and c[f"c4.{s}"].section5 and c[f"c4.{s}"].was == "registered"
             assert "8.5" in c[f"c4.{s}"].reason and "not measured" in c[f"c4.{s}"].reason
-        assert metrics["rests_on_intermediate_alone"] and metrics["verdict_rests_on"] == ["intermediate"]
+        assert metrics.rests_on_intermediate_alone and metrics.verdict_rests_on == ["intermediate"]
         assert verdicts.seed_verdict(checks, "registered") == "pass"
         assert verdicts.seed_verdict(checks, "amended") == "pass"  # decided by the intermediate dependency
         # ... which still decides: a failing intermediate dependency fails the seed
-        _, checks = verdicts.c4({**GOOD, "intermediate_matched_drop": 0.55}, lookup)
+        _, checks = verdicts.c4.checks({**GOOD, "intermediate_matched_drop": 0.55}, lookup)
         assert verdicts.seed_verdict(checks, "amended") == "fail"
         # and the registered reading still counts the statistic as section 5 wrote it
-        _, checks = verdicts.c4({**GOOD, "top_activity_median": 0.01}, lookup)
+        _, checks = verdicts.c4.checks({**GOOD, "top_activity_median": 0.01}, lookup)
         assert verdicts.seed_verdict(checks, "registered") == "fail"
         assert verdicts.seed_verdict(checks, "amended") == "pass"
     # one statistic measured on the look-up, the others not: only the measured one can decide
-    _, checks = verdicts.c4({**GOOD, "k50_M": 1.0}, {**LOOKUP, "top_activity_median": math.nan,
+    _, checks = verdicts.c4.checks({**GOOD, "k50_M": 1.0}, {**LOOKUP, "top_activity_median": math.nan,
                                                      "positions_over_min": math.nan})
     c = by_id(checks)
     assert c["c4.k50"].kind == "registered" and c["c4.k50"].passed is False
@@ -125,17 +128,43 @@ def test_a_statistic_whose_lookup_was_not_measured_does_not_decide_and_leaves_no
 
 
 def test_tables_are_not_metrics():
-    metrics, _ = verdicts.c4(GOOD, {**LOOKUP, "tables": {"k50s": object()}})
-    assert "lookup_tables" not in metrics
+    metrics, _ = verdicts.c4.checks(GOOD, {**LOOKUP, "tables": {"k50s": object()}})
+    assert "lookup_tables" not in asdict(metrics)
+
+
+def test_the_metrics_are_every_number_of_the_record_and_nothing_else():
+    """C4Metrics holds every key the record stores (asdict: the same keys in the same order, the same
+    values), a number not given is None, and an unknown key or a count that is no count is refused."""
+    summary = {"k50_M": 10.0, "k50_C": 12.0, "k50_ratio": 10 / 12, "top_activity_median": 0.2,  # c4_summary's order
+               "position_drops": [0.3, 0.3, 0.3, 0.1], "positions_over_min": 3, "max_position_drop": 0.3,
+               "intermediate_drop": 0.6, "intermediate_control_drop": 0.05, "intermediate_matched_drop": 0.1,
+               "n_memorized": 30, "n_clean": 100, "n_positions": 4, "erasure_layers": [1], "erasure_rank": 8,
+               "matched_available": True}
+    lookup = {"k50_M": 1.0, "k50_C": 12.0, "k50_ratio": 1 / 12, "top_activity_median": 0.0, "position_drops": [0.1],
+              "positions_over_min": 1, "max_position_drop": 0.1, "n_lookup": 40, "tables": {}}
+    metrics, _ = verdicts.c4.checks(summary, lookup)
+    assert isinstance(metrics, verdicts.c4.C4Metrics)
+    assert list(asdict(metrics)) == [*summary, *(f"lookup_{k}" for k in lookup if k != "tables"),
+                                     "intermediate_over_matched", "lookup_superseded", "verdict_rests_on",
+                                     "rests_on_intermediate_alone"]
+    assert len(fields(verdicts.c4.C4Metrics)) == 28
+    assert asdict(metrics)["position_drops"] == [0.3, 0.3, 0.3, 0.1] and metrics.lookup_n_lookup == 40
+    assert verdicts.c4.checks(GOOD, None)[0].lookup_k50_M is None and metrics.lookup_superseded == []
+    with pytest.raises(TypeError, match="not a C4 measurement"):
+        verdicts.c4.checks({**GOOD, "k50": 1.0}, LOOKUP)
+    with pytest.raises(ValueError, match="n_memorized"):
+        verdicts.c4.checks({**GOOD, "n_memorized": -1}, LOOKUP)
 
 
 def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verdict():
     """Chapter C4 no longer hard-codes ``matched_available: True``: it is whether the information-matched
     control was computed (never where there is no site, 8.5), and the erasure sites go to the verdict."""
+    from collections import namedtuple
     from types import SimpleNamespace
 
     import pandas as pd
 
+    from rote.chapters import ClaimResult
     from rote.chapters import c4 as chapter
 
     u = ("fda", "random", 0)  # a unit: anything hashable
@@ -143,16 +172,40 @@ def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verd
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     summary = {u: {**GOOD, "position_drops": [0.3, 0.3, 0.3], "intermediate_drop": math.nan,
                    "intermediate_matched_drop": math.nan, "intermediate_control_drop": math.nan}}
-    siteless = chapter.Dependency({u: None}, {u: {"layers": []}}, {u: empty}, {u: False})
-    metrics, checks = chapter.evaluate(build, summary, siteless, {u: LOOKUP}, rank=8)[u]
-    assert metrics["matched_available"] is False and metrics["erasure_layers"] == []
-    assert by_id(checks)["c4.intermediate"].reason == verdicts.C4_NO_SITE
+    siteless = chapter.Dependency({u: None}, {u: {"layers": []}}, {u: empty}, rank=8, matched={u: False})
+    result = chapter.evaluate(build, chapter.C4Sections(summary, siteless, {u: LOOKUP}))
+    assert isinstance(result, ClaimResult) and result.claim == "C4"
+    metrics, checks = result.metrics[u], result.checks[u]
+    assert metrics.matched_available is False and metrics.erasure_layers == [] and metrics.erasure_rank == 8
+    assert metrics.n_memorized == 20 and metrics.n_clean == 30 and metrics.n_positions == 3
+    assert by_id(checks)["c4.intermediate"].reason == verdicts.c4.C4_NO_SITE
+    assert result.evaluations[u] == (asdict(metrics), checks)  # what the chapter's sentences read
     # with a site and the control computed
     rows = pd.DataFrame({"example": [0, 0, 0], "method": ["INLP", "random", "matched"], "p_clean": 1.0,
                          "p_ablated": [0.4, 0.95, 0.9], "drop": [0.6, 0.05, 0.1]})
     summary = {u: {**GOOD, "position_drops": [0.3, 0.3, 0.3]}}
-    sited = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows})  # no flag given: read from the table
-    metrics, checks = chapter.evaluate(build, summary, sited, {u: LOOKUP}, rank=8)[u]
-    assert metrics["matched_available"] is True and by_id(checks)["c4.intermediate"].passed is True
-    no_draw = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows[rows.method != "matched"]})
-    assert chapter.evaluate(build, summary, no_draw, {u: LOOKUP}, rank=8)[u][0]["matched_available"] is False
+    sited = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows}, rank=8)  # no flag: read from the table
+    result = chapter.evaluate(build, chapter.C4Sections(summary, sited, {u: LOOKUP}))
+    assert result.metrics[u].matched_available is True and by_id(result.checks[u])["c4.intermediate"].passed is True
+    no_draw = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows[rows.method != "matched"]}, rank=8)
+    assert chapter.evaluate(build, chapter.C4Sections(summary, no_draw, {u: LOOKUP})).metrics[u].matched_available is False
+    # the record stores the metrics as their dict
+    Unit, Config, Train = namedtuple("Unit", "task condition seed noisy"), namedtuple("Config", "train key"), \
+        namedtuple("Train", "precision")
+    v = Unit("fda", "random", 0, Config(Train("fp32"), "run"))
+    seeds = chapter.results(SimpleNamespace(units=[v]), ClaimResult("C4", {v: result.metrics[u]}, {v: result.checks[u]}))
+    assert seeds[0]["metrics"] == asdict(result.metrics[u]) and seeds[0]["run_keys"] == ["run"]
+
+
+def test_the_chapters_parameters_are_checked():
+    from rote.chapters import c4 as chapter
+
+    ablations = chapter.Ablations(n_samples=3, rank=8, n_controls=3, n_matched=3, max_fit=2000, seed=0)
+    assert ablations.rank == 8
+    with pytest.raises(ValueError, match="rank"):
+        chapter.Ablations(n_samples=3, rank=0, n_controls=3, n_matched=3, max_fit=2000, seed=0)
+    with pytest.raises(ValueError, match="same units"):
+        chapter.Dependency({1: None}, {2: {}}, {1: None}, rank=8)
+    dependency = chapter.Dependency({1: None}, {1: {"layers": []}}, {1: None}, rank=8)
+    with pytest.raises(ValueError, match="same units"):
+        chapter.C4Sections({1: {}}, dependency, {2: {}})

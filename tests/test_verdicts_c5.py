@@ -1,6 +1,7 @@
 """C5's checks (amendment 1, 7.7; amendment 2, 8.3 and 8.4) from made-up analysis outputs: pass, fail,
 unresolved, superseded."""
 
+import dataclasses
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from rote.claims import THRESHOLDS
 T = THRESHOLDS["C5"]
 
 
-def _metrics(**changes):
+def _metrics(**changes) -> verdicts.c5.C5Metrics:
     good = {"heuristic_fraction": 0.87, "untrained_heuristic_fraction": 0.75,  # the section-5 rule, as on quick
             "z_ratio": 1.1, "pattern_corr_M": 0.7, "z_null_ratio": 1.0,  # all positions: the noisy prefix
             "patch_revert_last": 0.77, "control_revert_last": 0.39,  # the registered patching, as measured on quick
@@ -21,7 +22,7 @@ def _metrics(**changes):
             "jstar_n_M": 40, "jstar_z_ratio": 3.0, "jstar_pattern_corr_M": 0.8,
             "jstar_m50": 5, "jstar_top_revert_max": 0.8, "jstar_random_revert_m50": 0.02,
             "jstar_mismatched_revert_m50": 0.05}
-    return {**good, **changes}
+    return verdicts.c5.C5Metrics(**{**good, **changes})
 
 
 def _check(checks, check_id):
@@ -37,7 +38,7 @@ def test_thresholds_of_the_amendments():
 
 
 def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
-    metrics, checks = verdicts.c5(_metrics())
+    metrics, checks = verdicts.c5.checks(_metrics())
     superseded = {c.id for c in checks if c.kind == "superseded"}
     assert superseded == {"c5.share.registered", "c5.share.untrained", "c5.z.registered", "c5.z.untrained_labels",
                           "c5.pattern", "c5.patch.registered", "c5.patch.random.registered", "c5.dose.top",
@@ -49,7 +50,7 @@ def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     # the registered reading is section 5 as written: |z| 1.1 < 2 and the random control fail it
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert {c.part for c in checks} == set(verdicts.REQUIRED_PARTS["C5"])
-    assert metrics["jstar_m50"] == 5
+    assert metrics == _metrics() and metrics.jstar_m50 == 5
 
 
 @pytest.mark.parametrize("change,check_id", [
@@ -62,19 +63,19 @@ def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     ({"jstar_mismatched_revert_m50": 0.1}, "c5.specificity.mismatched"),  # "under 0.1": 0.1 itself fails
 ])
 def test_each_deciding_check_can_fail(change, check_id):
-    _, checks = verdicts.c5(_metrics(**change))
+    _, checks = verdicts.c5.checks(_metrics(**change))
     assert _check(checks, check_id).passed is False
     assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_the_null_share_threshold_is_twice_the_untrained_share_under_the_same_cut():
-    _, checks = verdicts.c5(_metrics(cut_heuristic_fraction=0.3, cut_null_fraction=0.14))
+    _, checks = verdicts.c5.checks(_metrics(cut_heuristic_fraction=0.3, cut_null_fraction=0.14))
     c = _check(checks, "c5.share.null")
     assert c.threshold == pytest.approx(0.28) and c.passed is True and c.kind == "null"
 
 
 def test_no_m_reaching_half_at_jstar_fails_specificity_and_leaves_its_controls_without_an_m():
-    _, checks = verdicts.c5(_metrics(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
+    _, checks = verdicts.c5.checks(_metrics(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
                                      jstar_mismatched_revert_m50=math.nan))
     assert _check(checks, "c5.specificity").passed is False  # every m of the grid tried: m50 does not exist
     for s in (".random", ".mismatched"):  # 8.5: no m50, no m to read a control at: a missing value, not a fail
@@ -86,14 +87,14 @@ def test_no_m_reaching_half_at_jstar_fails_specificity_and_leaves_its_controls_w
 def test_the_section5_pattern_correlation_is_superseded_by_the_reading_at_jstar():
     """Amendment 2, 8.5: C5's pattern check is read at j* over the 8.3 units; the section-5 correlation over
     every answer position with the section-5 units stays shown, superseded (before: it kept deciding)."""
-    _, checks = verdicts.c5(_metrics(pattern_corr_M=0.4))  # fails section 5's 0.5, at j* 0.8 passes
+    _, checks = verdicts.c5.checks(_metrics(pattern_corr_M=0.4))  # fails section 5's 0.5, at j* 0.8 passes
     c = _check(checks, "c5.pattern")
     assert c.kind == "superseded" and c.passed is False and c.section5 and c.was == "registered"
     assert "8.5" in c.reason and "c5.pattern.jstar" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert verdicts.seed_verdict(checks, "registered") == "fail"  # section 5 as written
     assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"  # amendment 1 counted it
-    _, checks = verdicts.c5(_metrics(pattern_corr_M=0.9, jstar_pattern_corr_M=0.3))
+    _, checks = verdicts.c5.checks(_metrics(pattern_corr_M=0.9, jstar_pattern_corr_M=0.3))
     assert _check(checks, "c5.pattern.jstar").passed is False and verdicts.seed_verdict(checks, "amended") == "fail"
 
 
@@ -104,32 +105,32 @@ def test_specificity_whose_m50_the_83_units_cannot_reach_is_unresolved():
     grid = list(T["m_grid"])
     short = dict(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
                  jstar_mismatched_revert_m50=math.nan, jstar_m_tried=[1, 2, 5], jstar_units_min=12)
-    _, checks = verdicts.c5(_metrics(**short))
+    _, checks = verdicts.c5.checks(_metrics(**short))
     c = _check(checks, "c5.specificity")
     assert c.passed is None and c.value == 0.3 and "8.5" in c.reason and "m50 cannot be reached" in c.reason
     assert "12" in c.reason and "10, 25, 50, 100, 200" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
-    _, checks = verdicts.c5(_metrics(**{**short, "jstar_m_tried": grid}))
+    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_m_tried": grid}))
     assert _check(checks, "c5.specificity").passed is False
     # no m can be tried at all (an example's j* holds fewer than 2 units): unresolved, with that case
-    _, checks = verdicts.c5(_metrics(**{**short, "jstar_m_tried": [], "jstar_units_min": 1,
+    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_m_tried": [], "jstar_units_min": 1,
                                         "jstar_top_revert_max": math.nan}))
     c = _check(checks, "c5.specificity")
     assert c.passed is None and "no m of the grid can be tried" in c.reason and "is 1" in c.reason
     # m50 reached within the m tried: decided as usual, whatever was not tried
-    _, checks = verdicts.c5(_metrics(jstar_m_tried=[1, 2, 5], jstar_units_min=12))
+    _, checks = verdicts.c5.checks(_metrics(jstar_m_tried=[1, 2, 5], jstar_units_min=12))
     assert _check(checks, "c5.specificity").passed is True and verdicts.seed_verdict(checks, "amended") == "pass"
 
 
 def test_a_single_memorized_example_leaves_the_mismatched_control_unresolved():
-    _, checks = verdicts.c5(_metrics(jstar_mismatched_revert_m50=None))
+    _, checks = verdicts.c5.checks(_metrics(jstar_mismatched_revert_m50=None))
     c = _check(checks, "c5.specificity.mismatched")
     assert c.passed is None and "second memorized example" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
 
 def test_no_memorized_example_with_a_differing_digit_makes_the_jstar_parts_unresolved():
-    _, checks = verdicts.c5(_metrics(jstar_n_M=0, jstar_z_ratio=None, jstar_pattern_corr_M=None, jstar_m50=None,
+    _, checks = verdicts.c5.checks(_metrics(jstar_n_M=0, jstar_z_ratio=None, jstar_pattern_corr_M=None, jstar_m50=None,
                                      jstar_top_revert_max=None, jstar_random_revert_m50=None,
                                      jstar_mismatched_revert_m50=None))
     jstar = [c for c in checks if c.id in ("c5.z", "c5.pattern.jstar", "c5.specificity", "c5.specificity.random",
@@ -139,21 +140,35 @@ def test_no_memorized_example_with_a_differing_digit_makes_the_jstar_parts_unres
 
 
 def test_a_missing_83_classification_is_unresolved_not_a_fail():
-    _, checks = verdicts.c5(_metrics(cut_heuristic_fraction=None, cut_null_fraction=None))
+    _, checks = verdicts.c5.checks(_metrics(cut_heuristic_fraction=None, cut_null_fraction=None))
     assert _check(checks, "c5.share").passed is None and _check(checks, "c5.share").reason
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
 
 def test_superseded_section5_checks_count_in_the_registered_reading_only():
-    _, checks = verdicts.c5(_metrics(z_ratio=2.5, control_revert_last=0.05))
+    _, checks = verdicts.c5.checks(_metrics(z_ratio=2.5, control_revert_last=0.05))
     assert verdicts.seed_verdict(checks, "registered") == "pass"
-    _, checks = verdicts.c5(_metrics(z_ratio=2.5, patch_revert_last=0.2, control_revert_last=0.05))
+    _, checks = verdicts.c5.checks(_metrics(z_ratio=2.5, patch_revert_last=0.2, control_revert_last=0.05))
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
 def test_missing_analyses_leave_every_check_unresolved_with_its_case():
-    _, checks = verdicts.c5({})
+    _, checks = verdicts.c5.checks(verdicts.c5.C5Metrics())
     assert all(c.passed is None and c.reason for c in checks)  # 8.5: a NaN never decides, in either reading
     assert verdicts.seed_verdict(checks, "registered") == "unresolved"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
+def test_the_metrics_are_typed_fields_validated_when_built():
+    m = _metrics()
+    stored = dataclasses.asdict(m)  # what a record stores under per_seed[i]["metrics"]
+    assert list(stored) == [f.name for f in dataclasses.fields(verdicts.c5.C5Metrics)] and stored["jstar_m50"] == 5
+    assert stored["jstar_units_min"] is None  # not given: None, and the checks that read it say why
+    with pytest.raises(TypeError):
+        verdicts.c5.C5Metrics(jstar_m51=1)  # no number outside the fields
+    for bad in (dict(n_memorized=-1), dict(jstar_n_M=2.5), dict(n_shifts=True), dict(cut_null_fraction=1.5),
+                dict(jstar_m50=3)):  # 3 is not an m of the grid
+        with pytest.raises(ValueError):
+            verdicts.c5.C5Metrics(**bad)
+    assert math.isnan(verdicts.c5.C5Metrics(heuristic_fraction=math.nan).heuristic_fraction)

@@ -5,7 +5,7 @@ must then be unresolved with a reason that names the case, or a fail whose reaso
 for that case (C1: "never generalized" fails by section 5; C2: a probe accuracy of 0 on M fails by section 5;
 C2: a 1-block model has no intermediate layer for 7.4's share). No check fails on a missing value without
 such a reason, in either reading, and the reasons are not one blanket text: each names its case. (X1's checks
-live in rote.x1 and have their own tests.)
+live in rote.verdicts.x1 and have their own tests.)
 """
 
 import math
@@ -14,7 +14,7 @@ import re
 import pandas as pd
 import pytest
 
-from rote import verdicts
+from rote import claims, verdicts
 
 RULE = re.compile(r"section 5|\b7\.\d|\b8\.\d")  # a reason that cites the protocol's rule for its case
 MISSING = (math.nan, None)
@@ -58,7 +58,7 @@ def _c1(gen=None, mem=None, clean_gen=None):
     noisy = pd.DataFrame({"step": steps, "gen": gen, "mem": mem, "rec": [0.5] * len(gen), "fit": [1.0] * len(gen)})
     clean = pd.DataFrame({"step": steps, "gen": clean_gen or [1.0] * len(gen), "mem": [math.nan] * len(gen),
                           "rec": [math.nan] * len(gen), "fit": [1.0] * len(gen)})
-    return verdicts.c1(noisy, clean, eval_every=50)[1]
+    return verdicts.c1.checks(noisy, clean, eval_every=50)[1]
 
 
 NAN10 = [math.nan] * 10
@@ -117,7 +117,8 @@ def _c2(row=None, lens=LENS, verdict=LENS_VERDICT, share=None, task="fda", bridg
     row = {k: v for k, v in {**GOOD_ROW, **(row or {})}.items() if k not in drop}
     thr = dict(bridge_r2={**THR_ROW, **(bridge or {})}, masked_tail=dict(THR_ROW, chance=1 / 49)) if task == "thr" else {}
     summary = pd.DataFrame([row]) if task == "fda" else pd.DataFrame([dict(row, group="bridge")])
-    return verdicts.c2(summary, verdict, lens, 20, 100, task, lens_share=_share() if share is None else share, **thr)[1]
+    return verdicts.c2.checks(task, 20, 100, verdicts.c2.ProbeReads(summary, **thr),
+                              verdicts.c2.LensReads(verdict, lens, _share() if share is None else share))[1]
 
 
 @pytest.mark.parametrize("value", MISSING)
@@ -127,8 +128,8 @@ def test_c2_missing_probe_numbers_are_unresolved_with_their_case(key, value):
     _no_nan_decides(checks)
     changed = _changed(good, checks)
     assert changed and all(c.passed is None for c in changed), changed
-    expected = {"acc_M": verdicts.C2_NO_M, "acc_C": verdicts.C2_NO_C, "chance": verdicts.C2_NO_CHANCE,
-                "acc_C_best": verdicts.C2_NO_C if value is not None else verdicts.C2_NO_C_BEST}[key]
+    expected = {"acc_M": verdicts.c2.C2_NO_M, "acc_C": verdicts.c2.C2_NO_C, "chance": verdicts.c2.C2_NO_CHANCE,
+                "acc_C_best": verdicts.c2.C2_NO_C if value is not None else verdicts.c2.C2_NO_C_BEST}[key]
     assert any(c.reason.endswith(expected) for c in changed), [c.reason for c in changed]
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
@@ -137,8 +138,8 @@ def test_c2_named_cases():
     # C's own best layer not given at all: the reachable check never falls back to the layer M chose (8.5)
     checks = _c2(drop=("acc_C_best", "best_layer_C"))
     _no_nan_decides(checks)
-    _expect(checks, {"c2.probe.carries.reachable": ("unresolved", verdicts.C2_NO_C_BEST),
-                     "c2.probe.carries.chance.amended": ("unresolved", verdicts.C2_NO_C_BEST)})
+    _expect(checks, {"c2.probe.carries.reachable": ("unresolved", verdicts.c2.C2_NO_C_BEST),
+                     "c2.probe.carries.chance.amended": ("unresolved", verdicts.c2.C2_NO_C_BEST)})
     # a probe accuracy of 0 on M fails by section 5 (below 5 x chance whatever chance is), with that reason
     checks = _c2({"acc_M": 0.0})
     _no_nan_decides(checks)
@@ -151,8 +152,8 @@ def test_c2_named_cases():
     for lens in (LENS.assign(p_true=math.nan, p_noisy=math.nan), LENS.iloc[:0]):
         checks = _c2(lens=lens)
         _no_nan_decides(checks)
-        _expect(checks, {"c2.lens.ahead": ("unresolved", verdicts.C2_NO_LENS),
-                         "c2.lens.last": ("unresolved", verdicts.C2_NO_LENS)})
+        _expect(checks, {"c2.lens.ahead": ("unresolved", verdicts.c2.C2_NO_LENS),
+                         "c2.lens.last": ("unresolved", verdicts.c2.C2_NO_LENS)})
     checks = _c2(verdict={})
     _no_nan_decides(checks)
     _expect(checks, {"c2.lens.ahead": ("unresolved", "true_ahead_intermediate) was not given"),
@@ -188,7 +189,7 @@ C3_STATS = {m: {"jaccard": 0.3, "random": 0.03, "split_half_C": 0.4, "split_half
 
 def _c3(acc=None, overlap=None, stats=None, layers=(1,), task="thr"):
     overlap = {"jaccard": 0.6, "random": 0.03} if overlap is None else overlap
-    return verdicts.c3(_sweep(C3_GOOD if acc is None else acc), 8, overlap, task,
+    return verdicts.c3.checks(_sweep(C3_GOOD if acc is None else acc), 8, overlap, task,
                        C3_STATS if stats is None else stats, erasure_layers=None if layers is None else list(layers))[1]
 
 
@@ -213,8 +214,8 @@ def test_c3_every_sweep_number_missing(cell, value):
 def test_c3_named_cases():
     nan = math.nan
     empty_m = {**C3_GOOD, **{("mem", m): (nan, nan) for m in ("INLP", "random", "matched")}}
-    _expect(_c3(empty_m), {"c3.erasure.random": ("unresolved", verdicts.C3_EMPTY["mem"]),
-                           "c3.erasure": ("unresolved", verdicts.C3_EMPTY["mem"])})
+    _expect(_c3(empty_m), {"c3.erasure.random": ("unresolved", verdicts.c3.C3_EMPTY["mem"]),
+                           "c3.erasure": ("unresolved", verdicts.c3.C3_EMPTY["mem"])})
     empty_u = {**C3_GOOD, **{("mem_unconnected", m): (nan, nan) for m in ("INLP", "random", "matched")}}
     _expect(_c3(empty_u), {"c3.erasure.unconnected": ("unresolved", "unconnected to the bridge")})
     no_random = {**C3_GOOD, ("mem", "random"): (1.0, nan)}
@@ -255,8 +256,8 @@ C4_LOOKUP = {"k50_M": 1.0, "k50_C": 12.0, "top_activity_median": 0.0, "positions
 @pytest.mark.parametrize("key", ["k50_M", "k50_C", "top_activity_median", "positions_over_min", "intermediate_drop",
                                  "intermediate_matched_drop"])
 def test_c4_every_statistic_missing(key, value):
-    good = verdicts.c4(C4_GOOD, C4_LOOKUP)[1]
-    checks = verdicts.c4({**C4_GOOD, key: value}, C4_LOOKUP)[1]
+    good = verdicts.c4.checks(C4_GOOD, C4_LOOKUP)[1]
+    checks = verdicts.c4.checks({**C4_GOOD, key: value}, C4_LOOKUP)[1]
     _no_nan_decides(checks)
     changed = _changed(good, checks)
     assert changed and all(c.passed is None for c in changed), changed
@@ -265,7 +266,7 @@ def test_c4_every_statistic_missing(key, value):
 
 @pytest.mark.parametrize("key", ["k50_M", "k50_C", "top_activity_median", "positions_over_min", "n_lookup"])
 def test_c4_a_lookup_number_missing_takes_its_statistic_out_without_unresolving_the_seed(key):
-    checks = verdicts.c4(C4_GOOD, {**C4_LOOKUP, key: math.nan if key != "n_lookup" else 0})[1]
+    checks = verdicts.c4.checks(C4_GOOD, {**C4_LOOKUP, key: math.nan if key != "n_lookup" else 0})[1]
     _no_nan_decides(checks)
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert all(c.passed is None and c.reason for c in checks if c.kind == "validity" and c.passed is not True)
@@ -275,18 +276,18 @@ def test_c4_named_cases():
     nan = math.nan
     no_site = {**C4_GOOD, "erasure_layers": [], "intermediate_drop": nan, "intermediate_matched_drop": nan,
                "intermediate_control_drop": nan, "matched_available": False}
-    _expect(verdicts.c4(no_site, C4_LOOKUP)[1], {
+    _expect(verdicts.c4.checks(no_site, C4_LOOKUP)[1], {
         "c4.intermediate": ("unresolved", "8.5: the intervention cannot run"),
         "c4.intermediate.registered": ("unresolved", "8.5: the intervention cannot run")})
     empty = {**C4_GOOD, "n_memorized": 0, "k50_M": nan, "top_activity_median": nan, "positions_over_min": 0,
              "position_drops": [], "intermediate_drop": nan, "intermediate_matched_drop": nan}
-    checks = verdicts.c4(empty, C4_LOOKUP)[1]
+    checks = verdicts.c4.checks(empty, C4_LOOKUP)[1]
     _no_nan_decides(checks)
-    _expect(checks, {c: ("unresolved", verdicts.C4_NO_M) for c in
+    _expect(checks, {c: ("unresolved", verdicts.c4.C4_NO_M) for c in
                      ("c4.k50", "c4.activity", "c4.positions", "c4.intermediate", "c4.intermediate.registered")})
-    _expect(verdicts.c4({**C4_GOOD, "k50_C": nan}, C4_LOOKUP)[1],
+    _expect(verdicts.c4.checks({**C4_GOOD, "k50_C": nan}, C4_LOOKUP)[1],
             {"c4.k50": ("unresolved", "k50 on C is undefined")})
-    _expect(verdicts.c4({**C4_GOOD, "intermediate_matched_drop": nan, "matched_available": False}, C4_LOOKUP)[1],
+    _expect(verdicts.c4.checks({**C4_GOOD, "intermediate_matched_drop": nan, "matched_available": False}, C4_LOOKUP)[1],
             {"c4.intermediate": ("unresolved", "information-matched control could not be computed")})
 
 
@@ -305,12 +306,17 @@ C5_JUDGED = ["heuristic_fraction", "untrained_heuristic_fraction", "z_ratio", "p
              "jstar_top_revert_max", "jstar_random_revert_m50", "jstar_mismatched_revert_m50"]
 
 
+def _c5(metrics: dict):
+    """C5's checks on ``metrics`` (the fields of :class:`rote.verdicts.c5.C5Metrics` given; the rest None)."""
+    return verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))
+
+
 @pytest.mark.parametrize("value", MISSING)
 @pytest.mark.parametrize("key", C5_JUDGED)
 def test_c5_every_judged_number_missing(key, value):
-    good = verdicts.c5(C5_GOOD)[1]
+    good = _c5(C5_GOOD)[1]
     assert verdicts.seed_verdict(good, "amended") == verdicts.seed_verdict(good, "registered") == "pass"
-    checks = verdicts.c5({**C5_GOOD, key: value})[1]
+    checks = _c5({**C5_GOOD, key: value})[1]
     _no_nan_decides(checks)
     changed = _changed(good, checks)
     assert changed and all(c.passed is None for c in changed), changed
@@ -319,24 +325,24 @@ def test_c5_every_judged_number_missing(key, value):
 
 
 def test_c5_named_cases():
-    _expect(verdicts.c5({**C5_GOOD, "n_memorized": 0, "z_ratio": math.nan, "pattern_corr_M": math.nan})[1],
+    _expect(_c5({**C5_GOOD, "n_memorized": 0, "z_ratio": math.nan, "pattern_corr_M": math.nan})[1],
             {"c5.z.registered": ("unresolved", "no memorized example (M is empty)"),
              "c5.pattern": ("unresolved", "no memorized example (M is empty)")})
-    _expect(verdicts.c5({**C5_GOOD, "jstar_n_M": 0, "jstar_z_ratio": None, "jstar_top_revert_max": None})[1],
+    _expect(_c5({**C5_GOOD, "jstar_n_M": 0, "jstar_z_ratio": None, "jstar_top_revert_max": None})[1],
             {"c5.z": ("unresolved", "no memorized example with a differing digit (j*)"),
              "c5.specificity": ("unresolved", "(j*)")})
-    _expect(verdicts.c5({**C5_GOOD, "jstar_z_M": math.nan, "jstar_z_ratio": math.nan})[1],
+    _expect(_c5({**C5_GOOD, "jstar_z_M": math.nan, "jstar_z_ratio": math.nan})[1],
             {"c5.z": ("unresolved", "no heuristic unit at the j* positions under the 8.3 cut")})
-    _expect(verdicts.c5({**C5_GOOD, "jstar_z_clean": 0.0, "jstar_z_ratio": math.nan})[1],
+    _expect(_c5({**C5_GOOD, "jstar_z_clean": 0.0, "jstar_z_ratio": math.nan})[1],
             {"c5.z": ("unresolved", "|z| on clean examples at the j* positions is undefined or 0")})
     no_m50 = {**C5_GOOD, "jstar_m50": None, "jstar_top_revert_max": 0.2, "jstar_random_revert_m50": math.nan,
-              "jstar_mismatched_revert_m50": math.nan, "jstar_m_tried": list(verdicts.THRESHOLDS["C5"]["m_grid"])}
-    _expect(verdicts.c5(no_m50)[1], {"c5.specificity": ("fail", ""),
-                                      "c5.specificity.random": ("unresolved", "no m50 at j*"),
-                                      "c5.specificity.mismatched": ("unresolved", "no m50 at j*")})
-    _expect(verdicts.c5({**C5_GOOD, "m50": None, "random_revert_m50": math.nan, "mismatched_revert_m50": math.nan})[1],
+              "jstar_mismatched_revert_m50": math.nan, "jstar_m_tried": list(claims.THRESHOLDS["C5"]["m_grid"])}
+    _expect(_c5(no_m50)[1], {"c5.specificity": ("fail", ""),
+                             "c5.specificity.random": ("unresolved", "no m50 at j*"),
+                             "c5.specificity.mismatched": ("unresolved", "no m50 at j*")})
+    _expect(_c5({**C5_GOOD, "m50": None, "random_revert_m50": math.nan, "mismatched_revert_m50": math.nan})[1],
             {"c5.dose.random": ("unresolved", "no m50"), "c5.dose.mismatched": ("unresolved", "no m50")})
-    _expect(verdicts.c5({**C5_GOOD, "cut_null_fraction": None})[1],
+    _expect(_c5({**C5_GOOD, "cut_null_fraction": None})[1],
             {"c5.share.null": ("unresolved", "not classified under the 8.3 cut")})
 
 
@@ -345,14 +351,14 @@ def test_the_reasons_name_their_cases():
     """Different missing inputs give different reasons: no one default text stands for every case."""
     reasons = set()
     for key in C5_JUDGED:
-        checks = verdicts.c5({**C5_GOOD, key: math.nan})[1]
-        reasons |= {c.reason for c in _changed(verdicts.c5(C5_GOOD)[1], checks)}
+        checks = _c5({**C5_GOOD, key: math.nan})[1]
+        reasons |= {c.reason for c in _changed(_c5(C5_GOOD)[1], checks)}
     assert len(reasons) >= 10, reasons
     reasons = set()
     for key in ("k50_M", "k50_C", "top_activity_median", "positions_over_min", "intermediate_drop",
                 "intermediate_matched_drop"):
-        checks = verdicts.c4({**C4_GOOD, key: math.nan}, C4_LOOKUP)[1]
-        reasons |= {c.reason for c in _changed(verdicts.c4(C4_GOOD, C4_LOOKUP)[1], checks)}
+        checks = verdicts.c4.checks({**C4_GOOD, key: math.nan}, C4_LOOKUP)[1]
+        reasons |= {c.reason for c in _changed(verdicts.c4.checks(C4_GOOD, C4_LOOKUP)[1], checks)}
     assert len(reasons) >= 5, reasons
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rote import claims, plan, verdicts, x1
+from rote import claims, plan, verdicts
+from rote.chapters import x1
 from rote.config import ConfigError, make_config
 
 SMOKE_WIDTHS = plan.X1_WIDTHS["smoke"]

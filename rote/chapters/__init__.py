@@ -61,6 +61,25 @@ class Build:
         return first_seed(self.units)
 
 
+@dataclass(frozen=True)
+class ClaimResult:
+    """What a claim chapter's ``evaluate`` returns: per unit, the claim's metrics (its typed dataclass,
+    ``rote.verdicts.<claim>.<Claim>Metrics``, stored in the record by ``dataclasses.asdict``) and its
+    checks. ``evaluate`` is the only caller of the claim's verdict module; the prose and figures read
+    this."""
+
+    claim: str
+    metrics: dict  # unit -> the claim's metrics dataclass
+    checks: dict  # unit -> list[rote.verdicts.Check]
+
+    @property
+    def evaluations(self) -> dict:
+        """unit -> (metrics as a dict, checks): the form the chapter's sentences and figures read."""
+        from dataclasses import asdict, is_dataclass
+
+        return {u: (asdict(m) if is_dataclass(m) else m, self.checks[u]) for u, m in self.metrics.items()}
+
+
 def glue_values(values: dict) -> None:
     """Glue each value under its name for the chapter's prose (``{glue:text}`name```), not displayed."""
     from myst_nb import glue

@@ -1,23 +1,36 @@
 """Chapter 02, claim C1: generalize first, then memorize; the memorization is benign.
 
 Sections: the learning curves of every noisy run and its noise-free twin (:func:`load`,
-:func:`curves_figure`, :func:`curves_text`), the noise-ratio sweep (:func:`sweep`), and the
-Verdict (:func:`results`)."""
+:func:`learning_curves`, :func:`curves_figure`, :func:`curves_text`), the noise-ratio sweep
+(:func:`sweep`), and the Verdict (:func:`results`). :func:`evaluate` judges the curves: it is the
+only caller of :mod:`rote.verdicts.c1`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from .. import claims, plan, plots, verdicts
-from ..report import values, where
+from ..analysis import curves
+from ..report import each_seed, where
 from ..runs import get_or_train
-from . import glue_values, groups
+from . import Build as ChapterBuild, ClaimResult, glue_values
+from .params import ChapterParams, mapping, noise_ratios, param, seed_list, task_list
 
 T = claims.THRESHOLDS["C1"]
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+
+    tasks: list[str] = param(["fda", "thr"], task_list())  # the tasks whose runs the chapter trains and judges
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())  # flat run parameters (checked against every run the chapter asks for)
+    sweep_ratios: list[float] | None = param(None, noise_ratios())  # None: rote.plan.sweep_ratios
 
 
 def glue_thresholds() -> None:
@@ -26,44 +39,45 @@ def glue_thresholds() -> None:
                  "c1_final_min": T["final_gen_min"], "c1_benign_drop": T["benign_gen_drop_max"]})
 
 
-@dataclass
-class Build:
-    """The chapter's units with their noisy runs, noise-free twins and C1 evaluations
-    (:func:`rote.verdicts.c1`: metrics and checks per unit)."""
+@dataclass(kw_only=True)
+class Build(ChapterBuild):
+    """The chapter's units, each with its noisy run (``runs``) and its noise-free twin (``twins``)."""
 
-    units: list
-    noisy: dict
-    clean: dict
-    evaluations: dict
-    groups: dict = field(init=False)
+    twins: dict  # unit -> the noise-free twin's run (FDA's two conditions share one twin per seed)
 
     def __post_init__(self):
-        self.groups = groups(self.units)
+        if set(self.twins) != set(self.units):
+            raise ValueError("every unit needs its noise-free twin, and only the build's units have one")
 
 
 def load(profile: str, tasks, seeds, overrides) -> Build:
-    """Every unit's noisy run and twin (FDA's two conditions share one twin per seed), evaluated."""
+    """Every unit's noisy run and twin (FDA's two conditions share one twin per seed)."""
     units = plan.units(profile, tasks, seeds, overrides)
     noisy = {u: get_or_train(u.noisy) for u in units}
-    clean = {u: get_or_train(u.clean) for u in units}
-    evaluations = {u: verdicts.c1(noisy[u].metrics, clean[u].metrics, u.noisy.train.eval_every) for u in units}
-    return Build(units, noisy, clean, evaluations)
+    twins = {u: get_or_train(u.clean) for u in units}
+    return Build(profile, units, noisy, twins=twins)
 
 
-def curves_figure(build: Build):
+def learning_curves(build: Build) -> C1Sections:
+    """What the learning-curves section measures on: every unit's metric tables, noisy run and twin."""
+    return C1Sections(noisy_curves={u: build.runs[u].metrics for u in build.units},
+                      clean_curves={u: build.twins[u].metrics for u in build.units})
+
+
+def curves_figure(build: Build, result: ClaimResult):
     """One row per task and condition: the noisy runs (one line per seed, with each seed's interpolated
-    t_gen solid and t_mem dotted) and their noise-free twins."""
+    t_gen solid and t_mem dotted, from ``result``) and their noise-free twins."""
     fig, axes = plt.subplots(len(build.groups), 2, figsize=(12, 3.6 * len(build.groups)), sharey=True, squeeze=False)
     for row, ((task, condition), members) in zip(axes, build.groups.items()):
-        noisy = pd.concat([build.noisy[u].metrics.assign(seed=u.seed) for u in members])
-        clean = pd.concat([build.clean[u].metrics.assign(seed=u.seed) for u in members])
+        noisy = pd.concat([build.runs[u].metrics.assign(seed=u.seed) for u in members])
+        clean = pd.concat([build.twins[u].metrics.assign(seed=u.seed) for u in members])
         plots.learning_curves(noisy, ax=row[0], columns=("gen", "mem", "rec"),
                               title=f"{where(task, condition)}: noise ratio {members[0].noisy.data.noise_ratio}")
         for u in members:
-            m = build.evaluations[u][0]
-            for key, style in (("t_gen_interpolated", "-"), ("t_mem_interpolated", ":")):
-                if m[key] is not None:
-                    row[0].axvline(m[key], ls=style, lw=1, color="k", alpha=0.5)
+            m = result.metrics[u]
+            for step, style in ((m.t_gen_interpolated, "-"), (m.t_mem_interpolated, ":")):
+                if step is not None:
+                    row[0].axvline(step, ls=style, lw=1, color="k", alpha=0.5)
         plots.learning_curves(clean, ax=row[1], columns=("gen", "fit"), title=f"{task.upper()}: noise-free twin")
     fig.tight_layout()
     return fig
@@ -71,30 +85,28 @@ def curves_figure(build: Build):
 
 def curves_text(groups_: dict, evaluations: dict) -> str:
     """What the curves show, one paragraph per task and condition: the crossings, whether the rule
-    comes first on every seed, rec's rise and fall, the final numbers and the cost against the twin."""
+    comes first on every seed, rec's rise and fall, the final numbers and the cost against the twin.
+    ``evaluations``: unit -> (metrics dict, checks), as :attr:`rote.chapters.ClaimResult.evaluations`."""
     lines = []
     for (task, condition), members in groups_.items():
-        ms = [evaluations[u][0] for u in members]
-
-        def each_seed(key, spec, missing="n/a"):
-            return values([m[key] for m in ms], spec, missing)
-
+        ms = {u: evaluations[u][0] for u in members}
         first = all(m["t_gen_interpolated"] is not None and (m["t_mem_interpolated"] is None
                                                              or m["t_mem_interpolated"] > m["t_gen_interpolated"])
-                    for m in ms)
-        falls = all(m["rec_peak_before_t_mem"] > m["final_rec"] for m in ms)
+                    for m in ms.values())
+        falls = all(m["rec_peak_before_t_mem"] > m["final_rec"] for m in ms.values())
         lines.append(
             f"- **{where(task, condition)}** (seed {', '.join(str(u.seed) for u in members)}): gen reaches "
-            f"{T['t_gen_level']} at step {each_seed('t_gen_interpolated', '.0f', 'never')} and mem reaches "
-            f"{T['t_mem_level']} at step {each_seed('t_mem_interpolated', '.0f', 'never')}, so "
+            f"{T['t_gen_level']} at step {each_seed(ms, members, 't_gen_interpolated', '.0f', 'never')} and mem "
+            f"reaches {T['t_mem_level']} at step {each_seed(ms, members, 't_mem_interpolated', '.0f', 'never')}, so "
             + ("the rule is learned before the noise on every seed. " if first else
                "the rule does not come first on every seed. ")
-            + f"rec peaks at {each_seed('rec_peak_before_t_mem', '.3f')} before $t_{{mem}}$ and ends at "
-            f"{each_seed('final_rec', '.3f')}"
+            + f"rec peaks at {each_seed(ms, members, 'rec_peak_before_t_mem', '.3f')} before $t_{{mem}}$ and ends at "
+            f"{each_seed(ms, members, 'final_rec', '.3f')}"
             + (" (the noisy examples are first answered by the rule). " if falls else ". ")
-            + f"Final gen {each_seed('final_gen', '.3f')} and mem {each_seed('final_mem', '.3f')}; the noise-free twin "
-            f"ends at gen {each_seed('clean_final_gen', '.3f')}, a cost of {each_seed('gen_cost', '.3f')} "
-            f"(allowance {T['benign_gen_drop_max']}).")
+            + f"Final gen {each_seed(ms, members, 'final_gen', '.3f')} and mem "
+            f"{each_seed(ms, members, 'final_mem', '.3f')}; the noise-free twin ends at gen "
+            f"{each_seed(ms, members, 'clean_final_gen', '.3f')}, a cost of "
+            f"{each_seed(ms, members, 'gen_cost', '.3f')} (allowance {T['benign_gen_drop_max']}).")
     return "**What this build shows** (mean of the last 5 evaluations; one number per seed):\n\n" + "\n".join(lines)
 
 
@@ -107,7 +119,7 @@ def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
         for r in (ratios if ratios is not None else plan.sweep_ratios(profile, u.noisy)):
             run = get_or_train(u.noisy.replace(noise_ratio=r))
             rows += [{"task": where(u.task, u.condition), "seed": u.seed, "noise ratio": r, "metric": m,
-                      "final accuracy": verdicts.final(run.metrics, m)} for m in ("gen", "mem")]
+                      "final accuracy": curves.final(run.metrics, m)} for m in ("gen", "mem")]
     return pd.DataFrame(rows).dropna()
 
 
@@ -125,6 +137,28 @@ def sweep_table(table: pd.DataFrame) -> pd.DataFrame:
     return table.pivot_table(index=["task", "noise ratio"], columns=["metric", "seed"], values="final accuracy").round(3)
 
 
-def results(build: Build) -> list[dict]:
+def results(build: Build, result: ClaimResult) -> list[dict]:
     """Each unit's seed result for the record (its runs: the noisy run and its twin)."""
-    return [verdicts.seed_result(u, *build.evaluations[u], configs=[u.noisy, u.clean]) for u in build.units]
+    return [verdicts.seed_result(u, result.metrics[u], result.checks[u], configs=[u.noisy, u.clean])
+            for u in build.units]
+
+
+@dataclass(frozen=True)
+class C1Sections:
+    """What C1's checks read from the chapter's sections (:func:`learning_curves`): per unit, the metric
+    table (one row per evaluation) of its noisy run and of its noise-free twin."""
+
+    noisy_curves: dict  # unit -> the noisy run's metric table
+    clean_curves: dict  # unit -> the noise-free twin's metric table
+
+    def __post_init__(self):
+        if set(self.noisy_curves) != set(self.clean_curves):
+            raise ValueError("every unit needs the learning curves of both its noisy run and its noise-free twin")
+
+
+def evaluate(build: Build, sections: C1Sections) -> ClaimResult:
+    """C1 on every unit's learning curves (:func:`rote.verdicts.c1.checks`): its metrics and checks."""
+    judged = {u: verdicts.c1.checks(sections.noisy_curves[u], sections.clean_curves[u], u.noisy.train.eval_every)
+              for u in build.units}
+    return ClaimResult("C1", metrics={u: m for u, (m, _) in judged.items()},
+                       checks={u: checks for u, (_, checks) in judged.items()})

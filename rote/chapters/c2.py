@@ -3,9 +3,10 @@
 Sections, each a call here: the example sets (:func:`load`), probes at every layer
 (:func:`probes`), the THR bridge at r2 (:func:`bridge`), the THR true tail with the noisy class
 masked (:func:`masked_tail`), the logit lens (:func:`lens_race`), the lens share against the
-training-label prior with the claim's checks (:func:`lens_prior`), and worked examples
-(:func:`worked_examples`). The ``*_text`` functions write each section's paragraph from plain
-tables and numbers, the ``*_figure`` functions draw its figure."""
+training-label prior (:func:`lens_prior`), and worked examples (:func:`worked_examples`). The claim's
+checks are :func:`evaluate` (at the end), the only caller of :mod:`rote.verdicts.c2`. The ``*_text``
+functions write each section's paragraph from plain tables and numbers and the claim's metrics
+(:class:`rote.chapters.ClaimResult`), the ``*_figure`` functions draw its figure."""
 
 from __future__ import annotations
 
@@ -18,13 +19,29 @@ import seaborn as sns
 import torch
 
 from .. import claims, plan, plots, verdicts
-from ..analysis import lens, probes as probe_analysis, targets
+from ..analysis import curves, lens, probes as probe_analysis, targets
 from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
 from ..runs import get_or_train
-from . import Build, glue_values
+from . import Build, ClaimResult, glue_values
+from .params import ChapterParams, mapping, param, positions_by_task, seed_list, task_list, whole
 
 T = claims.THRESHOLDS["C2"]
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+
+    tasks: list[str] = param(["fda", "thr"], task_list())
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())
+    max_probe_train: int = param(3000, whole(1))  # clean training examples each probe is fitted on
+    probe_seed: int = param(0, whole(0))
+    # per task, extra positions of the prompt ("1234+5678=", "h r1 r2") at which every target is probed
+    extra_positions: dict = param({"thr": [1, 2]}, positions_by_task({"fda": targets.FDA_PROMPT_LEN,
+                                                                    "thr": targets.THR_LAST + 1}))
+    mask_seed: int = param(0, whole(0))
 
 
 def glue_thresholds() -> None:
@@ -101,11 +118,12 @@ def probes_figure(shown: list, result: Probes):
     return fig
 
 
-def out_of_reach(acc_c, chance, seeds) -> str:
-    """A sentence naming the seeds where C itself is below the chance threshold
-    (:func:`rote.verdicts.chance_reachable`); empty when there is none. ``acc_c``: C's accuracy at C's
-    own best layer (8.5: the reachable check reads C alone, never a layer chosen by M)."""
-    hit = [str(s) for s, c, ch in zip(seeds, acc_c, chance) if verdicts.chance_reachable(c, ch) is False]
+def out_of_reach(reachable, seeds) -> str:
+    """A sentence naming the seeds where C itself is below the chance threshold; empty when there is
+    none. ``reachable``: per seed, whether a true claim can pass the chance check
+    (:attr:`rote.verdicts.c2.C2Metrics.reachable` of the read; 8.5: it reads C at C's own best layer,
+    never a layer chosen by M; None: a number it reads is missing)."""
+    hit = [str(s) for s, ok in zip(seeds, reachable) if ok is False]
     if not hit:
         return ""
     return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C, even at C's own best layer, is "
@@ -131,23 +149,24 @@ def _thresholds_text(acc_m, acc_c, chance, sep: str, chance_spec: str = "") -> s
             f"{reach([m if m > 0 else math.nan for m in acc_m], [T['probe_over_chance_min'] * c for c in chance], without)}.")
 
 
-def probes_text(groups_: dict, summary: dict, sweeps: dict) -> str:
+def probes_text(groups_: dict, result: Probes, claim: ClaimResult) -> str:
     """Per task, condition and result group: the best layer on M, M against C and chance, how many
-    seeds reach each threshold, the seeds where the chance threshold is out of reach, and for THR
-    the bridge read at the last position."""
+    seeds reach each threshold, the seeds where the chance threshold is out of reach (``claim``'s
+    metrics, :func:`evaluate`), and for THR the bridge read at the last position."""
+    summary, sweeps = result.summary, result.sweeps
     lines = []
     for (task, condition), members in groups_.items():
         for g in summary[members[0]].group:
             rows = [summary[u].set_index("group").loc[g] for u in members]
-            replaced = task == "thr" and g in verdicts.C2_SUPERSEDED  # judged differently by amendment 7.4
+            replaced = task == "thr" and g in verdicts.c2.C2_SUPERSEDED  # judged differently by amendment 7.4
             acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
-            acc_c_best = [_c_best(r) for r in rows]
+            reachable = [claim.metrics[u].reachable.get(g.replace(" ", "_")) for u in members]
             lines.append(
                 f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): read best on M at layer "
                 f"{_best_layers(rows)}, with accuracy {values(acc_m)} on M against {values(acc_c)} on C and chance "
                 f"{values(chance)}. " + _thresholds_text(acc_m, acc_c, chance, ". ")
-                + out_of_reach(acc_c_best, chance, [u.seed for u in members])
-                + (f" This is the registered check, superseded by amendment 7.4 ({verdicts.C2_SUPERSEDED[g][1]})."
+                + out_of_reach(reachable, [u.seed for u in members])
+                + (f" This is the registered check, superseded by amendment 7.4 ({verdicts.c2.C2_SUPERSEDED[g][1]})."
                    if replaced else ""))
         if task == "thr":
             reads = []
@@ -167,19 +186,14 @@ def probes_text(groups_: dict, summary: dict, sweeps: dict) -> str:
     return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
 
 
-def probe_sentence(rows, what: str, seeds) -> str:
-    """What the seeds show for one probe read (one summary row per seed), judged as the verdict is."""
+def probe_sentence(rows, what: str, seeds, reachable) -> str:
+    """What the seeds show for one probe read (one summary row per seed; ``reachable``: per seed, from
+    the claim's metrics), judged as the verdict is."""
     acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
     return (f"{what}: read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} on M against "
             f"{values(acc_c)} on C and chance {values(chance, '.3f')}. "
             + _thresholds_text(acc_m, acc_c, chance, "; ", "g")
-            + out_of_reach([_c_best(r) for r in rows], chance, seeds))
-
-
-def _c_best(row) -> float:
-    """C's accuracy at C's own best layer, from a summary row (NaN where the row has none)."""
-    value = row.get("acc_C_best") if hasattr(row, "get") else getattr(row, "acc_C_best", None)
-    return math.nan if value is None else float(value)
+            + out_of_reach(reachable, seeds))
 
 
 # -- THR: bridge at r2, true tail masked ----------------------------------------------------------------
@@ -234,16 +248,19 @@ def bridge_figure(result: Bridge):
     return fig
 
 
-def bridge_text(units: list, r1: dict, r2: dict) -> str:
-    """The bridge at r2 (judged) and at r1 (context), and what each set loses between the two."""
+def bridge_text(result: Bridge, claim: ClaimResult) -> str:
+    """The bridge at r2 (judged) and at r1 (context), and what each set loses between the two; where the
+    chance check is out of reach from ``claim``'s metrics (:func:`evaluate`)."""
+    units = result.units
     if not units:
         return "No THR run in this build."
     seeds = [u.seed for u in units]
-    rows1, rows2 = [r1[u].iloc[0] for u in units], [r2[u].iloc[0] for u in units]
+    rows1, rows2 = [result.r1[u].iloc[0] for u in units], [result.r2[u].iloc[0] for u in units]
+    reach1, reach2 = ([claim.metrics[u].reachable.get(key) for u in units] for key in ("bridge", "bridge_r2"))
     gap1 = [float(r.acc_C) - float(r.acc_M) for r in rows1]
     return (f"**What this build shows** ({seeds_head(seeds)}).\n\n"
-            f"- {probe_sentence(rows2, 'At r2 (judged)', seeds)}\n"
-            f"- {probe_sentence(rows1, 'At r1 (context)', seeds)} The C minus M gap at r1 is {values(gap1)} (by "
+            f"- {probe_sentence(rows2, 'At r2 (judged)', seeds, reach2)}\n"
+            f"- {probe_sentence(rows1, 'At r1 (context)', seeds, reach1)} The C minus M gap at r1 is {values(gap1)} (by "
             "construction the two sets should match there: the bridge is an input fact at r1, memorized question or "
             "not).\n"
             f"- M's accuracy at r2 minus its accuracy at r1 is "
@@ -304,18 +321,24 @@ def masked_tail_figure(shown: list, result: MaskedTail):
     return fig
 
 
-def masked_tail_text(units: list, summary: dict, unmasked: dict) -> str:
+def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
     """The masked read (judged), the unmasked one (superseded), and how often the unmasked probe
-    answers the noisy label."""
+    answers the noisy label; where the chance check is out of reach from ``claim``'s metrics
+    (:func:`evaluate`)."""
+    units = result.units
     if not units:
         return "No THR run in this build."
     seeds = [u.seed for u in units]
-    rows = [summary[u].iloc[0] for u in units]
+    rows = [result.summary[u].iloc[0] for u in units]
+    reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units]
+                                 for key in ("tail_masked", "true_tail"))
     reads = [float(r.reads_masked_M) for r in rows]
     plain = [float(r.acc_M_unmasked) for r in rows]
+    unmasked = probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
+                              reach_plain)
     return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
-            f"- {probe_sentence(rows, 'Masked (judged)', seeds)}\n"
-            f"- {probe_sentence([unmasked[u].iloc[0] for u in units], 'Unmasked (registered, superseded)', seeds)}\n"
+            f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n"
+            f"- {unmasked}\n"
             f"- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M and "
             f"the true tail on {values(plain)}: "
             + ("the unmasked probe mostly reads the output, which is why the registered check cannot see the true tail."
@@ -397,41 +420,39 @@ def lens_text(groups_: dict, tables: dict, lens_verdicts: dict) -> str:
             "evidence, so the probabilities are given with the layers.\n\n" + "\n".join(lines))
 
 
-# -- lens share against the prior, and the claim's checks -----------------------------------------------
+# -- lens share against the prior ---------------------------------------------------------------------
 @dataclass
 class LensPrior:
     """Per unit: the share of M with the true token ahead by layer against the training-label prior
-    (``shares``), and the claim's metrics and checks (``evaluations``: :func:`rote.verdicts.c2`)."""
+    (``shares``; the claim's checks on it are :func:`evaluate`'s)."""
 
     shares: dict
-    evaluations: dict
 
     def table(self, units) -> pd.DataFrame:
         return pd.concat([self.shares[u].assign(run=label(u)) for u in units]).set_index(["run", "layer"]).round(3)
 
 
-def lens_prior(build: Build, result: Probes, lens_result: Lens, bridge_result: Bridge,
-               masked: MaskedTail) -> LensPrior:
-    """The lens share against the prior, and :func:`rote.verdicts.c2` on every input of the chapter."""
+def lens_prior(build: Build, lens_result: Lens) -> LensPrior:
+    """The share of M with the true token ahead by layer, against the training-label prior."""
     priors = {u: lens.label_prior(build.runs[u].data.train.label, len(build.runs[u].data.vocab)) for u in build.units}
-    shares = {u: lens.ahead_share(lens_result.races[u], build.sets[u]["M"], priors[u]) for u in build.units}
-    evaluations = {u: verdicts.c2(result.summary[u], lens_result.verdicts[u], lens_result.tables[u],
-                                  len(build.sets[u]["M"]), len(build.sets[u]["C"]), u.task,
-                                  bridge_r2=bridge_result.r2.get(u), masked_tail=masked.summary.get(u),
-                                  lens_share=shares[u]) for u in build.units}
-    return LensPrior(shares, evaluations)
+    return LensPrior({u: lens.ahead_share(lens_result.races[u], build.sets[u]["M"], priors[u]) for u in build.units})
 
 
-def lens_prior_figure(build: Build, result: LensPrior):
+def _given(value, default=None):
+    """A metric of :class:`rote.verdicts.c2.C2Metrics`, or ``default`` where the seed's inputs do not give it."""
+    return default if value is verdicts.c2.ABSENT else value
+
+
+def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     """Left: the share by layer with its Wilson interval and the prior (dashed), first seed; right:
-    every seed at its best intermediate layer."""
+    every seed at its best intermediate layer (``claim``'s metrics, :func:`evaluate`)."""
     level = T["lens_interval_level"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     for k, u in enumerate(build.shown):
         tab = result.shares[u]
         if not tab.n.max():
             continue
-        ci = [verdicts.wilson_interval(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
+        ci = [curves.wilson_interval(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
         line = axes[0].errorbar(tab.layer + 0.06 * k, tab.share,
                                 yerr=[[max(0.0, s - lo) for s, (lo, hi) in zip(tab.share, ci)],
                                       [max(0.0, hi - s) for s, (lo, hi) in zip(tab.share, ci)]],
@@ -447,15 +468,15 @@ def lens_prior_figure(build: Build, result: LensPrior):
     for i, key in enumerate(names):
         members = build.groups[key]
         for j, u in enumerate(members):
-            m = result.evaluations[u][0]
-            if m.get("lens_share_best_layer") is None:
+            m = claim.metrics[u]
+            if _given(m.lens_share_best_layer) is None:
                 continue
             x = i + 0.15 * (j - (len(members) - 1) / 2)
-            axes[1].errorbar([x], [m["lens_share"]], yerr=[[max(0.0, m["lens_share"] - m["lens_share_lo"])],
-                                                           [max(0.0, m["lens_share_hi"] - m["lens_share"])]],
+            axes[1].errorbar([x], [m.lens_share], yerr=[[max(0.0, m.lens_share - m.lens_share_lo)],
+                                                        [max(0.0, m.lens_share_hi - m.lens_share)]],
                              marker="o", color=plots.GROUP_COLORS["M"], capsize=3,
                              label="M share (Wilson)" if i == j == 0 else None)
-            axes[1].hlines(m["lens_share_null"], x - 0.06, x + 0.06, color="k", lw=2,
+            axes[1].hlines(m.lens_share_null, x - 0.06, x + 0.06, color="k", lw=2,
                            label="prior (null)" if i == j == 0 else None)
     axes[1].set(xticks=range(len(names)), xticklabels=[where(*k) for k in names], xlim=(-0.5, len(names) - 0.5),
                 ylim=(-0.02, 1.02), title="best intermediate layer, one point per seed")
@@ -469,27 +490,28 @@ def lens_prior_figure(build: Build, result: LensPrior):
     return fig
 
 
-def lens_prior_text(groups_: dict, evaluations: dict) -> str:
+def lens_prior_text(groups_: dict, claim: ClaimResult) -> str:
     """Per task and condition: the share at the best intermediate layer with its Wilson lower bound
-    against the prior, and on how many seeds the check ``c2.lens.null`` passes."""
+    against the prior, and on how many seeds the check ``c2.lens.null`` passes (``claim``: :func:`evaluate`)."""
     lines = []
     for (task, condition), members in groups_.items():
-        ms = [evaluations[u][0] for u in members]
-        checks = [verdicts.find(evaluations[u][1], "c2.lens.null") for u in members]
-        if all(m.get("lens_share_best_layer") is None for m in ms):
+        ms = [claim.metrics[u] for u in members]
+        checks = [verdicts.find(claim.checks[u], "c2.lens.null") for u in members]
+        if all(_given(m.lens_share_best_layer) is None for m in ms):
             why = ("the model has no intermediate layer (one block), so the check fails"
-                   if all(m.get("lens_intermediate_layers", 1) < 1 for m in ms) else
+                   if all(_given(m.lens_intermediate_layers, 1) < 1 for m in ms) else
                    "no memorized example has a token that differs from the true answer, so the check fails")
             lines.append(f"- **{where(task, condition)}**: {why}.")
             continue
         passed = sum(c.passed is True for c in checks)
+        best = [_given(m.lens_share_best_layer) for m in ms]
         lines.append(
             f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
-            f"{' / '.join(str(m.get('lens_share_n', 0)) for m in ms)} examples): at the best intermediate layer "
-            f"({' / '.join('n/a' if m.get('lens_share_best_layer') is None else str(m['lens_share_best_layer']) for m in ms)}) "
-            f"the true token is ahead on {values([m.get('lens_share', math.nan) for m in ms])} of M, with Wilson lower "
-            f"bound {values([m.get('lens_share_lo', math.nan) for m in ms])}, against "
-            f"{values([m.get('lens_share_null', math.nan) for m in ms])} under the training-label prior: "
+            f"{' / '.join(str(_given(m.lens_share_n, 0)) for m in ms)} examples): at the best intermediate layer "
+            f"({' / '.join('n/a' if b is None else str(b) for b in best)}) "
+            f"the true token is ahead on {values([_given(m.lens_share, math.nan) for m in ms])} of M, with Wilson lower "
+            f"bound {values([_given(m.lens_share_lo, math.nan) for m in ms])}, against "
+            f"{values([_given(m.lens_share_null, math.nan) for m in ms])} under the training-label prior: "
             + ("the lower bound is above the prior in every seed." if passed == len(members) else
                f"the lower bound is above the prior in {passed} of {len(members)} seeds."))
     return (f"**What this build shows** ({100 * T['lens_interval_level']:g}% Wilson intervals; the best intermediate "
@@ -565,6 +587,47 @@ def worked_examples_text(build: Build, examples: dict) -> str:
             "the averages are in the figures before):\n\n" + "\n".join(lines))
 
 
-def results(build: Build, prior: LensPrior) -> list[dict]:
-    """Each unit's seed result for the record."""
-    return [verdicts.seed_result(u, *prior.evaluations[u], configs=[u.noisy]) for u in build.units]
+def results(build: Build, claim: ClaimResult) -> list[dict]:
+    """Each unit's seed result for the record (its metrics as the record stores them,
+    :meth:`rote.verdicts.c2.C2Metrics.record`)."""
+    return [verdicts.seed_result(u, claim.metrics[u].record(), claim.checks[u], configs=[u.noisy]) for u in build.units]
+
+
+# -- the claim's checks ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class C2Sections:
+    """The section results the claim's checks read: the probes, the THR bridge at r2 and masked true
+    tail, the logit lens on M and its share against the prior. A section not given (None) leaves its
+    checks unresolved ("not given to the verdict"): the probe sections' paragraphs read their reads'
+    metrics (where the chance check is out of reach) before the lens is computed."""
+
+    probes: Probes
+    bridge: Bridge | None = None
+    masked: MaskedTail | None = None
+    lens: Lens | None = None
+    prior: LensPrior | None = None
+
+    def __post_init__(self):
+        for name, kind in (("probes", Probes), ("bridge", Bridge), ("masked", MaskedTail), ("lens", Lens),
+                           ("prior", LensPrior)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) and not (value is None and name != "probes"):
+                raise ValueError(f"C2Sections: {name} is the section's {kind.__name__}, got {type(value).__name__}")
+        if self.prior is not None and self.lens is None:
+            raise ValueError("C2Sections: the lens share against the prior is read with the lens it comes from")
+
+
+def evaluate(build: Build, sections: C2Sections) -> ClaimResult:
+    """The claim's metrics and checks on every unit (:func:`rote.verdicts.c2.checks`): the only caller of
+    :mod:`rote.verdicts.c2`."""
+    bridge, masked, lens_result, prior = sections.bridge, sections.masked, sections.lens, sections.prior
+    metrics, checks = {}, {}
+    for u in build.units:
+        probe_reads = verdicts.c2.ProbeReads(sections.probes.summary[u],
+                                             bridge_r2=None if bridge is None else bridge.r2.get(u),
+                                             masked_tail=None if masked is None else masked.summary.get(u))
+        lens_reads = None if lens_result is None else verdicts.c2.LensReads(
+            lens_result.verdicts[u], lens_result.tables[u], share=None if prior is None else prior.shares[u])
+        metrics[u], checks[u] = verdicts.c2.checks(u.task, len(build.sets[u]["M"]), len(build.sets[u]["C"]),
+                                                   probe_reads, lens_reads)
+    return ClaimResult("C2", metrics, checks)

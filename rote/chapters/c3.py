@@ -3,10 +3,12 @@
 Sections, each a call here: the example sets (:func:`load`), the erasure sites and the INLP
 erasure against both controls (:func:`erasure`), the circuit overlap and the ablation
 (:func:`circuits`, optionally checked by real activation patching: :func:`patching_check`), the
-overlap ceiling (:func:`ceiling_text`), and the claim's checks (:func:`evaluate`)."""
+overlap ceiling (:func:`ceiling_text`), and the claim's checks (:func:`evaluate`, the only caller of
+:mod:`rote.verdicts.c3`). The analyses' settings travel together as one :class:`Analysis`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -16,16 +18,36 @@ import seaborn as sns
 import torch
 
 from .. import analysis_cache, claims, plan, plots, verdicts
-from ..analysis import attribution, erasure as erasure_analysis
+from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
-from . import Build, glue_values
+from . import Build, ClaimResult, glue_values
+from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
 
 T = claims.THRESHOLDS["C3"]
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # where C2 finds a result: the erasure sites
 SET_NAMES = {"mem": "mem on M", "gen": "gen on C", "mem_unconnected": "mem, unconnected part of M"}
 METHODS = ("INLP", "random", "matched")
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+
+    tasks: list[str] = param(["fda", "thr"], task_list())
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())
+    erasure_rank: int = param(8, whole(1))  # the rank the claim is judged at (it need not be in sweep_ranks)
+    sweep_ranks: list[int] = param([2, 4, 8, 16], increasing(1))
+    n_controls: int = param(3, whole(1))
+    n_matched: int = param(2, whole(1))
+    n_splits: int = param(5, whole(1))
+    n_boot: int = param(200, whole(1))
+    max_examples: int = param(500, whole(1))
+    max_fit: int = param(2000, whole(1))
+    check_patching: int = param(0, whole(0))  # 0: no activation-patching check
+    seed: int = param(0, whole(0))
 
 
 def glue_thresholds() -> None:
@@ -34,6 +56,34 @@ def glue_thresholds() -> None:
                  "c3_drop_min": T["erasure_mem_drop_over_control_min"], "c3_overlap_min": T["overlap_min"],
                  "c3_over_random": T["overlap_over_random_min"], "c3_ceiling_ratio": T["ceiling_ratio_min"],
                  "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The settings of the chapter's analyses (from its parameters cell): the rank the claim is judged
+    at and the ranks of the erasure sweep, the draws of each control (random subspaces and random
+    neurons: ``n_controls``; information-matched erasures: ``n_matched``), the split-half and bootstrap
+    draws of the overlap, the examples used for attribution patching (``max_examples``) and for fitting
+    probes, INLP and means (``max_fit``), and the seed of every draw."""
+
+    erasure_rank: int
+    sweep_ranks: tuple[int, ...]
+    n_controls: int
+    n_matched: int
+    n_splits: int
+    n_boot: int
+    max_examples: int
+    max_fit: int
+    seed: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "sweep_ranks", tuple(self.sweep_ranks))
+        for f in dataclasses.fields(self):
+            value, low = getattr(self, f.name), 0 if f.name == "seed" else 1
+            each = value if f.name == "sweep_ranks" else (value,)
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in each):
+                raise ValueError(f"{f.name} must be {'whole numbers' if each is value else 'a whole number'} >= {low}, "
+                                 f"got {value!r}")
 
 
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
@@ -53,21 +103,23 @@ def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
 
 
 # -- erasure -------------------------------------------------------------------------------------------
-def sites(build: Build, max_fit: int, seed: int) -> dict:
+def sites(build: Build, analysis: Analysis) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
-    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=max_fit, seed=seed)
+    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=analysis.max_fit,
+                                                   seed=analysis.seed)
             for u, r in build.runs.items()}
 
 
 @dataclass
 class Erasure:
     """Per unit: accuracy of each set after INLP and after both controls at every rank (``sweeps``;
-    rank 0: before), and the erasure checks of :func:`rote.verdicts.c3` (``checks``)."""
+    rank 0: before), and the INLP erasure fitted to the largest rank (``inlp``, a
+    :class:`rote.analysis.inlp.Erasure`: per site its basis and clean mean)."""
 
     rank: int
     sweeps: dict
-    checks: dict
+    inlp: dict
     layers: dict | None = None  # per unit, the erasure sites' layers (empty: no site, 8.5)
 
     def table(self) -> pd.DataFrame:
@@ -80,23 +132,21 @@ class Erasure:
         return float(hit.iloc[0]) if len(hit) else math.nan
 
 
-def erasure(build: Build, found: dict, rank: int, sweep_ranks, n_controls: int, n_matched: int, max_fit: int,
-            seed: int) -> Erasure:
+def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
     """INLP fitted once per unit at its sites up to the largest rank, the information-matched erasures,
     and the sweep over ranks with the random control."""
-    ranks = sorted({0, rank, *sweep_ranks})
-    sweeps = {}
+    a = analysis
+    ranks = sorted({0, a.erasure_rank, *a.sweep_ranks})
+    sweeps, inlp = {}, {}
     for u, r in build.runs.items():
         s = found[u]
-        fitted = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"],
-                                              s["positions"], rank=max(ranks), max_train=max_fit, seed=seed)
-        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, fitted,
-                                                       n_controls=n_matched, max_train=max_fit, seed=seed)
-        sweeps[u] = erasure_analysis.erasure_sweep(r.model, fitted, build.sets[u], ranks, n_controls=n_controls,
-                                                   seed=seed, matched=matched)
-    checks = {u: verdicts.c3(sweeps[u], rank, {}, u.task, erasure_layers=found[u]["layers"])[1]
-              for u in build.units}  # the erasure part of the verdict
-    return Erasure(rank, sweeps, checks, {u: found[u]["layers"] for u in build.units})
+        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"],
+                                               s["positions"], rank=max(ranks), max_train=a.max_fit, seed=a.seed)
+        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u],
+                                                       n_controls=a.n_matched, max_train=a.max_fit, seed=a.seed)
+        sweeps[u] = patching.erasure_sweep(r.model, inlp[u], build.sets[u], ranks, n_controls=a.n_controls,
+                                           seed=a.seed, matched=matched)
+    return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units})
 
 
 def erasure_figure(build: Build, found: dict, result: Erasure):
@@ -146,14 +196,15 @@ def controls_figure(build: Build, result: Erasure):
     return fig
 
 
-def erasure_text(build: Build, result: Erasure) -> str:
+def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
     """Per task and condition: each set before and after INLP and both controls, the registered and
-    the amended margins with how many seeds pass them (by check id), the sanity check on gen, THR's
-    unconnected subset; then which control is the larger, and the judged rank against the width."""
+    the amended margins with how many seeds pass them (by check id, from ``claim``, :func:`evaluate`),
+    the sanity check on gen, THR's unconnected subset; then which control is the larger, and the
+    judged rank against the width."""
     rank, margin = result.rank, T["erasure_mem_drop_over_control_min"]
     lines = []
     for (task, condition), members in build.groups.items():
-        per_seed = [result.checks[u] for u in members]
+        per_seed = [claim.checks[u] for u in members]
 
         def margins(check_id):
             return values([math.nan if c is None or c.value is None else c.value for c in checks_of(per_seed, check_id)])
@@ -222,16 +273,15 @@ class Circuits:
         return math.nan if v is None else float(v)
 
 
-def circuits(build: Build, max_examples: int, max_fit: int, n_controls: int, n_splits: int, n_boot: int,
-             seed: int) -> Circuits:
+def circuits(build: Build, analysis: Analysis) -> Circuits:
     """Attribution patching of every head and neuron on C (true answer) and M (noisy label), both
     metrics, with split-half ceilings, bootstrap intervals and the ablation."""
-    out = {}
+    a, out = analysis, {}
     for u, r in build.runs.items():
         out[u] = attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
-                                      build.sets[u], fraction=T["top_fraction"], max_examples=max_examples,
-                                      max_fit=max_fit, n_controls=n_controls, seed=seed, n_splits=n_splits,
-                                      n_boot=n_boot, level=T["bootstrap_level"])
+                                      build.sets[u], fraction=T["top_fraction"], max_examples=a.max_examples,
+                                      max_fit=a.max_fit, n_controls=a.n_controls, seed=a.seed, n_splits=a.n_splits,
+                                      n_boot=a.n_boot, level=T["bootstrap_level"])
     return Circuits({u: c["scores"] for u, c in out.items()}, {u: c["overlap"] for u, c in out.items()},
                     {u: c["ablations"] for u, c in out.items()},
                     {u: {m: v["statistics"] for m, v in c["by_metric"].items()} for u, c in out.items()})
@@ -415,22 +465,39 @@ def ceiling_text(groups_: dict, result: Circuits) -> str:
     return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
 
 
-def evaluate(build: Build, found: dict, result: Erasure, circuit: Circuits) -> dict:
-    """Per unit: :func:`rote.verdicts.c3` on the erasure sweep, the overlap and its statistics, with the
-    sites, the neurons-only overlap and the ablation added to the metrics."""
-    out = {}
+def results(build: Build, claim: ClaimResult) -> list[dict]:
+    """Each unit's seed result for the record (its metrics as :meth:`rote.verdicts.c3.C3Metrics.record`)."""
+    return [verdicts.seed_result(u, claim.metrics[u].record(), claim.checks[u], configs=[u.noisy]) for u in build.units]
+
+
+# -- the claim's checks --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class C3Sections:
+    """The section results :func:`evaluate` judges: the erasure sites (:func:`sites`), the erasure
+    (:func:`erasure`) and the circuits (:func:`circuits`)."""
+
+    sites: dict
+    erasure: Erasure
+    circuits: Circuits
+
+    def __post_init__(self):
+        if not isinstance(self.erasure, Erasure) or not isinstance(self.circuits, Circuits):
+            raise TypeError("C3Sections takes the results of c3.erasure and c3.circuits")
+
+
+def evaluate(build: Build, sections: C3Sections) -> ClaimResult:
+    """Per unit: :func:`rote.verdicts.c3.checks` on the erasure sweep, the overlap and its statistics,
+    with the sites, the neurons-only overlap and the ablation added to the metrics. The only caller
+    of :mod:`rote.verdicts.c3`."""
+    result, circuit = sections.erasure, sections.circuits
+    metrics, checks = {}, {}
     for u in build.units:
-        metrics, checks = verdicts.c3(result.sweeps[u], result.rank, circuit.overlaps[u]["all"], u.task,
-                                      circuit.stats[u], erasure_layers=found[u]["layers"])
-        metrics.update({"erasure_layers": found[u]["layers"], "erasure_positions": found[u]["positions"],
-                        "overlap_neurons": circuit.overlaps[u]["neurons"]["jaccard"],
-                        "overlap_neurons_random": circuit.overlaps[u]["neurons"]["random"],
-                        **{f"ablate_{k.split()[0]}_neurons_{s}": float(v)
-                           for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}})
-        out[u] = (metrics, checks)
-    return out
-
-
-def results(build: Build, evaluations: dict) -> list[dict]:
-    """Each unit's seed result for the record."""
-    return [verdicts.seed_result(u, *evaluations[u], configs=[u.noisy]) for u in build.units]
+        site, neurons = sections.sites[u], circuit.overlaps[u]["neurons"]
+        measured, checks[u] = verdicts.c3.checks(result.sweeps[u], result.rank, circuit.overlaps[u]["all"], u.task,
+                                                 circuit.stats[u], erasure_layers=site["layers"])
+        ablation = {f"ablate_{k.split()[0]}_neurons_{s}": float(v)  # rows after "none": top, random neurons
+                    for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}
+        metrics[u] = dataclasses.replace(measured, erasure_layers=site["layers"], erasure_positions=site["positions"],
+                                         overlap_neurons=neurons["jaccard"], overlap_neurons_random=neurons["random"],
+                                         **ablation)
+    return ClaimResult("C3", metrics, checks)

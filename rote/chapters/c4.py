@@ -16,15 +16,33 @@ import seaborn as sns
 import torch
 
 from .. import analysis_cache, claims, plan, plots, verdicts
-from ..analysis import erasure, lookup, neurons
+from ..analysis import erasure, inlp, lookup, neurons, patching
 from ..analysis.sets import correct, memorized
-from ..report import choose_by, label, measured, num, registered_not_passed, seeds_head, values, where
+from ..report import choose_by, each_seed, label, measured, num, registered_not_passed, seeds_head, values, where
 from ..runs import get_or_train
-from . import Build, glue_values
+from . import Build, ClaimResult, glue_values
+from .params import ChapterParams, mapping, param, seed_list, task_list, whole
 
 T = claims.THRESHOLDS["C4"]
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # the erasure sites of chapter C3's rule
 LOOKUP_COLOR, DISTRIBUTED_COLOR = "#c0392b", "#2471a3"
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+
+    tasks: list[str] = param(["fda", "thr"], task_list())
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())
+    n_samples: int = param(3, whole(1))
+    erasure_rank: int = param(8, whole(1))
+    n_controls: int = param(3, whole(1))
+    n_matched: int = param(3, whole(1))
+    n_keys: int = param(50, whole(1))
+    max_lookup: int = param(300, whole(1))
+    max_fit: int = param(2000, whole(1))
+    seed: int = param(0, whole(0))
 
 
 def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int) -> None:
@@ -48,7 +66,7 @@ def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
     return Build(profile, units, runs, sets)
 
 
-# -- the three statistics and the intermediate result ------------------------------------------------
+# -- how many neurons write the label ----------------------------------------------------------------
 def k50s(build: Build) -> dict:
     """Per unit: k50 of every memorized digit of M (to the noisy label) and answer digit of C."""
     return {u: neurons.k50_table(r.model, build.sets[u]["M"], build.sets[u]["C"]) for u, r in build.runs.items()}
@@ -59,6 +77,7 @@ def k50_table(tables: dict) -> pd.DataFrame:
                       for u, k in tables.items()}, names=["unit", "set"])
 
 
+# -- how specific they are ---------------------------------------------------------------------------
 def specificity(build: Build) -> dict:
     """Per unit: each memorized digit's top neurons (within its k50) and the share of clean inputs
     each is active on."""
@@ -70,22 +89,58 @@ def activity_table(tables: dict) -> pd.DataFrame:
     return pd.DataFrame({label(u): s.groupby("layer").activity.median() for u, s in tables.items()}).rename_axis("layer")
 
 
-@dataclass
+# -- what the label depends on: input positions and the intermediate result --------------------------
+@dataclass(frozen=True)
+class Ablations:
+    """How :func:`dependency` ablates: ``n_samples`` resample draws per example and prompt position;
+    INLP of ``rank`` directions at each erasure site, against ``n_controls`` random subspaces and
+    ``n_matched`` information-matched erasures; ``max_fit`` clean training examples for the probes
+    that locate the result and for INLP; ``seed`` of the resampling and of the fits."""
+
+    n_samples: int
+    rank: int
+    n_controls: int
+    n_matched: int
+    max_fit: int
+    seed: int
+
+    def __post_init__(self):
+        for name, low in (("n_samples", 1), ("rank", 1), ("n_controls", 1), ("n_matched", 1), ("max_fit", 1),
+                          ("seed", 0)):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+                raise ValueError(f"Ablations.{name} must be an int >= {low}, got {value!r}")
+
+
+@dataclass(frozen=True)
 class Dependency:
     """Per unit: the drop of P(noisy label) when each prompt position is resampled (``positions``), the
     erasure sites of chapter C3's rule (``sites``), the drop when the intermediate result is erased,
-    with both controls (``removal``), and whether the information-matched control was computed
-    (``matched``: False where there is no site, 8.5, or no draw)."""
+    with both controls (``removal``), the INLP rank erased (``rank``), and whether the
+    information-matched control was computed (``matched``: False where there is no site, 8.5, or no
+    draw; None: read from ``removal``)."""
 
     positions: dict
     sites: dict
     removal: dict
+    rank: int
     matched: dict | None = None
 
+    def __post_init__(self):
+        if not set(self.positions) == set(self.sites) == set(self.removal):
+            raise ValueError("Dependency: positions, sites and removal must cover the same units")
+        if self.matched is not None and set(self.matched) != set(self.removal):
+            raise ValueError("Dependency: matched must cover the units of removal")
+        if not (isinstance(self.rank, int) and self.rank >= 1):
+            raise ValueError(f"Dependency.rank must be an int >= 1, got {self.rank!r}")
 
-def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_matched: int, max_fit: int,
-               seed: int) -> Dependency:
-    positions = {u: neurons.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
+
+def dependency(build: Build, ablations: Ablations) -> Dependency:
+    """Per unit: resample each prompt position of M, find the erasure sites, and erase the intermediate
+    result there against both controls, as ``ablations`` says."""
+    n_samples, rank, n_controls = ablations.n_samples, ablations.rank, ablations.n_controls
+    n_matched, max_fit, seed = ablations.n_matched, ablations.max_fit, ablations.seed
+    positions = {u: patching.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
                                                seed=seed) for u, r in build.runs.items()}
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
     sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=max_fit, seed=seed)
@@ -95,12 +150,12 @@ def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_match
         s = sites[u]
         fitted = erasure.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"], s["positions"],
                                      rank, max_train=max_fit, seed=seed) if s["layers"] else None
-        controls = [erasure.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
+        controls = [inlp.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
         matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, n_controls=n_matched,
                                               max_train=max_fit, seed=seed) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
         available[u] = bool(matched) and bool(len(removal[u])) and "matched" in set(removal[u].method)
-    return Dependency(positions, sites, removal, available)
+    return Dependency(positions, sites, removal, rank, available)
 
 
 # -- the known look-up (amendment 1, 7.6) ------------------------------------------------------------
@@ -145,24 +200,7 @@ def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("unit").round(3)
 
 
-def evaluate(build: Build, summary: dict, depends: Dependency, found: dict, rank: int) -> dict:
-    """Per unit: the claim's metrics and checks (:func:`rote.verdicts.c4`, with the look-up control)."""
-    return {u: verdicts.c4({**summary[u], "n_memorized": len(build.sets[u]["M"]), "n_clean": len(build.sets[u]["C"]),
-                            "n_positions": len(summary[u]["position_drops"]),
-                            "erasure_layers": depends.sites[u]["layers"], "erasure_rank": rank,
-                            "matched_available": _matched(depends, u)}, found[u])
-            for u in build.units}
-
-
-def _matched(depends: Dependency, u) -> bool:
-    """Whether the information-matched control was computed for ``u`` (a Dependency built without
-    the flag: whenever its removal table has matched rows)."""
-    if depends.matched is not None:
-        return depends.matched[u]
-    table = depends.removal[u]
-    return bool(len(table)) and "matched" in set(table.method)
-
-
+# -- look-up or distributed: the two hypotheses against the data -------------------------------------
 def hypotheses(build: Build, summary: dict, u):
     """What a look-up and a distributed encoding each predict, beside the unit's observed values."""
     return (neurons.hypotheses_table(summary[u], n_clean=len(build.sets[u]["C"]), quantile=T["activity_quantile"],
@@ -179,7 +217,6 @@ def scalars_table(units: list, summary: dict) -> pd.DataFrame:
     return pd.DataFrame({label(u): {k: summary[u][k] for k in SCALARS} for u in units}).round(3)
 
 
-# -- figures -------------------------------------------------------------------------------------------
 @plots.seeded_jitter
 def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
     """One row per task and condition (first seed): k50 of M and C against the look-up's one neuron;
@@ -246,6 +283,55 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
+def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict, profile: str) -> str:
+    """Per task and condition: each statistic per seed against its threshold, the sentence its check
+    (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
+    lines = []
+    for (task, condition), members in groups_.items():
+        def pick(check_id, yes, no, key):
+            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [summary[u][key] for u in members])
+
+        n_pos = " / ".join(str(len(summary[u]["position_drops"])) if summary[u]["position_drops"] else "n/a"
+                           for u in members)
+        noun = "digit" if task == "fda" else "label"
+        head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
+                f"{' / '.join(str(sizes[u]['M']) for u in members)}): ")
+        not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members})
+        if not any(sizes[u]["M"] for u in members):
+            lines.append(head + "no memorized examples, so none of the measures applies. " + not_passed)
+            continue
+        lines.append(
+            head + f"the median k50 of a memorized {noun} is {each_seed(summary, members, 'k50_M')} neurons against "
+            f"{each_seed(summary, members, 'k50_C')} for a correct answer {noun} (ratio "
+            f"{each_seed(summary, members, 'k50_ratio')}; threshold {T['k50_ratio_min']}), "
+            + pick("c4.k50", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many neurons "
+                   "as a correct answer (a look-up would use one)",
+                   f"so memorized labels are written by fewer than {T['k50_ratio_min']} times as many neurons as correct "
+                   "answers", "k50_ratio")
+            + f". The top neurons of memorized {noun}s are active on a median share "
+            f"{each_seed(summary, members, 'top_activity_median')} of clean inputs (a look-up neuron: about "
+            f"{' / '.join(num(1 / sizes[u]['C'], '.3g') if sizes[u]['C'] else 'n/a' for u in members)}; "
+            f"the layer average: {num(1 - T['activity_quantile'], '.3g')}; threshold {T['activity_fraction_min']}), "
+            + pick("c4.activity", "so they are shared with other inputs",
+                   "so they are active on fewer clean inputs than the claim requires", "top_activity_median")
+            + ". Resampling one prompt position at a time, "
+            f"{each_seed(summary, members, 'positions_over_min', 'd')} of {n_pos} positions each remove at least "
+            f"{T['drop_min']} of P(noisy label) (largest mean drop {each_seed(summary, members, 'max_position_drop')}; "
+            f"at least {T['positions_min']} required), "
+            + pick("c4.positions", "so the label depends on several input tokens",
+                   "so fewer positions than required matter this much", "max_position_drop")
+            + f"; erasing the intermediate result removes {each_seed(summary, members, 'intermediate_drop')} (random "
+            f"subspaces of the same rank: {each_seed(summary, members, 'intermediate_control_drop')}; "
+            f"information-matched erasures: {each_seed(summary, members, 'intermediate_matched_drop')}), "
+            + pick("c4.intermediate.registered", "so the memorized label depends on the intermediate result, which a "
+                   "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
+                   "separates a distributed encoding from a look-up", "intermediate_drop")
+            + ". " + not_passed)
+    return (f"**What this build shows** ({profile} profile; one number per seed; the records in the Verdict section are "
+            "authoritative):\n\n" + "\n".join(lines))
+
+
+# -- amendment 1: the statistics on a known look-up, and the information-matched erasure -------------
 @plots.seeded_jitter
 def controls_figure(units: list, evaluations: dict, found: dict):
     """Amendment 1's controls, one number per seed: each statistic on M and on the known look-up with
@@ -290,56 +376,6 @@ def controls_figure(units: list, evaluations: dict, found: dict):
     ax.legend(fontsize=8)
     plt.tight_layout()
     return fig
-
-
-# -- prose ---------------------------------------------------------------------------------------------
-def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict, profile: str) -> str:
-    """Per task and condition: each statistic per seed against its threshold, the sentence its check
-    (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
-    lines = []
-    for (task, condition), members in groups_.items():
-        def each_seed(key, spec=".3g"):
-            return values([summary[u][key] for u in members], spec)
-
-        def pick(check_id, yes, no, key):
-            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [summary[u][key] for u in members])
-
-        n_pos = " / ".join(str(len(summary[u]["position_drops"])) if summary[u]["position_drops"] else "n/a"
-                           for u in members)
-        noun = "digit" if task == "fda" else "label"
-        head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
-                f"{' / '.join(str(sizes[u]['M']) for u in members)}): ")
-        not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members})
-        if not any(sizes[u]["M"] for u in members):
-            lines.append(head + "no memorized examples, so none of the measures applies. " + not_passed)
-            continue
-        lines.append(
-            head + f"the median k50 of a memorized {noun} is {each_seed('k50_M')} neurons against {each_seed('k50_C')} "
-            f"for a correct answer {noun} (ratio {each_seed('k50_ratio')}; threshold {T['k50_ratio_min']}), "
-            + pick("c4.k50", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many neurons "
-                   "as a correct answer (a look-up would use one)",
-                   f"so memorized labels are written by fewer than {T['k50_ratio_min']} times as many neurons as correct "
-                   "answers", "k50_ratio")
-            + f". The top neurons of memorized {noun}s are active on a median share {each_seed('top_activity_median')} "
-            "of clean inputs (a look-up neuron: about "
-            f"{' / '.join(num(1 / sizes[u]['C'], '.3g') if sizes[u]['C'] else 'n/a' for u in members)}; "
-            f"the layer average: {num(1 - T['activity_quantile'], '.3g')}; threshold {T['activity_fraction_min']}), "
-            + pick("c4.activity", "so they are shared with other inputs",
-                   "so they are active on fewer clean inputs than the claim requires", "top_activity_median")
-            + f". Resampling one prompt position at a time, {each_seed('positions_over_min', 'd')} of {n_pos} positions "
-            f"each remove at least {T['drop_min']} of P(noisy label) (largest mean drop {each_seed('max_position_drop')}; "
-            f"at least {T['positions_min']} required), "
-            + pick("c4.positions", "so the label depends on several input tokens",
-                   "so fewer positions than required matter this much", "max_position_drop")
-            + f"; erasing the intermediate result removes {each_seed('intermediate_drop')} (random subspaces of the same "
-            f"rank: {each_seed('intermediate_control_drop')}; information-matched erasures: "
-            f"{each_seed('intermediate_matched_drop')}), "
-            + pick("c4.intermediate.registered", "so the memorized label depends on the intermediate result, which a "
-                   "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
-                   "separates a distributed encoding from a look-up", "intermediate_drop")
-            + ". " + not_passed)
-    return (f"**What this build shows** ({profile} profile; one number per seed; the records in the Verdict section are "
-            "authoritative):\n\n" + "\n".join(lines))
 
 
 STATISTIC_NAMES = {"k50": "the median k50 (threshold: the k50 ratio times the median k50 on C)",
@@ -401,6 +437,44 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
     return "**What the amendment's controls show** (one number per seed):\n\n" + "\n".join(lines)
 
 
-def results(build: Build, evaluations: dict) -> list[dict]:
-    """Each unit's seed result for the record."""
-    return [verdicts.seed_result(u, *evaluations[u], configs=[u.noisy]) for u in build.units]
+# -- the claim's metrics and checks, and the records -------------------------------------------------
+def results(build: Build, result: ClaimResult) -> list[dict]:
+    """Each unit's seed result for the record (its metrics stored as their dict)."""
+    return [verdicts.seed_result(u, result.metrics[u], result.checks[u], configs=[u.noisy]) for u in build.units]
+
+
+@dataclass(frozen=True)
+class C4Sections:
+    """The section results the claim is judged on, per unit: the numbers of :func:`summaries`, the
+    dependency section (:func:`dependency`: the erasure sites, the INLP rank, whether the matched
+    control was computed) and the statistics on the known look-up (:func:`lookups`)."""
+
+    summary: dict
+    dependency: Dependency
+    lookups: dict
+
+    def __post_init__(self):
+        if set(self.summary) != set(self.lookups) or not set(self.summary) <= set(self.dependency.sites):
+            raise ValueError("C4Sections: summary, lookups and dependency must cover the same units")
+
+
+def _matched(depends: Dependency, u) -> bool:
+    """Whether the information-matched control was computed for ``u`` (a Dependency built without
+    the flag: whenever its removal table has matched rows)."""
+    if depends.matched is not None:
+        return depends.matched[u]
+    table = depends.removal[u]
+    return bool(len(table)) and "matched" in set(table.method)
+
+
+def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
+    """Per unit: the claim's metrics (:class:`rote.verdicts.c4.C4Metrics`) and checks, with the look-up
+    control (:func:`rote.verdicts.c4.checks`; the only caller of :mod:`rote.verdicts.c4`)."""
+    depends, judged = sections.dependency, {}
+    for u in build.units:
+        summary = sections.summary[u]
+        judged[u] = verdicts.c4.checks({**summary, "n_memorized": len(build.sets[u]["M"]),
+                                        "n_clean": len(build.sets[u]["C"]), "n_positions": len(summary["position_drops"]),
+                                        "erasure_layers": depends.sites[u]["layers"], "erasure_rank": depends.rank,
+                                        "matched_available": _matched(depends, u)}, sections.lookups[u])
+    return ClaimResult("C4", {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})

@@ -6,8 +6,8 @@ against the untrained model (:func:`untrained_maps`), under amendment 2's cut (:
 outliers against clean neighbours and the never-trained null (:func:`outliers`), the shifted
 picture (:func:`heatmap_figure`), layer-wise patching (:func:`patching`), the dose-response
 (:func:`dose`), memorization at the first differing digit j* (:func:`jstar`), and every number the
-record holds (:func:`metrics`, judged by :func:`rote.verdicts.c5`), with each section's figure, table
-and paragraph."""
+record holds with the claim's checks (:func:`evaluate`, the only caller of :mod:`rote.verdicts.c5`),
+with each section's figure, table and paragraph."""
 
 from __future__ import annotations
 
@@ -18,16 +18,42 @@ import pandas as pd
 import seaborn as sns
 
 from .. import claims, plan, plots, verdicts
-from ..analysis import heuristics
+from ..analysis import fda_features, heuristics, neuron_patching, outliers as outlier_analysis
 from ..analysis.sets import memorized
-from ..report import (chance_side, choose_by, label, measured, per_seed, registered_not_passed, seeds_head, values,
-                      versus, where)
+from ..report import (chance_side, choose_by, each_seed, label, measured, per_seed, registered_not_passed, seeds_head,
+                      values, versus, where)
 from ..runs import get_or_train
+from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
-from . import Build, glue_values
+from . import Build, ClaimResult, glue_values
+from .params import ChapterParams, at_most, mapping, number, param, seed_list, task_list, whole
 
 T = claims.THRESHOLDS["C5"]
 CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["control"], "mismatched": "#7570b3"}
+
+
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+
+    tasks: list[str] = param(["fda"], task_list(("fda",)))  # C5 is an FDA claim
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())
+    grid_size: int = param(4096, whole(1, (MAX_OPERAND - MIN_OPERAND + 1) ** 2))  # distinct clean inputs
+    grid_seed: int = param(0, whole(0))
+    top_k: int = param(50, whole(1))  # at most grid_size
+    max_shift: int = param(3, whole(1))  # 0 would leave no clean neighbour
+    z_outlier: float = param(2.0, number(0, low_open=True))
+    n_clean: int = param(500, whole(1))
+    n_null: int = param(300, whole(1))  # the first n_null of the n_clean: at most n_clean
+    null_seed: int = param(0, whole(0))
+    n_dose: int = param(300, whole(1))
+    n_controls: int = param(3, whole(1))
+    n_heatmaps: int = param(4, whole(1))
+
+    def check_together(self) -> None:
+        at_most("top_k", self.top_k, "grid_size", self.grid_size)
+        at_most("n_null", self.n_null, "n_clean", self.n_clean)
 
 
 def glue_thresholds(max_shift: int, z_outlier: float) -> None:
@@ -59,7 +85,7 @@ def set_table(build: Build) -> pd.DataFrame:
 
 
 def _grid(build: Build, u, grid_size: int, grid_seed: int):
-    return heuristics.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+    return fda_features.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
 
 
 def _last(hmap) -> int:
@@ -84,7 +110,7 @@ def share_figure(build: Build, hmaps: dict):
         per = hm.per_layer()
         if len(per):
             wide = per.pivot(index="layer", columns="kind", values="fraction").reindex(hm.layers).fillna(0.0)
-            wide = wide[[k for k in heuristics.FEATURE_KINDS if k in wide]]
+            wide = wide[[k for k in fda_features.FEATURE_KINDS if k in wide]]
             wide.plot.bar(stacked=True, ax=ax, rot=0, color=sns.color_palette("tab10", len(wide.columns)), width=0.6)
         for i, v in enumerate(build.groups[(u.task, u.condition)]):
             ax.scatter(range(len(hmaps[v].layers)), hmaps[v].layer_fractions(), color="k", s=18, zorder=3,
@@ -236,14 +262,12 @@ def cut_text(groups_: dict, cut_metrics: dict) -> str:
     for (task, condition), members in groups_.items():
         empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u]['cut_empty_layers'])}"
                  for u in members if cut_metrics[u]["cut_empty_layers"]]
-
-        def each_seed(key):
-            return values([cut_metrics[u][key] for u in members], ".3g")
-
         lines.append(
-            f"- **{where(task, condition)}**: under the cut, a share {each_seed('cut_heuristic_fraction')} of the trained "
-            f"model's neurons are heuristics, against {each_seed('cut_null_fraction')} of the untrained model of the same "
-            f"seed (units: {each_seed('cut_heuristic_fraction_units')} against {each_seed('cut_null_fraction_units')}). "
+            f"- **{where(task, condition)}**: under the cut, a share "
+            f"{each_seed(cut_metrics, members, 'cut_heuristic_fraction')} of the trained model's neurons are heuristics, "
+            f"against {each_seed(cut_metrics, members, 'cut_null_fraction')} of the untrained model of the same seed "
+            f"(units: {each_seed(cut_metrics, members, 'cut_heuristic_fraction_units')} against "
+            f"{each_seed(cut_metrics, members, 'cut_null_fraction_units')}). "
             + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty) + ")."
                if empty else "Every layer holds at least one heuristic unit under the cut."))
     return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
@@ -278,21 +302,21 @@ def outliers(build: Build, hmaps: dict, max_shift: int, z_outlier: float, n_null
     stats, comparison, direction, null = {}, {}, {}, {}
     for u, run in build.runs.items():
         sets = build.sets[u]
-        sets["null"] = heuristics.fresh_noisy_labels(sets["clean"][:n_null], u.noisy.data.noise_kind,
+        sets["null"] = outlier_analysis.fresh_noisy_labels(sets["clean"][:n_null], u.noisy.data.noise_kind,
                                                      run.data.meta["answer_order"], seed=null_seed)
-        stats[u] = {name: heuristics.neighbour_stats(run.model, ex, hmaps[u], order=run.data.meta["answer_order"],
+        stats[u] = {name: outlier_analysis.neighbour_stats(run.model, ex, hmaps[u], order=run.data.meta["answer_order"],
                                                      max_shift=max_shift) for name, ex in sets.items()}
-        null[u] = heuristics.null_comparison(stats[u]["M"], stats[u]["null"], hmaps[u])
-        comparison[u] = heuristics.outlier_comparison(stats[u]["M"], stats[u]["clean"], hmaps[u])
-        direction[u] = heuristics.shift_direction(run.model, sets["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
+        null[u] = outlier_analysis.null_comparison(stats[u]["M"], stats[u]["null"], hmaps[u])
+        comparison[u] = outlier_analysis.outlier_comparison(stats[u]["M"], stats[u]["clean"], hmaps[u])
+        direction[u] = outlier_analysis.shift_direction(run.model, sets["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
     return Outliers(stats, comparison, null, direction)
 
 
 def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
     """Left: |z| over (example, heuristic unit) pairs, memorized digits of M against the clean examples;
     right: the median per answer position."""
-    zt = pd.concat([heuristics.z_table(result.stats[u]["M"], hmaps[u], "M").query("differs"),
-                    heuristics.z_table(result.stats[u]["clean"], hmaps[u], "clean")])
+    zt = pd.concat([outlier_analysis.z_table(result.stats[u]["M"], hmaps[u], "M").query("differs"),
+                    outlier_analysis.z_table(result.stats[u]["clean"], hmaps[u], "clean")])
     zt = zt.groupby("set").sample(frac=1.0, random_state=0).groupby("set").head(50_000)  # plotted: 50k pairs per set
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     if zt["set"].eq("M").any():
@@ -375,17 +399,15 @@ def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str
         if prefix_part:
             verdict_text += (f"; the ratio over clean examples is the larger one on {prefix_part} of {len(members)} "
                              "seeds, so that part of it comes from the noisy prefix, not from memorization")
-
-        def each_seed(table, key):
-            return values([table[u][key] for u in members], ".3g")
-
         lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits "
-                     f"{each_seed(comparison, 'median_abs_z_M')} on M, {each_seed(null, 'median_abs_z_null')} on the null "
-                     f"and {each_seed(comparison, 'median_abs_z_clean')} on clean examples: M over null "
-                     f"{each_seed(null, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                     f"{each_seed(comparison, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, where neither "
-                     f"set has a noisy prefix, M over null is {each_seed(null, 'z_null_ratio_position9')}; after it, "
-                     f"{each_seed(null, 'z_null_ratio_after_position9')}.")
+                     f"{each_seed(comparison, members, 'median_abs_z_M')} on M, "
+                     f"{each_seed(null, members, 'median_abs_z_null')} on the null and "
+                     f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
+                     f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
+                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, "
+                     f"where neither set has a noisy prefix, M over null is "
+                     f"{each_seed(null, members, 'z_null_ratio_position9')}; after it, "
+                     f"{each_seed(null, members, 'z_null_ratio_after_position9')}.")
     return "One number per seed:\n\n" + "\n".join(lines)
 
 
@@ -393,7 +415,7 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
     """Heuristic units on a memorized digit of one memorized example each, over the operand grid around
     it, the example in the framed centre cell; top row the largest |z|, bottom row typical outliers."""
     run = build.runs[u]
-    picks = {kind: heuristics.example_outliers(result.stats[u]["M"], hmaps[u], k=n_heatmaps, kind=kind, z_min=z_outlier)
+    picks = {kind: outlier_analysis.example_outliers(result.stats[u]["M"], hmaps[u], k=n_heatmaps, kind=kind, z_min=z_outlier)
              for kind in ("strongest", "typical")}
     fig, axes = plt.subplots(2, n_heatmaps, figsize=(3.7 * n_heatmaps, 7.4), squeeze=False)
     for ax_row, (kind, top) in zip(axes, picks.items()):
@@ -401,7 +423,7 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
             ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
-            nb = heuristics.operand_neighbourhood(run.model, build.sets[u]["M"][row.example:row.example + 1], row.layer,
+            nb = outlier_analysis.operand_neighbourhood(run.model, build.sets[u]["M"][row.example:row.example + 1], row.layer,
                                                   row.position, [row.neuron], order=run.data.meta["answer_order"])
             grid, r = nb["grid"][0].copy(), nb["radius"]
             grid[r, r] = nb["example_value"][0]
@@ -419,7 +441,7 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
 def patching(build: Build, hmaps: dict, result: Outliers, z_outlier: float, n_controls: int) -> dict:
     """Per unit and layer: the share of M reverted and recovered when the layer's outlier heuristics,
     all its heuristic units, or the whole layer are patched to clean-neighbour means, with random controls."""
-    return {u: heuristics.layer_patching(run.model, build.sets[u]["M"], result.stats[u]["M"], hmaps[u], z_min=z_outlier,
+    return {u: neuron_patching.layer_patching(run.model, build.sets[u]["M"], result.stats[u]["M"], hmaps[u], z_min=z_outlier,
                                          n_controls=n_controls) for u, run in build.runs.items()}
 
 
@@ -442,7 +464,7 @@ def patching_figure(u, table: pd.DataFrame):
 
 def registered_reverts(hmaps: dict, patched: dict) -> dict:
     """Per unit: the share of M the registered outlier set of the last layer reverts."""
-    return {u: heuristics.patching_summary(table, _last(hmaps[u]))["outliers_reverted"] for u, table in patched.items()}
+    return {u: neuron_patching.patching_summary(table, _last(hmaps[u]))["outliers_reverted"] for u, table in patched.items()}
 
 
 def patching_table(u, table: pd.DataFrame):
@@ -465,10 +487,10 @@ class Dose:
 
 
 def dose(build: Build, hmaps: dict, result: Outliers, n_controls: int, n_dose: int) -> Dose:
-    curves = {u: heuristics.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
+    curves = {u: neuron_patching.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
                                           T["m_grid"], n_controls=n_controls, max_examples=n_dose)
               for u, run in build.runs.items()}
-    return Dose(curves, {u: heuristics.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
+    return Dose(curves, {u: neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
                          for u in build.units})
 
 
@@ -543,28 +565,38 @@ def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: di
 
 
 # -- amendment 2, 8.4: memorization at the first differing digit j* ----------------------------------------
-JSTAR_KEYS = ["jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_z_ratio",
-              "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio", "jstar_pattern_corr_M"]
-JSTAR_DOSE_KEYS = ("jstar_n", "jstar_units_min", "jstar_m50", "jstar_top_revert_m50", "jstar_random_revert_m50",
-                   "jstar_mismatched_revert_m50", "jstar_recovered_m50", "jstar_top_revert_max")
-AFTER_JSTAR_KEYS = ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
-                    "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null")
-
-
 @dataclass
 class Jstar:
-    """Per unit: :func:`rote.analysis.heuristics.jstar_analysis` (``out``: its dose curves at j*) and
-    its numbers (``metrics``)."""
+    """Per unit: :func:`rote.analysis.neuron_patching.jstar_analysis` (``out``: its dose curves at j*)
+    and its numbers (``metrics``, named as the fields of :class:`rote.verdicts.c5.C5Metrics`). Each table
+    shows some of them, one column per unit."""
 
     out: dict
     metrics: dict
 
-    def table(self, units, keys) -> pd.DataFrame:
-        return pd.DataFrame({label(u): {k: self.metrics[u][k] for k in keys} for u in units})
+    def table(self, units) -> pd.DataFrame:
+        """|z| and the pattern correlation at j*, and how many memorized examples have a j* (where)."""
+        return self._rows(units, ("jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean",
+                                  "jstar_z_ratio", "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio",
+                                  "jstar_pattern_corr_M"))
+
+    def dose_table(self, units) -> pd.DataFrame:
+        """The specificity at j*: examples patched, the fewest 8.3 units at a j*, m50 and the reverts there."""
+        return self._rows(units, ("jstar_n", "jstar_units_min", "jstar_m50", "jstar_top_revert_m50",
+                                  "jstar_random_revert_m50", "jstar_mismatched_revert_m50", "jstar_recovered_m50",
+                                  "jstar_top_revert_max"))
+
+    def after_table(self, units) -> pd.DataFrame:
+        """After j* (shown, not judged): |z| on M against the never-trained null."""
+        return self._rows(units, ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
+                                  "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null"))
+
+    def _rows(self, units, names) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {k: self.metrics[u][k] for k in names} for u in units})
 
 
 def jstar(build: Build, hmaps: dict, result: Outliers, cut_result: Cut, n_controls: int, n_dose: int) -> Jstar:
-    out = {u: heuristics.jstar_analysis(run.model, build.sets[u]["M"], build.sets[u]["null"], result.stats[u],
+    out = {u: neuron_patching.jstar_analysis(run.model, build.sets[u]["M"], build.sets[u]["null"], result.stats[u],
                                         cut_result.maps[u], _last(hmaps[u]), T["m_grid"],
                                         revert_min=T["patch_revert_min"], n_controls=n_controls, max_examples=n_dose)
            for u, run in build.runs.items()}
@@ -671,41 +703,37 @@ def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
 
 
 # -- the claim's metrics and checks ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class C5Sections:
+    """The section results C5's numbers come from (:func:`evaluate`), each per unit: the heuristic
+    maps (:func:`heuristic_maps`), the untrained model's (:func:`untrained_maps`), the 8.3 cut
+    (:func:`cut`), the outliers (:func:`outliers`), the layer-wise patching (:func:`patching`), the
+    dose-response (:func:`dose`) and the reading at j* (:func:`jstar`)."""
+
+    hmaps: dict
+    untrained: dict
+    cut: Cut
+    outliers: Outliers
+    patched: dict
+    dose: Dose
+    jstar: Jstar
+
+    def __post_init__(self):
+        units = set(self.hmaps)
+        for name, per_unit in (("untrained", self.untrained), ("cut", self.cut.metrics),
+                               ("outliers", self.outliers.comparison), ("patched", self.patched),
+                               ("dose", self.dose.last), ("jstar", self.jstar.metrics)):
+            if set(per_unit) != units:
+                raise ValueError(f"C5Sections: the {name} section covers other units than the heuristic maps")
+
+
 LAST_LAYER_KEYS = ["patch_revert_last", "control_revert_last", "patch_recover_last", "heuristics_revert_last",
                    "heuristics_control_revert_last", "layer_revert_last", "layer_recover_last"]
 
 
-def metrics(build: Build, hmaps: dict, untrained: dict, cut_result: Cut, result: Outliers, patched: dict,
-            dose_result: Dose, jstar_result: Jstar) -> dict:
-    """Per unit: every number the record holds and :func:`rote.verdicts.c5` judges."""
-    out = {}
-    for u in build.units:
-        hm, last = hmaps[u], _last(hmaps[u])
-        z, null, patch = result.comparison[u], result.null[u], heuristics.patching_summary(patched[u], last)
-        out[u] = {"n_memorized": len(build.sets[u]["M"]), "heuristic_fraction": hm.neuron_fraction,
-                  "heuristic_fraction_per_layer": hm.neuron_layer_fractions(),
-                  "heuristic_fraction_units": hm.heuristic_fraction,
-                  "heuristic_fraction_units_per_layer": hm.layer_fractions(),
-                  "heuristic_fraction_any_position": hm.any_position_fraction,
-                  "untrained_heuristic_fraction": untrained[u].neuron_fraction,
-                  "untrained_heuristic_fraction_units": untrained[u].heuristic_fraction,
-                  **{k: v for k, v in null.items() if k != "median_abs_z_by_position_null"},
-                  "median_abs_z_by_position_M": z["median_abs_z_by_position_M"],
-                  "median_abs_z_by_position_null": null["median_abs_z_by_position_null"],
-                  **dose_result.last[u],
-                  **{k: v for k, v in z.items() if "by_position" not in k},
-                  "shift_toward_noisy": result.direction[u]["toward_noisy"], "n_shifts": result.direction[u]["n_shifts"],
-                  "patch_revert_last": patch["outliers_reverted"], "patch_recover_last": patch["outliers_recovered"],
-                  "control_revert_last": patch["outliers_control_reverted"],
-                  "heuristics_revert_last": patch["heuristics_reverted"],
-                  "heuristics_control_revert_last": patch["heuristics_control_reverted"],
-                  "layer_revert_last": patch["all_reverted"], "layer_recover_last": patch["all_recovered"],
-                  "last_layer": last, **cut_result.metrics[u], **jstar_result.metrics[u]}
-    return out
-
-
-def last_layer_table(units: list, numbers: dict) -> pd.DataFrame:
-    return pd.DataFrame({label(u): {k: numbers[u][k] for k in LAST_LAYER_KEYS} for u in units}).round(3)
+def last_layer_table(units: list, claim: ClaimResult) -> pd.DataFrame:
+    """Section 5's patching of the last layer (the fields ``LAST_LAYER_KEYS`` of each unit's metrics)."""
+    return pd.DataFrame({label(u): {k: getattr(claim.metrics[u], k) for k in LAST_LAYER_KEYS} for u in units}).round(3)
 
 
 def top_kinds(hmap) -> str:
@@ -718,63 +746,60 @@ def top_kinds(hmap) -> str:
                      for layer, g in per.groupby("layer"))
 
 
-def registered_text(groups_: dict, numbers: dict, evaluations: dict, hmaps: dict, profile: str) -> str:
+def registered_text(groups_: dict, claim: ClaimResult, hmaps: dict, profile: str) -> str:
     """The registered reading per condition: the heuristic share (with the first seed's most frequent
     best features), the pattern correlation, |z| at memorized digits, the direction of the shifts
     against chance, and the last layer's patching, each with the sentence its check (by id) chooses."""
-    lines = []
+    lines, m = [], claim.metrics
     for (task, condition), members in groups_.items():
-        def each_seed(key, spec=".3g"):
-            return values([numbers[u][key] for u in members], spec)
-
         def pick(check_id, yes, no, key):
-            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [numbers[u][key] for u in members])
+            return choose_by([claim.checks[u] for u in members], check_id, yes, no, [getattr(m[u], key) for u in members])
 
         def side(u):
-            return chance_side(numbers[u]["shift_toward_noisy"], numbers[u]["n_shifts"])
+            return chance_side(m[u].shift_toward_noisy, m[u].n_shifts)
 
-        by_layer = " / ".join("[" + ", ".join(values([x]) for x in numbers[u]["heuristic_fraction_per_layer"]) + "]"
+        by_layer = " / ".join("[" + ", ".join(values([x]) for x in m[u].heuristic_fraction_per_layer) + "]"
                               for u in members)
         sides = {side(u) for u in members}
         shift_text = (sides.pop() if len(sides) == 1 else ", ".join(f"seed {u.seed}: {side(u)}" for u in members)) \
             + " (chance: one half; 95% interval)"
         head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
-                f"{each_seed('n_memorized', 'd')}): ")
-        not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members}, key="name",
+                f"{each_seed(m, members, 'n_memorized', 'd')}): ")
+        not_passed = registered_not_passed({u.seed: claim.checks[u] for u in members}, key="name",
                                            note=" (in the amended reading the share is superseded by 8.3, |z| and the "
                                                 "patching checks by 8.4, the pattern correlation by 8.5)")
         heuristic_text = (
-            f"a share {each_seed('heuristic_fraction')} of the neurons are heuristics (per layer {by_layer}; "
-            f"threshold {T['heuristic_fraction_min']}), "
+            f"a share {each_seed(m, members, 'heuristic_fraction')} of the neurons are heuristics (per layer "
+            f"{by_layer}; threshold {T['heuristic_fraction_min']}), "
             + pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share "
                    "of the neurons", "so heuristics make up less than the required share of the neurons",
                    "heuristic_fraction")
             + f" (most frequent best features, seed {members[0].seed}: {top_kinds(hmaps[members[0]])}). ")
-        if not any(numbers[u]["n_memorized"] for u in members):
+        if not any(m[u].n_memorized for u in members):
             lines.append(head + heuristic_text + "There are no memorized examples, so the outlier and patching measures "
                          "do not apply. " + not_passed)
             continue
         lines.append(
             head + heuristic_text
-            + f"On memorized examples the units keep their pattern with a correlation {each_seed('pattern_corr_M')} with "
-            f"the clean-neighbour expectation (clean examples: {each_seed('pattern_corr_clean')}; threshold "
-            f"{T['pattern_corr_min']}), "
+            + f"On memorized examples the units keep their pattern with a correlation "
+            f"{each_seed(m, members, 'pattern_corr_M')} with the clean-neighbour expectation (clean examples: "
+            f"{each_seed(m, members, 'pattern_corr_clean')}; threshold {T['pattern_corr_min']}), "
             + pick("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M",
                    "pattern_corr_M")
-            + f"; the median |z| at memorized digits is {each_seed('z_ratio')} times that of clean examples (threshold "
-            f"{T['z_ratio_min']}; over all answer positions {each_seed('z_ratio_all_positions')}), "
+            + f"; the median |z| at memorized digits is {each_seed(m, members, 'z_ratio')} times that of clean examples "
+            f"(threshold {T['z_ratio_min']}; over all answer positions {each_seed(m, members, 'z_ratio_all_positions')}), "
             + pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
                    "so memorized examples are less far out than the claim requires", "z_ratio")
-            + f". Of the outlier shifts at memorized digits, a share {each_seed('shift_toward_noisy')} push the direct "
-            f"logit difference toward the noisy digit, {shift_text}. Patching the last layer's outlier heuristics to "
-            f"their clean-neighbour means reverts {each_seed('patch_revert_last')} of M (threshold "
-            f"{T['patch_revert_min']}); patching as many random units of that layer reverts "
-            f"{each_seed('control_revert_last')} (allowed: under {T['control_revert_max']}), "
+            + f". Of the outlier shifts at memorized digits, a share {each_seed(m, members, 'shift_toward_noisy')} push "
+            f"the direct logit difference toward the noisy digit, {shift_text}. Patching the last layer's outlier "
+            f"heuristics to their clean-neighbour means reverts {each_seed(m, members, 'patch_revert_last')} of M "
+            f"(threshold {T['patch_revert_min']}); patching as many random units of that layer reverts "
+            f"{each_seed(m, members, 'control_revert_last')} (allowed: under {T['control_revert_max']}), "
             + pick("c5.patch.random.registered", "so the effect is specific to the outliers",
                    "so the control does not rule out that any disturbance of that many units of the layer reverts M",
                    "control_revert_last")
-            + f"; patching the whole layer reverts {each_seed('layer_revert_last')} and brings the true sum back in "
-            f"{each_seed('layer_recover_last')}. " + not_passed)
+            + f"; patching the whole layer reverts {each_seed(m, members, 'layer_revert_last')} and brings the true sum "
+            f"back in {each_seed(m, members, 'layer_recover_last')}. " + not_passed)
     return (f"**What this build shows, registered reading** ({profile} profile; one number per seed; the records in the "
             "Verdict section are authoritative):\n\n" + "\n".join(lines))
 
@@ -783,27 +808,28 @@ AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.spec
                "c5.specificity.random", "c5.specificity.mismatched"]
 
 
-def amended_notes(units: list, numbers: dict) -> str:
+def amended_notes(units: list, claim: ClaimResult) -> str:
     """Why an amended check is unresolved or fails by construction, per unit (empty layers under the
     cut, no j*, no m50)."""
+    m = claim.metrics
     notes = [f"- **{label(u)}**: " + "; ".join(n for n in (
-        f"no unit of layer {', '.join(str(x) for x in numbers[u]['cut_empty_layers'])} exceeds the 8.3 cut"
-        if numbers[u]["cut_empty_layers"] else "",
-        ("no memorized examples" if not numbers[u]["n_memorized"] else "no memorized example with a differing digit")
-        + ", so the j* checks are unresolved" if not numbers[u]["jstar_n_M"] else "",
-        _no_m50(numbers[u]) if numbers[u]["jstar_n_M"] and numbers[u]["jstar_m50"] is None else "") if n)
+        f"no unit of layer {', '.join(str(x) for x in m[u].cut_empty_layers)} exceeds the 8.3 cut"
+        if m[u].cut_empty_layers else "",
+        ("no memorized examples" if not m[u].n_memorized else "no memorized example with a differing digit")
+        + ", so the j* checks are unresolved" if not m[u].jstar_n_M else "",
+        _no_m50(m[u]) if m[u].jstar_n_M and m[u].jstar_m50 is None else "") if n)
         for u in units]
     notes = [n for n in notes if not n.endswith(": ")]
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
             + ("\n\n" + "\n".join(notes) if notes else ""))
 
 
-def _no_m50(numbers: dict) -> str:
-    """Why m50 at j* does not exist: no m of the grid reverts half of M, or (8.5) the m that could
-    reach it cannot be tried with the 8.3 units at hand."""
-    tried, grid = numbers.get("jstar_m_tried"), list(T["m_grid"])
+def _no_m50(m) -> str:
+    """Why m50 at j* does not exist (``m``: a unit's :class:`rote.verdicts.c5.C5Metrics`): no m of the
+    grid reverts half of M, or (8.5) the m that could reach it cannot be tried with the 8.3 units at hand."""
+    tried, grid = m.jstar_m_tried, list(T["m_grid"])
     if tried is not None and len(tried) < len(grid):
-        fewest = numbers.get("jstar_units_min")
+        fewest = m.jstar_units_min
         if not tried:
             return (f"an example's j* holds only {fewest} 8.3 units of the last layer, fewer than 2 x {grid[0]}: no m "
                     "can be tried, so the specificity check is unresolved (8.5)")
@@ -824,7 +850,32 @@ def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["condition", "check", "name"])
 
 
-def results(build: Build, evaluations: dict) -> list[dict]:
-    """Each unit's seed result for the record."""
-    return [verdicts.seed_result(u, *evaluations[u], configs=[u.noisy]) for u in build.units]
+def results(build: Build, claim: ClaimResult) -> list[dict]:
+    """Each unit's seed result for the record (its metrics stored as their dict)."""
+    return [verdicts.seed_result(u, claim.metrics[u], claim.checks[u], configs=[u.noisy]) for u in build.units]
+
+
+def evaluate(build: Build, sections: C5Sections) -> ClaimResult:
+    """Per unit: every number the record holds (:class:`rote.verdicts.c5.C5Metrics`, built from the
+    sections' results) and C5's checks on them (:func:`rote.verdicts.c5.checks`)."""
+    s, metrics = sections, {}
+    for u in build.units:
+        hm, last, direction = s.hmaps[u], _last(s.hmaps[u]), s.outliers.direction[u]
+        z, patch = s.outliers.comparison[u], neuron_patching.patching_summary(s.patched[u], last)
+        metrics[u] = verdicts.c5.C5Metrics(
+            n_memorized=len(build.sets[u]["M"]), heuristic_fraction=hm.neuron_fraction,
+            heuristic_fraction_per_layer=hm.neuron_layer_fractions(), heuristic_fraction_units=hm.heuristic_fraction,
+            heuristic_fraction_units_per_layer=hm.layer_fractions(),
+            heuristic_fraction_any_position=hm.any_position_fraction,
+            untrained_heuristic_fraction=s.untrained[u].neuron_fraction,
+            untrained_heuristic_fraction_units=s.untrained[u].heuristic_fraction,
+            **s.outliers.null[u], median_abs_z_by_position_M=z["median_abs_z_by_position_M"],
+            **{k: v for k, v in z.items() if "by_position" not in k}, **s.dose.last[u],
+            shift_toward_noisy=direction["toward_noisy"], n_shifts=direction["n_shifts"],
+            patch_revert_last=patch["outliers_reverted"], patch_recover_last=patch["outliers_recovered"],
+            control_revert_last=patch["outliers_control_reverted"], heuristics_revert_last=patch["heuristics_reverted"],
+            heuristics_control_revert_last=patch["heuristics_control_reverted"],
+            layer_revert_last=patch["all_reverted"], layer_recover_last=patch["all_recovered"], last_layer=last,
+            **s.cut.metrics[u], **s.jstar.metrics[u])
+    return ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
 

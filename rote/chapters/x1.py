@@ -1,10 +1,20 @@
-"""X1, beyond the paper: when is memorization benign? The gen cost against model width (protocol 9).
+"""Chapter 07, X1 (beyond the paper): when is memorization benign? The gen cost against model width
+(protocol 9).
 
 The paper calls the memorization of label noise benign; on ``quick`` (FDA ``random``, 10% noise) the
 noisy run ends clearly below its noise-free twin. X1 asks whether that cost is a matter of capacity:
 the same FDA ``random`` runs at several model widths (d_model; the same depth, heads, data and
 schedule), each with its noise-free twin, which differs from it in the noise only and is the control.
-The grid comes from the plan (:func:`rote.plan.x1_units`); this module measures it and judges it.
+The grid comes from the plan (:func:`rote.plan.x1_units`); this module loads and measures it, draws
+the chapter's figures and writes its sentences; the checks and our reading of the verdict are
+:mod:`rote.verdicts.x1`, called in :func:`evaluate` only.
+
+Sections, each a call here: the grid and what of it this page measured (:func:`grid`, :func:`load`,
+:func:`study`, :meth:`Study.grid_text`, :meth:`Study.missing_table`), the gen cost against model width
+(:func:`gen_cost_by_width`, :meth:`Study.cost_sentence`), the learning curves per width
+(:func:`curves_by_width`, :meth:`Study.timing_sentence`, :meth:`Study.table`), the gen cost against
+the noise ratio (:func:`gen_cost_by_ratio`, :meth:`Study.ratio_sentence`), and the Verdict
+(:meth:`Study.records`, :meth:`Study.verdict_sentence`) from the checks of :func:`evaluate`.
 
 **Measures**, per width and seed (final = mean of the last 5 evaluations, ``FINAL_WINDOW``):
 
@@ -17,20 +27,6 @@ The grid comes from the plan (:func:`rote.plan.x1_units`); this module measures 
 
 Also shown, not judged: the gen cost at each noise ratio of the sweep, at the profile's width.
 
-**Checks** of one seed (ids are stable; every check is ``registered``: X1 has no amendment, so its
-amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``THRESHOLDS["X1"]``:
-
-- ``x1.mem.w<width>``: final mem >= 0.9. Below it the width is *unresolved* (a model that does not
-  memorize cannot show a benign memorization): the check is unresolved, never failed;
-- ``x1.cost_largest``: the gen cost at the largest width <= 0.05; unresolved when that width does
-  not memorize;
-- ``x1.not_rising``: every step up the grid (each width to the next) lowers the cost or raises it by
-  at most 0.02; its value is the largest rise. It fails when a step between two widths that memorize
-  rises by more; else it is unresolved when a step touches a width that does not memorize.
-
-Values are compared rounded to 9 decimals, so that the float error of a difference of accuracies
-(0.07 - 0.05) never decides a tie.
-
 **Trained only when asked.** X1's grid is not in the default plan (``rote.plan.plan(..., x1=True)``).
 The chapter's ``train_grid`` parameter says whether it may train the grid (:func:`load`); without it
 the chapter trains or loads only the runs it shares with C1 (FDA random at the profile's width, every
@@ -39,16 +35,6 @@ lacks is unresolved with the reason "not trained" (its ``x1.mem.w<width>`` check
 need it). When no seed has two widths, nothing can be compared: the record is ``not run``, with the
 reason, and the page lists the missing runs, the command that trains them and their estimate on the
 machine that built it (:meth:`Study.missing_table`).
-
-**Our reading of the registered verdict.** A seed *passes* when all three parts pass and *fails*
-when ``x1.cost_largest`` or ``x1.not_rising`` fails (X1 does not hold on it); else it is
-unresolved (:func:`rote.verdicts.seed_verdict`). Across seeds X1 **holds** when every seed passes,
-**fails** only when the cost at the largest width is above 0.05 on every seed (protocol 9's words,
-:data:`rote.verdicts.FAILS_ONLY_ON`), is **unresolved** when every seed is, and is **mixed**
-otherwise. So seeds whose cost ends within the margin but rises with width on the way fail on that
-seed, and make X1 mixed, not failed, even when every seed is such a seed. A width that never
-memorizes leaves a seed unresolved where the verdict needs it: always for ``holds`` (every step
-counts), never for a fail that two memorizing widths decide.
 
 The sentences the chapter shows are chosen here from the numbers (:class:`Study`), so that the
 chapter holds narrative only and a rerun can never leave a sentence its numbers contradict.
@@ -61,19 +47,29 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
-from . import claims, plan, verdicts
-from .claims import THRESHOLDS
-from .config import ConfigError, RunConfig
-from .plan import Unit
-from .verdicts import Check
+from .. import claims, plan, plots, verdicts
+from ..analysis import curves
+from ..claims import THRESHOLDS
+from ..config import ConfigError, RunConfig
+from ..plan import Unit
+from ..report import num, seeds_head
+from ..verdicts import Check
+from ..verdicts.x1 import DECIMALS, NOT_TRAINED
+from .params import ChapterParams, checked_elsewhere, flag, mapping, param, seed_list, task_list
 
 CLAIM = "X1"
-DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
 
 
-# -- the grid -------------------------------------------------------------------------------------
+def _rounded(x: float) -> float:
+    """``x`` as X1's checks compare it (:data:`rote.verdicts.x1.DECIMALS` decimals), for the sentences."""
+    return round(float(x), DECIMALS)
+
+
+# -- the grid --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grid:
     """X1's runs for a profile: one unit (noisy run and twin) per (width, seed), and one per (noise
@@ -120,6 +116,23 @@ def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None 
     return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units))
 
 
+@dataclass(frozen=True)
+class Params(ChapterParams):
+    """Chapter 07's parameters (its notebook's ``parameters`` cell). Widths and noise ratios are
+    checked with the grid they make (:func:`grid`: whole widths divisible by n_heads, at least two,
+    ratios in [0, 1), both increasing); a string "16,32" is a list there."""
+
+    tasks: list[str] = param(["fda"], task_list(("fda",)))
+    seeds: list[int] | None = param(None, seed_list())
+    overrides: dict = param({}, mapping())
+    widths: object = param(None, checked_elsewhere("None or increasing model widths"))  # by the grid
+    noise_ratios: object = param(None, checked_elsewhere("None or increasing noise ratios"))  # by the grid
+    train_grid: bool = param(True, flag())
+
+    def check_together(self) -> None:
+        grid(self.profile, self.tasks, self.seeds, self.overrides, self.widths, self.noise_ratios)
+
+
 def shared_configs(g: Grid) -> list[RunConfig]:
     """The grid's runs that chapter C1 trains too: C1's FDA random units (noisy run and twin, every seed),
     at the profile's width (or the ``d_model`` override) and noise ratio."""
@@ -135,7 +148,7 @@ def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
     """The metric tables of the grid's runs (run key -> :attr:`rote.runs.Run.metrics`): with ``train_grid``
     every run, trained where missing; else the runs shared with C1 (trained where missing: C1 needs
     them) and whatever else of the grid is cached, nothing trained (:func:`rote.runs.lookup`)."""
-    from .runs import get_or_train, lookup
+    from ..runs import get_or_train, lookup
 
     if train_grid:
         return {c.key: get_or_train(c).metrics for c in g.configs}
@@ -153,89 +166,31 @@ def glue_values(g: Grid) -> dict[str, object]:
     th, c1 = THRESHOLDS[CLAIM], THRESHOLDS["C1"]
     return {"x1_cost_max": th["cost_largest_max"], "x1_rise_max": th["rise_max"], "x1_mem_min": th["final_mem_min"],
             "x1_t_gen_level": c1["t_gen_level"], "x1_t_mem_level": c1["t_mem_level"],
-            "x1_final_window": verdicts.FINAL_WINDOW, "x1_widths": ", ".join(str(w) for w in g.widths),
+            "x1_final_window": curves.FINAL_WINDOW, "x1_widths": ", ".join(str(w) for w in g.widths),
             "x1_noise_ratio": g.noise_ratio, "x1_noise_ratios": ", ".join(f"{r:g}" for r in g.noise_ratios),
             "x1_sweep_width": g.sweep_width, "x1_profile": g.profile}
 
 
-# -- measures -------------------------------------------------------------------------------------
+# -- measures --------------------------------------------------------------------------------------
 def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
     """The X1 measures of one noisy run and its twin, from their metric tables (module docstring)."""
     c1 = THRESHOLDS["C1"]
-    t_gen = verdicts.first_evaluated(noisy, "gen", c1["t_gen_level"])
-    t_mem = verdicts.first_evaluated(noisy, "mem", c1["t_mem_level"])
+    t_gen = curves.first_evaluated(noisy, "gen", c1["t_gen_level"])
+    t_mem = curves.first_evaluated(noisy, "mem", c1["t_mem_level"])
     before = noisy if t_mem is None else noisy[noisy["step"] < t_mem]
-    gen_twin, gen_noisy = verdicts.final(clean, "gen"), verdicts.final(noisy, "gen")
+    gen_twin, gen_noisy = curves.final(clean, "gen"), curves.final(noisy, "gen")
     return {"gen_twin": gen_twin, "gen_noisy": gen_noisy, "cost": gen_twin - gen_noisy,
-            "mem": verdicts.final(noisy, "mem"), "rec": verdicts.final(noisy, "rec"), "t_gen": t_gen, "t_mem": t_mem,
+            "mem": curves.final(noisy, "mem"), "rec": curves.final(noisy, "rec"), "t_gen": t_gen, "t_mem": t_mem,
             "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
 
 
-def _rounded(x: float) -> float:
-    return round(float(x), DECIMALS)
-
-
-def memorizes(mem: float) -> bool:
-    """Whether a final mem counts as memorization (>= 0.9; protocol 9); NaN does not."""
-    return not pd.isna(mem) and _rounded(mem) >= THRESHOLDS[CLAIM]["final_mem_min"]
-
-
-NOT_TRAINED = "not trained"
-
-
-def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[dict, list[Check]]:
-    """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
-    in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
-    rows); a width without a row was not trained: its checks, and those that need it, are unresolved."""
-    th = THRESHOLDS[CLAIM]
-    rows = by_width.sort_values("width").reset_index(drop=True)
-    present = {int(r["width"]): r for r in rows.to_dict("records")}
-    widths = sorted(present) if widths is None else sorted(int(w) for w in widths)
-    trained = [w in present for w in widths]
-    memorized = [ok and memorizes(present[w]["mem"]) for w, ok in zip(widths, trained)]
-    cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
-    out: list[Check] = []
-    for w, ok, mem in zip(widths, trained, memorized):
-        if not ok:
-            out.append(Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", None, th["final_mem_min"],
-                             None, "memorization", reason=f"width {w} {NOT_TRAINED}"))
-            continue
-        check = Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", float(present[w]["mem"]),
-                      th["final_mem_min"], True if mem else None, "memorization")
-        out.append(check if mem else check.replace(reason=f"width {w} does not memorize"))
-    largest = Check("x1.cost_largest", f"gen cost at the largest width ({widths[-1]})", "registered",
-                    cost[-1] if trained[-1] else None, th["cost_largest_max"],
-                    trained[-1] and _rounded(cost[-1]) <= th["cost_largest_max"], "cost at the largest width")
-    if not trained[-1]:
-        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) {NOT_TRAINED}")
-    elif not memorized[-1]:
-        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) does not memorize")
-    rises = [b - a for a, b in zip(cost, cost[1:])]
-    steps = [(_rounded(r) <= th["rise_max"]) if memorized[i] and memorized[i + 1] else None
-             for i, r in enumerate(rises)]
-    finite = [r for r in rises if not math.isnan(r)]
-    rising = Check("x1.not_rising", "largest rise of the gen cost from one width to the next", "registered",
-                   max(finite) if finite else None, th["rise_max"],
-                   False if False in steps else None if None in steps else True, "not rising")
-    if rising.passed is None:
-        untrained = any(not (trained[i] and trained[i + 1]) for i, ok in enumerate(steps) if ok is None)
-        rising = rising.replace(reason=f"a step touches a width {NOT_TRAINED}" if untrained
-                                else "a step touches a width that does not memorize")
-    out += [largest, rising]
-    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost, "rises": rises,
-               "memorizes": memorized, "trained": trained,
-               "by_width": {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
-                            for w in widths if w in present}}
-    return metrics, out
-
-
-# -- the study: the grid measured, judged and put into sentences -----------------------------------
+# -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
 @dataclass
 class Study:
     """X1 measured on a grid: ``widths`` (one row per width and seed: the measures), ``ratios`` (one row
     per noise ratio and seed at the sweep width: ``gen_twin``, ``gen_noisy``, ``cost``, ``mem``),
     ``curves`` (the noisy runs' learning curves with ``width``, ``seed`` and the twin's gen as
-    ``twin_gen``) and, per seed, its metrics and checks (``evaluations``)."""
+    ``twin_gen``) and, per seed, its metrics and checks (``evaluations``: :func:`evaluate`)."""
 
     grid: Grid
     widths: pd.DataFrame
@@ -244,7 +199,14 @@ class Study:
     evaluations: dict[int, tuple[dict, list[Check]]] = field(default_factory=dict)
     missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
 
-    # -- what of the grid is trained ----------------------------------------------------------------
+    # -- one value per seed, for the sentences -----------------------------------------------------
+    def _values(self, rows: pd.DataFrame, column: str, spec: str = ".3f") -> str:
+        """One value per seed of the grid, in seed order (:func:`rote.report.num`): "never" where it is not
+        reached, "not trained" where the seed has no row."""
+        by_seed = dict(zip(rows["seed"], rows[column]))
+        return " / ".join(num(by_seed[s], spec, "never") if s in by_seed else NOT_TRAINED for s in self.grid.seeds)
+
+    # -- what of the grid is trained ---------------------------------------------------------------
     @property
     def judged(self) -> bool:
         """Whether some seed has two widths trained (X1 compares widths): else the record is not run."""
@@ -295,8 +257,8 @@ class Study:
         that trains them and their estimate on the machine that built the page."""
         g = self.grid
         if not self.missing:
-            return f"All {len(g.configs)} runs of the registered grid are trained ({self._seeds_text()})."
-        from .engine import default_workers
+            return f"All {len(g.configs)} runs of the registered grid are trained ({seeds_head(g.seeds, plural=True)})."
+        from ..engine import default_workers
 
         have = sorted({int(w) for w in self.widths.width}) if len(self.widths) else []
         shared = f" (width {g.sweep_width} is chapter C1's FDA random run)" if g.sweep_width in have else ""
@@ -307,7 +269,7 @@ class Study:
                 if not self.judged else "**Part of X1's grid is not trained.** ")
         return (head + f"The registered grid is widths {', '.join(str(w) for w in g.widths)} at noise ratio "
                 f"{g.noise_ratio:g}, and noise ratios {', '.join(f'{r:g}' for r in g.noise_ratios)} at width "
-                f"{g.sweep_width} ({self._seeds_text()}). This page measures the width"
+                f"{g.sweep_width} ({seeds_head(g.seeds, plural=True)}). This page measures the width"
                 f"{'s' if len(have) != 1 else ''} trained, {', '.join(str(w) for w in have) or 'none'}{shared}; "
                 f"{len(self.missing)} of the grid's {len(g.configs)} runs are missing (table below). "
                 f"`{self.train_command()}` trains them: about {plan.fmt_seconds(sum(seconds))} on one thread, "
@@ -315,43 +277,7 @@ class Study:
                 f"{'s' if workers != 1 else ''}, estimated on the machine that built this page; then rebuild "
                 f"this page (`python -m rote run benign_memorization --profile {g.profile}`).")
 
-    # -- the record --------------------------------------------------------------------------------
-    def records(self) -> list[claims.ClaimRecord]:
-        """The X1 record (one: FDA random) with every seed's checks and both readings; ``not run``, with
-        the reason, when no seed has two widths trained."""
-        if not self.judged:
-            return [claims.placeholder(CLAIM, "fda", "random", self.grid.profile, self.grid.seeds,
-                                       self.not_run_reason())]
-        missing = {c.key for c in self.missing}
-        results = []
-        for seed, (metrics, seed_checks) in self.evaluations.items():
-            mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
-            configs = {c.key: c for u in mine for c in (u.noisy, u.clean) if c.key not in missing}
-            results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
-        return verdicts.records(CLAIM, self.grid.profile, results)
-
-    # -- tables for the reader ---------------------------------------------------------------------
-    def table(self) -> pd.DataFrame:
-        """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
-        and the peak gen before t_mem."""
-        columns = {"gen_twin": "gen (twin)", "gen_noisy": "gen (noisy)", "cost": "gen cost", "mem": "mem",
-                   "t_gen": "t_gen", "t_mem": "t_mem", "peak_gen_before_t_mem": "peak gen before t_mem"}
-        out = self.widths.set_index(["width", "seed"])[list(columns)].rename(columns=columns)
-        for step in ("t_gen", "t_mem"):
-            out[step] = out[step].map(lambda s: "never" if s is None or pd.isna(s) else str(int(s)))
-        return out.round(3)
-
-    # -- sentences ---------------------------------------------------------------------------------
-    def _per_seed(self, frame: pd.DataFrame, column: str, spec: str = ".3f") -> str:
-        """One value per seed of the grid ("never": not reached; "not trained": the seed has no row)."""
-        by_seed = dict(zip(frame["seed"], frame[column]))
-        return " / ".join(NOT_TRAINED if s not in by_seed else "never" if by_seed[s] is None or pd.isna(by_seed[s])
-                          else format(by_seed[s], spec) for s in self.grid.seeds)
-
-    def _seeds_text(self) -> str:
-        seeds = self.grid.seeds
-        return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + " / ".join(str(s) for s in seeds)
-
+    # -- the gen cost against model width ----------------------------------------------------------
     def trend(self, seed: int) -> str:
         """How the cost of one seed moves up the grid, in words."""
         metrics = self.evaluations[seed][0]
@@ -369,10 +295,10 @@ class Study:
 
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
-        th = THRESHOLDS[CLAIM]
-        parts = [f"{self._per_seed(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
+        th, seeds = THRESHOLDS[CLAIM], seeds_head(self.grid.seeds, plural=True)
+        parts = [f"{self._values(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
         if not self.judged:
-            return (f"The gen cost (twin gen minus noisy gen; {self._seeds_text()}) is " + ", ".join(parts) +
+            return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) +
                     ". With one width trained there is nothing to compare it with: X1 is not run (see above).")
         trends = {s: self.trend(s) for s in self.grid.seeds}
         if len(set(trends.values())) == 1:
@@ -392,9 +318,10 @@ class Study:
                 self.widths.loc[~self.widths.memorizes, ["width", "seed", "mem"]].itertuples(index=False)]
         unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
                       f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
-        return (f"The gen cost (twin gen minus noisy gen; {self._seeds_text()}) is " + ", ".join(parts) + f". {trend} "
+        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
                 f"At the largest width the cost is {end}." + unresolved)
 
+    # -- the learning curves per width -------------------------------------------------------------
     def timing_sentence(self) -> str:
         """Per width: when the rule and the noise are learned, and how high gen got before memorization."""
         c1 = THRESHOLDS["C1"]
@@ -410,20 +337,32 @@ class Study:
                      else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
                      else "the rule does not come first on every seed")
             lines.append(
-                f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._per_seed(rows, 't_gen', '.0f')} and mem "
-                f"reaches {c1['t_mem_level']:g} at step {self._per_seed(rows, 't_mem', '.0f')} ({order}); gen peaks at "
-                f"{self._per_seed(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
-                f"{self._per_seed(rows, 'gen_noisy')} (twin: {self._per_seed(rows, 'gen_twin')}); final mem "
-                f"{self._per_seed(rows, 'mem')}.")
+                f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._values(rows, 't_gen', '.0f')} and mem "
+                f"reaches {c1['t_mem_level']:g} at step {self._values(rows, 't_mem', '.0f')} ({order}); gen peaks at "
+                f"{self._values(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
+                f"{self._values(rows, 'gen_noisy')} (twin: {self._values(rows, 'gen_twin')}); final mem "
+                f"{self._values(rows, 'mem')}.")
         never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
         note = (f" Where mem never reaches {c1['t_mem_level']:g}, the peak is over the whole run." if never else "")
-        return f"Per width ({self._seeds_text()}):{note}\n\n" + "\n".join(lines)
+        return f"Per width ({seeds_head(self.grid.seeds, plural=True)}):{note}\n\n" + "\n".join(lines)
 
+    def table(self) -> pd.DataFrame:
+        """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
+        and the peak gen before t_mem."""
+        columns = {"gen_twin": "gen (twin)", "gen_noisy": "gen (noisy)", "cost": "gen cost", "mem": "mem",
+                   "t_gen": "t_gen", "t_mem": "t_mem", "peak_gen_before_t_mem": "peak gen before t_mem"}
+        out = self.widths.set_index(["width", "seed"])[list(columns)].rename(columns=columns)
+        for step in ("t_gen", "t_mem"):
+            out[step] = out[step].map(lambda s: "never" if s is None or pd.isna(s) else str(int(s)))
+        return out.round(3)
+
+    # -- the gen cost against the noise ratio (shown, not judged) ----------------------------------
     def ratio_sentence(self) -> str:
         """The cost against the noise ratio at the sweep width (shown, not judged)."""
-        parts = [f"{self._per_seed(self.ratios[self.ratios.noise_ratio == r], 'cost')} at noise ratio {r:g}"
+        parts = [f"{self._values(self.ratios[self.ratios.noise_ratio == r], 'cost')} at noise ratio {r:g}"
                  for r in self.grid.noise_ratios]
-        head = f"At width {self.grid.sweep_width} the gen cost ({self._seeds_text()}) is " + ", ".join(parts)
+        seeds = seeds_head(self.grid.seeds, plural=True)
+        head = f"At width {self.grid.sweep_width} the gen cost ({seeds}) is " + ", ".join(parts)
         if len(self.grid.noise_ratios) == 1:
             return head + "."
         complete = [g for _, g in self.ratios.sort_values("noise_ratio").groupby("seed")
@@ -436,6 +375,21 @@ class Study:
                f"does not grow steadily with the noise ratio{every}" if not any(grows) else
                f"grows with the noise ratio on {sum(grows)} of {len(grows)} seeds")
         return head + f": it {how}."
+
+    # -- the record --------------------------------------------------------------------------------
+    def records(self) -> list[claims.ClaimRecord]:
+        """The X1 record (one: FDA random) with every seed's checks and both readings; ``not run``, with
+        the reason, when no seed has two widths trained."""
+        if not self.judged:
+            return [claims.placeholder(CLAIM, "fda", "random", self.grid.profile, self.grid.seeds,
+                                       self.not_run_reason())]
+        missing = {c.key for c in self.missing}
+        results = []
+        for seed, (metrics, seed_checks) in self.evaluations.items():
+            mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
+            configs = {c.key: c for u in mine for c in (u.noisy, u.clean) if c.key not in missing}
+            results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
+        return verdicts.records(CLAIM, self.grid.profile, results)
 
     def verdict_sentence(self, rec: claims.ClaimRecord) -> str:
         """What the record's registered verdict says, in words, with its reason."""
@@ -489,7 +443,6 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
             for u in have]
     columns = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem", "peak_gen_before_t_mem"]
     widths = pd.DataFrame(rows, columns=columns).sort_values(["width", "seed"]).reset_index(drop=True)
-    widths["memorizes"] = [memorizes(m) for m in widths["mem"]]
     ratios = pd.DataFrame([{"noise_ratio": u.noisy.data.noise_ratio, "seed": u.seed, "width": u.noisy.model.d_model,
                             **{k: v for k, v in measure(metrics[u.noisy.key], metrics[u.clean.key]).items()
                                if k in ("gen_twin", "gen_noisy", "cost", "mem")}} for u in g.ratio_units
@@ -500,11 +453,92 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
         metrics[u.clean.key][["step", "gen"]].rename(columns={"gen": "twin_gen"}), on="step", how="left")
         .assign(width=u.noisy.model.d_model, seed=u.seed) for u in have], ignore_index=True) if have else \
         pd.DataFrame(columns=curve_columns)
-    out = Study(g, widths, ratios, curves, missing=[c for c in g.configs if c.key not in metrics])
+    widths, evaluations = evaluate(g, widths, ratios)
+    return Study(g, widths, ratios, curves, evaluations, missing=[c for c in g.configs if c.key not in metrics])
+
+
+# -- figure: the gen cost against model width ------------------------------------------------------
+def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
+    """X1's headline (``widths``: :attr:`Study.widths`): left, the gen cost (twin gen - noisy gen)
+    against model width, one line per seed, the registered margin dashed, a hollow marker on a width that
+    does not memorize (unresolved); right, the final gen of the twins (dashed) and of the noisy runs and
+    their final mem. Returns the figure."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    idle_labelled = False
+    for i, (seed, g) in enumerate(widths.sort_values("width").groupby("seed")):
+        (line,) = left.plot(g.width, g.cost, marker="o", label=f"seed {seed}")
+        idle = g[~g.memorizes.astype(bool)]
+        if len(idle):
+            left.scatter(idle.width, idle.cost, s=110, facecolors="white", edgecolors=line.get_color(), zorder=3,
+                         label=None if idle_labelled else "does not memorize")
+            idle_labelled = True
+        right.plot(g.width, g.gen_twin, ls="--", marker="o", color=plots.METRIC_COLORS["gen"], alpha=0.6,
+                   label="gen, twin" if i == 0 else None)
+        right.plot(g.width, g.gen_noisy, marker="o", color=plots.METRIC_COLORS["gen"],
+                   label="gen, noisy" if i == 0 else None)
+        right.plot(g.width, g.mem, marker="s", color=plots.METRIC_COLORS["mem"], label="mem, noisy" if i == 0 else None)
+    left.axhline(margin, ls="--", color="k", lw=1)
+    left.text(widths.width.min(), margin, " margin", va="bottom", fontsize=8)
+    ticks = sorted(widths.width.unique())
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(w) for w in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("model width (d_model)")
+        ax.legend(fontsize=8)
+    left.set(ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against model width")
+    right.set(ylabel="final accuracy (mean of last 5)", ylim=(-0.02, 1.02), title="Final gen and mem")
+    fig.tight_layout()
+    return fig
+
+
+# -- figure: the learning curves per width ---------------------------------------------------------
+def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
+    """One panel per width (``curves``: :attr:`Study.curves`): the noisy runs' gen, mem and rec, one
+    line per seed, the twins' gen in grey (dashed), and each seed's t_gen (solid) and t_mem (dotted) from
+    ``timing`` (rows with ``width``, ``seed``, ``t_gen``, ``t_mem``). Returns the figure."""
+    widths = sorted(curves.width.unique())
+    fig, axes = plt.subplots(1, len(widths), figsize=(4.4 * len(widths), 3.6), sharey=True, squeeze=False)
+    for ax, w in zip(axes[0], widths):
+        part = curves[curves.width == w]
+        plots.learning_curves(part, ax=ax, columns=("gen", "mem", "rec"), title=f"width {w}")
+        for i, (_, g) in enumerate(part.groupby("seed")):
+            ax.plot(g.step, g.twin_gen, color="#666666", ls="--", lw=1, label="gen, twin" if i == 0 else None)
+        for row in ([] if timing is None else timing[timing.width == w].itertuples()):
+            for step, style in ((row.t_gen, "-"), (row.t_mem, ":")):
+                if step is not None and not pd.isna(step):
+                    ax.axvline(step, ls=style, lw=1, color="k", alpha=0.5)
+        ax.legend(fontsize=8) if ax is axes[0][0] else ax.get_legend() and ax.get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+# -- figure: the gen cost against the noise ratio (shown, not judged) ------------------------------
+def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
+    """The gen cost against the noise ratio (``ratios``: :attr:`Study.ratios`), one line per seed
+    (shown, not judged). Returns the figure."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    sns.lineplot(data=ratios.assign(seed=ratios.seed.astype(str)), x="noise_ratio", y="cost", hue="seed",
+                 marker="o", ax=ax)
+    ax.set_xticks(sorted(ratios.noise_ratio.unique()))
+    ax.set(xlabel="noise ratio", ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against noise ratio")
+    return fig
+
+
+# -- the claim's checks ----------------------------------------------------------------------------
+def evaluate(g: Grid, widths: pd.DataFrame,
+             ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[dict, list[Check]]]]:
+    """X1 judged on the measures of :func:`study`: the width table with its ``memorizes`` column (final mem
+    counts as memorization: :func:`rote.verdicts.x1.memorizes`), and per seed of the grid its metrics and
+    checks (:func:`rote.verdicts.x1.checks` on the seed's rows, against the registered widths ``g.widths``)
+    with the gen cost at each noise ratio of the sweep (shown, not judged)."""
+    widths = widths.copy()
+    widths["memorizes"] = [verdicts.x1.memorizes(m) for m in widths["mem"]]
+    out = {}
     for seed in g.seeds:
-        metrics_s, checks_s = checks(widths[widths.seed == seed], g.widths)
+        metrics, checks = verdicts.x1.checks(widths[widths.seed == seed], g.widths)
         mine = ratios[ratios.seed == seed]
-        metrics_s.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
-                         cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})
-        out.evaluations[seed] = (metrics_s, checks_s)
-    return out
+        metrics.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
+                       cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})
+        out[seed] = (metrics, checks)
+    return widths, out
