@@ -22,7 +22,7 @@ def _value(x) -> str:
 
 def _moved(change: dict) -> str:
     return "; ".join(f"s{m['seed']} {m['check'] or 'verdict'} {_value(m['before'])} -> {_value(m['after'])}"
-                     f" ({m['outcome_before'] or 'new'} -> {m['outcome_after']})" for m in change.get("moved", []))
+                     f" ({m['outcome_before'] or 'absent'} -> {m['outcome_after'] or 'absent'})" for m in change.get("moved", []))
 
 
 def main() -> None:
