@@ -17,3 +17,18 @@ def outlier_model(planted: dict) -> HookedTransformer:
             u = model.unembed.weight[token]
             mlp.W_out.weight[:, neuron] = 50 * u / u.norm()
     return model
+
+
+def recording_job(started: list):
+    """A stand-in for ``rote.engine._LocalJob`` that finishes at once and records the configs it was
+    started with, in order (tests of the pool's scheduling)."""
+
+    class RecordingJob:
+        def __init__(self, config, root, device):
+            self.config, self.log = config, root / "x.log"
+            started.append(config)
+
+        def poll(self):
+            return True, ""
+
+    return RecordingJob

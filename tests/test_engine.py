@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from interrupt import interruptible
+from planted import recording_job
 import rote.config as config_module
 from rote import engine
 from rote.config import fingerprint_sources, make_config
@@ -285,15 +286,7 @@ def test_plan_order_is_longest_first_in_the_pool(tmp_path, monkeypatch):
     """The pool starts the longest runs first (the greedy schedule that finishes soonest)."""
     started = []
 
-    class Fake:
-        def __init__(self, config, root, device):
-            self.config, self.log = config, root / "x.log"
-            started.append(config)
-
-        def poll(self):
-            return True, ""
-
-    monkeypatch.setattr(engine, "_LocalJob", Fake)
+    monkeypatch.setattr(engine, "_LocalJob", recording_job(started))
     configs = plan("smoke", [0]) + [make_config("fda", "quick")]
     engine.train_plan(configs, workers=1, root=tmp_path, progress=False)
     assert started[0] == configs[-1] and len(started) == len(configs)

@@ -12,6 +12,7 @@ from rote import engine
 from rote import plan as P
 from rote import timings as TM
 from rote.config import make_config
+from planted import recording_job
 
 SMOKE = dict(steps=40, eval_every=10, checkpoint_every=20)
 
@@ -234,15 +235,7 @@ def test_rote_plan_says_where_its_estimates_come_from(tmp_path):
 def test_the_engine_says_where_its_estimates_come_from_and_orders_by_them(tmp_path, monkeypatch, capsys):
     started = []
 
-    class Fake:
-        def __init__(self, config, root, device):
-            self.config, self.log = config, root / "x.log"
-            started.append(config)
-
-        def poll(self):
-            return True, ""
-
-    monkeypatch.setattr(engine, "_LocalJob", Fake)
+    monkeypatch.setattr(engine, "_LocalJob", recording_job(started))
     short, long = make_config("fda", "smoke"), make_config("fda", "smoke", steps=600, eval_every=100)
     _write(tmp_path, _record(short, cpu_s=5.0, wall_s=5.0, train_s=4.0), _record(long, cpu_s=50.0, wall_s=50.0, train_s=49.0))
     _no_probe(monkeypatch)
