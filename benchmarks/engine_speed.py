@@ -156,7 +156,7 @@ def cmd_eval(args) -> None:
 
 
 def cmd_pool(args) -> None:
-    from rote.engine import train_plan
+    from rote.engine import EngineSettings, train_plan
     from rote.plan import with_seed
 
     base = make_config(args.task, args.profile, steps=args.steps, warmup_steps=min(100, args.steps - 1),
@@ -166,7 +166,8 @@ def cmd_pool(args) -> None:
     for workers in args.workers:
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            outcomes = train_plan(configs, workers=workers, root=Path(tmp), progress=False, device="cpu")
+            settings = EngineSettings(workers=workers, progress=False, device="cpu")
+            outcomes = train_plan(configs, settings, root=Path(tmp))
             times[workers] = time.perf_counter() - start
             assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
         print(json.dumps({"workers": workers, "runs": args.runs, "task": args.task, "profile": args.profile,

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from .analysis.erasure import erasure_sites
+from .analysis.erasure import SiteSettings, erasure_sites
 from .analysis.sets import correct
 from .config import PROJECT_ROOT, fingerprint_sources
 
@@ -147,7 +147,7 @@ def erasure_sites_cached(run, *, min_over_chance: float, max_train: int = 2000, 
 
     def compute():
         clean = correct(run.model, run.data.test)
-        return erasure_sites(run.model, run.data, run.data.train_clean, clean, run.config.task, min_over_chance,
-                             max_train=max_train, seed=seed)
+        return erasure_sites(run.model, run.data, run.data.train_clean, clean, run.config.task,
+                             SiteSettings(min_over_chance, max_train=max_train, seed=seed))
 
     return cached(run, "erasure_sites", params, compute, sources=ERASURE_SITES_SOURCES, root=root)

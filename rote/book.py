@@ -492,7 +492,7 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
     """The runs that the selected chapters need (the union of :func:`chapter_runs`, each for the
     chapter's own tasks), with the run parameters of ``params``, in the plan's order; X1's grid only
     with ``x1``."""
-    from .plan import runs
+    from .plan import PlanGrid, runs
 
     known_run = set(param_names("fda")) | set(param_names("thr"))
     given = _parse_value(params.get("overrides")) if "overrides" in params else None
@@ -514,9 +514,8 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
         defaults = notebook_parameters(chapter_path(name))
         tasks = listed("tasks") if "tasks" in params else _literal(defaults.get("tasks"))
         chapter_seeds = [int(s) for s in listed("seeds")] if "seeds" in params and "seeds" in defaults else seeds
-        for config in runs(profile, parts, chapter_seeds, overrides, tasks=tasks,
-                           sweep=None if sweep is None else [float(r) for r in sweep],
-                           widths=listed("widths"), noise_ratios=listed("noise_ratios")):
+        grid = PlanGrid(sweep=sweep, widths=listed("widths"), noise_ratios=listed("noise_ratios"))
+        for config in runs(profile, parts, chapter_seeds, overrides, tasks=tasks, grid=grid):
             out.setdefault(config.key, config)
     return list(out.values())
 
@@ -601,21 +600,44 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
     return [results[i] for i in sorted(results)]
 
 
-def build_book(profile: str, names: list[str] | None, params: dict[str, object], render: bool = True, *,
-               seeds: int | None = None, workers: int | None = None, executor: str = "local",
-               slurm=None, x1: bool = False, stability: bool = False) -> int:
-    """Train the missing runs the chapters need (``workers`` at a time; :func:`book_plan`), execute the
-    chapters (all, or ``names``), which then only load runs, and render the site. Returns a process
-    exit code.
+@dataclass(frozen=True)
+class BookOptions:
+    """The choices of a book build (:func:`build_book`; ``rote book``'s options): ``render`` the site,
+    ``seeds`` (N: seeds 0 .. N-1; None: ``$ROTE_SEEDS``, else 3), ``workers`` runs trained at once (None:
+    the cores), on ``executor`` with ``slurm`` options (:class:`rote.engine.SlurmOptions`; None: the
+    defaults), ``x1`` (also X1's grid) and ``stability`` (also the stability build of protocol 10)."""
+
+    render: bool = True
+    seeds: int | None = None
+    workers: int | None = None
+    executor: str = "local"
+    slurm: object = None
+    x1: bool = False
+    stability: bool = False
+
+    def __post_init__(self):
+        if self.seeds is not None and (isinstance(self.seeds, bool) or not isinstance(self.seeds, int)
+                                       or self.seeds < 1):
+            raise ConfigError(f"the number of seeds must be >= 1, got {self.seeds!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"--workers must be >= 1, got {self.workers}")
+
+
+def build_book(profile: str, names: list[str] | None, params: dict[str, object],
+               options: BookOptions | None = None) -> int:
+    """Train the missing runs the chapters need (``options.workers`` at a time; :func:`book_plan`), execute
+    the chapters (all, or ``names``), which then only load runs, and render the site. Returns a process
+    exit code. ``options``: the build's choices (:class:`BookOptions`; None: the defaults).
 
     ``seeds`` (N) sets ``$ROTE_SEEDS`` for the chapters and the site, whose ``seeds = None`` parameter
     then means 0 .. N-1 (the value is not passed as a papermill parameter, so the pages stay the book's
     own pages under ``_build/executed/<profile>/<chapter>``); the scorecard shows the records of those
     seeds. X1's grid trains only when asked for (``x1``, or X1's chapter named in ``names``); else its
     chapter runs with ``train_grid = False`` and shows what is missing."""
-    from .engine import report_failures, train_plan
+    from .engine import EngineSettings, report_failures, train_plan
     from .plan import seed_list
 
+    options = options or BookOptions()
     selected = names or list(chapters())
     known_run = set(param_names("fda")) | set(param_names("thr"))
 
@@ -624,13 +646,13 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         return {k: v for k, v in params.items() if takes_runs or k not in known_run}
 
     resolved = {name: resolve_parameters(name, profile, own(name)) for name in selected}  # errors before work
-    with_x1 = x1_asked(names, x1)
+    with_x1 = x1_asked(names, options.x1)
     if X1_CHAPTER in resolved and not with_x1 and "train_grid" in notebook_parameters(chapter_path(X1_CHAPTER)):
         resolved[X1_CHAPTER]["train_grid"] = False
-    seed_values = seed_list(profile, seeds)
+    seed_values = seed_list(profile, options.seeds)
     configs = book_plan(profile, selected, params, seed_values, x1=with_x1)
     jobs = [ChapterJob(name, resolved[name], last=(name == "scorecard")) for name in selected]
-    if stability:
+    if options.stability:
         from . import stability as stab
 
         why_not = stab.precision_not_run()
@@ -649,7 +671,7 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     # one after another after all training (the chapters only load runs).
     from .engine import default_workers
 
-    capacity = workers or default_workers()
+    capacity = options.workers or default_workers()
     free_slots = {"n": 0 if configs else capacity}
     stop = threading.Event()
     results: list[ChapterResult] = []
@@ -664,8 +686,8 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         executor_thread.start()
         if configs:
             print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
-            outcomes = train_plan(configs, workers=workers, executor=executor, slurm=slurm,
-                                  on_free=lambda n: free_slots.__setitem__("n", n))
+            settings = EngineSettings(workers=options.workers, executor=options.executor, slurm=options.slurm)
+            outcomes = train_plan(configs, settings=settings, on_free=lambda n: free_slots.__setitem__("n", n))
             failures = report_failures(outcomes)
             if failures:
                 stop.set()
@@ -676,7 +698,7 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         free_slots["n"] = capacity
         executor_thread.join()
         code = 0
-        if render:  # still under the book's $ROTE_SEEDS: the site shows the records of its seeds
+        if options.render:  # still under the book's $ROTE_SEEDS: the site shows the records of its seeds
             print("[rote] rendering the site with Jupyter Book ...", file=sys.stderr, flush=True)
             if render_site(profile) != 0:
                 print("[rote] Jupyter Book failed", file=sys.stderr)

@@ -91,10 +91,11 @@ def cmd_train(args) -> int:
         # one run: train it in this process, with its own progress bar, as before the engine
         print(json.dumps(_summary(get_or_train(configs[0], device=args.device, progress=not args.quiet))))
         return 0
-    from .engine import report_failures, train_plan
+    from .engine import EngineSettings, report_failures, train_plan
 
-    outcomes = train_plan(configs, workers=args.workers, executor=args.executor, root=runs_root(),
-                          device=args.device, slurm=slurm, progress=not args.quiet)
+    settings = EngineSettings(workers=args.workers, executor=args.executor, device=args.device, slurm=slurm,
+                              progress=not args.quiet)
+    outcomes = train_plan(configs, settings, root=runs_root())
     code = report_failures(outcomes)
     failed = {o.config.key for o in outcomes if not o.ok}
     from .runs import lookup
@@ -181,11 +182,11 @@ def cmd_claims(args) -> int:
 
 def cmd_book(args) -> int:
     slurm = _engine_options(args)
-    from .book import build_book
+    from .book import BookOptions, build_book
 
-    return build_book(args.profile, args.chapter or None, _params(args.param), render=not args.no_render,
-                      seeds=args.seeds, workers=args.workers, executor=args.executor, slurm=slurm, x1=args.x1,
-                      stability=args.stability)
+    options = BookOptions(render=not args.no_render, seeds=args.seeds, workers=args.workers, executor=args.executor,
+                          slurm=slurm, x1=args.x1, stability=args.stability)
+    return build_book(args.profile, args.chapter or None, _params(args.param), options)
 
 
 def cmd_run(args) -> int:

@@ -98,6 +98,24 @@ class SlurmOptions:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """How :func:`train_plan` trains a plan: ``workers`` runs at a time (None: one per core locally, all
+    at once on Slurm), on ``executor`` (:data:`EXECUTORS`, checked by :func:`check_executor` when the plan
+    trains), each on ``device`` (None: the default), with ``slurm`` options on Slurm (None: the defaults),
+    and a progress display unless ``progress`` is False."""
+
+    workers: int | None = None
+    executor: str = "local"
+    device: str | None = None
+    slurm: SlurmOptions | None = None
+    progress: bool = True
+
+    def __post_init__(self):
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"--workers must be >= 1, got {self.workers}")
+
+
 @dataclass
 class Outcome:
     config: RunConfig
@@ -164,11 +182,11 @@ def _record_time(config, run, root, device, wall_s, cpu_s, resumed, sampler) -> 
     """Append the finished run's time to the store (:func:`rote.timings.record_run`); a failure to record
     is reported on one line and never fails the run."""
     try:
-        from .timings import record_run
+        from .timings import RunTiming, record_run
 
         concurrent = sampler.mean if sampler is not None else None
-        record_run(config, run, wall_s=wall_s, cpu_s=cpu_s, root=root, device=device, resumed=resumed,
-                   concurrent=concurrent)
+        record_run(config, run, RunTiming(wall_s=wall_s, cpu_s=cpu_s, resumed=resumed, concurrent=concurrent),
+                   root=root, device=device)
     except Exception as err:
         print(f"[rote] could not record the time of {entry_name(config)}: {type(err).__name__}: {err}",
               file=sys.stderr, flush=True)
@@ -439,18 +457,18 @@ def _say(message: str) -> None:
 
 
 # -- the engine ---------------------------------------------------------------------------------------
-def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor: str = "local",
-               root: Path | None = None, device: str | None = None, slurm: SlurmOptions | None = None,
-               progress: bool = True, on_free: Callable[[int], None] | None = None) -> list[Outcome]:
-    """Train every run of ``configs`` that is not cached, ``workers`` at a time; return the outcomes of
+def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None, *, root: Path | None = None,
+               on_free: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Train every run of ``configs`` that is not cached into ``root`` (None: the run cache), as
+    ``settings`` say (:class:`EngineSettings`: ``workers`` at a time, ...); return the outcomes of
     the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker.
 
     ``on_free(n)``: told, on every poll once no run is left to start and none has failed, how many
     local worker slots are free (0 while all are busy), so that other work can use a core the plan
     no longer needs (``rote book`` executes chapters there)."""
+    settings = settings or EngineSettings()
+    workers, executor, device = settings.workers, settings.executor, settings.device
     check_executor(executor)
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
     from .runs import runs_root, status
 
     root = Path(root or runs_root())
@@ -468,11 +486,11 @@ def train_plan(configs: list[RunConfig], *, workers: int | None = None, executor
     todo.sort(key=lambda c: remaining_seconds(c, status(c, root), estimator), reverse=True)
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
     slots = (workers or len(todo)) if executor == "slurm" else (workers or default_workers())
-    sub = _submitit_executor(executor, root, slurm or SlurmOptions()) if executor != "local" else None
+    sub = _submitit_executor(executor, root, settings.slurm or SlurmOptions()) if executor != "local" else None
     queue = _SlurmQueue() if executor == "slurm" else None
     _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time); "
          f"{estimator.summary(todo)}")
-    display = Display(len(todo), min(slots, len(todo)), root, enabled=progress, estimator=estimator)
+    display = Display(len(todo), min(slots, len(todo)), root, enabled=settings.progress, estimator=estimator)
     pending, running, outcomes = list(todo), {}, []
     started: dict[str, float] = {}
     try:

@@ -135,35 +135,52 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
     return sorted({0.0, config.data.noise_ratio})
 
 
+@dataclass(frozen=True)
+class PlanGrid:
+    """The noise ratios and model widths a plan lists instead of the profile's: ``sweep``, the C1 sweep's
+    noise ratios (None: :func:`sweep_ratios`); ``widths`` and ``noise_ratios``, X1's grid (None: the
+    profile's; a list, a number, or comma text such as ``"64,128"``, read and checked by :func:`x1_grid`,
+    where the profile and its n_heads are known). The sweep's ratios are read as numbers here."""
+
+    sweep: tuple[float, ...] | None = None
+    widths: object = None
+    noise_ratios: object = None
+
+    def __post_init__(self):
+        if self.sweep is not None:
+            object.__setattr__(self, "sweep", tuple(float(r) for r in self.sweep))
+
+
 def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
-         tasks: Iterable[str] | None = None, sweep: Iterable[float] | None = None,
-         widths: object = None, noise_ratios: object = None, x1: bool = False) -> list[RunConfig]:
+         tasks: Iterable[str] | None = None, grid: PlanGrid | None = None, x1: bool = False) -> list[RunConfig]:
     """Every distinct run the book's chapters need (units, twins, sweep; with ``x1``, X1's grid),
     deduplicated by key, in a stable order: task, condition, seed; within a unit the noisy run, its
-    twin, then the sweep (``sweep``: the noise ratios a chapter was given instead of
-    :func:`sweep_ratios`); then, with ``x1``, X1's runs not listed yet (``widths``, ``noise_ratios``:
+    twin, then the sweep (``grid.sweep``: the noise ratios a chapter was given instead of
+    :func:`sweep_ratios`); then, with ``x1``, X1's runs not listed yet (``grid.widths``, ``grid.noise_ratios``:
     X1's grid, :func:`x1_grid`). Without ``x1`` the runs of X1's grid that C1 does not need (other
     widths, other noise ratios) are left out. X1 is FDA ``random`` noise: it is left out when the tasks
     have no FDA or the overrides ask for another noise kind or no noise."""
     parts = ("noisy", "twin", "sweep") + (("x1",) if x1 else ())
-    return runs(profile, parts, seeds, overrides, tasks, sweep, widths, noise_ratios)
+    return runs(profile, parts, seeds, overrides, tasks, grid)
 
 
 def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
          overrides: Mapping[str, object] | None = None, tasks: Iterable[str] | None = None,
-         sweep: Iterable[float] | None = None, widths: object = None, noise_ratios: object = None) -> list[RunConfig]:
+         grid: PlanGrid | None = None) -> list[RunConfig]:
     """The runs of some parts of the plan (:data:`PARTS`), deduplicated by key, in :func:`plan`'s order:
     ``noisy`` (each unit's noisy run), ``twin`` (its noise-free twin), ``sweep`` (the C1 sweep),
-    ``x1`` (X1's grid), ``x1-shared`` (of X1's grid the runs C1 trains too: the FDA random units)."""
+    ``x1`` (X1's grid), ``x1-shared`` (of X1's grid the runs C1 trains too: the FDA random units);
+    ``grid``: the sweep's noise ratios and X1's grid (:class:`PlanGrid`; None: the profile's)."""
     parts = tuple(parts)
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         raise ValueError(f"unknown plan parts {unknown}; choose from {', '.join(PARTS)}")
+    grid = grid or PlanGrid()
     tasks = tuple(tasks or TASKS)
     out: dict[str, RunConfig] = {}
     if {"noisy", "twin", "sweep"} & set(parts):
         for unit in units(profile, tasks, seeds, overrides):
-            ratios = sweep_ratios(profile, unit.noisy) if sweep is None else [float(r) for r in sweep]
+            ratios = sweep_ratios(profile, unit.noisy) if grid.sweep is None else list(grid.sweep)
             listed = ([unit.noisy] if "noisy" in parts else []) + ([unit.clean] if "twin" in parts else []) + \
                 ([unit.noisy.replace(noise_ratio=r) for r in ratios] if "sweep" in parts else [])
             for config in listed:
@@ -172,7 +189,7 @@ def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
         fda = make_config("fda", profile, **_task_overrides("fda", dict(overrides or {}))).data
         if fda.noise_kind == "random" and fda.noise_ratio > 0:
             if "x1" in parts:
-                width_units, ratio_units = x1_units(profile, seeds, overrides, widths, noise_ratios)
+                width_units, ratio_units = x1_units(profile, seeds, overrides, grid.widths, grid.noise_ratios)
                 listed_units = width_units + ratio_units
             else:
                 listed_units = units(profile, ["fda"], seeds, overrides, conditions={"fda": ["random"]})

@@ -308,14 +308,34 @@ class ConcurrencySampler:
         return sum(self.samples) / len(self.samples) if self.samples else None
 
 
-def record_run(config: RunConfig, run, *, wall_s: float, cpu_s: float, root: Path | str, device=None,
-               resumed: int = 0, concurrent: float | None = None) -> dict | None:
-    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`); ``wall_s`` and
-    ``cpu_s``: this process's seconds for it (loading, data, training, saving). Returns the record."""
+@dataclass(frozen=True)
+class RunTiming:
+    """What a worker measured of a run it trained (:func:`record_run`): ``wall_s`` and ``cpu_s``, this
+    process's seconds for it (loading, data, training, saving); ``resumed``, the step an interrupted
+    attempt resumed from (0: from the start); ``concurrent``, how many other runs trained beside it on
+    this host on average (None: not sampled)."""
+
+    wall_s: float
+    cpu_s: float
+    resumed: int = 0
+    concurrent: float | None = None
+
+    def __post_init__(self):
+        for name in ("wall_s", "cpu_s", "resumed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"a run's {name} must be >= 0, got {getattr(self, name)}")
+        if self.concurrent is not None and self.concurrent < 0:
+            raise ValueError(f"a run's concurrent must be >= 0, got {self.concurrent}")
+
+
+def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, device=None) -> dict | None:
+    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`; ``timing``:
+    what the worker measured of it). Returns the record."""
     metrics = run.metrics
     seconds = [float(s) for s in metrics["seconds"]]
     if not seconds:
         return None
+    wall_s, cpu_s, resumed, concurrent = timing.wall_s, timing.cpu_s, timing.resumed, timing.concurrent
     rec = {"kind": "run", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
            "shape": shape(config), "name": f"{config.task}-{config.key}", "key": config.key,
            "steps": config.train.steps, "eval_every": config.train.eval_every, "n_evals": len(seconds),

@@ -20,8 +20,8 @@ def fake(monkeypatch):
     """A run and an erasure_sites that counts its calls (the cache logic does not depend on the analysis)."""
     calls = []
 
-    def erasure_sites(model, data, train, clean, task, min_over_chance, max_train, seed):
-        calls.append((task, min_over_chance, max_train, seed))
+    def erasure_sites(model, data, train, clean, task, settings):
+        calls.append((task, settings.min_over_chance, settings.max_train, settings.seed))
         return json.loads(json.dumps(SITES))
 
     monkeypatch.setattr(AC, "erasure_sites", erasure_sites)

@@ -164,7 +164,7 @@ def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch)
     stale = book.output_dir("broken", "smoke", {"profile": "smoke"}) / "broken.ipynb"
     stale.parent.mkdir(parents=True)
     stale.write_text("old page")
-    code = book.build_book("smoke", ["broken"], {}, render=False)
+    code = book.build_book("smoke", ["broken"], {}, book.BookOptions(render=False))
     assert code == 1
     executed = nbformat.read(stale, as_version=4)
     stamp = executed.cells[1].source
@@ -192,7 +192,7 @@ def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, c
     monkeypatch.setattr(engine, "train_plan", one_fails)
     monkeypatch.setattr(book, "execute_job", must_not_run)
     monkeypatch.setattr(book, "render_site", must_not_run)
-    code = book.build_book("smoke", ["learning_dynamics", "tasks"], {}, render=True)
+    code = book.build_book("smoke", ["learning_dynamics", "tasks"], {}, book.BookOptions(render=True))
     assert code != 0 and trained
     err = capsys.readouterr().err
     assert f"FAILED {engine.entry_name(trained[0])}" in err and "MemoryError" in err
@@ -260,7 +260,7 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
 
     monkeypatch.setattr(engine, "train_plan", last_run_trains)
     monkeypatch.setattr(book, "execute_job", fake_chapter)
-    code = book.build_book("smoke", ["learning_dynamics", "interventions"], {}, render=False)
+    code = book.build_book("smoke", ["learning_dynamics", "interventions"], {}, book.BookOptions(render=False))
     assert code == 0
     assert events[0] == "slots busy" and events[1] == "chapter learning_dynamics"
     assert events.index("chapter learning_dynamics") < events.index("training ended")

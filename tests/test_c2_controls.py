@@ -64,7 +64,8 @@ def test_masked_tail_finds_a_planted_true_tail_and_only_then(monkeypatch, thr_da
              scoring.model_inputs(M).numpy().tobytes(): _acts(m_parts, k, 0.1, gen),
              scoring.model_inputs(C).numpy().tobytes(): _acts([(1.0, C.label[:, 0])], k, 0.1, gen)}
     _planted_stack(monkeypatch, table)
-    sweep = probes.masked_probe_sweep(None, thr_data, train, {"M": M, "C": C}, max_train=10_000)
+    sweep = probes.masked_probe_sweep(None, thr_data, train, {"M": M, "C": C},
+                                      settings=probes.ProbeSettings(max_train=10_000))
     at = sweep[sweep.layer == 1].set_index("set")
     assert at.loc["M", "chance"] == pytest.approx(1 / (k - 1))
     assert at.loc["M", "n"] == len(M) and at.loc["C", "n"] == len(C)
@@ -82,7 +83,8 @@ def test_masked_tail_finds_a_planted_true_tail_and_only_then(monkeypatch, thr_da
 def test_position_summary_reads_the_bridge_at_r2(smoke_runs):
     run = smoke_runs["thr"]
     sets = {"M": run.data.train_noisy, "C": run.data.test}
-    sweep = probes.probe_sweep(run.model, run.data, run.data.train_clean, sets, targets=["bridge"], positions=[1, 2])
+    sweep = probes.probe_sweep(run.model, run.data, run.data.train_clean, sets,
+                               probes.ProbeTargets(["bridge"], positions=[1, 2]))
     r2 = probes.position_summary(sweep, "bridge", targets.THR_LAST, "bridge at r2")
     part = sweep[(sweep.position == 2) & (sweep.set == "M")]
     assert r2.iloc[0].group == "bridge at r2" and r2.iloc[0].acc_M == pytest.approx(part.accuracy.max())

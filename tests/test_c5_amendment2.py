@@ -45,9 +45,9 @@ def test_cut_finds_planted_units_per_layer_and_position(grid):
     # the untrained reference has a strong pattern at position 3 of layer 0 in every neuron: there
     # the cut is high, and a trained unit must beat it there, not a global cut
     ref_planted = [(3, 0, list(range(100)), "s1=7")]
-    reference = H.classify_activations(_acts(grid, 1000, ref_planted), table, top_k=50, coverage_min=0.8)
+    reference = H.classify_activations(_acts(grid, 1000, ref_planted), table, H.ClassifySettings(0.8, top_k=50))
     trained_planted = [(1, 0, list(range(10)), "a2∈[3,5]"), (3, 0, list(range(10)), "a2∈[3,5]")]
-    trained = H.classify_activations(_acts(grid, 0, trained_planted), table, top_k=50, coverage_min=0.8)
+    trained = H.classify_activations(_acts(grid, 0, trained_planted), table, H.ClassifySettings(0.8, top_k=50))
     cut = H.score_cut(reference)
     assert cut.shape == (2, 5) and cut[0, 3] > cut[0, 1]
     cm = H.with_cut(trained, cut)
@@ -59,7 +59,8 @@ def test_cut_finds_planted_units_per_layer_and_position(grid):
     assert cm.heuristic[random_units].float().mean() <= 0.05  # noise units: about 1% pass the 99th percentile
     assert torch.equal(cm.best, trained.best) and cm.score_cut is not None
     # the null: the same cut on another untrained model passes about 1% of its units
-    null = H.with_cut(H.classify_activations(_acts(grid, 7, ref_planted), table, top_k=50, coverage_min=0.8), cut)
+    null = H.with_cut(H.classify_activations(_acts(grid, 7, ref_planted), table, H.ClassifySettings(0.8, top_k=50)),
+                      cut)
     s = H.cut_summary(cm, null)
     assert s["cut_null_fraction_units"] <= 0.05
     assert s["cut_heuristic_fraction_units"] > s["cut_null_fraction_units"]
@@ -69,7 +70,7 @@ def test_cut_finds_planted_units_per_layer_and_position(grid):
 
 def test_a_layer_with_no_unit_over_the_cut_is_reported(grid):
     table = F.feature_table(grid.info["a"], grid.info["b"])
-    hm = H.classify_activations(_acts(grid, 0, [(1, 0, [0, 1], "carry1=1")]), table, top_k=50, coverage_min=0.8)
+    hm = H.classify_activations(_acts(grid, 0, [(1, 0, [0, 1], "carry1=1")]), table, H.ClassifySettings(0.8, top_k=50))
     cut = torch.zeros(2, 5)
     cut[1] = math.inf  # nothing of layer 1 exceeds it
     cm = H.with_cut(hm, cut)
@@ -83,7 +84,7 @@ def test_untrained_models_of_two_seeds_share_about_one_percent(grid):
     def untrained(seed):
         torch.manual_seed(seed)
         model = HookedTransformer(ModelShape(n_layers=2, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
-        return H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+        return H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
 
     other, own = untrained(1000), untrained(0)
     null = H.with_cut(own, H.score_cut(other))
@@ -229,7 +230,7 @@ def _clean(n=120):
 
 def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_only(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     hmap.heuristic[:] = True  # every unit counts (the planted ones among them)
     jstar = O.first_differing(M)
     assert jstar.tolist() == JSTAR
@@ -238,7 +239,8 @@ def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_onl
         stats = O.neighbour_stats(model, M, hmap)
         clean = O.neighbour_stats(model, _clean(), hmap)
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
-        table = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)
+        table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
+                                       NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
     assert not model.has_hooks()
     assert comp["jstar_z_ratio"] >= 2 and comp["jstar_z_M"] > 50
     t = table.set_index(["m", "units"]).reverted
@@ -257,7 +259,7 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
     shifted only after j*: the 7.7 ranking (all positions) picks the planted neuron, but the j*
     statistic stays near its clean value and patching neurons at j* reverts nothing."""
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     hmap.heuristic[:] = True
     jstar = O.first_differing(M)
     with model.hooks(_plant(model, M, "after")):
@@ -265,8 +267,10 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
         stats = O.neighbour_stats(model, M, hmap)
         clean = O.neighbour_stats(model, _clean(), hmap)
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
-        table = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=3)
-        after = NP.position_dose_response(model, M, stats, 0, [1], NP.after_jstar_mask(jstar, 5), n_controls=3)
+        table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
+                                       NP.DoseSettings([1, 2, 5], n_controls=3))
+        sites = NP.PatchSites(NP.after_jstar_mask(jstar, 5))
+        after = NP.position_dose_response(model, M, stats, NP.PatchedNeurons(0), sites, NP.DoseSettings([1], n_controls=3))
     assert not model.has_hooks()
     assert NP.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them
     assert comp["jstar_z_ratio"] < 2  # the j* statistic stays near its clean value
@@ -278,14 +282,15 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
 
 def test_degenerate_sets_give_no_m50_and_no_crash(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:300], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:300], H.ClassifySettings(0.8, top_k=20))
     stats = O.neighbour_stats(model, M, hmap)
     none = torch.full((4,), -1)
-    empty = NP.jstar_dose_response(model, M, stats, none, 0, [1, 5])
+    empty = NP.jstar_dose_response(model, M, stats, none, NP.PatchedNeurons(0), NP.DoseSettings([1, 5]))
     assert empty.empty
     s = NP.jstar_summary(empty, 0, 0.5)
     assert s["jstar_m50"] is None and s["jstar_n"] == 0 and math.isnan(s["jstar_top_revert_max"])
-    one = NP.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), 0, [1, 200], n_controls=1)
+    one = NP.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), NP.PatchedNeurons(0),
+                                 NP.DoseSettings([1, 200], n_controls=1))
     assert one.n.eq(1).all() and one[one.units == "mismatched"].reverted.isna().all()
     s = NP.jstar_summary(one, 0, 0.0)  # revert_min 0: m50 = 1, with no second example to mismatch
     assert s["jstar_m50"] == 1 and s["jstar_mismatched_revert_m50"] is None
@@ -301,12 +306,13 @@ def test_degenerate_sets_give_no_m50_and_no_crash(grid):
 
 def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     hmap.heuristic[:] = True
     null = O.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
     with model.hooks(_plant(model, M, "jstar")):
         stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
-        out = NP.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+        out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
+                                NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
     m = out["metrics"]
     assert m["jstar_m50"] == 1 and m["jstar_n_M"] == 4 and m["jstar_z_ratio"] >= 2
     for key in ("jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_pattern_corr_M", "jstar_top_revert_max",
@@ -333,19 +339,23 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
     Planted: each example's memorized digit sits in its own neuron (``PLANTED``), the largest |z| of the
     layer. Before (every neuron of the layer ranked), top-1 reverts all of M whatever the 8.3 units are."""
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     jstar = O.first_differing(M)
     others = [40, 41, 42]  # silent neurons: patching them changes nothing
     with model.hooks(_plant(model, M, "jstar")):
         stats = O.neighbour_stats(model, M, hmap)
-        every = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0)  # before 8.5
+        every = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),  # before 8.5
+                                       NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
         # the planted neuron is an 8.3 unit at its example's j*, with 3 others: m = 1, 2 can be tried, 5 not
         with_planted = _units_at_jstar({JSTAR[k]: [n] + others for k, (n, _) in PLANTED.items()})
-        inside = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=with_planted)
+        inside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, with_planted),
+                                        NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
         # the planted neurons are no 8.3 units: the top m of the 8.3 units carry nothing
         without = _units_at_jstar({JSTAR[k]: others + [50] for k in PLANTED})
-        outside = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2, 5], n_controls=5, seed=0, units=without)
-        fewer = NP.jstar_dose_response(model, M, stats, jstar, 0, [1, 2], units=_units_at_jstar({0: [3]}))
+        outside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, without),
+                                         NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        fewer = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, _units_at_jstar({0: [3]})),
+                                       NP.DoseSettings([1, 2]))
     assert not model.has_hooks()
     assert sorted(set(every.m)) == [1, 2, 5] and every.set_index(["m", "units"]).reverted[(1, "top")] == 1.0
     t = inside.set_index(["m", "units"]).reverted
@@ -375,12 +385,13 @@ def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units
     """jstar_analysis hands the map's heuristic units of the layer to the dose-response (8.5) and reads the
     pattern correlation at j* over them: a map with no heuristic unit leaves both without a value."""
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid[:600], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     null = O.fresh_noisy_labels(_clean(40), "random", "msb", seed=0)
     hmap.heuristic[:] = False
     with model.hooks(_plant(model, M, "jstar")):
         stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
-        out = NP.jstar_analysis(model, M, null, stats, hmap, 0, [1, 2], revert_min=0.5, n_controls=2)
+        out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
+                                NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
     m = out["metrics"]
     assert m["jstar_units_min"] == 0 and m["jstar_m_tried"] == [] and m["jstar_m50"] is None
     assert math.isnan(m["jstar_pattern_corr_M"]) and math.isnan(m["jstar_z_M"])

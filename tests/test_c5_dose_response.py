@@ -53,14 +53,14 @@ def _memorized():
 
 def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid, coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid, H.ClassifySettings(0.8, top_k=20))
     with model.hooks(_plant(model, M)):
         assert exact_match(model, M, "label").all()  # each memorized through its planted neuron
         stats = O.neighbour_stats(model, M, hmap)
         scores = NP.neuron_scores(stats, 0)
         assert scores.argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # top 1 by |z|: the planted neuron
-        table = NP.dose_response(model, M, stats, [0], [1, 2, 5], n_controls=5, seed=0)
-        first_two = NP.dose_response(model, M, stats, [0], [1], n_controls=1, max_examples=2)
+        table = NP.dose_response(model, M, stats, [0], NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        first_two = NP.dose_response(model, M, stats, [0], NP.DoseSettings([1], n_controls=1, max_examples=2))
     assert not model.has_hooks()
     assert first_two.set_index("units").reverted["top"] == 1.0
     assert math.isnan(first_two.set_index("units").recovered["random"])  # recovered: top m only
@@ -77,8 +77,8 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
 
 def test_no_memorized_examples_give_an_empty_curve_and_no_m50(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid, coverage_min=0.8, top_k=20)
-    empty = NP.dose_response(model, M[:0], O.neighbour_stats(model, M[:0], hmap), [0], [1, 5])
+    hmap = H.classify_neurons(model, grid, H.ClassifySettings(0.8, top_k=20))
+    empty = NP.dose_response(model, M[:0], O.neighbour_stats(model, M[:0], hmap), [0], NP.DoseSettings([1, 5]))
     assert empty.empty
     s = NP.dose_summary(empty, layer=0, revert_min=0.5)
     assert s["m50"] is None and math.isnan(s["random_revert_m50"]) and math.isnan(s["top_revert_max"])
@@ -123,7 +123,7 @@ def test_fresh_noisy_labels_follow_the_noise_process(kind):
 
 def test_null_comparison_of_identical_sets_is_one_and_reports_position_9(grid):
     model, M = _model(), _memorized()
-    hmap = H.classify_neurons(model, grid, coverage_min=0.0, top_k=20)  # every unit counts
+    hmap = H.classify_neurons(model, grid, H.ClassifySettings(0.0, top_k=20))  # every unit counts
     stats = O.neighbour_stats(model, M, hmap)
     out = O.null_comparison(stats, stats, hmap)
     assert out["z_null_ratio"] == pytest.approx(1.0)
@@ -139,10 +139,26 @@ def test_neurons_as_units_use_each_neurons_home_position():
     acts[:, 0, 0, 0] = torch.linspace(0, 1, 100)  # ... and weakly, without pattern, at position 0
     acts[:10, 1, 0, 1] = 1.0  # neuron 1: a heuristic at position 1, but its home is position 4
     acts[50:60, 4, 0, 1] = 9.0
-    hmap = H.classify_activations(acts, feats, top_k=10, coverage_min=0.8, min_base=0.0, max_base=1.0,
+    hmap = H.classify_activations(acts, feats, H.ClassifySettings(0.8, top_k=10, min_base=0.0, max_base=1.0),
                                   names=[("f", "operand digit")])
     assert hmap.home_position[0].tolist()[:2] == [2, 4]
     assert hmap.neuron_heuristic[0].tolist() == [True, False, False]
     assert hmap.neuron_fraction == pytest.approx(1 / 3)
     assert hmap.any_position_fraction == pytest.approx(2 / 3)  # shown, never judged
     assert hmap.neuron_layer_fractions() == [pytest.approx(1 / 3)]
+
+
+def test_dose_settings_are_validated():
+    assert NP.DoseSettings([1, 2]).m_grid == (1, 2)  # a list is kept as a tuple
+    for bad in (dict(m_grid=[0, 1]), dict(m_grid=[1], n_controls=0), dict(m_grid=[1], max_examples=-1),
+                dict(m_grid=[1], revert_min=1.5)):
+        with pytest.raises(ValueError):
+            NP.DoseSettings(**bad)
+    with pytest.raises(ValueError):
+        NP.LayerPatchSettings(n_controls=0)
+    with pytest.raises(ValueError):
+        NP.PatchSites(torch.ones(3, 5, dtype=torch.bool), reference=torch.zeros(2, 5))
+    with pytest.raises(ValueError):
+        NP.PatchedNeurons(0, torch.ones(5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="revert_min"):
+        NP.jstar_analysis(None, {}, {}, None, 0, NP.DoseSettings([1]))

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rote.analysis.lens import layer_hook_name
-from rote.analysis.probes import fit_probes, probe_sweep, probe_training_set
+from rote.analysis.probes import ProbeSettings, ProbeTargets, fit_probes, probe_sweep, probe_training_set
 from rote.analysis.targets import intermediate_targets
 from rote.chapters import Build, c2
 from rote.config import make_config
@@ -51,8 +51,8 @@ def namespace():
     # the library's sweep of the one target the cell reads: fitted alone in both (the only 16-class FDA
     # target, probed at its own position only), so the same numbers as in the chapter's full sweep
     # (c2.probes), at a fraction of its time
-    sweep = probe_sweep(model, data, data.train_clean, build.sets[unit], targets=["carry_pattern"],
-                        max_train=params["max_probe_train"], seed=params["probe_seed"])
+    sweep = probe_sweep(model, data, data.train_clean, build.sets[unit], ProbeTargets(["carry_pattern"]),
+                        ProbeSettings(max_train=params["max_probe_train"], seed=params["probe_seed"]))
     return {"build": build, "probes": c2.Probes({unit: sweep}, {}, {}), **params, "torch": torch,
             "layer_hook_name": layer_hook_name,
             "fit_probes": fit_probes, "probe_training_set": probe_training_set,

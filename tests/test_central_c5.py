@@ -31,7 +31,8 @@ def tiny_run():
     """A 2-layer FDA model with random weights, its units classified on a small grid."""
     torch.manual_seed(0)
     model = HookedTransformer(ModelShape(n_layers=2, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
-    hmap = heuristics.classify_neurons(model, fda_features.operand_grid(200, seed=0), coverage_min=0.8, top_k=20)
+    hmap = heuristics.classify_neurons(model, fda_features.operand_grid(200, seed=0),
+                                       heuristics.ClassifySettings(0.8, top_k=20))
     return model, hmap
 
 
@@ -42,7 +43,8 @@ def test_the_central_cell_recomputes_the_librarys_z(tiny_run, memorized, capsys)
     noisy = outliers.fresh_noisy_labels(clean, "random", "msb", seed=0)
     noisy.label[0] = noisy.true_label[0]  # the first example has no differing digit (no j*): the cell takes the second
     sets = {"M": noisy if memorized else clean[:0], "null": noisy}
-    stats = {name: outliers.neighbour_stats(model, ex, hmap, max_shift=3) for name, ex in sets.items()}
+    settings = outliers.NeighbourSettings(max_shift=3)
+    stats = {name: outliers.neighbour_stats(model, ex, hmap, settings) for name, ex in sets.items()}
     u = Unit("fda", "random", 0)
     build = SimpleNamespace(shown=[u], sets={u: sets},
                             runs={u: SimpleNamespace(model=model, data=SimpleNamespace(meta={"answer_order": "msb"}))})

@@ -53,12 +53,13 @@ def test_a_run_is_identical_alone_in_the_pool_and_on_submitit(tmp_path):
     torch.set_num_threads(2)  # training must pin its own thread count whatever the caller set
     alone = get_or_train(target, root=tmp_path / "alone", progress=False, device="cpu")
 
-    outcomes = engine.train_plan([target, other], workers=2, root=tmp_path / "pool", progress=False, device="cpu")
+    outcomes = engine.train_plan([target, other], engine.EngineSettings(workers=2, progress=False, device="cpu"),
+                                 root=tmp_path / "pool")
     assert sorted((o.config.task, o.ok) for o in outcomes) == [("fda", True), ("thr", True)]
     pooled = lookup(target, tmp_path / "pool")
 
-    outcomes = engine.train_plan([target], workers=1, executor="submitit-local", root=tmp_path / "submitit",
-                                 progress=False, device="cpu")
+    settings = engine.EngineSettings(workers=1, executor="submitit-local", progress=False, device="cpu")
+    outcomes = engine.train_plan([target], settings, root=tmp_path / "submitit")
     assert [o.ok for o in outcomes] == [True], outcomes
     distributed = lookup(target, tmp_path / "submitit")
 
@@ -67,7 +68,8 @@ def test_a_run_is_identical_alone_in_the_pool_and_on_submitit(tmp_path):
     _same_run(alone, pooled)
     _same_run(alone, distributed)
     # a second pass finds everything cached and trains nothing
-    assert engine.train_plan([target, other], workers=2, root=tmp_path / "pool", progress=False) == []
+    assert engine.train_plan([target, other], engine.EngineSettings(workers=2, progress=False),
+                             root=tmp_path / "pool") == []
 
 
 _WRITER = """
@@ -219,7 +221,8 @@ def test_a_real_worker_refuses_when_the_code_changed(tmp_path, monkeypatch, caps
     the engine names the run with that line and nothing is trained."""
     config = make_config("fda", "smoke", **SMOKE)
     monkeypatch.setattr(engine, "code_fingerprint", lambda: "000000000000")  # the planner's code "differs"
-    (outcome,) = engine.train_plan([config], workers=1, root=tmp_path, progress=False, device="cpu")
+    (outcome,) = engine.train_plan([config], engine.EngineSettings(workers=1, progress=False, device="cpu"),
+                                   root=tmp_path)
     assert not outcome.ok
     assert outcome.error.startswith("exit code 3; last log line: error: the training code changed since the plan")
     assert engine.report_failures([outcome]) == 1
@@ -233,7 +236,8 @@ def test_a_worker_that_raises_is_named_with_its_last_log_line(tmp_path, capsys):
     its log in the engine's report."""
     config = make_config("fda", "smoke", **SMOKE)
     (tmp_path / ".partial").write_text("a file where training needs a folder")
-    (outcome,) = engine.train_plan([config], workers=1, root=tmp_path, progress=False, device="cpu")
+    (outcome,) = engine.train_plan([config], engine.EngineSettings(workers=1, progress=False, device="cpu"),
+                                   root=tmp_path)
     assert not outcome.ok and outcome.error.startswith("exit code 1; last log line: NotADirectoryError")
     assert Path(outcome.log) == tmp_path / ".logs" / f"{entry_name(config)}.log"
     assert "Traceback" in Path(outcome.log).read_text()
@@ -288,7 +292,7 @@ def test_plan_order_is_longest_first_in_the_pool(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine, "_LocalJob", recording_job(started))
     configs = plan("smoke", [0]) + [make_config("fda", "quick")]
-    engine.train_plan(configs, workers=1, root=tmp_path, progress=False)
+    engine.train_plan(configs, engine.EngineSettings(workers=1, progress=False), root=tmp_path)
     assert started[0] == configs[-1] and len(started) == len(configs)
 
 
@@ -319,7 +323,8 @@ def test_a_run_that_cannot_start_fails_alone(tmp_path, monkeypatch):
         return real(config, root, device)
 
     monkeypatch.setattr(engine, "_LocalJob", refuse_the_twin)
-    outcomes = engine.train_plan(configs, workers=2, root=tmp_path, progress=False, device="cpu")
+    outcomes = engine.train_plan(configs, engine.EngineSettings(workers=2, progress=False, device="cpu"),
+                                 root=tmp_path)
     assert {(o.config.data.noise_ratio, o.ok) for o in outcomes} == {(0.1, True), (0.0, False)}
     assert "invalid partition" in [o for o in outcomes if not o.ok][0].error
     assert engine.report_failures(outcomes) == 1

@@ -91,30 +91,30 @@ def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_
 
 
 def test_fit_erasure_on_model(tiny_model, fda_data):
-    er = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
-                       positions=[9, 10], rank=4)
+    sites = E.ErasureSites(["carry_0", "carry_1"], layers=[1], positions=[9, 10])
+    er = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, sites, 4)
     assert er.rank == 4 and set(er.bases) == {(1, 9), (1, 10)}
     # INLP directions come in order: a lower rank is a prefix
-    er2 = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, ["carry_0", "carry_1"], layers=[1],
-                        positions=[9, 10], rank=2)
+    er2 = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, sites, 2)
     torch.testing.assert_close(er.truncate(2).bases[1, 9], er2.bases[1, 9])
     ctrl = inlp.random_erasure(er, seed=1)
     assert ctrl.rank == 4 and ctrl.positions == [9, 10]
     sets = {"test": (fda_data.test, "true_label"), "none": (fda_data.test[:0], "label")}
     acc = patching.erasure_accuracy(tiny_model, sets, er)
     assert 0 <= acc["test"] <= 1 and math.isnan(acc["none"])
-    sweep = patching.erasure_sweep(tiny_model, er, sets, ranks=[0, 2, 4], n_controls=2)
+    sweep = patching.erasure_sweep(tiny_model, er, sets, patching.ErasureSweepSettings(ranks=[0, 2, 4], n_controls=2))
     assert len(sweep) == 3 * 2 * 2 and set(sweep.method) == {"INLP", "random"}
     assert not tiny_model.has_hooks()
 
 
 def test_erasure_sites_follow_the_probe_threshold(tiny_model, fda_data):
-    kw = dict(max_train=300, seed=0)
-    everywhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 0.0, **kw)
+    everywhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
+                                 E.SiteSettings(0.0, max_train=300, seed=0))
     assert everywhere["group"] == "carries" and everywhere["targets"] == [f"carry_{i}" for i in range(4)]
     assert everywhere["positions"] == E.target_positions(fda_data, everywhere["targets"])
     assert everywhere["layers"] == [1]  # only intermediate layers: not the embeddings (0), not the last (2)
-    nowhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 1e9, **kw)
+    nowhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
+                              E.SiteSettings(1e9, max_train=300, seed=0))
     assert nowhere["layers"] == [] and nowhere["positions"] == everywhere["positions"]
 
 
@@ -233,11 +233,12 @@ def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
         tiny_model(scoring.model_inputs(test[:5]))
         assert torch.equal(state["tokens"], scoring.model_inputs(test[:5]))  # the hook reads the inputs right
         before, acts = probe_accuracy()
-        er = E.fit_erasure(tiny_model, data, train, ["carry_0"], layers=[1], positions=[12], rank=3, seed=0)
+        er = E.fit_erasure(tiny_model, data, train, E.ErasureSites(["carry_0"], layers=[1], positions=[12]), 3,
+                           E.ErasureSettings(seed=0))
         after, _ = probe_accuracy(er)
         none, acts_rank0 = probe_accuracy(er.truncate(0))
         sets = {"test": (test[:100], "true_label")}
-        sweep = patching.erasure_sweep(tiny_model, er, sets, ranks=[0, 3], n_controls=2)
+        sweep = patching.erasure_sweep(tiny_model, er, sets, patching.ErasureSweepSettings(ranks=[0, 3], n_controls=2))
         unerased = patching.erasure_accuracy(tiny_model, sets)["test"]
     assert not tiny_model.has_hooks()
     chance = probes.chance_accuracy(carry(train), carry(test))
@@ -255,16 +256,18 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
     from rote import verdicts
     from rote.analysis import neurons
 
-    found = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda", 1e9, max_train=300)
+    found = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
+                            E.SiteSettings(1e9, max_train=300))
     assert found["layers"] == []
-    fitted = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean, found["targets"], found["layers"],
-                           found["positions"], rank=4, max_train=300)
+    fit = E.ErasureSettings(max_train=300, seed=0)
+    fitted = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean,
+                           E.ErasureSites(found["targets"], found["layers"], found["positions"]), 4, fit)
     assert not fitted.bases
-    matched = E.information_matched(tiny_model, fda_data, fda_data.train_clean, fitted, n_controls=2, max_train=300,
-                                    seed=0)
+    matched = E.information_matched(tiny_model, fda_data, fda_data.train_clean, fitted, fit, n_controls=2)
     assert matched is None
     sets = {"mem": (fda_data.train_noisy[:40], "label"), "gen": (fda_data.test[:40], "true_label")}
-    sweep = patching.erasure_sweep(tiny_model, fitted, sets, ranks=[0, 4], n_controls=2, matched=matched)
+    sweep = patching.erasure_sweep(tiny_model, fitted, sets, patching.ErasureSweepSettings(ranks=[0, 4], n_controls=2),
+                                   matched=matched)
     assert set(sweep.method) == {"INLP", "random"}  # no NaN "matched" rows
     assert sweep[sweep["rank"] == 4].accuracy.isna().all()
     _, checks = verdicts.c3.checks(sweep, 4, {"jaccard": 0.6, "random": 0.03}, "fda", erasure_layers=found["layers"])

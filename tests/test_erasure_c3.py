@@ -68,10 +68,11 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     model = _model(len(data.vocab), data.train.sequences("label").shape[1])
     targets = ["carry_0", "carry_1"] if task == "fda" else ["bridge"]
     positions = E.target_positions(data, targets)
-    er = E.fit_erasure(model, data, data.train_clean, targets, layers=[1, 2], positions=positions, rank=3,
-                       max_train=300, seed=0)
+    fit = E.ErasureSettings(max_train=300, seed=0)
+    er = E.fit_erasure(model, data, data.train_clean, E.ErasureSites(targets, layers=[1, 2], positions=positions), 3,
+                       fit)
     assert er.targets == tuple(targets) and er.truncate(2).targets == tuple(targets)
-    controls = E.information_matched(model, data, data.train_clean, er, n_controls=2, max_train=300, seed=0)
+    controls = E.information_matched(model, data, data.train_clean, er, fit, n_controls=2)
     assert len(controls) == 2
     for c in controls:
         assert set(c.bases) == set(er.bases) and c.rank == er.rank and c.targets == er.targets
@@ -86,25 +87,28 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     assert overlap(controls[0].bases[site], er.bases[site]) < 0.99
     # usable wherever random controls are: in the sweep, as method "matched"
     sets = {"test": (data.test, "true_label")}
-    sweep = patching.erasure_sweep(model, er, sets, ranks=[0, 2], n_controls=1, matched=controls)
+    sweep = patching.erasure_sweep(model, er, sets, patching.ErasureSweepSettings(ranks=[0, 2], n_controls=1),
+                                   matched=controls)
     assert set(sweep.method) == {"INLP", "random", "matched"} and len(sweep) == 2 * 3
     row = sweep[(sweep.method == "matched") & (sweep["rank"] == 2)].accuracy.iloc[0]
     by_hand = sum(patching.erasure_accuracy(model, sets, c.truncate(2))["test"] for c in controls) / 2
     assert row == pytest.approx(by_hand)
     assert not model.has_hooks()
-    assert patching.erasure_sweep(model, er, sets, ranks=[2], n_controls=1).method.nunique() == 2  # no matched rows
+    one_rank = patching.ErasureSweepSettings(ranks=[2], n_controls=1)
+    assert patching.erasure_sweep(model, er, sets, one_rank).method.nunique() == 2  # no matched rows
 
 
 def test_information_matched_needs_targets(fda_data):
     model = _model(len(fda_data.vocab), fda_data.train.sequences("label").shape[1])
-    er = E.fit_erasure(model, fda_data, fda_data.train_clean, ["carry_0"], layers=[1], positions=[13], rank=2,
-                       max_train=200)
+    fit = E.ErasureSettings(max_train=200)
+    er = E.fit_erasure(model, fda_data, fda_data.train_clean, E.ErasureSites(["carry_0"], layers=[1], positions=[13]),
+                       2, fit)
     anonymous = inlp.Erasure(er.bases, er.means)
     with pytest.raises(ValueError):
-        E.information_matched(model, fda_data, fda_data.train_clean, anonymous, n_controls=1, max_train=200, seed=0)
+        E.information_matched(model, fda_data, fda_data.train_clean, anonymous, fit, n_controls=1)
     # no site (8.5: the intervention cannot run): the control is not available (None), not an empty list of draws
-    assert E.information_matched(model, fda_data, fda_data.train_clean, inlp.Erasure({}, {}, ("carry_0",)),
-                                 n_controls=2, max_train=200, seed=0) is None
+    assert E.information_matched(model, fda_data, fda_data.train_clean, inlp.Erasure({}, {}, ("carry_0",)), fit,
+                                 n_controls=2) is None
 
 
 def test_matched_control_removes_a_planted_lookup_that_inlp_of_the_result_leaves():
@@ -141,8 +145,9 @@ def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_
 
     monkeypatch.setattr(E, "residual_stack", one_hot_keys)
     site = (1, 12)
-    er = E.fit_erasure(None, data, train, ["carry_0"], layers=[1], positions=[12], rank=1, max_train=4000, seed=0)
-    controls = E.information_matched(None, data, train, er, n_controls=3, max_train=4000, seed=0)
+    fit = E.ErasureSettings(max_train=4000, seed=0)
+    er = E.fit_erasure(None, data, train, E.ErasureSites(["carry_0"], layers=[1], positions=[12]), 1, fit)
+    controls = E.information_matched(None, data, train, er, fit, n_controls=3)
     keys = torch.arange(100)
     carry = ((keys // 10 + keys % 10) >= 10).float()
 
@@ -161,3 +166,23 @@ def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_
     for a in range(3):
         for b in range(a + 1, 3):
             assert abs(corr(directions[a], directions[b])) < 0.5  # a fresh relabeling per control
+
+
+def test_erasure_settings_keep_the_defaults_and_refuse_out_of_range_values():
+    fit = E.ErasureSettings()
+    assert (fit.max_train, fit.seed, fit.inlp) == (2000, 0, inlp.InlpSettings(None, 1e-3, 50))
+    assert E.SiteSettings(5.0) == E.SiteSettings(5.0, max_train=2000, seed=0)
+    assert patching.ErasureSweepSettings([0, 4, 2]) == patching.ErasureSweepSettings((0, 4, 2), n_controls=3, seed=0)
+    assert E.ErasureSites(["carry_0"], [1], []).layers == (1,)
+    bad = [(inlp.InlpSettings, dict(per_iteration=0)), (inlp.InlpSettings, dict(weight_decay=-1.0)),
+           (inlp.InlpSettings, dict(max_iter=0)), (E.ErasureSettings, dict(max_train=0)),
+           (E.ErasureSettings, dict(seed=-1)), (E.ErasureSettings, dict(inlp=None)),
+           (E.SiteSettings, dict(min_over_chance=-1.0)), (E.SiteSettings, dict(min_over_chance=1.0, max_train=0)),
+           (E.ErasureSites, dict(targets=[], layers=[1], positions=[9])),
+           (E.ErasureSites, dict(targets=["carry_0"], layers=[-1], positions=[9])),
+           (patching.ErasureSweepSettings, dict(ranks=[-1])),
+           (patching.ErasureSweepSettings, dict(ranks=[2], n_controls=0)),
+           (patching.ErasureSweepSettings, dict(ranks=[2], seed=-1))]
+    for cls, kw in bad:
+        with pytest.raises(ValueError, match=cls.__name__):
+            cls(**kw)

@@ -57,7 +57,7 @@ def _planted(grid, feature: str, noise: float = 0.1, seed: int = 0) -> torch.Ten
 def test_classifier_finds_planted_feature(grid, feature, kind):
     acts = torch.stack([_planted(grid, feature, seed=s) for s in range(3)], dim=1)  # [G, 3 units]
     table = F.feature_table(grid.info["a"], grid.info["b"])
-    hmap = H.classify_activations(acts, table, top_k=50, coverage_min=0.8)
+    hmap = H.classify_activations(acts, table, H.ClassifySettings(0.8, top_k=50))
     for u in range(3):
         assert hmap.feature_names[hmap.best[u]] == feature
         assert hmap.feature_kinds[hmap.best[u]] == kind
@@ -68,20 +68,20 @@ def test_classifier_rejects_noise_and_reports_partial_patterns(grid):
     table = F.feature_table(grid.info["a"], grid.info["b"])
     g = torch.Generator().manual_seed(0)
     noise = torch.randn(len(grid), 20, generator=g)
-    hmap = H.classify_activations(noise, table, top_k=50, coverage_min=0.8)
+    hmap = H.classify_activations(noise, table, H.ClassifySettings(0.8, top_k=50))
     assert hmap.heuristic.float().mean() <= 0.1  # random units are not heuristics
     # a unit that follows its feature on only half of its top inputs is not a heuristic
     half = _planted(grid, "a2∈[3,5]", noise=0.0) * 2.0
     rest = torch.nonzero(half == 0).flatten()[:25]
     half[rest] = 3.0 + torch.rand(25, generator=g)  # 25 strong activations outside the feature
-    hmap = H.classify_activations(half[:, None], table, top_k=50, coverage_min=0.8)
+    hmap = H.classify_activations(half[:, None], table, H.ClassifySettings(0.8, top_k=50))
     assert not hmap.heuristic[0] and hmap.coverage[0] < 0.8
 
 
 def test_classify_neurons_shapes_and_tables(grid):
     torch.manual_seed(0)
     model = HookedTransformer(ModelShape(n_layers=2, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
-    hmap = H.classify_neurons(model, grid[:500], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:500], H.ClassifySettings(0.8, top_k=20))
     assert hmap.best.shape == (2, 5, 64)
     t = hmap.table()
     assert len(t) == 2 * 5 * 64 and set(t.layer) == {0, 1}
@@ -99,9 +99,9 @@ def _stats_model():
 
 def test_neighbour_stats_are_means_of_clean_neighbours(grid):
     model = _stats_model()
-    hmap = H.classify_neurons(model, grid[:500], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:500], H.ClassifySettings(0.8, top_k=20))
     ex = F.make_examples(torch.tensor([1500, 5000, 9999]), torch.tensor([2500, 5000, 1000]))
-    stats = O.neighbour_stats(model, ex, hmap, min_count=3)
+    stats = O.neighbour_stats(model, ex, hmap, O.NeighbourSettings(min_count=3))
     assert stats.act.shape == (3, 1, 5, 64) and stats.mean.shape == stats.act.shape
     assert (stats.count <= 48).all() and (stats.count[2] <= 15).all()  # a = 9999, b = 1000: a corner
     offsets = F.neighbour_offsets(3)
@@ -152,13 +152,13 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
         mlp.W_out.weight[:, 3] = 50 * u7 / u7.norm()
     ex = F.make_examples(torch.tensor([4321]), torch.tensor([1234]))
     ex = F.make_examples(ex.info["a"], ex.info["b"], label=torch.full((1, 5), 7))
-    hmap = H.classify_neurons(model, grid[:500], coverage_min=0.8, top_k=20)
+    hmap = H.classify_neurons(model, grid[:500], H.ClassifySettings(0.8, top_k=20))
     hmap.heuristic[:] = False
     hmap.heuristic[0, 0, 3] = True  # treat neuron 3 at the first answer position as the only heuristic unit
     with model.hooks(_plant(model, ex, neuron=3, size=5.0)):
         assert exact_match(model, ex, "label").all()  # memorized through the planted shift
         stats = O.neighbour_stats(model, ex, hmap)
-        patch = NP.layer_patching(model, ex, stats, hmap, n_controls=4)
+        patch = NP.layer_patching(model, ex, stats, hmap, NP.LayerPatchSettings(n_controls=4))
         direction = O.shift_direction(model, ex, stats, hmap)
     z = stats.z[0, 0, :, 3]
     assert (z > 100).all()  # every answer position: far above the clean neighbours
@@ -181,3 +181,14 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
     comparison = O.outlier_comparison(stats, stats, hmap)
     assert comparison["z_ratio"] == pytest.approx(1.0)
     assert not model.has_hooks()
+
+
+def test_classification_and_neighbour_settings_are_validated():
+    for bad in (dict(coverage_min=1.5), dict(coverage_min=0.8, top_k=0), dict(coverage_min=0.8, min_base=0.7)):
+        with pytest.raises(ValueError):
+            H.ClassifySettings(**bad)
+    for bad in (dict(order="middle"), dict(max_shift=0), dict(min_count=0), dict(sd_floor=-1.0), dict(chunk=0)):
+        with pytest.raises(ValueError):
+            O.NeighbourSettings(**bad)
+    with pytest.raises(ValueError):
+        O.SquareSettings(radius=-1)

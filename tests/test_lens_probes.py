@@ -129,7 +129,7 @@ def test_probe_sweep_on_smoke_run(smoke_runs):
     M, C = memorized(m, data), correct(m, data.test)
     empty = data.train_noisy[torch.zeros(len(data.train_noisy), dtype=torch.bool)]
     sweep = probes.probe_sweep(m, data, data.train_clean, {"M": M, "C": C, "T": data.test, "E": empty},
-                               positions=[1, 2])
+                               probes.ProbeTargets(positions=[1, 2]))
     assert set(sweep.target) == {"bridge", "tail"} and set(sweep.position) == {1, 2}
     assert sweep[sweep.set == "E"].accuracy.isna().all()
     read = sweep[sweep.set != "E"]
@@ -149,7 +149,8 @@ def test_probe_sweep_on_smoke_run(smoke_runs):
 
 def test_joint_carries_and_found_layers(tiny_model, fda_data):
     ex = {"A": fda_data.test[:40], "B": fda_data.train_noisy}
-    sweep = probes.probe_sweep(tiny_model, fda_data, fda_data.train_clean, ex, max_train=200, max_iter=10)
+    sweep = probes.probe_sweep(tiny_model, fda_data, fda_data.train_clean, ex,
+                               settings=probes.ProbeSettings(max_train=200, max_iter=10))
     joint = sweep[sweep.target == "carries"]
     assert set(joint.position) == {-1} and len(joint) == 3 * 2
     for (layer, s), g in sweep[sweep.target.str.fullmatch(r"carry_\d")].groupby(["layer", "set"]):
@@ -207,7 +208,7 @@ def test_group_curves_use_own_positions_only(smoke_runs):
     run = smoke_runs["thr"]
     data = run.data
     sets = {"T": data.test}
-    both = probes.probe_sweep(run.model, data, data.train_clean, sets, positions=[1, 2])
+    both = probes.probe_sweep(run.model, data, data.train_clean, sets, probes.ProbeTargets(positions=[1, 2]))
     own = probes.probe_sweep(run.model, data, data.train_clean, sets)
     assert both.own.sum() == len(own) and (own.own).all()
     c_both, c_own = probes.group_curves(both, "thr"), probes.group_curves(own, "thr")
@@ -228,3 +229,17 @@ def test_best_layer_summary_reads_c_at_its_own_best_layer_beside_the_layer_m_cho
     assert summary.best_layer_C == 2 and summary.acc_C_best == 0.97
     empty_c = probes.best_layer_summary(pd.DataFrame([r for r in rows if r["set"] == "M"])).iloc[0]
     assert empty_c.best_layer_C is None and math.isnan(empty_c.acc_C_best)
+
+
+def test_probe_settings_and_targets_keep_the_defaults_and_refuse_out_of_range_values():
+    s = probes.ProbeSettings()
+    assert (s.max_train, s.seed, s.weight_decay, s.max_iter, s.chunk, s.mask_seed) == (3000, 0, 1e-3, 50, 48, 0)
+    for bad in (dict(max_train=0), dict(seed=-1), dict(weight_decay=-1.0), dict(max_iter=0), dict(chunk=0),
+                dict(mask_seed=True), dict(max_train=2.5)):
+        with pytest.raises(ValueError, match="ProbeSettings"):
+            probes.ProbeSettings(**bad)
+    assert probes.ProbeTargets(["bridge"], positions=[2, 1]).positions == (2, 1)
+    with pytest.raises(ValueError, match="names"):
+        probes.ProbeTargets("bridge")
+    with pytest.raises(ValueError, match="positions"):
+        probes.ProbeTargets(positions=[-1])

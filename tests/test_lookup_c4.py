@@ -16,6 +16,7 @@ from rote.model import HookedTransformer, ModelShape
 from rote.tasks import Examples
 
 T = THRESHOLDS["C4"]
+C4_SETTINGS = L.LookupSettings(top=T["top_neurons"], quantile=T["activity_quantile"], drop_min=T["drop_min"])
 
 
 @functools.lru_cache(maxsize=1)  # built once per session; nothing below modifies it (plant_lookup copies)
@@ -61,8 +62,7 @@ def test_planted_lookup_fails_c4_statistics():
     assert acts.abs().max() < 1e-3
     own = N.mlp_activations(pl.model, pl.keys, "label", [pl.layer])[:, pl.answer_index, 0, pl.neurons]
     assert (own.diagonal() > 3).all()
-    st = L.lookup_statistics(pl.model, pl.keys, pl.clean, pl.clean, clean, top=T["top_neurons"],
-                             quantile=T["activity_quantile"], drop_min=T["drop_min"])
+    st = L.lookup_statistics(pl.model, L.LookupSets(pl.keys, pl.clean, pl.clean, clean), C4_SETTINGS)
     assert st["k50_M"] == 1.0 and st["k50_ratio"] < T["k50_ratio_min"]  # one neuron writes the label
     top = st["tables"]["specificity"]
     assert set(top.neuron) <= set(pl.neurons) and (top.activity == 0).all()  # active on no clean input
@@ -103,8 +103,8 @@ def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
     model = spread_model()
     t = torch.arange(40)
     ex = Examples(torch.stack([torch.zeros_like(t), t], 1), torch.full((40, 1), 3), torch.full((40, 1), 3))
-    st = L.lookup_statistics(model, ex[:5], ex[5:], ex, ex, top=T["top_neurons"], quantile=T["activity_quantile"],
-                             drop_min=T["drop_min"], mask=torch.ones(5, 1, dtype=torch.bool))
+    st = L.lookup_statistics(model, L.LookupSets(ex[:5], ex[5:], ex, ex), C4_SETTINGS,
+                             mask=torch.ones(5, 1, dtype=torch.bool))
     assert st["k50_M"] >= 15 and st["k50_ratio"] >= T["k50_ratio_min"]  # many writers
     assert st["top_activity_median"] >= T["activity_fraction_min"]  # shared with other inputs
     # had this been the "known look-up", both statistics would call it distributed: superseded
@@ -119,7 +119,8 @@ def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
 def test_empty_lookup_is_unmeasured():
     model, clean, keys = fda_like_model_and_sets()
     pl = L.plant_lookup(model, clean, keys[:0])
-    st = L.lookup_statistics(pl.model, pl.keys, clean, clean, clean, top=10, quantile=0.9, drop_min=0.2)
+    st = L.lookup_statistics(pl.model, L.LookupSets(pl.keys, clean, clean, clean),
+                             L.LookupSettings(top=10, quantile=0.9, drop_min=0.2))
     assert st["n_lookup"] == 0 and math.isnan(st["k50_M"]) and math.isnan(st["positions_over_min"])
     _, checks = verdicts.c4.checks({"k50_M": 10.0, "k50_C": 12.0}, st)
     assert all(c.passed is None for c in checks if c.kind == "control")
@@ -161,3 +162,22 @@ def test_atomic_lookup_keeps_the_facts_the_model_answers():
     assert kept.prompt[:, 1].tolist() == [0, 1, 2, 3]
     with pytest.raises(ValueError):
         L.atomic_lookup(model, SimpleNamespace(task="fda", atomic=None))
+
+
+def test_settings_reject_out_of_range_values():
+    import pytest
+
+    assert (C4_SETTINGS.n_samples, C4_SETTINGS.seed) == (3, 0)
+    for bad in ({"top": 0}, {"quantile": 1.5}, {"drop_min": -0.1}, {"n_samples": 0}, {"seed": -1}, {"top": 2.5}):
+        with pytest.raises(ValueError, match="LookupSettings"):
+            L.LookupSettings(**{"top": 10, "quantile": 0.9, "drop_min": 0.2, **bad})
+    with pytest.raises(ValueError, match="SpecificitySettings.quantile"):
+        N.SpecificitySettings(top=10, quantile=float("nan"))
+    good = {"quantile": 0.9, "k50_ratio_min": 0.5, "activity_min": 0.05, "drop_min": 0.2, "positions_min": 2}
+    for bad in ({"k50_ratio_min": -1}, {"activity_min": 2}, {"positions_min": 1.5}):
+        with pytest.raises(ValueError, match="HypothesisThresholds"):
+            N.HypothesisThresholds(**{**good, **bad})
+    table = N.hypotheses_table({"k50_ratio": 1.0, "top_activity_median": 0.1, "positions_over_min": 3,
+                                "intermediate_drop": 0.4}, N.HypothesisThresholds(**good), n_clean=100)
+    assert table.threshold.tolist() == [">= 0.5", ">= 0.05", ">= 2", ">= 0.2"]
+    assert table.loc["median activity of top neurons", "look-up predicts"] == "~1/100 = 0.0100"

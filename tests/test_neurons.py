@@ -12,6 +12,7 @@ from rote.tasks import Examples
 V, D = 40, 64  # vocabulary and width of the planted models: tokens are one-hot in the residual stream
 LABEL = 3  # the label token every planted model is asked about
 KEY = 20  # the input token the look-up neuron answers to
+TOP10 = N.SpecificitySettings(top=10, quantile=0.9)
 
 
 def _base_model(n_ctx: int = 2) -> HookedTransformer:
@@ -100,13 +101,13 @@ def test_planted_lookup_is_reported_as_lookup():
     assert k[k.set == "M"].k50.tolist() == [1.0]  # one neuron carries the label
     assert N.neuron_dla(model, noisy, "label")[0, 0, 0].argmax() == 0
     # the same example with a clean label has no memorized position
-    assert N.top_neuron_specificity(model, mem, examples(CLEAN), top=10, quantile=0.9).empty
-    spec = N.top_neuron_specificity(model, noisy, examples(CLEAN), top=10, quantile=0.9)
+    assert N.top_neuron_specificity(model, mem, examples(CLEAN), TOP10).empty
+    spec = N.top_neuron_specificity(model, noisy, examples(CLEAN), TOP10)
     assert len(spec) == 1  # k50 = 1: only the look-up neuron counts
     top = spec.iloc[0]
     assert top.neuron == 0 and top.activity == 0.0  # fires for the key and no clean input
     assert spec.activity.median() < 0.05
-    every = N.top_neuron_specificity(model, noisy, examples(CLEAN), top=10, quantile=0.9, within_k50=False)
+    every = N.top_neuron_specificity(model, noisy, examples(CLEAN), N.SpecificitySettings(10, 0.9, within_k50=False))
     assert len(every) == 10 and every.activity.median() > 0.05  # bystanders would outvote it
     assert not model.has_hooks()
 
@@ -118,7 +119,7 @@ def test_spread_output_is_reported_as_spread():
     k = N.k50_table(model, noisy, clean)
     assert k[k.set == "M"].k50.iloc[0] >= 15  # half of the push needs many neurons
     assert (k[k.set == "C"].k50 >= 15).all()
-    spec = N.top_neuron_specificity(model, noisy, clean, top=10, quantile=0.9)
+    spec = N.top_neuron_specificity(model, noisy, clean, TOP10)
     assert len(spec) == 10 and set(spec.neuron) <= set(range(40))
     assert spec.activity.median() >= 0.05  # the writers are active on many clean inputs
     frac, thr = N.activity_fractions(model, clean, 0.9)
@@ -162,7 +163,7 @@ def test_c4_summary_and_empty_sets():
                      torch.zeros(0, 1, dtype=torch.long))
     clean = examples(CLEAN)
     k = N.k50_table(model, empty, clean)
-    spec = N.top_neuron_specificity(model, empty, clean, top=10, quantile=0.9)
+    spec = N.top_neuron_specificity(model, empty, clean, TOP10)
     pos = P.resample_positions(model, empty, clean)
     inter = P.intermediate_removal(model, empty, None)
     s = N.c4_summary(k, spec, pos, inter, drop_min=0.2)

@@ -111,9 +111,12 @@ def test_label_probability_is_the_product_of_token_probabilities(tiny_model, fda
 def test_circuits_experiment(tiny_model, fda_data):
     ref, C, M = fda_data.train_clean, fda_data.test[:20], fda_data.train_noisy[:20]
     sets = {"mem": (M, "label"), "gen": (C, "true_label")}
-    out = A.circuits(tiny_model, C, M, ref, sets, fraction=0.05, max_examples=10, max_fit=100, n_controls=2, seed=3)
-    torch.testing.assert_close(out["scores"]["C"], A.component_scores(tiny_model, C[:10], "true_label", ref, seed=3))
-    torch.testing.assert_close(out["scores"]["M"], A.component_scores(tiny_model, M[:10], "label", ref, seed=4))
+    settings = A.CircuitSettings(fraction=0.05, max_examples=10, max_fit=100, n_controls=2, seed=3)
+    out = A.circuits(tiny_model, C, M, ref, sets, settings)
+    torch.testing.assert_close(out["scores"]["C"],
+                               A.component_scores(tiny_model, C[:10], "true_label", ref, A.AttributionSettings(seed=3)))
+    torch.testing.assert_close(out["scores"]["M"],
+                               A.component_scores(tiny_model, M[:10], "label", ref, A.AttributionSettings(seed=4)))
     assert out["overlap"] == A.overlap(tiny_model, out["scores"]["C"], out["scores"]["M"], 0.05)
     ab = out["ablations"]
     assert list(ab.index) == ["none", "top generalization neurons", "random neurons (matched)"]
@@ -131,7 +134,7 @@ def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data
     sites = analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw)
     from rote.analysis.sets import correct
     expected = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, correct(tiny_model, fda_data.test), "fda",
-                               0.0, max_train=200, seed=0)
+                               E.SiteSettings(0.0, max_train=200, seed=0))
     assert sites == expected
     files = list(tmp_path.rglob("*"))
     stored = [f for f in files if f.is_file()]

@@ -214,7 +214,7 @@ def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monke
 
     monkeypatch.setattr(book, "execute_job", fake_run)
     monkeypatch.setattr(book, "book_plan", lambda *a, **k: [])
-    assert book.build_book("smoke", ["tasks", "scorecard"], {"precision": "fp32"}, render=False) == 0
+    assert book.build_book("smoke", ["tasks", "scorecard"], {"precision": "fp32"}, book.BookOptions(render=False)) == 0
     assert seen["tasks"]["overrides"] == {"precision": "fp32"}
     assert seen["scorecard"] == {"profile": "smoke"}
 
@@ -274,7 +274,7 @@ def _planted_book(monkeypatch, tmp_path, names, **kwargs):
         return book.ChapterResult(job.name, True, 0.0, tmp_path / f"{job.name}.ipynb", tmp_path, "")
 
     monkeypatch.setattr(book, "execute_job", chapter)
-    assert book.build_book("quick", names, {}, render=False, **kwargs) == 0
+    assert book.build_book("quick", names, {}, book.BookOptions(render=False, **kwargs)) == 0
     return trained, executed
 
 

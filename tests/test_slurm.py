@@ -110,7 +110,8 @@ def test_the_smoke_plan_through_sbatch_equals_the_local_pool(slurm_cluster, sacc
     assert len(jobs) == len(configs)
     assert set(_ended(slurm_cluster, jobs).values()) == {"COMPLETED"}  # Slurm ran them, and they ended well
 
-    pool = engine.train_plan(configs, workers=2, root=tmp_path / "pool", progress=False, device="cpu")
+    pool = engine.train_plan(configs, engine.EngineSettings(workers=2, progress=False, device="cpu"),
+                             root=tmp_path / "pool")
     assert len(pool) == len(configs) and all(o.ok for o in pool), pool
     for config in configs:
         on_slurm, local = lookup(config, root), lookup(config, tmp_path / "pool")
@@ -221,8 +222,8 @@ def test_a_job_running_other_code_refuses_to_train(slurm_cluster, sacct_spy, tmp
                                   extra={"slurm_setup": [f"cd {copy}", f"export PYTHONPATH={copy}"]})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outcomes = engine.train_plan([config], executor="slurm", root=tmp_path / "runs", slurm=options,
-                                     progress=False, device="cpu")
+        settings = engine.EngineSettings(executor="slurm", slurm=options, progress=False, device="cpu")
+        outcomes = engine.train_plan([config], settings, root=tmp_path / "runs")
     assert not [w for w in caught if "submitit" in w.filename or "sacct" in str(w.message)], caught
     assert [o.ok for o in outcomes] == [False], outcomes
     error = outcomes[0].error

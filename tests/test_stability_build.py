@@ -24,10 +24,11 @@ def test_smoke_stability_build_keeps_the_default_records_and_writes_an_entry_per
     monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setenv("ROTE_PLAIN_PROGRESS", "1")
     results = claims.results_root()
-    assert book.build_book("smoke", ["learning_dynamics"], {}, render=False, seeds=1) == 0
+    assert book.build_book("smoke", ["learning_dynamics"], {}, book.BookOptions(render=False, seeds=1)) == 0
     before = _records(results)
     assert before, "the default build wrote no record"
-    assert book.build_book("smoke", ["learning_dynamics"], {}, render=False, seeds=1, stability=True) == 0
+    assert book.build_book("smoke", ["learning_dynamics"], {},
+                           book.BookOptions(render=False, seeds=1, stability=True)) == 0
     assert _records(results) == before  # the stability build never changes a default record
     why_not = stability.precision_not_run()
     rows = [r for r in claims.load_all("smoke", seeds=[0]) if r.claim == "C1"]

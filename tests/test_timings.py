@@ -239,6 +239,6 @@ def test_the_engine_says_where_its_estimates_come_from_and_orders_by_them(tmp_pa
     short, long = make_config("fda", "smoke"), make_config("fda", "smoke", steps=600, eval_every=100)
     _write(tmp_path, _record(short, cpu_s=5.0, wall_s=5.0, train_s=4.0), _record(long, cpu_s=50.0, wall_s=50.0, train_s=49.0))
     _no_probe(monkeypatch)
-    engine.train_plan([short, long], workers=1, root=tmp_path, progress=False)
+    engine.train_plan([short, long], engine.EngineSettings(workers=1, progress=False), root=tmp_path)
     assert started == [long, short]
     assert "training 2 of 2 runs (local, 1 at a time); estimates: 2 from finished runs on this machine" in capsys.readouterr().err

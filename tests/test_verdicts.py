@@ -9,6 +9,7 @@ import pytest
 from rote import claims, verdicts
 from rote.analysis import curves
 from rote.verdicts import Check
+from rote.verdicts.core import CheckLabel
 
 
 def _curve(steps, **columns):
@@ -216,16 +217,25 @@ def test_a_nan_never_decides_a_check_it_is_unresolved_with_its_reason_or_the_bui
     with the reason the caller names; a caller that names none makes the build fail, never the check."""
     for compare in (verdicts.at_least, verdicts.below, verdicts.above):
         with pytest.raises(TypeError):  # the reason is a required argument: every caller states its case
-            compare("c9.x", "x", "registered", 0.7, 0.5)
+            compare(CheckLabel("c9.x", "x", "registered"), 0.7, 0.5)
         for value, threshold in ((math.nan, 0.5), (0.7, math.nan), (None, 0.1), (0.7, None)):
             with pytest.raises(verdicts.MissingValue, match="8.5"):
-                compare("c9.x", "x", "registered", value, threshold, missing=None)
-            c = compare("c9.x", "x", "amended", value, threshold, missing="no memorized example")
+                compare(CheckLabel("c9.x", "x", "registered"), value, threshold, missing=None)
+            c = compare(CheckLabel("c9.x", "x", "amended"), value, threshold, missing="no memorized example")
             assert c.passed is None and c.reason == "no memorized example"
-    assert verdicts.at_least("c9.x", "x", "amended", 0.6, 0.5, missing="unused").passed is True
-    assert verdicts.below("c9.x", "x", "amended", 0.6, 0.5, missing="unused").passed is False
+    assert verdicts.at_least(CheckLabel("c9.x", "x", "amended"), 0.6, 0.5, missing="unused").passed is True
+    assert verdicts.below(CheckLabel("c9.x", "x", "amended"), 0.6, 0.5, missing="unused").passed is False
     assert verdicts.missing_reason((1.0, "a"), (math.nan, "b"), (None, "c")) == "b"
     assert verdicts.missing_reason((1.0, "a")) is None
+
+
+def test_a_check_label_is_validated_like_a_check():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        CheckLabel("c9.x", "x", "made-up")
+    with pytest.raises(ValueError, match="stable id"):
+        CheckLabel("a name with spaces", "x", "registered")
+    c = verdicts.above(CheckLabel("c9.x", "x", "null", "part"), 0.6, 0.5, missing="unused")
+    assert c == Check("c9.x", "x", "null", 0.6, 0.5, True, "part")
 
 
 def test_c2_checks_on_made_up_probe_and_lens_outputs():

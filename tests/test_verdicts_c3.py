@@ -144,7 +144,7 @@ def _planted(same: bool, noise=2.0, n=60, components=1000):
     w = torch.exp(torch.randn(components, generator=g))  # a genuinely different one
     imp_C = _noisy_copies(v, n, noise, 1)
     imp_M = _noisy_copies(v if same else w, n, noise, 2)
-    return A.overlap_statistics(imp_C, imp_M, 0.05, n_splits=5, n_boot=50, seed=0)
+    return A.overlap_statistics(imp_C, imp_M, A.OverlapSettings(0.05, n_splits=5, n_boot=50, seed=0))
 
 
 def test_identical_importance_plus_noise_reaches_the_ceiling_and_passes_the_amended_check():

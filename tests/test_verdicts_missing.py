@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from rote import claims, verdicts
+from rote.verdicts.core import CheckLabel
 
 RULE = re.compile(r"section 5|\b7\.\d|\b8\.\d")  # a reason that cites the protocol's rule for its case
 MISSING = (math.nan, None)
@@ -364,7 +365,7 @@ def test_the_reasons_name_their_cases():
 
 def test_a_caller_that_names_no_case_fails_the_build_not_the_check():
     with pytest.raises(verdicts.MissingValue):
-        verdicts.at_least("c9.x", "x", "registered", math.nan, 0.5, "part", missing=None)
+        verdicts.at_least(CheckLabel("c9.x", "x", "registered", "part"), math.nan, 0.5, missing=None)
 
 
 def test_c2_a_one_block_model_fails_the_lens_by_the_rule_even_without_memorized_examples():

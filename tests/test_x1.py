@@ -59,7 +59,7 @@ def test_x1_runs_follow_overrides_and_leave_the_plan_when_they_cannot_apply():
     assert {c.model.d_model for c in fda} == set(SMOKE_WIDTHS)
     assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_kind": "digit"}, x1=True))
     assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_ratio": 0.0}, x1=True))
-    chosen = plan.plan("smoke", [0], widths="8,32", noise_ratios=[0.3], x1=True)
+    chosen = plan.plan("smoke", [0], grid=plan.PlanGrid(widths="8,32", noise_ratios=[0.3]), x1=True)
     assert {(c.model.d_model, c.data.noise_ratio) for c in chosen if c.task == "fda" and c.data.noise_kind == "random"} \
         == {(8, 0.1), (8, 0.0), (32, 0.1), (32, 0.0), (32, 0.3)}
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -143,23 +144,41 @@ def flatten(scores: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.cat([scores["heads"].flatten(1), scores["neurons"].flatten(1)], dim=1)
 
 
+@dataclass(frozen=True)
+class AttributionSettings:
+    """How :func:`example_importance` and :func:`component_scores` score: the ``seed`` of the
+    resampled corrupted inputs, the attribution ``metric`` (one of :data:`METRICS`) and the scorer's
+    ``batch_size``."""
+
+    seed: int = 0
+    metric: str = "logprob"
+    batch_size: int = BATCH
+
+    def __post_init__(self):
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+
+
 def example_importance(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
-                       seed: int = 0, batch_size: int = BATCH, metric: str = "logprob") -> torch.Tensor:
+                       settings: AttributionSettings = AttributionSettings()) -> torch.Tensor:
     """|attribution score| of every component for every example, [N, n_components], with corrupted
     inputs resampled from ``reference``; :func:`component_scores` is its mean over examples."""
     if len(examples) == 0:
         return torch.zeros(0, sum(n_components(model)))
-    scores = attribution_scores(model, examples, which, resample(reference, len(examples), seed), batch_size, metric)
+    corrupt = resample(reference, len(examples), settings.seed)
+    scores = attribution_scores(model, examples, which, corrupt, settings.batch_size, settings.metric)
     return flatten(scores).abs()
 
 
 def component_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
-                     seed: int = 0, batch_size: int = BATCH, metric: str = "logprob") -> torch.Tensor:
+                     settings: AttributionSettings = AttributionSettings()) -> torch.Tensor:
     """Importance of every component [n_components]: mean over examples of |attribution score|,
     with corrupted inputs resampled from ``reference``. NaN when ``examples`` is empty."""
     if len(examples) == 0:
         return torch.full((sum(n_components(model)),), math.nan)
-    return example_importance(model, examples, which, reference, seed, batch_size, metric).mean(0)
+    return example_importance(model, examples, which, reference, settings).mean(0)
 
 
 def patching_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
@@ -266,23 +285,46 @@ def bootstrap_overlap(importance_a: torch.Tensor, importance_b: torch.Tensor, fr
     return float(v.quantile(alpha)), float(v.quantile(1 - alpha))
 
 
-def overlap_statistics(importance_C: torch.Tensor, importance_M: torch.Tensor, fraction: float, *,
-                       n_splits: int = 5, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+@dataclass(frozen=True)
+class OverlapSettings:
+    """The knobs of :func:`overlap_statistics`: the top ``fraction`` of components compared,
+    ``n_splits`` split-half draws, ``n_boot`` bootstrap resamples (0: no interval), the ``seed`` of
+    both and the ``level`` of the interval."""
+
+    fraction: float
+    n_splits: int = 5
+    n_boot: int = 200
+    seed: int = 0
+    level: float = 0.95
+
+    def __post_init__(self):
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {self.fraction}")
+        if self.n_splits < 1:
+            raise ValueError(f"n_splits must be at least 1, got {self.n_splits}")
+        if self.n_boot < 0:
+            raise ValueError(f"n_boot must be at least 0, got {self.n_boot}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
+
+
+def overlap_statistics(importance_C: torch.Tensor, importance_M: torch.Tensor, settings: OverlapSettings) -> dict:
     """Everything amendment 1, 7.5 asks of the overlap of all components, from per-example
     importances ([N, n_components] on C and on M): ``jaccard`` J(M, C) of the mean importances,
     ``random`` (two random sets of that size), the split-half ceilings ``split_half_C`` J(C, C')
     and ``split_half_M`` J(M, M') (:func:`split_half_overlap`), ``spearman`` over all components,
     the bootstrap interval ``ci_low``/``ci_high`` of J(M, C), and the numbers of examples."""
+    s = settings
     n = importance_C.shape[1]
     C = importance_C.mean(0) if len(importance_C) else torch.full((n,), math.nan)
     M = importance_M.mean(0) if len(importance_M) else torch.full((n,), math.nan)
-    k = max(1, round(fraction * n))
-    j = top_jaccard(C, M, fraction)
-    lo, hi = bootstrap_overlap(importance_C, importance_M, fraction, n_boot, seed, level)
+    k = max(1, round(s.fraction * n))
+    j = top_jaccard(C, M, s.fraction)
+    lo, hi = bootstrap_overlap(importance_C, importance_M, s.fraction, s.n_boot, s.seed, s.level)
     return {"jaccard": j, "random": random_jaccard(n, k) if not math.isnan(j) else math.nan,
-            "split_half_C": split_half_overlap(importance_C, fraction, n_splits, seed),
-            "split_half_M": split_half_overlap(importance_M, fraction, n_splits, seed + 1),
-            "spearman": spearman(C, M), "ci_low": lo, "ci_high": hi, "level": level,
+            "split_half_C": split_half_overlap(importance_C, s.fraction, s.n_splits, s.seed),
+            "split_half_M": split_half_overlap(importance_M, s.fraction, s.n_splits, s.seed + 1),
+            "spearman": spearman(C, M), "ci_low": lo, "ci_high": hi, "level": s.level,
             "n_C": len(importance_C), "n_M": len(importance_M)}
 
 
@@ -350,17 +392,41 @@ def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Te
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class CircuitSettings(OverlapSettings):
+    """The knobs of :func:`circuits`: those of the overlap statistics (:class:`OverlapSettings`;
+    ``seed`` also seeds the resampled corrupted inputs and the random controls) and the experiment's
+    own: at most ``max_examples`` examples of each set scored, ``max_fit`` reference examples for the
+    ablation means, ``n_controls`` random neuron sets, and the attribution ``metrics``."""
+
+    max_examples: int
+    max_fit: int
+    n_controls: int
+    metrics: tuple[str, ...] = METRICS
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_examples < 1:
+            raise ValueError(f"max_examples must be at least 1, got {self.max_examples}")
+        if self.max_fit < 1:
+            raise ValueError(f"max_fit must be at least 1, got {self.max_fit}")
+        if self.n_controls < 0:
+            raise ValueError(f"n_controls must be at least 0, got {self.n_controls}")
+        for metric in self.metrics:
+            if metric not in METRICS:
+                raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+
+
 def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, reference: Examples,
-             sets: dict[str, tuple[Examples, str]], *, fraction: float, max_examples: int, max_fit: int,
-             n_controls: int, seed: int = 0, metrics: tuple[str, ...] = METRICS, n_splits: int = 5,
-             n_boot: int = 200, level: float = 0.95) -> dict:
+             sets: dict[str, tuple[Examples, str]], settings: CircuitSettings) -> dict:
     """Claim C3's circuit experiment: do generalization and memorization use the same components?
 
     Attribution scores (:func:`component_scores`, corrupted inputs resampled from ``reference``)
     on (up to ``max_examples`` of) the clean set for the true answer and the memorized set for the
     noisy label; their top-``fraction`` overlap (:func:`overlap`); and the accuracy of ``sets``
     with the top ``fraction`` of *neurons* for the clean set mean-ablated (means over up to
-    ``max_fit`` reference examples), against ``n_controls`` random neuron sets matched in layer.
+    ``max_fit`` reference examples), against ``n_controls`` random neuron sets matched in layer
+    (all knobs in ``settings``).
 
     Returns ``scores`` ({"C", "M"}: [n_components]), ``overlap`` (the :func:`overlap` dict), both
     for the log-prob metric of section 5; ``ablations`` (one row per condition: "none", "top
@@ -370,27 +436,27 @@ def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, ref
     :func:`overlap_statistics` (split-half ceilings, Spearman, bootstrap interval; ``n_splits``
     splits, ``n_boot`` resamples, a ``level`` interval)}.
     """
-    C, M = clean[:max_examples], memorized[:max_examples]
+    fraction, seed, metrics = settings.fraction, settings.seed, settings.metrics
+    C, M = clean[:settings.max_examples], memorized[:settings.max_examples]
     by_metric = {}
     for metric in dict.fromkeys(("logprob", *metrics)):
-        imp_C = example_importance(model, C, "true_label", reference, seed=seed, metric=metric)
-        imp_M = example_importance(model, M, "label", reference, seed=seed + 1, metric=metric)
+        imp_C = example_importance(model, C, "true_label", reference, AttributionSettings(seed=seed, metric=metric))
+        imp_M = example_importance(model, M, "label", reference, AttributionSettings(seed=seed + 1, metric=metric))
         n = imp_C.shape[1]
         by_metric[metric] = {
             "scores": {"C": imp_C.mean(0) if len(imp_C) else torch.full((n,), math.nan),
                        "M": imp_M.mean(0) if len(imp_M) else torch.full((n,), math.nan)},
-            "statistics": overlap_statistics(imp_C, imp_M, fraction, n_splits=n_splits, n_boot=n_boot, seed=seed,
-                                             level=level)}
+            "statistics": overlap_statistics(imp_C, imp_M, settings)}
     scores = by_metric["logprob"]["scores"]
     if "logprob" not in metrics:
         del by_metric["logprob"]
     overlaps = overlap(model, scores["C"], scores["M"], fraction)
     top_gen = overlaps["neurons"]["top_a"]
-    means = component_means(model, reference[:max_fit])
+    means = component_means(model, reference[:settings.max_fit])
     rows = [{"ablated": "none", **patched_accuracy(model, sets)}]
     if top_gen:
         rows.append({"ablated": "top generalization neurons", **ablation_accuracy(model, sets, top_gen, means)})
-        for c in range(n_controls):
+        for c in range(settings.n_controls):
             control = random_components(model, top_gen, seed=seed + c, exclude=top_gen)
             rows.append({"ablated": "random neurons (matched)", **ablation_accuracy(model, sets, control, means)})
     ablations = pd.DataFrame(rows).groupby("ablated", sort=False).mean()

@@ -10,9 +10,10 @@ range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block 
 
 - :func:`erasure_targets`, :func:`erasure_sites` -- what C3 erases and where: the layers where a
   probe reads the result, at its positions (computed once per run and shared by chapters 04 and
-  05 through :func:`rote.analysis_cache.erasure_sites_cached`).
+  05 through :func:`rote.analysis_cache.erasure_sites_cached`), as :class:`SiteSettings` says.
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
-  positions from a model's clean activations: an :class:`Erasure`. Its controls, each of the same
+  positions (:class:`ErasureSites`) from a model's clean activations, fitted as
+  :class:`ErasureSettings` says: an :class:`Erasure`. Its controls, each of the same
   rank at the same sites: :func:`rote.analysis.inlp.random_erasure` (random subspaces) and
   :func:`information_matched` (INLP fitted to a random relabeling of the same input key, protocol
   section 7.5).
@@ -25,17 +26,85 @@ The exact-match accuracy of named sets under an erasure, and over ranks against 
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
+from dataclasses import dataclass
 
 import torch
 
 from ..model import HookedTransformer
 from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
-from .inlp import Erasure, inlp_bases
+from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
 from .patching import erasure_edits, patched
-from .probes import found_layers, group_curves, probe_sweep
+from .probes import ProbeSettings, ProbeTargets, found_layers, group_curves, probe_sweep
 from .targets import intermediate_targets
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_draw(owner: str, max_train, seed) -> None:
+    """The training draw of ``owner``: up to ``max_train`` (>= 1) examples drawn with ``seed`` (>= 0)."""
+    if not (_is_whole(max_train) and max_train >= 1):
+        raise ValueError(f"{owner}.max_train must be an int >= 1, got {max_train!r}")
+    if not (_is_whole(seed) and seed >= 0):
+        raise ValueError(f"{owner}.seed must be an int >= 0, got {seed!r}")
+
+
+@dataclass(frozen=True)
+class SiteSettings:
+    """How :func:`erasure_sites` finds the sites: the intermediate layers where probes read the result
+    on clean examples at least ``min_over_chance`` times chance, the probes trained on up to
+    ``max_train`` training examples drawn with ``seed``."""
+
+    min_over_chance: float
+    max_train: int = 2000
+    seed: int = 0
+
+    def __post_init__(self):
+        m = self.min_over_chance
+        if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and 0 <= m < math.inf):
+            raise ValueError(f"SiteSettings.min_over_chance must be a finite number >= 0, got {m!r}")
+        _check_draw("SiteSettings", self.max_train, self.seed)
+
+
+@dataclass(frozen=True)
+class ErasureSites:
+    """What :func:`fit_erasure` erases, and where: the named ``targets`` (:mod:`rote.analysis.targets`,
+    jointly) at every (layer, position) of ``layers`` x ``positions`` (the lists of
+    :func:`erasure_sites`; no layer: no site)."""
+
+    targets: tuple[str, ...]
+    layers: tuple[int, ...]
+    positions: tuple[int, ...]
+
+    def __post_init__(self):
+        if isinstance(self.targets, str) or not self.targets:
+            raise ValueError(f"ErasureSites.targets must be a non-empty list of target names, got {self.targets!r}")
+        for name in ("targets", "layers", "positions"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("layers", "positions"):
+            if not all(_is_whole(v) and v >= 0 for v in getattr(self, name)):
+                raise ValueError(f"ErasureSites.{name} must be ints >= 0, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class ErasureSettings:
+    """How :func:`fit_erasure` and its :func:`information_matched` controls are fitted (pass both the
+    same, so that the controls are fitted like the treatment): INLP as ``inlp`` says, on up to
+    ``max_train`` training examples drawn with ``seed``."""
+
+    max_train: int = 2000
+    seed: int = 0
+    inlp: InlpSettings = InlpSettings()
+
+    def __post_init__(self):
+        _check_draw("ErasureSettings", self.max_train, self.seed)
+        if not isinstance(self.inlp, InlpSettings):
+            raise ValueError(f"ErasureSettings.inlp must be an InlpSettings, got {self.inlp!r}")
 
 
 @contextlib.contextmanager
@@ -63,16 +132,18 @@ def target_positions(data: TaskData, targets: list[str]) -> list[int]:
 
 
 def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, clean: Examples, task: str,
-                  min_over_chance: float, max_train: int = 2000, seed: int = 0) -> dict:
+                  settings: SiteSettings) -> dict:
     """Where C3 erases (protocol section 5: "at the layer(s) and position(s) where C2 found it").
 
-    Probes for the task's result (:func:`erasure_targets`) are trained on ``train`` and read on the
-    clean examples ``clean``; the sites are the intermediate layers where they reach
-    ``min_over_chance`` times chance (:func:`~rote.analysis.probes.found_layers`), at the targets'
-    own positions. Returns {"group", "targets", "layers", "positions"}; chapters 04 and 05 share it."""
+    Probes for the task's result (:func:`erasure_targets`) are trained on (up to
+    ``settings.max_train`` of) ``train`` and read on the clean examples ``clean``; the sites are the
+    intermediate layers where they reach ``settings.min_over_chance`` times chance
+    (:func:`~rote.analysis.probes.found_layers`), at the targets' own positions. Returns {"group",
+    "targets", "layers", "positions"}; chapters 04 and 05 share it."""
     group, targets = erasure_targets(task)
-    sweep = probe_sweep(model, data, train, {"C": clean}, targets=targets, max_train=max_train, seed=seed)
-    layers = found_layers(group_curves(sweep, task, {group: [group]}), group, min_over_chance)
+    sweep = probe_sweep(model, data, train, {"C": clean}, ProbeTargets(targets),
+                        ProbeSettings(max_train=settings.max_train, seed=settings.seed))
+    layers = found_layers(group_curves(sweep, task, {group: [group]}), group, settings.min_over_chance)
     return {"group": group, "targets": targets, "layers": layers, "positions": target_positions(data, targets)}
 
 
@@ -84,31 +155,33 @@ def _subsample(train: Examples, max_train: int, seed: int) -> Examples:
 
 def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, n_classes: list[int],
                layers: list[int], positions: list[int], rank: int, targets: tuple[str, ...],
-               **inlp_kwargs) -> Erasure:
+               inlp: InlpSettings) -> Erasure:
     """INLP of ``labels`` [N, k] at every (layer, position), each site on its own activations."""
     acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
     sites = [(layer, position) for layer in layers for position in positions]
     if not sites:
         return Erasure({}, {}, targets)
     x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
-    Q = inlp_bases(x, labels, rank, n_classes=n_classes, **inlp_kwargs)
+    Q = inlp_bases(x, labels, rank, n_classes=n_classes, settings=inlp)
     return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)},
                    targets)
 
 
-def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, targets: list[str], layers: list[int],
-                positions: list[int], rank: int, max_train: int = 2000, seed: int = 0, **inlp_kwargs) -> Erasure:
-    """INLP for the named targets (jointly: each iteration removes directions of one classifier
-    per target) at every (layer, position), each site fitted on clean examples' activations there.
+def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
+                settings: ErasureSettings = ErasureSettings()) -> Erasure:
+    """INLP of ``rank`` directions for the named ``sites.targets`` (jointly: each iteration removes
+    directions of one classifier per target) at every (layer, position) of ``sites``, each site
+    fitted on clean examples' activations there (up to ``settings.max_train`` of ``train``).
 
     Per site rather than one projection pooled over positions: the residual stream stores the same
     result in different directions at different positions, and a pooled projection misses them.
-    The returned erasure remembers ``targets`` (for :func:`information_matched`)."""
-    train = _subsample(train, max_train, seed)
+    The returned erasure remembers the targets (for :func:`information_matched`)."""
+    train = _subsample(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)
-    labels = torch.stack([tt[n].labels for n in targets], 1)  # [N, k]
-    n_classes = [tt[n].n_classes for n in targets]
-    return _fit_sites(model, train, labels, n_classes, layers, positions, rank, tuple(targets), **inlp_kwargs)
+    labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
+    n_classes = [tt[n].n_classes for n in sites.targets]
+    return _fit_sites(model, train, labels, n_classes, list(sites.layers), list(sites.positions), rank,
+                      sites.targets, settings.inlp)
 
 
 # --- the information-matched control (protocol section 7.5) -------------------------------------
@@ -164,13 +237,14 @@ def matched_labels(examples: Examples, data: TaskData, targets: tuple[str, ...] 
     return torch.stack(cols, 1), n_classes
 
 
-def information_matched(model: HookedTransformer, data: TaskData, train_examples: Examples, erasure: Erasure, *,
-                        n_controls: int, max_train: int, seed: int, **inlp_kwargs) -> list[Erasure] | None:
+def information_matched(model: HookedTransformer, data: TaskData, train_examples: Examples, erasure: Erasure,
+                        settings: ErasureSettings, *, n_controls: int) -> list[Erasure] | None:
     """The information-matched erasure control (protocol section 7.5): for each of ``n_controls``
     draws, INLP of the same rank at the same sites as ``erasure`` (a :func:`fit_erasure` result,
-    which knows its targets), fitted on the same examples to a random relabeling of the same input
-    key (:func:`matched_labels`): THR (h, r1) mapped to random classes with the bridge's class
-    sizes; FDA one random balanced function of column i's digits per carry target.
+    which knows its targets), fitted as ``settings`` say (the treatment's, so on the same examples)
+    to a random relabeling of the same input key (:func:`matched_labels`): THR (h, r1) mapped to
+    random classes with the bridge's class sizes; FDA one random balanced function of column i's
+    digits per carry target.
 
     A random subspace removes directions the model may not use at all; this control removes as
     many directions that carry a look-up of the same input, fitted the same way. If erasing the
@@ -185,13 +259,14 @@ def information_matched(model: HookedTransformer, data: TaskData, train_examples
         return None
     if not erasure.targets:
         raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
-    train = _subsample(train_examples, max_train, seed)
+    seed = settings.seed
+    train = _subsample(train_examples, settings.max_train, seed)
     layers, positions = erasure.layers, erasure.positions
     out = []
     for c in range(n_controls):
         labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed * 1_000_003 + 7919 * (c + 1))
         fitted = _fit_sites(model, train, labels, n_classes, layers, positions, erasure.rank, erasure.targets,
-                            **inlp_kwargs)
+                            settings.inlp)
         # only the treatment's sites (its layers x positions grid is what _fit_sites covers)
         out.append(Erasure({s: fitted.bases[s] for s in erasure.bases}, {s: fitted.means[s] for s in erasure.bases},
                            erasure.targets))

@@ -59,8 +59,29 @@ def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
     return torch.where(cov > base, k * kl, torch.zeros_like(kl))
 
 
-def classify_activations(acts: torch.Tensor, features: torch.Tensor, *, top_k: int, coverage_min: float,
-                         min_base: float = 0.005, max_base: float = 0.6, names: Sequence[tuple[str, str]] | None = None,
+@dataclasses.dataclass(frozen=True)
+class ClassifySettings:
+    """The knobs of the classification: a unit is a heuristic when its best feature covers at least
+    ``coverage_min`` of its ``top_k`` most activating grid inputs; only features whose base rate on
+    the grid lies in [``min_base``, ``max_base``] are candidates."""
+
+    coverage_min: float
+    top_k: int = 50
+    min_base: float = 0.005
+    max_base: float = 0.6
+
+    def __post_init__(self):
+        if not 0.0 <= self.coverage_min <= 1.0:
+            raise ValueError(f"coverage_min must be in [0, 1], got {self.coverage_min!r}")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {self.top_k!r}")
+        if not 0.0 <= self.min_base <= self.max_base <= 1.0:
+            raise ValueError(f"need 0 <= min_base <= max_base <= 1, got min_base={self.min_base!r}, "
+                             f"max_base={self.max_base!r}")
+
+
+def classify_activations(acts: torch.Tensor, features: torch.Tensor, settings: ClassifySettings, *,
+                         names: Sequence[tuple[str, str]] | None = None,
                          layers: Sequence[int] | None = None) -> HeuristicMap:
     """Classify units from their activations on a grid.
 
@@ -69,6 +90,8 @@ def classify_activations(acts: torch.Tensor, features: torch.Tensor, *, top_k: i
     Returns a :class:`HeuristicMap` whose arrays have the unit shape permuted to [L, A, D] when the
     input was [G, A, L, D], else the unit shape as given.
     """
+    top_k, coverage_min = settings.top_k, settings.coverage_min
+    min_base, max_base = settings.min_base, settings.max_base
     names = list(names) if names is not None else feature_list()
     if acts.dim() == 4:  # [G, A, L, D] -> [G, L, A, D]
         acts = acts.permute(0, 2, 1, 3)
@@ -100,14 +123,12 @@ def classify_activations(acts: torch.Tensor, features: torch.Tensor, *, top_k: i
         coverage_min=coverage_min, top_mean=top_values.mean(0).reshape(shape))
 
 
-def classify_neurons(model: HookedTransformer, grid: Examples, *, coverage_min: float, top_k: int = 50,
-                     layers: Sequence[int] | None = None, min_base: float = 0.005,
-                     max_base: float = 0.6) -> HeuristicMap:
+def classify_neurons(model: HookedTransformer, grid: Examples, settings: ClassifySettings, *,
+                     layers: Sequence[int] | None = None) -> HeuristicMap:
     """Classify every MLP neuron at every answer position of ``model`` on the clean ``grid``."""
     layers = list(range(model.shape.n_layers)) if layers is None else list(layers)
     acts = mlp_activations(model, grid, "true_label", layers)  # [G, A, L, D]
-    return classify_activations(acts, feature_table(grid.info["a"], grid.info["b"]), top_k=top_k,
-                                coverage_min=coverage_min, min_base=min_base, max_base=max_base, layers=layers)
+    return classify_activations(acts, feature_table(grid.info["a"], grid.info["b"]), settings, layers=layers)
 
 
 # -- amendment 2, 8.3: a cut calibrated on an untrained model ------------------------------------

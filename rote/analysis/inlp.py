@@ -13,6 +13,8 @@ x -> mu + (x - mu) P it removes only the variation along Q. This module works on
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -40,15 +42,40 @@ def _directions(W: torch.Tensor) -> torch.Tensor:
     return U[:, S > S.max() * 1e-4] if S.numel() and S.max() > 0 else U[:, :0]
 
 
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class InlpSettings:
+    """How :func:`inlp_bases` fits and removes: up to ``per_iteration`` directions per iteration (None:
+    all its classifiers use), each classifier fitted with L2 penalty ``weight_decay`` and at most
+    ``max_iter`` L-BFGS iterations (:func:`~rote.analysis.probes.fit_probes`)."""
+
+    per_iteration: int | None = None
+    weight_decay: float = 1e-3
+    max_iter: int = 50
+
+    def __post_init__(self):
+        if not (self.per_iteration is None or (_is_whole(self.per_iteration) and self.per_iteration >= 1)):
+            raise ValueError(f"InlpSettings.per_iteration must be None or an int >= 1, got {self.per_iteration!r}")
+        wd = self.weight_decay
+        if not (isinstance(wd, numbers.Real) and not isinstance(wd, bool) and 0 <= wd < math.inf):
+            raise ValueError(f"InlpSettings.weight_decay must be a finite number >= 0, got {wd!r}")
+        if not (_is_whole(self.max_iter) and self.max_iter >= 1):
+            raise ValueError(f"InlpSettings.max_iter must be an int >= 1, got {self.max_iter!r}")
+
+
 def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
-               per_iteration: int | None = None, weight_decay: float = 1e-3, max_iter: int = 50) -> torch.Tensor:
+               settings: InlpSettings = InlpSettings()) -> torch.Tensor:
     """INLP at S sites at once: ``acts`` [S, N, d] (the same N examples at each site), ``labels`` [N]
     or [N, k] (k targets, one multinomial logistic-regression classifier each per iteration).
     Returns orthonormal bases [S, d, rank].
 
     Each iteration fits the classifiers of every site together (one L-BFGS call) on the activations
-    projected so far and removes up to ``per_iteration`` of their top directions (all by default;
-    the targets' directions interleaved, strongest first) until ``rank`` are gone at every site."""
+    projected so far and removes up to ``settings.per_iteration`` of their top directions (all by
+    default; the targets' directions interleaved, strongest first) until ``rank`` are gone at every
+    site."""
     acts = acts.float()
     labels = labels.long()
     if labels.dim() == 1:
@@ -65,8 +92,8 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
     Qs = [torch.zeros(d, 0) for _ in range(S)]
     while min(Q.shape[1] for Q in Qs) < rank:
         xp = torch.stack([x[s] - (x[s] @ Qs[s]) @ Qs[s].T for s in range(S)])
-        probes = fit_probes(xp.repeat_interleave(k, dim=0), labels.T.repeat(S, 1), n_classes * S, weight_decay,
-                            max_iter, standardize=False)
+        probes = fit_probes(xp.repeat_interleave(k, dim=0), labels.T.repeat(S, 1), n_classes * S,
+                            settings.weight_decay, settings.max_iter, standardize=False)
         for s in range(S):
             before = Qs[s].shape[1]
             if before >= rank:
@@ -74,8 +101,8 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
             found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
             width = max(f.shape[1] for f in found)
             ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
-            if per_iteration is not None:
-                ordered = ordered[:per_iteration]
+            if settings.per_iteration is not None:
+                ordered = ordered[:settings.per_iteration]
             new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
             Qs[s] = _orthonormal_basis(Qs[s], new)
             if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions

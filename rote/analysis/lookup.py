@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from dataclasses import dataclass
 
 import pandas as pd
@@ -171,24 +172,65 @@ def plant_lookup(model: HookedTransformer, clean: Examples, keys: Examples, *, a
 
 
 # -- the C4 statistics on a look-up ------------------------------------------------------------------
-def lookup_statistics(model: HookedTransformer, lookup: Examples, clean: Examples, population: Examples,
-                      reference: Examples, *, top: int, quantile: float, drop_min: float, n_samples: int = 3,
-                      seed: int = 0, mask: torch.Tensor | None = None) -> dict:
+@dataclass(frozen=True)
+class LookupSets:
+    """The example sets of :func:`lookup_statistics`: ``lookup``, the look-up's examples, teacher-forced
+    on their ``label``; ``clean``, the examples the k50 ratio compares with (C); ``population``, the
+    inputs whose share a top neuron is active on (THR: all atomic facts, read at the same position
+    as the look-up; FDA: C); ``reference``, the examples an input position is resampled from."""
+
+    lookup: Examples
+    clean: Examples
+    population: Examples
+    reference: Examples
+
+
+@dataclass(frozen=True)
+class LookupSettings:
+    """How :func:`lookup_statistics` measures: the ``top`` neurons by attribution, active above the
+    ``quantile`` of their layer; an input position counts where it removes at least ``drop_min`` of
+    P(label); ``n_samples`` resample draws per example and position, drawn with ``seed``."""
+
+    top: int
+    quantile: float
+    drop_min: float
+    n_samples: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        def whole(value):
+            return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+        def real(value):
+            return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+        for name, low in (("top", 1), ("n_samples", 1), ("seed", 0)):
+            value = getattr(self, name)
+            if not (whole(value) and value >= low):
+                raise ValueError(f"LookupSettings.{name} must be an int >= {low}, got {value!r}")
+        for name in ("quantile", "drop_min"):
+            value = getattr(self, name)
+            if not (real(value) and 0 <= value <= 1):
+                raise ValueError(f"LookupSettings.{name} must be a number in [0, 1], got {value!r}")
+
+
+def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: LookupSettings, *,
+                      mask: torch.Tensor | None = None) -> dict:
     """C4's statistics on a known look-up, in the form of :func:`rote.analysis.neurons.c4_summary`.
 
-    ``lookup``: the look-up's examples, teacher-forced on their ``label``; ``mask`` [N, A]: the answer
-    positions judged (None: those where label != true_label, as for M; a look-up of clean facts
-    passes all ones); ``clean``: the examples the k50 ratio compares with (C); ``population``: the
-    inputs whose share a top neuron is active on (THR: all atomic facts, read at the same position
-    as the look-up; FDA: C); ``reference``: the examples an input position is resampled from.
+    ``sets``: the look-up and the sets it is compared with (:class:`LookupSets`); ``mask`` [N, A]: the
+    answer positions of the look-up judged (None: those where label != true_label, as for M; a
+    look-up of clean facts passes all ones); ``settings``: :class:`LookupSettings`.
     Returns ``k50_M`` (k50 on the look-up), ``k50_C``, ``k50_ratio``, ``top_activity_median``,
     ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, and the tables
     (``tables``: k50s, specificity, positions)."""
-    k_lookup = neurons.k50_table(model, lookup, clean, mask=mask)
-    spec = neurons.top_neuron_specificity(model, lookup, population, top=top, quantile=quantile, mask=mask)
-    pos = patching.resample_positions(model, lookup, reference, n_samples=n_samples, seed=seed)
+    lookup = sets.lookup
+    k_lookup = neurons.k50_table(model, lookup, sets.clean, mask=mask)
+    spec = neurons.top_neuron_specificity(model, lookup, sets.population,
+                                          neurons.SpecificitySettings(settings.top, settings.quantile), mask=mask)
+    pos = patching.resample_positions(model, lookup, sets.reference, n_samples=settings.n_samples, seed=settings.seed)
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
-    summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=drop_min)
+    summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=settings.drop_min)
     summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}
     if not len(pos):  # no look-up example: no position was measured (c4_summary counts 0)
         summary["positions_over_min"] = math.nan

@@ -21,6 +21,7 @@ their clean-neighbour expectations are those of :mod:`rote.analysis.units` (a
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -43,8 +44,24 @@ def _random_like(counts: torch.Tensor, n_units: int, gen: torch.Generator) -> to
     return (scores <= kth) & (counts[..., None] > 0)
 
 
-def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap, *, z_min: float = 2.0,
-                   n_controls: int = 3, seed: int = 0) -> pd.DataFrame:
+@dataclass(frozen=True)
+class LayerPatchSettings:
+    """The knobs of :func:`layer_patching`: the |z| from which a heuristic unit is an outlier
+    (``z_min``), the random draws of each control (``n_controls``) and their ``seed``."""
+
+    z_min: float = 2.0
+    n_controls: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.z_min >= 0.0:
+            raise ValueError(f"z_min must be at least 0, got {self.z_min!r}")
+        if self.n_controls < 1:
+            raise ValueError(f"n_controls must be at least 1, got {self.n_controls!r}")
+
+
+def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap,
+                   settings: LayerPatchSettings = LayerPatchSettings()) -> pd.DataFrame:
     """Layer-wise activation patching of MLP neurons to their clean-neighbour expectations, on M.
 
     ``stats``: :class:`~rote.analysis.units.NeighbourStats` of ``memorized``; ``hmap``: the
@@ -63,6 +80,7 @@ def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap, *
     example), reverted (share of M no longer giving the noisy label), recovered (share now giving
     the true answer). With patched values fixed, teacher-forced exact match equals greedy decoding.
     """
+    z_min, n_controls, seed = settings.z_min, settings.n_controls, settings.seed
     cols = ["layer", "units", "control", "n_units", "reverted", "recovered"]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
@@ -137,8 +155,34 @@ def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
     return partner
 
 
-def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int], m_grid: Sequence[int],
-                  *, n_controls: int = 3, seed: int = 0, max_examples: int | None = None) -> pd.DataFrame:
+@dataclass(frozen=True)
+class DoseSettings:
+    """The knobs of a dose-response (7.7: :func:`dose_response`; 8.4: :func:`position_dose_response`,
+    :func:`jstar_dose_response`, :func:`jstar_analysis`): the numbers of neurons patched
+    (``m_grid``), the random draws per m (``n_controls``), the ``seed`` of the draws and of the
+    mismatched partners, the first ``max_examples`` examples only (None: all), and the share of M a
+    top-m patch must revert for m50 (``revert_min``; read by :func:`jstar_analysis`, which needs it)."""
+
+    m_grid: tuple[int, ...]
+    n_controls: int = 3
+    seed: int = 0
+    max_examples: int | None = None
+    revert_min: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "m_grid", tuple(self.m_grid))
+        if any(m < 1 for m in self.m_grid):
+            raise ValueError(f"every m of m_grid must be at least 1, got {self.m_grid!r}")
+        if self.n_controls < 1:
+            raise ValueError(f"n_controls must be at least 1, got {self.n_controls!r}")
+        if self.max_examples is not None and self.max_examples < 0:
+            raise ValueError(f"max_examples must be None or at least 0, got {self.max_examples!r}")
+        if self.revert_min is not None and not 0.0 <= self.revert_min <= 1.0:
+            raise ValueError(f"revert_min must be None or in [0, 1], got {self.revert_min!r}")
+
+
+def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int],
+                  settings: DoseSettings) -> pd.DataFrame:
     """Patching each memorized example's top-m neurons by |z| to their clean-neighbour expectations.
 
     A unit is a neuron (layer l, index i), patched at every answer position. For each layer of
@@ -157,6 +201,7 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
     ``max_examples``: only the first that many examples of ``memorized`` (and ``stats``) are used.
     Cost: (3 + ``n_controls``) scoring passes per layer and m.
     """
+    m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
     cols = ["layer", "m", "units", "reverted", "recovered"]
     if max_examples is not None:
         memorized = memorized[:max_examples]
@@ -231,12 +276,46 @@ def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
     return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
 
 
+@dataclass(frozen=True)
+class PatchedNeurons:
+    """The neurons a dose-response at chosen answer positions ranks and patches: those of ``layer``;
+    with ``units`` bool [A, D] (8.5: the 8.3 heuristic units of the layer per answer position) only
+    these, with None every neuron of the layer."""
+
+    layer: int
+    units: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.layer < 0:
+            raise ValueError(f"layer must be at least 0, got {self.layer!r}")
+        if self.units is not None and self.units.dim() != 2:
+            raise ValueError(f"units must be [A, D], got shape {tuple(self.units.shape)}")
+
+
+@dataclass(frozen=True)
+class PatchSites:
+    """Where a dose-response at chosen answer positions patches, and against what: ``at`` bool
+    [N, A], the positions of each example (:func:`jstar_mask`, :func:`after_jstar_mask`), and
+    ``reference`` [N, A], the prediction a revert is read against (None: the unpatched prediction)."""
+
+    at: torch.Tensor
+    reference: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.at.dim() != 2:
+            raise ValueError(f"at must be [N, A], got shape {tuple(self.at.shape)}")
+        if self.reference is not None and tuple(self.reference.shape) != tuple(self.at.shape):
+            raise ValueError(f"reference must have the shape of at {tuple(self.at.shape)}, "
+                             f"got {tuple(self.reference.shape)}")
+
+
 @torch.no_grad()
-def position_dose_response(model: HookedTransformer, examples: Examples, stats, layer: int, m_grid: Sequence[int],
-                           at: torch.Tensor, reference: torch.Tensor | None = None, *, n_controls: int = 3,
-                           seed: int = 0, max_examples: int | None = None,
-                           units: torch.Tensor | None = None) -> pd.DataFrame:
+def position_dose_response(model: HookedTransformer, examples: Examples, stats, neurons: PatchedNeurons,
+                           sites: PatchSites, settings: DoseSettings) -> pd.DataFrame:
     """Each example's top-m neurons of ``layer`` by |z| at chosen answer positions, patched there only.
+
+    ``neurons``: the ``layer`` and its candidate ``units``; ``sites``: the positions ``at`` and the
+    ``reference``; ``settings``: ``m_grid``, ``n_controls``, ``seed``, ``max_examples``.
 
     ``at`` bool [N, A]: the positions of each example that are ranked on and patched (j* in 8.4:
     :func:`jstar_mask`; the positions after it: :func:`after_jstar_mask`); examples with none are
@@ -261,6 +340,8 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     (they are a tail of an ascending ``m_grid``). None: every neuron of the layer, the random m drawn
     from the whole layer.
     """
+    layer, units, at, reference = neurons.layer, neurons.units, sites.at, sites.reference
+    m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
     cols = ["layer", "m", "units", "reverted", "recovered", "n"]
     rows_kept = at.bool().cpu().any(1).nonzero().squeeze(1)
     if max_examples is not None:
@@ -320,16 +401,14 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     return pd.DataFrame(out, columns=cols)
 
 
-def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor, layer: int,
-                        m_grid: Sequence[int], *, n_controls: int = 3, seed: int = 0,
-                        max_examples: int | None = None, units: torch.Tensor | None = None) -> pd.DataFrame:
+def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor,
+                        neurons: PatchedNeurons, settings: DoseSettings) -> pd.DataFrame:
     """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
     example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
-    is the true digit. ``units`` [A, D]: the 8.3 heuristic units of ``layer`` (8.5: the candidates
-    ranked, patched and drawn from; an m needs 2m of them at every example's j*)."""
+    is the true digit. ``neurons.units`` [A, D]: the 8.3 heuristic units of ``neurons.layer`` (8.5:
+    the candidates ranked, patched and drawn from; an m needs 2m of them at every example's j*)."""
     at = jstar_mask(jstar, memorized.label.shape[1])
-    return position_dose_response(model, memorized, stats, layer, m_grid, at, memorized.label,
-                                  n_controls=n_controls, seed=seed, max_examples=max_examples, units=units)
+    return position_dose_response(model, memorized, stats, neurons, PatchSites(at, memorized.label), settings)
 
 
 def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | None = None) -> int | None:
@@ -365,13 +444,14 @@ def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: st
 
 
 # -- amendment 2, 8.4: everything read at the first differing digit, for one run --------------------
-def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples, stats: dict[str, NeighbourStats],
-                   hmap: HeuristicMap, layer: int, m_grid: Sequence[int], *, revert_min: float, n_controls: int = 3,
-                   seed: int = 0, max_examples: int | None = None) -> dict:
+def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: dict[str, NeighbourStats],
+                   hmap: HeuristicMap, layer: int, settings: DoseSettings) -> dict:
     """The numbers of 8.4 for one run.
 
-    ``stats``: :class:`NeighbourStats` of ``"M"`` (``memorized``), ``"clean"`` and ``"null"``
-    (``null``: never-trained noisy labels, :func:`fresh_noisy_labels`), computed for a map with the
+    ``sets``: the example sets ``"M"`` (memorized) and ``"null"`` (never-trained noisy labels,
+    :func:`fresh_noisy_labels`); ``settings``: ``m_grid``, ``revert_min`` (needed), ``n_controls``,
+    ``seed``, ``max_examples``.
+    ``stats``: :class:`NeighbourStats` of ``"M"``, ``"clean"`` and ``"null"``, computed for a map with the
     same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
     Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
     in ``layer``, which ranks, patches and draws its random control from the heuristic units of
@@ -381,17 +461,21 @@ def jstar_analysis(model: HookedTransformer, memorized: Examples, null: Examples
     top-m / random-m curves of patching after j*, on M and on the null, reverted against the
     unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
     """
+    if settings.revert_min is None:
+        raise ValueError("jstar_analysis needs settings.revert_min (the share of M a patch must revert for m50)")
+    memorized, null, m_grid = sets["M"], sets["null"], settings.m_grid
     A = memorized.label.shape[1]
     jstar, jstar_null = first_differing(memorized), first_differing(null)
     metrics = jstar_comparison(stats["M"], stats["clean"], hmap, jstar)
     metrics.update(after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null))
-    kw = dict(n_controls=n_controls, seed=seed, max_examples=max_examples)
     units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
-    dose = jstar_dose_response(model, memorized, stats["M"], jstar, layer, m_grid, units=units, **kw)
-    metrics.update(jstar_summary(dose, layer, revert_min))
-    metrics["jstar_units_min"] = jstar_units(jstar, units, max_examples)
-    after = position_dose_response(model, memorized, stats["M"], layer, m_grid, after_jstar_mask(jstar, A), **kw)
-    after_null = position_dose_response(model, null, stats["null"], layer, m_grid, after_jstar_mask(jstar_null, A), **kw)
+    dose = jstar_dose_response(model, memorized, stats["M"], jstar, PatchedNeurons(layer, units), settings)
+    metrics.update(jstar_summary(dose, layer, settings.revert_min))
+    metrics["jstar_units_min"] = jstar_units(jstar, units, settings.max_examples)
+    every = PatchedNeurons(layer)
+    after = position_dose_response(model, memorized, stats["M"], every, PatchSites(after_jstar_mask(jstar, A)), settings)
+    after_null = position_dose_response(model, null, stats["null"], every, PatchSites(after_jstar_mask(jstar_null, A)),
+                                        settings)
 
     def curve(table, units):
         t = table[table.units == units].sort_values("m") if len(table) else table

@@ -28,6 +28,8 @@ Every function runs batched over examples and neurons; every hook is removed bef
 from __future__ import annotations
 
 import math
+import numbers
+from dataclasses import dataclass
 from typing import Sequence
 
 import pandas as pd
@@ -171,20 +173,47 @@ def activity_fractions(model: HookedTransformer, clean: Examples, quantile: floa
     return frac.cpu(), thr.cpu()
 
 
-def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples, *, top: int,
-                           quantile: float, within_k50: bool = True, mask: torch.Tensor | None = None
-                           ) -> pd.DataFrame:
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class SpecificitySettings:
+    """How :func:`top_neuron_specificity` picks its neurons: the ``top`` neurons by attribution (with
+    ``within_k50`` only those among the k50 neurons), a neuron being active on an input where it
+    exceeds the ``quantile`` of its layer's activations on the clean inputs."""
+
+    top: int
+    quantile: float
+    within_k50: bool = True
+
+    def __post_init__(self):
+        if not (_is_whole(self.top) and self.top >= 1):
+            raise ValueError(f"SpecificitySettings.top must be an int >= 1, got {self.top!r}")
+        if not (_is_real(self.quantile) and 0 <= self.quantile <= 1):
+            raise ValueError(f"SpecificitySettings.quantile must be a number in [0, 1], got {self.quantile!r}")
+        if not isinstance(self.within_k50, bool):
+            raise ValueError(f"SpecificitySettings.within_k50 must be a bool, got {self.within_k50!r}")
+
+
+def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples,
+                           settings: SpecificitySettings, *, mask: torch.Tensor | None = None) -> pd.DataFrame:
     """The top neurons by DLA to the noisy label of each memorized (example, position) and the
     fraction of clean inputs each is active on (:func:`activity_fractions`).
 
     Positions are those where the noisy digit differs from the true one (or those of ``mask``
     [N, A]). The top neurons are the
-    ``top`` with the largest attribution; with ``within_k50`` only those among the k50 neurons that
-    carry the first half of the positive attribution (so at most min(top, k50)): in a look-up the
-    one neuron that writes the label would otherwise be outvoted by nine bystanders whose
-    attribution is negligible. Columns: example, position, rank, layer, neuron, attribution,
+    ``settings.top`` with the largest attribution; with ``settings.within_k50`` only those among the
+    k50 neurons that carry the first half of the positive attribution (so at most min(top, k50)): in
+    a look-up the one neuron that writes the label would otherwise be outvoted by nine bystanders
+    whose attribution is negligible. Columns: example, position, rank, layer, neuron, attribution,
     activity.
     """
+    top, quantile, within_k50 = settings.top, settings.quantile, settings.within_k50
     cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
@@ -260,10 +289,34 @@ def prompt_position_names(task: str, n_positions: int) -> list[str]:
     return [f"p{i}" for i in range(n_positions)]
 
 
-def hypotheses_table(summary: dict, *, n_clean: int, quantile: float, k50_ratio_min: float,
-                     activity_min: float, drop_min: float, positions_min: int) -> pd.DataFrame:
+@dataclass(frozen=True)
+class HypothesisThresholds:
+    """The numbers :func:`hypotheses_table` quotes: the activity ``quantile`` the statistics used and
+    the pass thresholds of C4's measures (``k50_ratio_min``, ``activity_min``, ``drop_min``,
+    ``positions_min``)."""
+
+    quantile: float
+    k50_ratio_min: float
+    activity_min: float
+    drop_min: float
+    positions_min: int
+
+    def __post_init__(self):
+        for name in ("quantile", "activity_min", "drop_min"):
+            value = getattr(self, name)
+            if not (_is_real(value) and 0 <= value <= 1):
+                raise ValueError(f"HypothesisThresholds.{name} must be a number in [0, 1], got {value!r}")
+        if not (_is_real(self.k50_ratio_min) and 0 <= self.k50_ratio_min < math.inf):
+            raise ValueError(f"HypothesisThresholds.k50_ratio_min must be a number >= 0, got {self.k50_ratio_min!r}")
+        if not (_is_whole(self.positions_min) and self.positions_min >= 0):
+            raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
+
+
+def hypotheses_table(summary: dict, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
     """What a look-up table and a distributed encoding each predict for the measures of
-    :func:`c4_summary`, next to what was observed and the pass threshold."""
+    :func:`c4_summary`, next to what was observed and the pass threshold (``thresholds``)."""
+    quantile, k50_ratio_min, activity_min = thresholds.quantile, thresholds.k50_ratio_min, thresholds.activity_min
+    drop_min, positions_min = thresholds.drop_min, thresholds.positions_min
     return pd.DataFrame([
         {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
          "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary["k50_ratio"]},

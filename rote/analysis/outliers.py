@@ -19,6 +19,7 @@ expectations is :mod:`rote.analysis.neuron_patching`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -32,12 +33,42 @@ from .neurons import folded_unembed, mlp_activations
 from .units import HeuristicMap, NeighbourStats
 
 
+def _check_order(order: str) -> None:
+    if order not in ("msb", "lsb"):
+        raise ValueError(f"order must be 'msb' or 'lsb', got {order!r}")
+
+
 # -- clean neighbours -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NeighbourSettings:
+    """The knobs of :func:`neighbour_stats`: the answer ``order`` the neighbours are written in, the
+    largest operand shift ``max_shift``, the fewest feature-sharing neighbours ``min_count`` for a
+    defined z, the sd floor ``sd_floor`` (times the unit's grid sd) and the examples per batch ``chunk``."""
+
+    order: str = "msb"
+    max_shift: int = 3
+    min_count: int = 3
+    sd_floor: float = 0.1
+    chunk: int = 32
+
+    def __post_init__(self):
+        _check_order(self.order)
+        if self.max_shift < 1:
+            raise ValueError(f"max_shift must be at least 1 (0 leaves no clean neighbour), got {self.max_shift!r}")
+        if self.min_count < 1:
+            raise ValueError(f"min_count must be at least 1, got {self.min_count!r}")
+        if not self.sd_floor >= 0.0:
+            raise ValueError(f"sd_floor must be at least 0, got {self.sd_floor!r}")
+        if self.chunk < 1:
+            raise ValueError(f"chunk must be at least 1, got {self.chunk!r}")
+
+
 @torch.no_grad()
-def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap, *, order: str = "msb",
-                    max_shift: int = 3, min_count: int = 3, sd_floor: float = 0.1,
-                    chunk: int = 32) -> NeighbourStats:
+def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap,
+                    settings: NeighbourSettings = NeighbourSettings()) -> NeighbourStats:
     """Clean-neighbour expectations of every unit of ``hmap`` for each example, and z-scores."""
+    order, max_shift, min_count = settings.order, settings.max_shift, settings.min_count
+    sd_floor, chunk = settings.sd_floor, settings.chunk
     layers = hmap.layers
     L, A, D = hmap.best.shape
     n = len(examples)
@@ -230,15 +261,30 @@ def shift_direction(model: HookedTransformer, examples: Examples, stats: Neighbo
 
 
 # -- pictures -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SquareSettings:
+    """The operand square of :func:`operand_neighbourhood`: shifts of each operand up to ``radius``,
+    the inputs written in answer ``order``."""
+
+    radius: int = 6
+    order: str = "msb"
+
+    def __post_init__(self):
+        if self.radius < 0:
+            raise ValueError(f"radius must be at least 0, got {self.radius!r}")
+        _check_order(self.order)
+
+
 @torch.no_grad()
 def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: int, position: int,
-                          neurons: Sequence[int], *, radius: int = 6, order: str = "msb") -> dict:
+                          neurons: Sequence[int], settings: SquareSettings = SquareSettings()) -> dict:
     """Activations of chosen neurons over the operand square around one example.
 
     ``grid`` [len(neurons), 2r+1, 2r+1]: clean inputs (a + da, b + db), rows da = -r..r, columns
     db = -r..r, each teacher-forced on its true sum; ``example_value`` [len(neurons)]: the
     activation on the example itself, teacher-forced on its own (noisy) label. Also ``a``, ``b``.
     """
+    radius, order = settings.radius, settings.order
     a, b = int(example.info["a"][0]), int(example.info["b"][0])
     r = torch.arange(-radius, radius + 1)
     da, db = torch.meshgrid(r, r, indexing="ij")

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import pandas as pd
@@ -177,18 +179,41 @@ def ablation_accuracy(model: HookedTransformer, sets: Sets, components: set[int]
     return patched_accuracy(model, sets, component_edits(model, components, means))
 
 
-def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, ranks: list[int], n_controls: int = 3,
-                  seed: int = 0, matched: Sequence[Erasure] | None = None) -> pd.DataFrame:
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class ErasureSweepSettings:
+    """What :func:`erasure_sweep` measures: every rank of ``ranks`` (in that order; 0 is the
+    unmodified model), each against ``n_controls`` random subspaces drawn from ``seed`` on."""
+
+    ranks: tuple[int, ...]
+    n_controls: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "ranks", tuple(self.ranks))
+        if not all(_is_whole(r) and r >= 0 for r in self.ranks):
+            raise ValueError(f"ErasureSweepSettings.ranks must be ints >= 0, got {self.ranks!r}")
+        if not (_is_whole(self.n_controls) and self.n_controls >= 1):
+            raise ValueError(f"ErasureSweepSettings.n_controls must be an int >= 1, got {self.n_controls!r}")
+        if not (_is_whole(self.seed) and self.seed >= 0):
+            raise ValueError(f"ErasureSweepSettings.seed must be an int >= 0, got {self.seed!r}")
+
+
+def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, settings: ErasureSweepSettings,
+                  matched: Sequence[Erasure] | None = None) -> pd.DataFrame:
     """Accuracy of each set after erasing the first ``rank`` INLP directions, and after each
-    control of the same rank, for every rank in ``ranks`` (each at most ``erasure.rank``). Rank 0
-    is the unmodified model. Controls: method "random", random subspaces (``n_controls`` draws,
-    averaged); method "matched" when ``matched`` is given, the information-matched erasures
-    (:func:`rote.analysis.erasure.information_matched`, fitted to ``erasure.rank``) truncated to
-    each rank, averaged.
+    control of the same rank, for every rank in ``settings.ranks`` (each at most ``erasure.rank``).
+    Rank 0 is the unmodified model. Controls: method "random", random subspaces
+    (``settings.n_controls`` draws, averaged); method "matched" when ``matched`` is given, the
+    information-matched erasures (:func:`rote.analysis.erasure.information_matched`, fitted to
+    ``erasure.rank``) truncated to each rank, averaged.
     Rows: rank, method ("INLP" / "random" / "matched"), set, accuracy."""
     methods = ("INLP", "random") + (("matched",) if matched is not None else ())
     rows = []
-    for rank in ranks:
+    for rank in settings.ranks:
         if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
             rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets for m in methods]
             continue
@@ -198,7 +223,8 @@ def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, ranks:
             continue
         inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
         rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
-        controls = {"random": [random_erasure(erasure.truncate(rank), seed + c) for c in range(n_controls)]}
+        controls = {"random": [random_erasure(erasure.truncate(rank), settings.seed + c)
+                               for c in range(settings.n_controls)]}
         if matched is not None:
             controls["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
         for method, erasures in controls.items():

@@ -7,6 +7,8 @@ optimizer call). Accuracy is always reported next to the chance level: the accur
 answering the most frequent class of the probe's training labels.
 
 - :func:`fit_probes` / :class:`LinearProbes` -- the probes themselves, on tensors.
+- :class:`ProbeSettings` -- how the probes of both sweeps are trained; :class:`ProbeTargets` -- what
+  :func:`probe_sweep` reads.
 - :func:`probe_sweep` -- every target of :mod:`rote.analysis.targets` at every layer and chosen
   positions, trained on clean training examples, evaluated on named example sets (e.g. M and C).
 - :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 from dataclasses import dataclass
 
 import pandas as pd
@@ -131,6 +134,56 @@ def probe_training_set(train: Examples, max_train: int, seed: int) -> Examples:
     return train
 
 
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How the probes of :func:`probe_sweep` and :func:`masked_probe_sweep` are trained: on up to
+    ``max_train`` training examples drawn with ``seed`` (:func:`probe_training_set`), with L2 penalty
+    ``weight_decay`` and at most ``max_iter`` L-BFGS iterations (:func:`fit_probes`). ``chunk``: at most
+    this many probes per L-BFGS call (:func:`probe_sweep`); ``mask_seed``: draws the wrong class masked
+    on clean examples (:func:`masked_probe_sweep`)."""
+
+    max_train: int = 3000
+    seed: int = 0
+    weight_decay: float = 1e-3
+    max_iter: int = 50
+    chunk: int = 48
+    mask_seed: int = 0
+
+    def __post_init__(self):
+        for name, low in (("max_train", 1), ("seed", 0), ("max_iter", 1), ("chunk", 1), ("mask_seed", 0)):
+            value = getattr(self, name)
+            if not (_is_whole(value) and value >= low):
+                raise ValueError(f"ProbeSettings.{name} must be an int >= {low}, got {value!r}")
+        wd = self.weight_decay
+        if not (isinstance(wd, numbers.Real) and not isinstance(wd, bool) and 0 <= wd < math.inf):
+            raise ValueError(f"ProbeSettings.weight_decay must be a finite number >= 0, got {wd!r}")
+
+
+@dataclass(frozen=True)
+class ProbeTargets:
+    """What :func:`probe_sweep` reads: the targets ``names`` of
+    :func:`~rote.analysis.targets.intermediate_targets` (None: all), each at its own position and at
+    every one of ``positions``, and the ``joint`` targets (results read jointly by several targets;
+    None: :func:`~rote.analysis.targets.joint_targets` whose members are all probed)."""
+
+    names: tuple[str, ...] | None = None
+    positions: tuple[int, ...] = ()
+    joint: dict[str, list[str]] | None = None
+
+    def __post_init__(self):
+        if isinstance(self.names, str):
+            raise ValueError(f"ProbeTargets.names must be a list of target names, got the string {self.names!r}")
+        if self.names is not None:
+            object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "positions", tuple(self.positions))
+        if not all(_is_whole(p) and p >= 0 for p in self.positions):
+            raise ValueError(f"ProbeTargets.positions must be ints >= 0, got {self.positions!r}")
+
+
 def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
     """Examples a target is scored on: all of them, except that on noisy examples the true answer
     (a target with ``differs``) is scored only where the noisy label disagrees with it."""
@@ -140,22 +193,23 @@ def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
 
 
 def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
-                targets: list[str] | None = None, positions: list[int] | None = None,
-                joint: dict[str, list[str]] | None = None, max_train: int = 3000, seed: int = 0,
-                weight_decay: float = 1e-3, max_iter: int = 50, chunk: int = 48) -> pd.DataFrame:
-    """Probe each target at every layer, trained on (up to ``max_train`` of) ``train``.
+                targets: ProbeTargets = ProbeTargets(), settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
+    """Probe each target at every layer, trained on (up to ``settings.max_train`` of) ``train``.
 
-    ``targets``: names from :func:`~rote.analysis.targets.intermediate_targets` (all by default).
-    ``positions``: probe every target also at each of these positions (always at its own). ``joint``: extra rows for results read jointly by several targets at their own
+    ``targets.names``: names from :func:`~rote.analysis.targets.intermediate_targets` (all by default).
+    ``targets.positions``: probe every target also at each of these positions (always at its own).
+    ``targets.joint``: extra rows for results read jointly by several targets at their own
     positions (default :func:`~rote.analysis.targets.joint_targets`, where all members are probed);
     their ``position`` is -1. Probes with the same number of classes are fitted together, up to
-    ``chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns one row per (target, layer, position, set)
+    ``settings.chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns
+    one row per (target, layer, position, set)
     with ``n`` (examples scored), ``correct``, ``accuracy``, ``chance`` (NaN accuracy for an empty
     set) and ``own`` (the row is at the target's own position, or is a joint target).
     """
-    train = probe_training_set(train, max_train, seed)
+    train = probe_training_set(train, settings.max_train, settings.seed)
     train_t = intermediate_targets(train, data)
-    names = list(train_t) if targets is None else list(targets)
+    names = list(train_t) if targets.names is None else list(targets.names)
+    positions, joint = targets.positions, targets.joint
     if joint is None:
         joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
@@ -176,7 +230,7 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
                          "accuracy": correct[layer].item() / n if n else math.nan, "chance": chance})
 
     jobs = [(name, p) for name in names for p in wanted[name]]
-    per_chunk = max(1, chunk // n_layers)
+    per_chunk = max(1, settings.chunk // n_layers)
     parts = []  # jobs with the same number of classes share an L-BFGS call (no padding wasted)
     for k in sorted({train_t[name].n_classes for name, _ in jobs}):
         same = [job for job in jobs if train_t[job[0]].n_classes == k]
@@ -185,7 +239,7 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
         probes = fit_probes(torch.cat([train_acts[:, :, col[p]] for _, p in part]),
                             torch.cat([train_t[name].labels.expand(n_layers, -1) for name, _ in part]),
                             [train_t[name].n_classes for name, _ in part for _ in range(n_layers)],
-                            weight_decay, max_iter)
+                            settings.weight_decay, settings.max_iter)
         for s, ex in sets.items():
             preds = probes.predict(torch.cat([set_acts[s][:, :, col[p]] for _, p in part]))
             for k, (name, p) in enumerate(part):
@@ -260,7 +314,7 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None,
                      memorized: str = "M", clean: str = "C") -> pd.DataFrame:
     """:func:`best_layer_summary` for ``target`` read at ``position`` (a row of
-    :func:`probe_sweep` with ``positions`` including it), e.g. the THR bridge at r2. One row, group
+    :func:`probe_sweep` with ``targets.positions`` including it), e.g. the THR bridge at r2. One row, group
     ``group`` (default ``"<target> at <position>"``); NaN accuracies when the position was not probed."""
     part = sweep[(sweep.target == target) & (sweep.position == position)]
     curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
@@ -273,14 +327,14 @@ def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str
 
 
 def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
-                       target: str = "tail", max_train: int = 3000, seed: int = 0, mask_seed: int = 0,
-                       weight_decay: float = 1e-3, max_iter: int = 50) -> pd.DataFrame:
+                       target: str = "tail", settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
     """Read ``target`` at its own position with one class masked per example (amendment 7.4).
 
     The probes (one per layer) are trained exactly as in :func:`probe_sweep` (same training draw for
-    the same ``max_train`` and ``seed``), without any mask. On each set, each example's prediction is
-    the top-1 over the classes other than :func:`~rote.analysis.targets.masked_class` (noisy examples:
-    their trained label's class; clean ones: a random wrong class drawn with ``mask_seed``). Scored
+    the same ``settings.max_train`` and ``settings.seed``), without any mask. On each set, each example's
+    prediction is the top-1 over the classes other than :func:`~rote.analysis.targets.masked_class` (noisy
+    examples: their trained label's class; clean ones: a random wrong class drawn with
+    ``settings.mask_seed``). Scored
     on the examples of :func:`probe_sweep` (on noisy ones, only where the true answer differs from the
     label). Chance is 1 / (n_classes - 1): with one wrong class hidden, a guess among the rest.
 
@@ -288,17 +342,17 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
     (the plain top-1, as in :func:`probe_sweep`), ``reads_masked`` (share of examples whose plain top-1
     is the masked class: on M, how often the probe reads the model's output, the noisy label, instead
     of the true answer) and ``chance``."""
-    train = probe_training_set(train, max_train, seed)
+    train = probe_training_set(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)[target]
     acts = residual_stack(model, model_inputs(train), [tt.position])[:, :, 0]  # [L+1, N, d]
     layers = acts.shape[0]
-    fitted = fit_probes(acts, tt.labels.expand(layers, -1), tt.n_classes, weight_decay, max_iter)
+    fitted = fit_probes(acts, tt.labels.expand(layers, -1), tt.n_classes, settings.weight_decay, settings.max_iter)
     chance = 1.0 / (tt.n_classes - 1)
     rows = []
     for s, ex in sets.items():
         t = intermediate_targets(ex, data)[target]
         keep = _evaluation_mask(t, ex)
-        hidden = masked_class(t, ex, seed=mask_seed)
+        hidden = masked_class(t, ex, seed=settings.mask_seed)
         x = residual_stack(model, model_inputs(ex), [t.position])[:, :, 0]
         logits = fitted.logits(x) if len(ex) else torch.zeros(layers, 0, tt.n_classes)  # [L+1, N, C]
         plain = logits.argmax(-1)

@@ -85,9 +85,10 @@ def probe_positions(task: str, extra_positions: dict) -> list[int]:
 
 def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Probes:
     """Probes fitted on clean training examples, read on M and C at every layer and position."""
+    settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
     sweeps = {u: probe_analysis.probe_sweep(r.model, r.data, r.data.train_clean, build.sets[u],
-                                            positions=probe_positions(u.task, extra_positions), max_train=max_train,
-                                            seed=seed) for u, r in build.runs.items()}
+                                            probe_analysis.ProbeTargets(positions=probe_positions(u.task, extra_positions)),
+                                            settings) for u, r in build.runs.items()}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
     return Probes(sweeps, curves, {u: probe_analysis.best_layer_summary(curves[u]) for u in build.units})
 
@@ -285,8 +286,9 @@ class MaskedTail:
 
 def masked_tail(build: Build, result: Probes, max_train: int, seed: int, mask_seed: int) -> MaskedTail:
     thr = [u for u in build.units if u.task == "thr"]
+    settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed, mask_seed=mask_seed)
     sweeps = {u: probe_analysis.masked_probe_sweep(build.runs[u].model, build.runs[u].data, build.runs[u].data.train_clean,
-                                                   build.sets[u], max_train=max_train, seed=seed, mask_seed=mask_seed)
+                                                   build.sets[u], settings=settings)
               for u in thr}
     return MaskedTail(thr, sweeps, {u: probe_analysis.masked_summary(sweeps[u]) for u in thr},
                       {u: result.summary[u][result.summary[u].group == "true tail"] for u in thr})

@@ -137,15 +137,17 @@ def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
     and the sweep over ranks with the random control."""
     a = analysis
     ranks = sorted({0, a.erasure_rank, *a.sweep_ranks})
+    fit = erasure_analysis.ErasureSettings(max_train=a.max_fit, seed=a.seed)
+    sweep = patching.ErasureSweepSettings(ranks, n_controls=a.n_controls, seed=a.seed)
     sweeps, inlp = {}, {}
     for u, r in build.runs.items():
         s = found[u]
-        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"],
-                                               s["positions"], rank=max(ranks), max_train=a.max_fit, seed=a.seed)
-        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u],
-                                                       n_controls=a.n_matched, max_train=a.max_fit, seed=a.seed)
-        sweeps[u] = patching.erasure_sweep(r.model, inlp[u], build.sets[u], ranks, n_controls=a.n_controls,
-                                           seed=a.seed, matched=matched)
+        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean,
+                                               erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"]),
+                                               max(ranks), fit)
+        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u], fit,
+                                                       n_controls=a.n_matched)
+        sweeps[u] = patching.erasure_sweep(r.model, inlp[u], build.sets[u], sweep, matched=matched)
     return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units})
 
 
@@ -277,11 +279,12 @@ def circuits(build: Build, analysis: Analysis) -> Circuits:
     """Attribution patching of every head and neuron on C (true answer) and M (noisy label), both
     metrics, with split-half ceilings, bootstrap intervals and the ablation."""
     a, out = analysis, {}
+    settings = attribution.CircuitSettings(fraction=T["top_fraction"], max_examples=a.max_examples, max_fit=a.max_fit,
+                                           n_controls=a.n_controls, seed=a.seed, n_splits=a.n_splits,
+                                           n_boot=a.n_boot, level=T["bootstrap_level"])
     for u, r in build.runs.items():
         out[u] = attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
-                                      build.sets[u], fraction=T["top_fraction"], max_examples=a.max_examples,
-                                      max_fit=a.max_fit, n_controls=a.n_controls, seed=a.seed, n_splits=a.n_splits,
-                                      n_boot=a.n_boot, level=T["bootstrap_level"])
+                                      build.sets[u], settings)
     return Circuits({u: c["scores"] for u, c in out.items()}, {u: c["overlap"] for u, c in out.items()},
                     {u: c["ablations"] for u, c in out.items()},
                     {u: {m: v["statistics"] for m, v in c["by_metric"].items()} for u, c in out.items()})

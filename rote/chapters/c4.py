@@ -81,8 +81,9 @@ def k50_table(tables: dict) -> pd.DataFrame:
 def specificity(build: Build) -> dict:
     """Per unit: each memorized digit's top neurons (within its k50) and the share of clean inputs
     each is active on."""
-    return {u: neurons.top_neuron_specificity(r.model, build.sets[u]["M"], build.sets[u]["C"], top=T["top_neurons"],
-                                              quantile=T["activity_quantile"]) for u, r in build.runs.items()}
+    settings = neurons.SpecificitySettings(top=T["top_neurons"], quantile=T["activity_quantile"])
+    return {u: neurons.top_neuron_specificity(r.model, build.sets[u]["M"], build.sets[u]["C"], settings)
+            for u, r in build.runs.items()}
 
 
 def activity_table(tables: dict) -> pd.DataFrame:
@@ -146,13 +147,15 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=max_fit, seed=seed)
              for u, r in build.runs.items()}
     removal, available = {}, {}
+    fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():
         s = sites[u]
-        fitted = erasure.fit_erasure(r.model, r.data, r.data.train_clean, s["targets"], s["layers"], s["positions"],
-                                     rank, max_train=max_fit, seed=seed) if s["layers"] else None
+        fitted = erasure.fit_erasure(r.model, r.data, r.data.train_clean,
+                                     erasure.ErasureSites(s["targets"], s["layers"], s["positions"]), rank,
+                                     fit) if s["layers"] else None
         controls = [inlp.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
-        matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, n_controls=n_matched,
-                                              max_train=max_fit, seed=seed) if fitted else None  # None: no site
+        matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, fit,
+                                              n_controls=n_matched) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
         available[u] = bool(matched) and bool(len(removal[u])) and "matched" in set(removal[u].method)
     return Dependency(positions, sites, removal, rank, available)
@@ -163,19 +166,22 @@ def lookup_control(build: Build, u, n_keys: int, max_lookup: int, n_samples: int
     """The C4 statistics on the unit's known look-up: THR's atomic facts (at most ``max_lookup``), for
     FDA a look-up of ``n_keys`` clean training inputs grafted into the trained model."""
     r = build.runs[u]
-    kw = dict(top=T["top_neurons"], quantile=T["activity_quantile"], drop_min=T["drop_min"], n_samples=n_samples,
-              seed=seed)
+    settings = lookup.LookupSettings(top=T["top_neurons"], quantile=T["activity_quantile"], drop_min=T["drop_min"],
+                                     n_samples=n_samples, seed=seed)
     if u.task == "thr":
         facts = lookup.atomic_lookup(r.model, r.data)
         if len(facts) > max_lookup:
             facts = facts[torch.randperm(len(facts), generator=torch.Generator().manual_seed(seed))[:max_lookup]]
         every = torch.ones_like(facts.label, dtype=torch.bool)
-        return lookup.lookup_statistics(r.model, facts, build.sets[u]["C"], facts, facts, mask=every, **kw)
+        sets = lookup.LookupSets(lookup=facts, clean=build.sets[u]["C"], population=facts, reference=facts)
+        return lookup.lookup_statistics(r.model, sets, settings, mask=every)
     candidates = r.data.train_clean[torch.randperm(len(r.data.train_clean),
                                                    generator=torch.Generator().manual_seed(seed))[:4 * n_keys]]
     keys = correct(r.model, candidates)[:n_keys]
     planted = lookup.plant_lookup(r.model, build.sets[u]["C"], keys, seed=seed)
-    return lookup.lookup_statistics(planted.model, planted.keys, planted.clean, planted.clean, r.data.train_clean, **kw)
+    sets = lookup.LookupSets(lookup=planted.keys, clean=planted.clean, population=planted.clean,
+                             reference=r.data.train_clean)
+    return lookup.lookup_statistics(planted.model, sets, settings)
 
 
 def lookups(build: Build, n_keys: int, max_lookup: int, n_samples: int, seed: int) -> dict:
@@ -203,9 +209,10 @@ def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
 # -- look-up or distributed: the two hypotheses against the data -------------------------------------
 def hypotheses(build: Build, summary: dict, u):
     """What a look-up and a distributed encoding each predict, beside the unit's observed values."""
-    return (neurons.hypotheses_table(summary[u], n_clean=len(build.sets[u]["C"]), quantile=T["activity_quantile"],
-                                     k50_ratio_min=T["k50_ratio_min"], activity_min=T["activity_fraction_min"],
-                                     drop_min=T["drop_min"], positions_min=T["positions_min"])
+    thresholds = neurons.HypothesisThresholds(quantile=T["activity_quantile"], k50_ratio_min=T["k50_ratio_min"],
+                                              activity_min=T["activity_fraction_min"], drop_min=T["drop_min"],
+                                              positions_min=T["positions_min"])
+    return (neurons.hypotheses_table(summary[u], thresholds, n_clean=len(build.sets[u]["C"]))
             .style.set_caption(label(u)).format(precision=3, subset=["observed"]))
 
 

@@ -97,7 +97,7 @@ def heuristic_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> 
     """Per unit: every (layer, answer position, neuron) unit classified on a grid of clean inputs
     (section 5's coverage rule)."""
     return {u: heuristics.classify_neurons(run.model, _grid(build, u, grid_size, grid_seed),
-                                           coverage_min=T["heuristic_coverage_min"], top_k=top_k)
+                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
             for u, run in build.runs.items()}
 
 
@@ -137,7 +137,7 @@ def untrained_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> 
     """Per unit: the same classification on the untrained model (step 0, rebuilt from the run's model
     seed; rebuilding it seeds torch's generator)."""
     return {u: heuristics.classify_neurons(build_model(u.noisy, run.data).eval(), _grid(build, u, grid_size, grid_seed),
-                                           coverage_min=T["heuristic_coverage_min"], top_k=top_k)
+                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
             for u, run in build.runs.items()}
 
 
@@ -217,9 +217,9 @@ def cut(build: Build, hmaps: dict, untrained: dict, grid_size: int, grid_seed: i
     for u, run in build.runs.items():
         other_seed = u.noisy.model.model_seed + T["untrained_cut_seed_offset"]
         other = build_model(u.noisy.replace(model_seed=other_seed), run.data).eval()
-        threshold = heuristics.score_cut(heuristics.classify_neurons(other, _grid(build, u, grid_size, grid_seed),
-                                                                     coverage_min=T["heuristic_coverage_min"],
-                                                                     top_k=top_k), T["untrained_cut_quantile"])
+        settings = heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k)
+        threshold = heuristics.score_cut(heuristics.classify_neurons(other, _grid(build, u, grid_size, grid_seed), settings),
+                                         T["untrained_cut_quantile"])
         maps[u], null_maps[u] = heuristics.with_cut(hmaps[u], threshold), heuristics.with_cut(untrained[u], threshold)
         metrics[u] = {**heuristics.cut_summary(maps[u], null_maps[u]), "cut_untrained_seed": other_seed}
     return Cut(maps, null_maps, metrics)
@@ -304,8 +304,8 @@ def outliers(build: Build, hmaps: dict, max_shift: int, z_outlier: float, n_null
         sets = build.sets[u]
         sets["null"] = outlier_analysis.fresh_noisy_labels(sets["clean"][:n_null], u.noisy.data.noise_kind,
                                                      run.data.meta["answer_order"], seed=null_seed)
-        stats[u] = {name: outlier_analysis.neighbour_stats(run.model, ex, hmaps[u], order=run.data.meta["answer_order"],
-                                                     max_shift=max_shift) for name, ex in sets.items()}
+        settings = outlier_analysis.NeighbourSettings(order=run.data.meta["answer_order"], max_shift=max_shift)
+        stats[u] = {name: outlier_analysis.neighbour_stats(run.model, ex, hmaps[u], settings) for name, ex in sets.items()}
         null[u] = outlier_analysis.null_comparison(stats[u]["M"], stats[u]["null"], hmaps[u])
         comparison[u] = outlier_analysis.outlier_comparison(stats[u]["M"], stats[u]["clean"], hmaps[u])
         direction[u] = outlier_analysis.shift_direction(run.model, sets["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
@@ -424,7 +424,8 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
             nb = outlier_analysis.operand_neighbourhood(run.model, build.sets[u]["M"][row.example:row.example + 1], row.layer,
-                                                  row.position, [row.neuron], order=run.data.meta["answer_order"])
+                                                  row.position, [row.neuron],
+                                                  outlier_analysis.SquareSettings(order=run.data.meta["answer_order"]))
             grid, r = nb["grid"][0].copy(), nb["radius"]
             grid[r, r] = nb["example_value"][0]
             sns.heatmap(grid, ax=ax, cmap="viridis", square=True, xticklabels=False, yticklabels=False)
@@ -441,8 +442,9 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
 def patching(build: Build, hmaps: dict, result: Outliers, z_outlier: float, n_controls: int) -> dict:
     """Per unit and layer: the share of M reverted and recovered when the layer's outlier heuristics,
     all its heuristic units, or the whole layer are patched to clean-neighbour means, with random controls."""
-    return {u: neuron_patching.layer_patching(run.model, build.sets[u]["M"], result.stats[u]["M"], hmaps[u], z_min=z_outlier,
-                                         n_controls=n_controls) for u, run in build.runs.items()}
+    settings = neuron_patching.LayerPatchSettings(z_min=z_outlier, n_controls=n_controls)
+    return {u: neuron_patching.layer_patching(run.model, build.sets[u]["M"], result.stats[u]["M"], hmaps[u], settings)
+            for u, run in build.runs.items()}
 
 
 def patching_figure(u, table: pd.DataFrame):
@@ -487,8 +489,9 @@ class Dose:
 
 
 def dose(build: Build, hmaps: dict, result: Outliers, n_controls: int, n_dose: int) -> Dose:
+    settings = neuron_patching.DoseSettings(T["m_grid"], n_controls=n_controls, max_examples=n_dose)
     curves = {u: neuron_patching.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
-                                          T["m_grid"], n_controls=n_controls, max_examples=n_dose)
+                                          settings)
               for u, run in build.runs.items()}
     return Dose(curves, {u: neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
                          for u in build.units})
@@ -596,9 +599,10 @@ class Jstar:
 
 
 def jstar(build: Build, hmaps: dict, result: Outliers, cut_result: Cut, n_controls: int, n_dose: int) -> Jstar:
-    out = {u: neuron_patching.jstar_analysis(run.model, build.sets[u]["M"], build.sets[u]["null"], result.stats[u],
-                                        cut_result.maps[u], _last(hmaps[u]), T["m_grid"],
-                                        revert_min=T["patch_revert_min"], n_controls=n_controls, max_examples=n_dose)
+    settings = neuron_patching.DoseSettings(T["m_grid"], n_controls=n_controls, max_examples=n_dose,
+                                            revert_min=T["patch_revert_min"])
+    out = {u: neuron_patching.jstar_analysis(run.model, build.sets[u], result.stats[u], cut_result.maps[u],
+                                        _last(hmaps[u]), settings)
            for u, run in build.runs.items()}
     return Jstar(out, {u: o["metrics"] for u, o in out.items()})
 

@@ -6,7 +6,7 @@ a ``checks`` function that its claim's chapter module calls in ``evaluate`` and 
 reached as ``rote.verdicts.c1`` ...)."""
 
 from .core import (
-    KINDS, DECIDING, READINGS, REQUIRED_PARTS, FAILS_ONLY_ON, Check,
+    KINDS, DECIDING, READINGS, REQUIRED_PARTS, FAILS_ONLY_ON, Check, CheckLabel,
     numeric, MissingValue, at_least, below, above, missing_reason,
     unresolved, supersede, validate, find, counts_in, AMENDMENT1,
     claim_of, seed_verdict, missing_parts, aggregate, seed_result, records,
@@ -14,4 +14,4 @@ from .core import (
 )
 from . import c1, c2, c3, c4, c5, x1  # noqa: E402  (the claim modules import the core above)
 
-__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'AMENDMENT1', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'seed_result', 'records', 'deciding_checks', 'deciding', 'amendment2_change', 'OUTCOME_WORDS']
+__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'AMENDMENT1', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'seed_result', 'records', 'deciding_checks', 'deciding', 'amendment2_change', 'OUTCOME_WORDS']

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..claims import THRESHOLDS
 from ..analysis.curves import FINAL_WINDOW, never_evaluated, crossing, final, first_evaluated, interpolate
-from .core import Check, at_least, supersede
+from .core import Check, CheckLabel, at_least, supersede
 
 
 @dataclass(frozen=True)
@@ -107,24 +107,24 @@ def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[C
               None if never["gen"] or never["mem"] else bool(registered_order), "ordering", section5=True,
               reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"
                      + (f"; {registered_reason}" if registered_reason else "")),
-        supersede(at_least("c1.mem.registered", "final mem (last evaluation)", "registered", metrics.last_mem,
-                           th["final_mem_min"], "final mem", missing=last(noisy, "mem", "noisy run", 1)),
+        supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
+                           metrics.last_mem, th["final_mem_min"], missing=last(noisy, "mem", "noisy run", 1)),
                   "7.1: final = mean of the last 5 evaluations"),
-        supersede(at_least("c1.gen.registered", "final gen (last evaluation)", "registered", metrics.last_gen,
-                           th["final_gen_min"], "final gen", missing=last(noisy, "gen", "noisy run", 1)),
+        supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
+                           metrics.last_gen, th["final_gen_min"], missing=last(noisy, "gen", "noisy run", 1)),
                   "7.1: final = mean of the last 5 evaluations"),
-        supersede(at_least("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
-                           metrics.last_gen, metrics.last_clean_gen - drop, "benign gap",
+        supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
+                                      "benign gap"), metrics.last_gen, metrics.last_clean_gen - drop,
                            missing=last(noisy, "gen", "noisy run", 1) or last(clean, "gen", "noise-free twin", 1)),
                   "7.1: final = mean of the last 5 evaluations"),
         Check("c1.order", "t_gen < t_mem (interpolated; unresolved within one evaluation)", "amended", gap, eval_every,
               order, "ordering", reason=order_reason),
-        at_least("c1.mem", "final mem (mean of last 5)", "amended", metrics.final_mem, th["final_mem_min"],
-                 "final mem", missing=last(noisy, "mem", "noisy run")),
-        at_least("c1.gen", "final gen (mean of last 5)", "amended", metrics.final_gen, th["final_gen_min"],
-                 "final gen", missing=last(noisy, "gen", "noisy run")),
-        at_least("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", metrics.final_gen,
-                 metrics.clean_final_gen - drop, "benign gap",
+        at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), metrics.final_mem,
+                 th["final_mem_min"], missing=last(noisy, "mem", "noisy run")),
+        at_least(CheckLabel("c1.gen", "final gen (mean of last 5)", "amended", "final gen"), metrics.final_gen,
+                 th["final_gen_min"], missing=last(noisy, "gen", "noisy run")),
+        at_least(CheckLabel("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", "benign gap"),
+                 metrics.final_gen, metrics.clean_final_gen - drop,
                  missing=last(noisy, "gen", "noisy run") or last(clean, "gen", "noise-free twin")),
     ]
     return metrics, checks

@@ -18,7 +18,7 @@ import pandas as pd
 from .. import fmt
 from ..claims import THRESHOLDS
 from ..analysis.curves import wilson_interval
-from .core import Check, numeric, above, at_least, supersede, validate
+from .core import Check, CheckLabel, numeric, above, at_least, supersede, validate
 
 
 class Absent(enum.Enum):
@@ -321,22 +321,22 @@ def _c2_probe_pair(key: str, name: str, kind: str, acc_m, acc_c, chance, validat
     no_m = C2_NO_M if math.isnan(numeric(acc_m)) else None
     no_c = C2_NO_C if math.isnan(numeric(acc_c)) else None
     no_chance = C2_NO_CHANCE if math.isnan(numeric(chance)) else None
-    ratio = at_least(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, acc_m,
-                     th["probe_ratio_min"] * numeric(acc_c), "probes", missing=no_c or no_m)
+    ratio = at_least(CheckLabel(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, "probes"),
+                     acc_m, th["probe_ratio_min"] * numeric(acc_c), missing=no_c or no_m)
     chance_name = f"{name}: M vs {th['probe_over_chance_min']} x chance"
     if numeric(acc_m) == 0:  # section 5: a probe that reads nothing on M fails, whatever chance is
         threshold = th["probe_over_chance_min"] * numeric(chance)
         over_chance = Check(f"c2.probe.{key}.chance", chance_name, kind, 0.0, None if math.isnan(threshold) else threshold,
                             False, "probes", reason=C2_M_ZERO)
     else:
-        over_chance = at_least(f"c2.probe.{key}.chance", chance_name, kind, acc_m,
-                               th["probe_over_chance_min"] * numeric(chance), "probes", missing=no_m or no_chance)
+        over_chance = at_least(CheckLabel(f"c2.probe.{key}.chance", chance_name, kind, "probes"), acc_m,
+                               th["probe_over_chance_min"] * numeric(chance), missing=no_m or no_chance)
     if not validated:
         return [ratio, over_chance]
     no_c_best = (C2_NO_C_BEST if acc_c_best is None else C2_NO_C) if math.isnan(numeric(acc_c_best)) else None
-    reachable = at_least(f"c2.probe.{key}.reachable", f"{name}: C at its own best layer vs "
-                         f"{th['probe_over_chance_min']} x chance (can a true claim reach it?)", "validity", acc_c_best,
-                         th["probe_over_chance_min"] * numeric(chance), "probes",
+    reachable = at_least(CheckLabel(f"c2.probe.{key}.reachable", f"{name}: C at its own best layer vs "
+                                    f"{th['probe_over_chance_min']} x chance (can a true claim reach it?)", "validity",
+                                    "probes"), acc_c_best, th["probe_over_chance_min"] * numeric(chance),
                          missing=no_c_best or no_chance).replace(was="new")
     if reachable.passed is False:
         reachable = reachable.replace(reason=f"8.2: out of reach: C itself reaches {fmt.plain(reachable.value)} "
@@ -408,6 +408,6 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
     metrics = {"lens_share_best_layer": int(best.layer), "lens_share": k / n, "lens_share_lo": lo,
                "lens_share_hi": hi, "lens_share_null": null, "lens_share_n": n,
                "lens_share_by_layer": [numeric(x) for x in table.share], "lens_intermediate_layers": last - 1}
-    check = above("c2.lens.null", C2_LENS_NULL, "null", lo, null, "lens",
+    check = above(CheckLabel("c2.lens.null", C2_LENS_NULL, "null", "lens"), lo, null,
                   missing="the training-label prior's share (the null) was not measured")
     return metrics, check

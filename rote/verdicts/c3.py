@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import fmt
 from ..claims import THRESHOLDS
-from .core import Check, numeric, above, at_least, missing_reason, unresolved, validate
+from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
 
 
 C3_CONTROLS = ("random", "matched")  # erasure controls of the sweep: random subspace; information-matched (7.5)
@@ -205,7 +205,7 @@ def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
     def erasure_check(check_id, name, kind, value, number, s, controls, compare=at_least, threshold=margin):
         """The check of ``value`` (the metric named ``number``) on set ``s`` against ``controls``."""
         reason = why(s, controls)
-        check = compare(check_id, name, kind, value, threshold, "erasure",
+        check = compare(CheckLabel(check_id, name, kind, "erasure"), value, threshold,
                         missing=reason or f"{number} could not be computed")
         if no_site:  # 8.5: unresolved whatever the sweep holds
             return unresolved(check.replace(value=None), C3_NO_SITE)
@@ -231,21 +231,24 @@ def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
     stats = statistics or {}
     ceiling = _given(m.overlap_lp_split_half_C)  # what identical circuits reach with the registered metric
     ceiling_ld, j_ld = _given(m.overlap_ld_split_half_C), _given(m.overlap_ld_jaccard)
-    validity = at_least("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap threshold",
-                        "validity", ceiling, th["overlap_min"], "overlap", missing="the split-half ceiling was not computed")
+    validity = at_least(CheckLabel("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap "
+                                   "threshold", "validity", "overlap"), ceiling, th["overlap_min"],
+                        missing="the split-half ceiling was not computed")
     validity = validity.replace(was="ceiling")
     if validity.passed is False:
         validity = validity.replace(reason=f"7.5: out of reach: two halves of C overlap only {fmt.plain(ceiling)}")
     no_overlap = ("the circuit overlap was not given to the verdict" if not overlap else
                   "the circuit overlap could not be computed: M or C has no example to attribute")
-    registered = validate(at_least("c3.overlap.registered", C3_OVERLAP, "registered", m.overlap, th["overlap_min"],
-                                   "overlap", missing=no_overlap), validity, "supersede")
-    checks += [*registered, at_least("c3.overlap.random", f"circuit overlap vs {th['overlap_over_random_min']} x random",
-                                     "registered", m.overlap, th["overlap_over_random_min"] * m.overlap_random,
-                                     "overlap", missing=no_overlap)]
+    registered = validate(at_least(CheckLabel("c3.overlap.registered", C3_OVERLAP, "registered", "overlap"), m.overlap,
+                                   th["overlap_min"], missing=no_overlap), validity, "supersede")
+    checks += [*registered, at_least(CheckLabel("c3.overlap.random",
+                                                f"circuit overlap vs {th['overlap_over_random_min']} x random",
+                                                "registered", "overlap"),
+                                     m.overlap, th["overlap_over_random_min"] * m.overlap_random, missing=no_overlap)]
     if validity.passed is False:
-        checks.append(at_least("c3.overlap", f"circuit overlap vs {th['ceiling_ratio_min']} x split-half ceiling "
-                               "(logit difference)", "amended", j_ld, th["ceiling_ratio_min"] * ceiling_ld, "overlap",
+        checks.append(at_least(CheckLabel("c3.overlap", f"circuit overlap vs {th['ceiling_ratio_min']} x split-half "
+                                          "ceiling (logit difference)", "amended", "overlap"),
+                               j_ld, th["ceiling_ratio_min"] * ceiling_ld,
                                missing="the logit-difference statistics were not computed"
                                if not stats.get("logit_diff") else "the logit-difference overlap could not be "
                                "computed: M or C has no example to attribute"))

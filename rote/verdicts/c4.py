@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 
 from .. import fmt
 from ..claims import THRESHOLDS
-from .core import Check, numeric, at_least, missing_reason, supersede, unresolved, validate
+from .core import Check, CheckLabel, numeric, at_least, missing_reason, supersede, unresolved, validate
 
 
 LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
@@ -148,10 +148,10 @@ def checks(summary: dict, lookup: dict | None = None) -> tuple[C4Metrics, list[C
     superseded, validated = [], []
     for stat in LOOKUP_STATISTICS:
         name, on_m, on_l, thr_m, thr_l, short = statistics[stat]
-        treatment = at_least(f"c4.{stat}", name, "registered", on_m, thr_m, stat, missing=missing[stat])
+        treatment = at_least(CheckLabel(f"c4.{stat}", name, "registered", stat), on_m, thr_m, missing=missing[stat])
         not_measured = "the known look-up was not measured" if not measured_lookup else \
             f"the {short} of the known look-up could not be computed"
-        on_lookup = at_least(f"c4.{stat}.lookup", name, "validity", on_l, thr_l, stat,
+        on_lookup = at_least(CheckLabel(f"c4.{stat}.lookup", name, "validity", stat), on_l, thr_l,
                              missing=not_measured)  # True: the look-up passes
         validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
                          "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control")
@@ -174,11 +174,13 @@ def checks(summary: dict, lookup: dict | None = None) -> tuple[C4Metrics, list[C
     # removal cannot run, and both intermediate checks are unresolved (never failed by the NaN)
     no_site = C4_NO_SITE if m.erasure_layers is not None and not list(m.erasure_layers) else None
     no_removal = no_site or no_m or "the intermediate result was not erased (no drop of P(noisy) was measured)"
-    registered = at_least("c4.intermediate.registered", "intermediate result removes share of P(noisy)", "registered",
-                          m.intermediate_drop, th["drop_min"], "intermediate", missing=no_removal)
+    registered = at_least(CheckLabel("c4.intermediate.registered", "intermediate result removes share of P(noisy)",
+                                     "registered", "intermediate"), m.intermediate_drop, th["drop_min"],
+                          missing=no_removal)
     no_matched = "the information-matched control could not be computed"
-    matched = at_least("c4.intermediate", "7.6: intermediate drop over information-matched control", "amended",
-                       m.intermediate_over_matched, th["intermediate_over_matched_min"], "intermediate",
+    matched = at_least(CheckLabel("c4.intermediate", "7.6: intermediate drop over information-matched control",
+                                  "amended", "intermediate"),
+                       m.intermediate_over_matched, th["intermediate_over_matched_min"],
                        missing=missing_reason((m.intermediate_drop, no_removal),
                                               (m.intermediate_matched_drop, no_matched)))
     if no_site:

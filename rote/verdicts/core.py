@@ -90,10 +90,7 @@ class Check:
     was: str = ""
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        if not self.id or self.id != self.id.strip() or " " in self.id:
-            raise ValueError(f"a check needs a stable id without spaces, got {self.id!r}")
+        _check_id_and_kind(self.id, self.kind)
         if self.section5 is None:
             object.__setattr__(self, "section5", self.kind == "registered")
 
@@ -102,6 +99,28 @@ class Check:
 
     def replace(self, **changes) -> "Check":
         return dataclasses.replace(self, **changes)
+
+
+def _check_id_and_kind(check_id: str, kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if not check_id or check_id != check_id.strip() or " " in check_id:
+        raise ValueError(f"a check needs a stable id without spaces, got {check_id!r}")
+
+
+@dataclass(frozen=True)
+class CheckLabel:
+    """What names a check before it is measured: its stable ``id``, display ``name``, ``kind`` and the
+    required ``part`` it decides, as in :class:`Check` (validated alike). :func:`at_least`,
+    :func:`below` and :func:`above` compare a value with its threshold under it."""
+
+    id: str
+    name: str
+    kind: str
+    part: str = ""
+
+    def __post_init__(self):
+        _check_id_and_kind(self.id, self.kind)
 
 
 def numeric(x) -> float:
@@ -116,32 +135,33 @@ class MissingValue(ValueError):
     8.5: a NaN never decides; the check is unresolved with its reason, or the build fails (this)."""
 
 
-def _compare(check_id: str, name: str, kind: str, value, threshold, ok, part: str, missing: str | None) -> Check:
+def _compare(label: CheckLabel, value, threshold, ok, missing: str | None) -> Check:
     v, t = numeric(value), numeric(threshold)
     if math.isnan(v) or math.isnan(t):  # 8.5: neither pass nor fail, with the reason the caller states
         if not missing:
-            raise MissingValue(f"{check_id}: the {'value' if math.isnan(v) else 'threshold'} is missing and the caller "
+            raise MissingValue(f"{label.id}: the {'value' if math.isnan(v) else 'threshold'} is missing and the caller "
                                "gave no reason (amendment 2, 8.5: a NaN never decides)")
-        return Check(check_id, name, kind, None if math.isnan(v) else v, None if math.isnan(t) else t, None, part,
-                     reason=missing)
-    return Check(check_id, name, kind, v, t, bool(ok(v, t)), part)
+        return Check(label.id, label.name, label.kind, None if math.isnan(v) else v, None if math.isnan(t) else t, None,
+                     label.part, reason=missing)
+    return Check(label.id, label.name, label.kind, v, t, bool(ok(v, t)), label.part)
 
 
-def at_least(check_id: str, name: str, kind: str, value, threshold, part: str = "", *, missing: str | None) -> Check:
-    """``value >= threshold``. ``missing`` (required) is why the value or the threshold would be
-    missing, naming the case: where either is None or NaN the check is unresolved with that reason
-    (amendment 2, 8.5: a NaN never decides); with no reason it raises :class:`MissingValue`."""
-    return _compare(check_id, name, kind, value, threshold, lambda v, t: v >= t, part, missing)
+def at_least(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
+    """The check ``label`` of ``value >= threshold``. ``missing`` (required) is why the value or the
+    threshold would be missing, naming the case: where either is None or NaN the check is unresolved
+    with that reason (amendment 2, 8.5: a NaN never decides); with no reason it raises
+    :class:`MissingValue`."""
+    return _compare(label, value, threshold, lambda v, t: v >= t, missing)
 
 
-def below(check_id: str, name: str, kind: str, value, threshold, part: str = "", *, missing: str | None) -> Check:
+def below(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
     """``value < threshold``; missing values as in :func:`at_least`."""
-    return _compare(check_id, name, kind, value, threshold, lambda v, t: v < t, part, missing)
+    return _compare(label, value, threshold, lambda v, t: v < t, missing)
 
 
-def above(check_id: str, name: str, kind: str, value, threshold, part: str = "", *, missing: str | None) -> Check:
+def above(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
     """``value > threshold`` (strictly); missing values as in :func:`at_least`."""
-    return _compare(check_id, name, kind, value, threshold, lambda v, t: v > t, part, missing)
+    return _compare(label, value, threshold, lambda v, t: v > t, missing)
 
 
 def missing_reason(*cases: tuple[Any, str]) -> str | None:
