@@ -26,8 +26,6 @@ The exact-match accuracy of named sets under an erasure, and over ranks against 
 from __future__ import annotations
 
 import contextlib
-import math
-import numbers
 from dataclasses import dataclass
 
 import torch
@@ -39,18 +37,15 @@ from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
 from .patching import erasure_edits, patched
 from .probes import ProbeSettings, ProbeTargets, found_layers, group_curves, probe_sweep
+from .ranges import is_finite_at_least, is_whole
 from .targets import intermediate_targets
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _check_draw(owner: str, max_train, seed) -> None:
     """The training draw of ``owner``: up to ``max_train`` (>= 1) examples drawn with ``seed`` (>= 0)."""
-    if not (_is_whole(max_train) and max_train >= 1):
+    if not (is_whole(max_train) and max_train >= 1):
         raise ValueError(f"{owner}.max_train must be an int >= 1, got {max_train!r}")
-    if not (_is_whole(seed) and seed >= 0):
+    if not (is_whole(seed) and seed >= 0):
         raise ValueError(f"{owner}.seed must be an int >= 0, got {seed!r}")
 
 
@@ -66,7 +61,7 @@ class SiteSettings:
 
     def __post_init__(self):
         m = self.min_over_chance
-        if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and 0 <= m < math.inf):
+        if not (is_finite_at_least(m)):
             raise ValueError(f"SiteSettings.min_over_chance must be a finite number >= 0, got {m!r}")
         _check_draw("SiteSettings", self.max_train, self.seed)
 
@@ -87,7 +82,7 @@ class ErasureSites:
         for name in ("targets", "layers", "positions"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("layers", "positions"):
-            if not all(_is_whole(v) and v >= 0 for v in getattr(self, name)):
+            if not all(is_whole(v) and v >= 0 for v in getattr(self, name)):
                 raise ValueError(f"ErasureSites.{name} must be ints >= 0, got {getattr(self, name)!r}")
 
 

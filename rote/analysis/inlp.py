@@ -13,13 +13,12 @@ x -> mu + (x - mu) P it removes only the variation along Q. This module works on
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import torch
 
 from .probes import fit_probes
+from .ranges import is_finite_at_least, is_whole
 
 
 def _orthonormal_basis(Q: torch.Tensor, new: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
@@ -42,10 +41,6 @@ def _directions(W: torch.Tensor) -> torch.Tensor:
     return U[:, S > S.max() * 1e-4] if S.numel() and S.max() > 0 else U[:, :0]
 
 
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class InlpSettings:
     """How :func:`inlp_bases` fits and removes: up to ``per_iteration`` directions per iteration (None:
@@ -57,12 +52,12 @@ class InlpSettings:
     max_iter: int = 50
 
     def __post_init__(self):
-        if not (self.per_iteration is None or (_is_whole(self.per_iteration) and self.per_iteration >= 1)):
+        if not (self.per_iteration is None or (is_whole(self.per_iteration) and self.per_iteration >= 1)):
             raise ValueError(f"InlpSettings.per_iteration must be None or an int >= 1, got {self.per_iteration!r}")
         wd = self.weight_decay
-        if not (isinstance(wd, numbers.Real) and not isinstance(wd, bool) and 0 <= wd < math.inf):
+        if not (is_finite_at_least(wd)):
             raise ValueError(f"InlpSettings.weight_decay must be a finite number >= 0, got {wd!r}")
-        if not (_is_whole(self.max_iter) and self.max_iter >= 1):
+        if not (is_whole(self.max_iter) and self.max_iter >= 1):
             raise ValueError(f"InlpSettings.max_iter must be an int >= 1, got {self.max_iter!r}")
 
 

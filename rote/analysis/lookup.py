@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 from dataclasses import dataclass
 
 import pandas as pd
@@ -33,6 +32,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from . import neurons, patching
+from .ranges import is_real, is_whole
 
 
 # -- THR: atomic facts ---------------------------------------------------------------------------
@@ -198,19 +198,13 @@ class LookupSettings:
     seed: int = 0
 
     def __post_init__(self):
-        def whole(value):
-            return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-        def real(value):
-            return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
         for name, low in (("top", 1), ("n_samples", 1), ("seed", 0)):
             value = getattr(self, name)
-            if not (whole(value) and value >= low):
+            if not (is_whole(value) and value >= low):
                 raise ValueError(f"LookupSettings.{name} must be an int >= {low}, got {value!r}")
         for name in ("quantile", "drop_min"):
             value = getattr(self, name)
-            if not (real(value) and 0 <= value <= 1):
+            if not (is_real(value) and 0 <= value <= 1):
                 raise ValueError(f"LookupSettings.{name} must be a number in [0, 1], got {value!r}")
 
 

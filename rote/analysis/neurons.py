@@ -28,7 +28,6 @@ Every function runs batched over examples and neurons; every hook is removed bef
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -39,6 +38,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
 from .patching import intermediate_removal
+from .ranges import is_real, is_whole
 
 
 # -- activations and attribution --------------------------------------------------------------
@@ -173,14 +173,6 @@ def activity_fractions(model: HookedTransformer, clean: Examples, quantile: floa
     return frac.cpu(), thr.cpu()
 
 
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class SpecificitySettings:
     """How :func:`top_neuron_specificity` picks its neurons: the ``top`` neurons by attribution (with
@@ -192,9 +184,9 @@ class SpecificitySettings:
     within_k50: bool = True
 
     def __post_init__(self):
-        if not (_is_whole(self.top) and self.top >= 1):
+        if not (is_whole(self.top) and self.top >= 1):
             raise ValueError(f"SpecificitySettings.top must be an int >= 1, got {self.top!r}")
-        if not (_is_real(self.quantile) and 0 <= self.quantile <= 1):
+        if not (is_real(self.quantile) and 0 <= self.quantile <= 1):
             raise ValueError(f"SpecificitySettings.quantile must be a number in [0, 1], got {self.quantile!r}")
         if not isinstance(self.within_k50, bool):
             raise ValueError(f"SpecificitySettings.within_k50 must be a bool, got {self.within_k50!r}")
@@ -304,11 +296,11 @@ class HypothesisThresholds:
     def __post_init__(self):
         for name in ("quantile", "activity_min", "drop_min"):
             value = getattr(self, name)
-            if not (_is_real(value) and 0 <= value <= 1):
+            if not (is_real(value) and 0 <= value <= 1):
                 raise ValueError(f"HypothesisThresholds.{name} must be a number in [0, 1], got {value!r}")
-        if not (_is_real(self.k50_ratio_min) and 0 <= self.k50_ratio_min < math.inf):
+        if not (is_real(self.k50_ratio_min) and 0 <= self.k50_ratio_min < math.inf):
             raise ValueError(f"HypothesisThresholds.k50_ratio_min must be a number >= 0, got {self.k50_ratio_min!r}")
-        if not (_is_whole(self.positions_min) and self.positions_min >= 0):
+        if not (is_whole(self.positions_min) and self.positions_min >= 0):
             raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
 
 

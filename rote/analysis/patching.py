@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -47,6 +46,7 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .inlp import Erasure, random_erasure
 from .lens import layer_hook_name
+from .ranges import is_whole
 
 Setter = Callable[[torch.Tensor, slice], torch.Tensor]
 Edit = tuple[str, Setter]
@@ -179,10 +179,6 @@ def ablation_accuracy(model: HookedTransformer, sets: Sets, components: set[int]
     return patched_accuracy(model, sets, component_edits(model, components, means))
 
 
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class ErasureSweepSettings:
     """What :func:`erasure_sweep` measures: every rank of ``ranks`` (in that order; 0 is the
@@ -194,11 +190,11 @@ class ErasureSweepSettings:
 
     def __post_init__(self):
         object.__setattr__(self, "ranks", tuple(self.ranks))
-        if not all(_is_whole(r) and r >= 0 for r in self.ranks):
+        if not all(is_whole(r) and r >= 0 for r in self.ranks):
             raise ValueError(f"ErasureSweepSettings.ranks must be ints >= 0, got {self.ranks!r}")
-        if not (_is_whole(self.n_controls) and self.n_controls >= 1):
+        if not (is_whole(self.n_controls) and self.n_controls >= 1):
             raise ValueError(f"ErasureSweepSettings.n_controls must be an int >= 1, got {self.n_controls!r}")
-        if not (_is_whole(self.seed) and self.seed >= 0):
+        if not (is_whole(self.seed) and self.seed >= 0):
             raise ValueError(f"ErasureSweepSettings.seed must be an int >= 0, got {self.seed!r}")
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from dataclasses import dataclass
 
 import pandas as pd
@@ -35,6 +34,7 @@ from ..model import HookedTransformer
 from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
 from .lens import residual_stack
+from .ranges import is_finite_at_least, is_whole
 from .targets import headline_targets, intermediate_targets, joint_targets, masked_class
 
 
@@ -134,10 +134,6 @@ def probe_training_set(train: Examples, max_train: int, seed: int) -> Examples:
     return train
 
 
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class ProbeSettings:
     """How the probes of :func:`probe_sweep` and :func:`masked_probe_sweep` are trained: on up to
@@ -156,10 +152,10 @@ class ProbeSettings:
     def __post_init__(self):
         for name, low in (("max_train", 1), ("seed", 0), ("max_iter", 1), ("chunk", 1), ("mask_seed", 0)):
             value = getattr(self, name)
-            if not (_is_whole(value) and value >= low):
+            if not (is_whole(value) and value >= low):
                 raise ValueError(f"ProbeSettings.{name} must be an int >= {low}, got {value!r}")
         wd = self.weight_decay
-        if not (isinstance(wd, numbers.Real) and not isinstance(wd, bool) and 0 <= wd < math.inf):
+        if not (is_finite_at_least(wd)):
             raise ValueError(f"ProbeSettings.weight_decay must be a finite number >= 0, got {wd!r}")
 
 
@@ -180,7 +176,7 @@ class ProbeTargets:
         if self.names is not None:
             object.__setattr__(self, "names", tuple(self.names))
         object.__setattr__(self, "positions", tuple(self.positions))
-        if not all(_is_whole(p) and p >= 0 for p in self.positions):
+        if not all(is_whole(p) and p >= 0 for p in self.positions):
             raise ValueError(f"ProbeTargets.positions must be ints >= 0, got {self.positions!r}")
 
 

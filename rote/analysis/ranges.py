@@ -1,0 +1,22 @@
+"""The value tests that the settings dataclasses of :mod:`rote.analysis` validate with, in one place:
+a bool is neither a count nor a number here, and numpy scalars count like Python's."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def is_whole(value) -> bool:
+    """An integer (Python or numpy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value) -> bool:
+    """A real number (Python or numpy), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_finite_at_least(value, low: float = 0) -> bool:
+    """A real number in [low, inf)."""
+    return is_real(value) and low <= value < math.inf
