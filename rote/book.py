@@ -603,15 +603,13 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
 @dataclass(frozen=True)
 class BookOptions:
     """The choices of a book build (:func:`build_book`; ``rote book``'s options): ``render`` the site,
-    ``seeds`` (N: seeds 0 .. N-1; None: ``$ROTE_SEEDS``, else 3), ``workers`` runs trained at once (None:
-    the cores), on ``executor`` with ``slurm`` options (:class:`rote.engine.SlurmOptions`; None: the
-    defaults), ``x1`` (also X1's grid) and ``stability`` (also the stability build of protocol 10)."""
+    ``seeds`` (N: seeds 0 .. N-1; None: ``$ROTE_SEEDS``, else 3), ``engine``, how the missing runs train
+    (:class:`rote.engine.EngineSettings`: workers, executor, Slurm options; None: the defaults), ``x1``
+    (also X1's grid) and ``stability`` (also the stability build of protocol 10)."""
 
     render: bool = True
     seeds: int | None = None
-    workers: int | None = None
-    executor: str = "local"
-    slurm: object = None
+    engine: object = None  # rote.engine.EngineSettings (not imported here: the engine loads torch)
     x1: bool = False
     stability: bool = False
 
@@ -619,13 +617,11 @@ class BookOptions:
         if self.seeds is not None and (isinstance(self.seeds, bool) or not isinstance(self.seeds, int)
                                        or self.seeds < 1):
             raise ConfigError(f"the number of seeds must be >= 1, got {self.seeds!r}")
-        if self.workers is not None and self.workers < 1:
-            raise ConfigError(f"--workers must be >= 1, got {self.workers}")
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object],
                options: BookOptions | None = None) -> int:
-    """Train the missing runs the chapters need (``options.workers`` at a time; :func:`book_plan`), execute
+    """Train the missing runs the chapters need (as ``options.engine`` says; :func:`book_plan`), execute
     the chapters (all, or ``names``), which then only load runs, and render the site. Returns a process
     exit code. ``options``: the build's choices (:class:`BookOptions`; None: the defaults).
 
@@ -638,6 +634,7 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     from .plan import seed_list
 
     options = options or BookOptions()
+    engine = options.engine or EngineSettings()
     selected = names or list(chapters())
     known_run = set(param_names("fda")) | set(param_names("thr"))
 
@@ -671,7 +668,7 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
     # one after another after all training (the chapters only load runs).
     from .engine import default_workers
 
-    capacity = options.workers or default_workers()
+    capacity = engine.workers or default_workers()
     free_slots = {"n": 0 if configs else capacity}
     stop = threading.Event()
     results: list[ChapterResult] = []
@@ -686,8 +683,7 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         executor_thread.start()
         if configs:
             print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seed_values})", file=sys.stderr, flush=True)
-            settings = EngineSettings(workers=options.workers, executor=options.executor, slurm=options.slurm)
-            outcomes = train_plan(configs, settings=settings, on_free=lambda n: free_slots.__setitem__("n", n))
+            outcomes = train_plan(configs, settings=engine, on_free=lambda n: free_slots.__setitem__("n", n))
             failures = report_failures(outcomes)
             if failures:
                 stop.set()

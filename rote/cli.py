@@ -183,9 +183,11 @@ def cmd_claims(args) -> int:
 def cmd_book(args) -> int:
     slurm = _engine_options(args)
     from .book import BookOptions, build_book
+    from .engine import EngineSettings
 
-    options = BookOptions(render=not args.no_render, seeds=args.seeds, workers=args.workers, executor=args.executor,
-                          slurm=slurm, x1=args.x1, stability=args.stability)
+    engine = EngineSettings(workers=args.workers, executor=args.executor, slurm=slurm)
+    options = BookOptions(render=not args.no_render, seeds=args.seeds, engine=engine, x1=args.x1,
+                          stability=args.stability)
     return build_book(args.profile, args.chapter or None, _params(args.param), options)
 
 
