@@ -30,7 +30,7 @@ PRECISION ?=
 WORKERS ?=
 SMOKE_DIR ?= _build/smoke
 
-.PHONY: install lock test unit notebooks book stability train site browser clean clean-runs
+.PHONY: install tools lock test unit notebooks book stability train site browser clean clean-runs
 
 $(BIN)/.installed: requirements.txt $(LOCK) pyproject.toml
 	@$(CHECK_PYTHON)
@@ -41,6 +41,17 @@ $(BIN)/.installed: requirements.txt $(LOCK) pyproject.toml
 	touch $@
 
 install: $(BIN)/.installed
+
+# The dev tools the tests call (cffconvert, zizmor, actionlint) in a venv of their own: cffconvert needs
+# a jsonschema that Jupyter Book's cannot share. requirements-dev.txt pins every package.
+TOOLS_VENV ?= .venv-tools
+$(TOOLS_VENV)/.installed: requirements-dev.txt
+	@$(CHECK_PYTHON)
+	$(PYTHON) -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+tools: $(TOOLS_VENV)/.installed
 
 # Regenerate $(LOCK): resolve requirements.txt afresh in a throwaway venv and pin every package
 # installed (local version labels such as +cpu dropped, so that the pins hold on any index).
@@ -58,10 +69,10 @@ lock:
 
 # Unit tests, then every chapter executed on the smoke profile (nbval) with TEST_SEEDS seeds (1), in
 # throwaway caches, then the smoke site in a browser (built from those caches, with the same seeds).
-test: install unit notebooks browser
+test: install tools unit notebooks browser
 
-unit: install
-	$(BIN)/python -m pytest tests --ignore=tests/test_site.py
+unit: install tools
+	ROTE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest tests --ignore=tests/test_site.py
 
 notebooks: install
 	rm -rf $(SMOKE_DIR)
