@@ -235,7 +235,8 @@ def test_a_check_label_is_validated_like_a_check():
     with pytest.raises(ValueError, match="stable id"):
         CheckLabel("a name with spaces", "x", "registered")
     c = verdicts.above(CheckLabel("c9.x", "x", "null", "part"), 0.6, 0.5, missing="unused")
-    assert c == Check("c9.x", "x", "null", 0.6, 0.5, True, "part")
+    assert c == Check("c9.x", "x", "null", 0.6, 0.5, True, "part", margin=c.margin)
+    assert c.margin == pytest.approx(0.1)
 
 
 def test_c2_checks_on_made_up_probe_and_lens_outputs():

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rote import verdicts
-from rote.analysis import curves
+from rote.analysis import intervals
 from rote.claims import THRESHOLDS
 
 
@@ -86,7 +86,7 @@ def test_lens_null_fails_when_the_interval_reaches_the_prior():
     # share 0.6 on n = 30 is above the null 0.5, but its Wilson lower bound (~0.42) is not
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([10, 18, 17, 2], n=30))
     null = _by(checks, "c2.lens.null")[0]
-    assert null.passed is False and null.value == pytest.approx(curves.wilson_interval(18, 30)[0])
+    assert null.passed is False and null.value == pytest.approx(intervals.wilson_bounds(18, 30)[0])
     assert 0.4 < null.value < 0.5
     # the same share on n = 300 clears it
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([100, 180, 170, 20], n=300))
@@ -141,15 +141,15 @@ def test_fda_keeps_its_registered_probe_checks_and_gets_the_lens_null():
 
 
 def test_wilson_interval_known_values():
-    lo, hi = curves.wilson_interval(8, 10)
+    lo, hi = intervals.wilson_bounds(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
-    assert curves.wilson_interval(0, 10)[0] == 0.0 and curves.wilson_interval(10, 10)[1] == 1.0
+    assert intervals.wilson_bounds(0, 10)[0] == 0.0 and intervals.wilson_bounds(10, 10)[1] == 1.0
     for n in (1, 7, 30, 1000):
         for k in range(0, n + 1, max(1, n // 7)):
-            low, high = curves.wilson_interval(k, n)
+            low, high = intervals.wilson_bounds(k, n)
             assert 0 <= low <= k / n <= high <= 1
-    assert all(math.isnan(x) for x in curves.wilson_interval(0, 0))
-    narrow = curves.wilson_interval(80, 100, 0.5)
+    assert all(math.isnan(x) for x in intervals.wilson_bounds(0, 0))
+    narrow = intervals.wilson_bounds(80, 100, 0.5)
     assert narrow[0] > lo and narrow[1] < hi
 
 

@@ -1,7 +1,7 @@
 """Measurements on a run's learning curves (its metric table, one row per evaluation): where a
 metric first crosses a level (interpolated, section 7.2), its value at a step, its final value (the
-mean of the last :data:`FINAL_WINDOW` evaluations, amendment 7.1), and the Wilson interval of a
-share."""
+mean of the last :data:`FINAL_WINDOW` evaluations, amendment 7.1). Intervals of a share live in
+:mod:`rote.analysis.intervals`."""
 
 from __future__ import annotations
 
@@ -49,16 +49,3 @@ def never_evaluated(metrics: pd.DataFrame, column: str) -> str:
 def final(metrics: pd.DataFrame, column: str, window: int = FINAL_WINDOW) -> float:
     """Mean of ``column`` over the last ``window`` evaluations (1: the last evaluation)."""
     return float(metrics[column].iloc[-window:].mean())
-
-
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion k / n at ``level`` (NaN, NaN when n = 0)."""
-    if not n:
-        return math.nan, math.nan
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # contains k / n exactly, also at 0 and n

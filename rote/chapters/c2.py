@@ -19,7 +19,7 @@ import seaborn as sns
 import torch
 
 from .. import claims, plan, plots, verdicts
-from ..analysis import curves, lens, probes as probe_analysis, targets
+from ..analysis import intervals, lens, probes as probe_analysis, targets
 from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
 from ..runs import get_or_train
@@ -454,7 +454,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
         tab = result.shares[u]
         if not tab.n.max():
             continue
-        ci = [curves.wilson_interval(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
+        ci = [intervals.wilson_bounds(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
         line = axes[0].errorbar(tab.layer + 0.06 * k, tab.share,
                                 yerr=[[max(0.0, s - lo) for s, (lo, hi) in zip(tab.share, ci)],
                                       [max(0.0, hi - s) for s, (lo, hi) in zip(tab.share, ci)]],

@@ -10,8 +10,8 @@ from .core import (
     numeric, MissingValue, at_least, below, above, missing_reason,
     unresolved, supersede, validate, find, counts_in, AMENDMENT1,
     claim_of, seed_verdict, missing_parts, aggregate, seed_result, records,
-    deciding_checks, deciding, amendment2_change, OUTCOME_WORDS,
+    deciding_checks, deciding, amendment2_change, OUTCOME_WORDS, near_checks, near_seeds, check_ranges,
 )
 from . import c1, c2, c3, c4, c5, x1  # noqa: E402  (the claim modules import the core above)
 
-__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'AMENDMENT1', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'seed_result', 'records', 'deciding_checks', 'deciding', 'amendment2_change', 'OUTCOME_WORDS']
+__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'AMENDMENT1', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'seed_result', 'records', 'deciding_checks', 'deciding', 'amendment2_change', 'OUTCOME_WORDS', 'near_checks', 'near_seeds', 'check_ranges']

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .. import fmt
 from ..claims import THRESHOLDS
-from ..analysis.curves import wilson_interval
+from ..analysis.intervals import wilson_bounds
 from .core import Check, CheckLabel, numeric, above, at_least, supersede, validate
 
 
@@ -404,7 +404,7 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[dict, Check
                       if len(table) else "the lens share table is empty"))
     best = inner.loc[inner.ahead.idxmax()]
     k, n = int(best.ahead), int(best.n)
-    lo, hi = wilson_interval(k, n, level)
+    lo, hi = wilson_bounds(k, n, level)
     metrics = {"lens_share_best_layer": int(best.layer), "lens_share": k / n, "lens_share_lo": lo,
                "lens_share_hi": hi, "lens_share_null": null, "lens_share_n": n,
                "lens_share_by_layer": [numeric(x) for x in table.share], "lens_intermediate_layers": last - 1}

@@ -88,11 +88,29 @@ class Check:
     # What amendment 2 changed: "" nothing; "new" it added the check; else the kind the check had
     # under amendment 1 (the "amendment 1" reading counts it as that, to show what moved).
     was: str = ""
+    # Section 11: how far the value is from its threshold, signed so that a positive margin passes, in
+    # the statistic's units (None where either is missing or the comparison has no single direction);
+    # the 95% sampling interval of the value [low, high] in the same units, and its method (wilson,
+    # newcombe, bootstrap; "" where the statistic has no per-example sample: crossings, overlaps);
+    # ``near``: the interval contains the threshold (None without an interval). Shown, never deciding.
+    margin: float | None = None
+    interval: tuple[float, float] | None = None
+    method: str = ""
+    near: bool | None = None
 
     def __post_init__(self):
         _check_id_and_kind(self.id, self.kind)
         if self.section5 is None:
             object.__setattr__(self, "section5", self.kind == "registered")
+        if self.interval is not None:
+            low, high = (float(x) for x in self.interval)
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high) or not self.method:
+                raise ValueError(f"{self.id}: an interval needs finite low <= high and its method, got "
+                                 f"{self.interval!r} ({self.method!r})")
+            object.__setattr__(self, "interval", (low, high))
+            if self.near is None:
+                t = numeric(self.threshold)
+                object.__setattr__(self, "near", None if math.isnan(t) else bool(low <= t <= high))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -135,7 +153,7 @@ class MissingValue(ValueError):
     8.5: a NaN never decides; the check is unresolved with its reason, or the build fails (this)."""
 
 
-def _compare(label: CheckLabel, value, threshold, ok, missing: str | None) -> Check:
+def _compare(label: CheckLabel, value, threshold, sign: int, ok, missing: str | None, interval) -> Check:
     v, t = numeric(value), numeric(threshold)
     if math.isnan(v) or math.isnan(t):  # 8.5: neither pass nor fail, with the reason the caller states
         if not missing:
@@ -143,25 +161,28 @@ def _compare(label: CheckLabel, value, threshold, ok, missing: str | None) -> Ch
                                "gave no reason (amendment 2, 8.5: a NaN never decides)")
         return Check(label.id, label.name, label.kind, None if math.isnan(v) else v, None if math.isnan(t) else t, None,
                      label.part, reason=missing)
-    return Check(label.id, label.name, label.kind, v, t, bool(ok(v, t)), label.part)
+    low_high = None if interval is None else (interval.low, interval.high)
+    return Check(label.id, label.name, label.kind, v, t, bool(ok(v, t)), label.part, margin=sign * (v - t),
+                 interval=low_high, method=interval.method if interval is not None else "")
 
 
-def at_least(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
+def at_least(label: CheckLabel, value, threshold, *, missing: str | None, interval=None) -> Check:
     """The check ``label`` of ``value >= threshold``. ``missing`` (required) is why the value or the
     threshold would be missing, naming the case: where either is None or NaN the check is unresolved
     with that reason (amendment 2, 8.5: a NaN never decides); with no reason it raises
-    :class:`MissingValue`."""
-    return _compare(label, value, threshold, lambda v, t: v >= t, missing)
+    :class:`MissingValue`. ``interval`` (section 11) is the value's sampling interval
+    (:class:`rote.analysis.intervals.Interval`, or None); the margin is ``value - threshold``."""
+    return _compare(label, value, threshold, 1, lambda v, t: v >= t, missing, interval)
 
 
-def below(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
-    """``value < threshold``; missing values as in :func:`at_least`."""
-    return _compare(label, value, threshold, lambda v, t: v < t, missing)
+def below(label: CheckLabel, value, threshold, *, missing: str | None, interval=None) -> Check:
+    """``value < threshold`` (margin ``threshold - value``); missing values and interval as in :func:`at_least`."""
+    return _compare(label, value, threshold, -1, lambda v, t: v < t, missing, interval)
 
 
-def above(label: CheckLabel, value, threshold, *, missing: str | None) -> Check:
-    """``value > threshold`` (strictly); missing values as in :func:`at_least`."""
-    return _compare(label, value, threshold, lambda v, t: v > t, missing)
+def above(label: CheckLabel, value, threshold, *, missing: str | None, interval=None) -> Check:
+    """``value > threshold`` (strictly; margin ``value - threshold``); as :func:`at_least` otherwise."""
+    return _compare(label, value, threshold, 1, lambda v, t: v > t, missing, interval)
 
 
 def missing_reason(*cases: tuple[Any, str]) -> str | None:
@@ -312,6 +333,7 @@ def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
     return {"task": unit.task, "condition": unit.condition, "seed": int(unit.seed),
             "registered": seed_verdict(checks, "registered"), "amended": seed_verdict(checks, "amended"),
             "missing_parts": missing_parts(checks, "amended"),
+            "near": near_checks(checks),
             "precision": configs[0].train.precision if configs else None,
             "metrics": asdict(metrics) if dataclasses.is_dataclass(metrics) else metrics,
             "checks": [c.to_dict() for c in checks], "run_keys": [c.key for c in configs]}
@@ -343,6 +365,30 @@ def _failing(claim: str, seeds: list[dict]) -> list[bool] | None:
     if check_id is None:
         return None
     return [_get(find(s["checks"], check_id) or {"passed": None}, "passed") is False for s in seeds]
+
+
+def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
+    """Section 11: the ids of the checks that count in ``reading`` and are near their threshold (their
+    sampling interval contains it). Shown beside the verdict; never part of it."""
+    return [_get(c, "id") for c in checks if counts_in(c, reading) and _get(c, "near") is True]
+
+
+def near_seeds(rec: claims.ClaimRecord) -> int:
+    """Section 11: how many seeds of a record have a near deciding check (in the amended reading)."""
+    return sum(bool(near_checks(s["checks"])) for s in rec.per_seed or [])
+
+
+def check_ranges(rec: claims.ClaimRecord) -> dict[str, tuple[float, float]]:
+    """Section 11: each check's smallest and largest value across the record's seeds (checks with no
+    numeric value on any seed are left out), by check id in the order the checks first appear."""
+    values: dict[str, list[float]] = {}
+    for s in rec.per_seed or []:
+        for c in s["checks"]:
+            v = numeric(_get(c, "value"))
+            values.setdefault(_get(c, "id"), [])
+            if not math.isnan(v):
+                values[_get(c, "id")].append(v)
+    return {i: (min(v), max(v)) for i, v in values.items() if v}
 
 
 def deciding_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list:
