@@ -46,7 +46,7 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     the amended verdict with their numbers, whether the record comes from the profile's own runs
     ("other runs": overrides, or left from an older profile or code), the section that computed it, and
     its scorecard group (the paper's claims, or beyond the paper: :func:`rote.claims.group`)."""
-    from .verdicts import deciding
+    from .verdicts import deciding, near_seeds
 
     origin = {True: "profile default", False: "other runs", None: ""}
     rows = []
@@ -58,13 +58,31 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
                      "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
                      "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim)})
+    for row, r in zip(rows, records):  # section 11: seeds with a deciding check whose interval holds its threshold
+        row["near seeds"] = f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""
     entries = [claims.load_stability(r) if r.per_seed else None for r in records]
     if any(entries):  # protocol 10: a column only where a stability build computed it
         from .stability import label
 
-        for row, entry in zip(rows, entries):
+        for row, entry, r in zip(rows, entries, records):
             row["stability"] = label(entry) if entry else ("not run" if row["runs"] else "")
+            row["near predicted fragile"] = near_predicted(r, entry)
     return pd.DataFrame(rows)
+
+
+def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
+    """Section 11 beside protocol 10: whether "a seed has a near deciding check" predicted the row's
+    stability, for a row whose stability was computed (else empty): "yes" where near and fragile agree
+    (near and fragile, or nothing near and stable), "no: ..." where they disagree."""
+    from .stability import FRAGILE, STABLE
+    from .verdicts import near_seeds
+
+    if not entry or entry.get("status") not in (FRAGILE, STABLE):
+        return ""
+    near, fragile = near_seeds(rec) > 0, entry["status"] == FRAGILE
+    if near == fragile:
+        return "yes (near, fragile)" if near else "yes (none near, stable)"
+    return "no: near but stable" if near else "no: fragile, none near"
 
 
 def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
@@ -99,17 +117,27 @@ def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
 
 
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A record's checks, one row per check id, one column per seed ("value vs threshold: result"),
-    with the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
+    """A record's checks, one row per check id, one column per seed ("value [95% interval] vs threshold,
+    margin: result", section 11; "near" where the interval holds the threshold), the smallest and largest
+    value across seeds, the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
+    from .verdicts import check_ranges
+
     result = {True: "pass", False: "FAIL", None: "unresolved"}
+    ranges = check_ranges(rec)
     rows: dict[str, dict] = {}
     for s in rec.per_seed:
         for c in s["checks"]:
             key = c.get("id") or c["name"]
             row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
-            numbers = f"{fmt.cell(c['value'])} vs {fmt.cell(c['threshold'])}: " if c["value"] is not None else ""
-            row[f"seed {s['seed']}"] = numbers + result[c["passed"]]
+            interval = f" {fmt.interval(c)}" if c.get("interval") else ""
+            margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
+            numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
+                       if c["value"] is not None else "")
+            row[f"seed {s['seed']}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
             row["reason"] = row["reason"] or c.get("reason") or ""
+    for key, row in rows.items():
+        low_high = ranges.get(key)
+        row["range"] = f"{fmt.cell(low_high[0])} .. {fmt.cell(low_high[1])}" if low_high and len(rec.per_seed) > 1 else ""
     return pd.DataFrame(list(rows.values()))
 
 

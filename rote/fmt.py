@@ -34,3 +34,14 @@ def page(value) -> str:
 def plain(value) -> str:
     """A value in a reason stored in a record: None is "None" (the stored text must not change)."""
     return text(value, none="None")
+
+
+def margin(value) -> str:
+    """A check's margin (section 11), signed: "+0.012", "-0.007"; None is empty."""
+    return "" if value is None else ("+" if float(value) >= 0 else "") + cell(value)
+
+
+def interval(check: dict) -> str:
+    """A check's 95% sampling interval with its method, "[0.927, 0.956] wilson"; empty without one."""
+    iv = check.get("interval")
+    return "" if not iv else f"[{cell(iv[0])}, {cell(iv[1])}] {check.get('method', '')}".rstrip()

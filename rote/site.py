@@ -78,8 +78,15 @@ def deciding_rows(rec, reading: str) -> list[dict]:
     for check_id, checks in (failed or unresolved or by_id).items():
         passed = sum(c.get("passed") is True for c in checks)
         thresholds = [fmt.page(c.get("threshold")) for c in checks]
+        numbers = [v for v in (c.get("value") for c in checks) if isinstance(v, (int, float)) and not isinstance(v, bool)]
         rows.append({"id": check_id, "name": checks[0].get("name"),
                      "value": " / ".join(fmt.page(c.get("value")) for c in checks),
+                     "margin": " / ".join(fmt.margin(c.get("margin")) or "n/a" for c in checks)
+                     if any(c.get("margin") is not None for c in checks) else "",
+                     "interval": " / ".join(fmt.interval(c) or "n/a" for c in checks)
+                     if any(c.get("interval") for c in checks) else "",
+                     "near": sum(c.get("near") is True for c in checks),
+                     "range": f"{fmt.page(min(numbers))} .. {fmt.page(max(numbers))}" if len(checks) > 1 and numbers else "",
                      "threshold": " / ".join(thresholds) if len(set(thresholds)) > 1 else thresholds[0],
                      "outcome": (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1
                                  else OUTCOME[checks[0].get("passed")]),
@@ -104,12 +111,16 @@ def _cell(text: str) -> str:
 
 
 def verdict_table(rows: list[dict]) -> list[str]:
-    """A markdown table of :func:`deciding_rows`: check, value, threshold, outcome."""
-    lines = ["| check | value | threshold | outcome |", "|:--|:--|:--|:--|"]
+    """A markdown table of :func:`deciding_rows`: check, value (per seed, and the smallest and largest
+    across seeds), its margin and 95% interval (section 11; "near" where the interval holds the
+    threshold, shown and never deciding), threshold, outcome."""
+    lines = ["| check | value (range) | margin | 95% interval | threshold | outcome |", "|:--|:--|:--|:--|:--|:--|"]
     for r in rows:
         outcome = r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")
-        lines.append(f"| `{_cell(r['id'])}` {_cell(r['name'])} | {_cell(r['value'])} | {_cell(r['threshold'])} "
-                     f"| {_cell(outcome)} |")
+        value = r["value"] + (f" (range {r['range']})" if r.get("range") else "")
+        near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r.get("near") else ""
+        lines.append(f"| `{_cell(r['id'])}` {_cell(r['name'])} | {_cell(value)} | {_cell(r.get('margin', ''))} "
+                     f"| {_cell(r.get('interval', '') + near)} | {_cell(r['threshold'])} | {_cell(outcome)} |")
     return lines
 
 
@@ -173,7 +184,7 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
 # -- downloads -----------------------------------------------------------------------------------
 CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status",
                "seed", "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed",
-               "reason",
+               "reason", "margin", "interval_low", "interval_high", "interval_method", "near",
                "page", "anchor")
 
 
@@ -192,7 +203,10 @@ def csv_rows(records) -> list[dict]:
                              "check": check.get("name"), "kind": check.get("kind"), "reason": check.get("reason"),
                              "value": json.dumps(value) if isinstance(value, (list, dict)) else value,
                              "threshold": json.dumps(threshold) if isinstance(threshold, (list, dict)) else threshold,
-                             "passed": check.get("passed")})
+                             "passed": check.get("passed"), "margin": check.get("margin"),
+                             "interval_low": (check.get("interval") or [None, None])[0],
+                             "interval_high": (check.get("interval") or [None, None])[1],
+                             "interval_method": check.get("method") or "", "near": check.get("near")})
                 emitted = True
         if not emitted:
             rows.append({**base, "reason": _get(r, "reason", "") or ""})

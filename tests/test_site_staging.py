@@ -15,7 +15,9 @@ def _record(claim="C1", task="fda", condition="random", page="02_learning_dynami
     per_seed = [{"seed": s, "registered": "pass" if ok else "fail", "amended": "pass" if ok else "fail",
                  "metrics": {"gen": 0.9}, "run_keys": [f"k{s}"],
                  "checks": [{"id": "c1.gen", "name": "final gen", "kind": "registered", "value": 0.91 if ok else 0.85,
-                             "threshold": 0.9, "passed": ok, "part": "final gen", "section5": True, "reason": ""},
+                             "threshold": 0.9, "passed": ok, "part": "final gen", "section5": True, "reason": "",
+                             "margin": 0.01 if ok else -0.05, "interval": [0.89, 0.93] if ok else [0.83, 0.87],
+                             "method": "wilson", "near": ok},
                             {"id": "c1.control", "name": "gen control", "kind": "control", "value": 0.5,
                              "threshold": None, "passed": None, "part": "final gen", "section5": False,
                              "reason": "not computed"},
@@ -38,13 +40,15 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     # the registered reading: its failing check, in a line; the amended one: a short table
     assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
     fda = box.split("**C1 · THR**")[0]
-    assert "| check | value | threshold | outcome |" in fda
-    assert "| `c1.gen` final gen | 0.91 / 0.85 | 0.9 | 1/2 seeds pass |" in fda
+    assert "| check | value (range) | margin | 95% interval | threshold | outcome |" in fda
+    # section 11: per seed the margin and the interval beside the value, the range across seeds, near seeds
+    assert ("| `c1.gen` final gen | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
+            "| [0.89, 0.93] wilson / [0.83, 0.87] wilson; near on 1 seed | 0.9 | 1/2 seeds pass |") in fda
     assert "`c1.control`" not in fda  # a failure decides; the unresolved control does not
     assert "- superseded (shown, not counted): `c1.old`: 7.1: replaced" in fda
     thr = box.split("**C1 · THR**")[1]
     assert "registered reading, deciding checks: `c1.gen` = 0.91, threshold 0.9: pass" in thr
-    assert "| `c1.control` gen control | 0.5 | n/a | unresolved (not computed) |" in thr
+    assert "| `c1.control` gen control | 0.5 |  |  | n/a | unresolved (not computed) |" in thr
     assert site.verdict_box([], {}) is None
 
 
