@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, fmt, plan
+from . import claims, fmt, frontpage, plan
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 
@@ -428,12 +428,14 @@ def stage_site(profile: str) -> Path:
         shutil.copy(PROJECT_ROOT / name, site / name)
     if (BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(BOOK_DIR / "_static", site / "_static")
+    records = claims.load_all(profile)
     for path in BOOK_DIR.iterdir():
         if path.suffix in (".png", ".bib"):
             shutil.copy(path, site / "book" / path.name)
         elif path.suffix == ".md":
-            (site / "book" / path.name).write_text(path.read_text() + web.static_page_note(profile))
-    records = claims.load_all(profile)
+            text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
+            (site / "book" / path.name).write_text(text + web.static_page_note(profile))
+    frontpage.write_protocol(site / "book")  # the protocol, beside the code, as a page the front page links
     for name, source in chapters().items():
         executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
         target = site / "book" / source.name
@@ -467,6 +469,15 @@ def stage_site(profile: str) -> Path:
         web.insert_after_title(nb, notes)
         nbformat.write(nb, target)
     return site
+
+
+def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
+    """The staged front page: ``book/intro.md``'s marked places filled from this build's records and
+    timings (:func:`rote.frontpage.stage_intro`)."""
+    times = build_times(profile)
+    return frontpage.stage_intro(text, frontpage.Build(
+        profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
+        float(times.seconds.sum()) if len(times) else None))
 
 
 def render_site(profile: str) -> int:

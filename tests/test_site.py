@@ -380,6 +380,42 @@ def _scorecard_rows(browser, base_url) -> list[dict]:
         page.close()
 
 
+INTRO = "book/intro.html"
+
+
+def test_front_page_opens_with_the_results_of_the_build(browser, base_url):
+    """The front page's first section is what the build found: a sentence per claim and a table with a
+    row per claim, task and condition, each linked to its chapter (rote.frontpage, staged into intro.md)."""
+    from rote import claims
+
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(base_url + INTRO, wait_until="load")
+        found = page.evaluate("""() => {
+          const main = document.querySelector('main') || document.body;
+          const first = main.querySelector('section section');
+          const head = first ? first.querySelector('h2').textContent.replace(/[#\u00b6]/g, '').trim() : null;
+          const table = first ? first.querySelector('table') : null;
+          const cols = table ? [...table.querySelectorAll('thead th')].map(th => th.textContent.trim()) : [];
+          const rows = table ? [...table.querySelectorAll('tbody tr')].map(tr => {
+            const cells = [...tr.children].map(td => td.textContent.trim());
+            return {cells, links: [...tr.querySelectorAll('a[href]')].map(a => a.href)};
+          }) : [];
+          const sentences = first ? [...first.querySelectorAll('li')].map(li => li.textContent.trim()) : [];
+          return {head, cols, rows, sentences};
+        }""")
+    finally:
+        page.close()
+    assert found["head"] == "What this build found", f"the front page opens with {found['head']!r}"
+    assert found["cols"][:5] == ["claim", "task", "condition", "amended", "registered"], found["cols"]
+    expected = {(r.claim, r.task.upper(), r.condition) for r in claims.load_all(PROFILE, root=ROOT / "_nowhere")}
+    shown = {tuple(row["cells"][:3]) for row in found["rows"]}
+    assert shown == expected, f"front page rows: missing {sorted(expected - shown)}, extra {sorted(shown - expected)}"
+    assert all(row["cells"][3] and row["cells"][4] and row["links"] for row in found["rows"])
+    assert [s.split(" ")[0] for s in found["sentences"]] == list(claims.CLAIMS), found["sentences"]
+
+
 def test_scorecard_has_a_linked_row_for_every_claim(browser, base_url):
     from rote import claims
 

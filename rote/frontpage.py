@@ -1,0 +1,345 @@
+"""The front page (``book/intro.md``) as the site stages it: what the build found, how long a build takes,
+and the protocol page its links point to (``rote.book.stage_site``).
+
+The source page holds text and marked places, each a pair of HTML comments (invisible on the page)
+around text that reads sensibly without a build::
+
+    <!-- rote:results -->
+    ... (what the source says instead)
+    <!-- /rote:results -->
+
+Staging replaces what lies between a pair (:func:`fill`) with a section generated from the build's
+records (:func:`results_markdown`) or from the build's timings (:func:`build_time_markdown`); nothing
+of it is typed. Every word that a result chooses is chosen here, from the records' verdicts and
+stability entries only (:func:`claim_sentence`), and tested on planted records
+(``tests/test_frontpage.py``).
+
+The protocol lives beside the project (``shared/replication/protocol.md``), outside the book: staging
+copies it into the book as ``protocol.md`` with a MyST target before every numbered section
+(``protocol-7``, ``protocol-8-5``: :func:`protocol_anchor`), which the front page links with
+``{ref}``; where the file is missing, the staged page says so and still holds the targets the front
+page links (:data:`LINKED_SECTIONS`), so that the site builds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from . import claims, fmt
+from .config import PROJECT_ROOT
+
+RESULTS = "rote:results"  # the marked place of the generated results section
+BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
+PROTOCOL_SOURCE = PROJECT_ROOT.parent / "shared" / "replication" / "protocol.md"
+PROTOCOL_PAGE = "protocol"  # the staged page: book/protocol.md ({doc}`protocol`)
+LINKED_SECTIONS = ("5", "7", "8", "8.5", "8.6", "9", "10", "11")  # the sections book/intro.md links
+
+# The order in which a claim's sentence names its rows' verdict words.
+WORDS = ("holds", "fails", "mixed", "unresolved", "not run")
+
+
+# -- rows ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One (claim, task, condition) of the build, as the front page shows it."""
+
+    claim: str
+    task: str
+    condition: str
+    amended: str  # the record's verdicts, as stored
+    registered: str
+    seeds: tuple[int, ...] = ()
+    counts: dict = field(default_factory=dict)  # amended per-seed verdicts: pass / fail / unresolved -> count
+    stability: str = ""  # rote.stability.label of the row's entry; "" where no stability build computed it
+    reason: str = ""  # why a record a chapter wrote is not run
+    page: str = ""
+
+
+@dataclass(frozen=True)
+class Build:
+    """What the front page reads from a build: its profile and seeds (and the protocol's, to say whether
+    they are those), its records (one per claim, task and condition, placeholders included:
+    :func:`rote.claims.load_all`), the chapters' execution seconds added up (None: none executed) and
+    the results root whose stability entries it reads (None: the default)."""
+
+    profile: str
+    seeds: tuple[int, ...]
+    protocol_seeds: tuple[int, ...]
+    records: tuple = ()
+    chapter_seconds: float | None = None
+    results_root: Path | None = None
+
+
+def _get(rec, name, default=None):
+    return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
+
+
+def rows(records: Iterable, root: Path | None = None) -> list[Row]:
+    """The build's rows from its records (:func:`rote.claims.load_all`), in the records' order; each
+    record's stability entry (protocol 10) is read beside it (under ``root``, default the results root)."""
+    from .stability import label
+
+    out = []
+    for rec in records:
+        per_seed = _get(rec, "per_seed") or []
+        counts = {w: sum(s.get("amended") == w for s in per_seed) for w in ("pass", "fail", "unresolved")}
+        entry = claims.load_stability(rec, root) if per_seed and not isinstance(rec, dict) else None
+        out.append(Row(_get(rec, "claim"), _get(rec, "task"), _get(rec, "condition"),
+                       str(_get(rec, "verdict_amended") or claims.NOT_RUN),
+                       str(_get(rec, "verdict_registered") or claims.NOT_RUN),
+                       tuple(_get(rec, "seeds") or ()) if per_seed else (), counts if per_seed else {},
+                       label(entry) if entry else "", _get(rec, "reason") or "",
+                       _get(rec, "page") or claims.CLAIM_PAGES.get(_get(rec, "claim"), "")))
+    return out
+
+
+# -- words -----------------------------------------------------------------------------------------
+def where(row: Row) -> str:
+    """A row's task and noise condition in a sentence: ``FDA `random```, ``THR``."""
+    return row.task.upper() + ("" if row.condition in ("-", "", None) else f" `{row.condition}`")
+
+
+def word(verdict: str) -> str:
+    """The verdict word a sentence groups rows by (:data:`WORDS`; a 1-seed pass reads ``holds``)."""
+    from .stability import verdict_word
+
+    found = verdict_word(verdict)
+    return found if found in WORDS else "mixed"
+
+
+def _counts(row: Row) -> str:
+    """``2 pass, 1 fail``: the amended per-seed verdicts that are not zero."""
+    return ", ".join(f"{n} {w}" for w, n in row.counts.items() if n)
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _named(row: Row, verdict_word: str) -> str:
+    """A row named in a sentence, with what its verdict word leaves out: a mixed row's counts, why a
+    row is not run, whether a stability build found it fragile."""
+    notes = []
+    if verdict_word == "mixed" and _counts(row):
+        notes.append(_counts(row))
+    if verdict_word == "not run" and row.reason:
+        notes.append(row.reason.rstrip("."))
+    if row.stability.startswith("fragile"):  # "fragile (precision, seeds)" -> "fragile: precision, seeds"
+        notes.append(row.stability.replace(" (", ": ").rstrip(")"))
+    return where(row) + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _verb(verdict_word: str, one_seed: bool) -> str:
+    if verdict_word == "holds":
+        return "passes" if one_seed else "holds"
+    return {"fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
+            "not run": "has not run yet"}[verdict_word]
+
+
+def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]:
+    groups: dict[str, list[Row]] = {}
+    for r in claim_rows:
+        groups.setdefault(word(verdict_of(r)), []).append(r)
+    clauses = []
+    for w in WORDS:
+        if w not in groups:
+            continue
+        named = [_named(r, w) for r in groups[w]]
+        if len(groups) == 1 and len(claim_rows) > 1:
+            target = f"every task and condition ({', '.join(named)})"
+        else:
+            target = _join(named)
+        clauses.append(f"{_verb(w, one_seed)} for {target}")
+    return clauses
+
+
+def claim_sentence(claim: str, claim_rows: Sequence[Row], subject: str | None = None) -> str:
+    """One sentence on what holds and what does not for ``claim`` in the amended reading, its rows
+    grouped by verdict word: ``C1 holds for FDA `digit` and THR; it fails for FDA `random`.``. A mixed
+    row says its seed counts, a row not run why (where its chapter said), a fragile row (protocol 10)
+    under which change; a build of one seed says ``passes`` and ends ``(1 seed)``; rows whose
+    registered reading has another word are named at the end. ``subject``: how the
+    sentence names the claim (default: its id)."""
+    subject = subject or claim
+    claim_rows = [r for r in claim_rows if r.claim == claim]
+    if not claim_rows:
+        return f"{subject} has no record in this build."
+    ran = [r for r in claim_rows if r.seeds]
+    one_seed = bool(ran) and all(len(r.seeds) == 1 for r in ran)
+    clauses = _clauses(claim_rows, lambda r: r.amended, one_seed)
+    sentence = f"{subject} {clauses[0]}" + "".join(f"; it {c}" for c in clauses[1:])
+    differs = [r for r in ran if word(r.registered) != word(r.amended) and claim not in claims.UNAMENDED]
+    if differs:
+        sentence += f"; in the registered reading it {'; it '.join(_clauses(differs, lambda r: r.registered, one_seed))}"
+    return sentence + (" (1 seed)." if one_seed else ".")
+
+
+# -- the results section ---------------------------------------------------------------------------
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def results_table(build_rows: Sequence[Row]) -> list[str]:
+    """A markdown table, one line per row: claim (linked to its chapter), task, condition, amended and
+    registered verdict, and stability where a stability build computed any (protocol 10)."""
+    with_stability = any(r.stability for r in build_rows)
+    head = ["claim", "task", "condition", "amended", "registered"] + (["stability"] if with_stability else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + ":--|" * len(head)]
+    for r in build_rows:
+        claim = f"{{doc}}`{r.claim} <{r.page}>`" if r.page else r.claim
+        cells = [claim, r.task.upper(), r.condition, r.amended, r.registered]
+        if with_stability:
+            cells.append(r.stability or (claims.NOT_RUN if r.seeds else ""))
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + _join([str(s) for s in seeds])
+
+
+def results_markdown(build: Build) -> str:
+    """The front page's results: which records it reads, one sentence per claim (:func:`claim_sentence`)
+    and the table of every row (:func:`results_table`), from the build's records."""
+    build_rows = rows(build.records, build.results_root)
+    seeds, protocol = list(build.seeds), list(build.protocol_seeds)
+    n_run = sum(bool(r.seeds) for r in build_rows)
+    own = "the protocol's seeds" if seeds == protocol else (
+        f"not the protocol's {_seeds_text(protocol)}: a quick look, whose verdicts say `(1 seed)`"
+        if len(seeds) == 1 else f"not the protocol's {_seeds_text(protocol)}")
+    lines = [f"This build of the `{build.profile}` profile ran {_seeds_text(seeds)} ({own}); "
+             f"{fmt.page(n_run)} of its {fmt.page(len(build_rows))} claim records {'holds' if n_run == 1 else 'hold'} verdicts"
+             + ("; the others say *not run*." if n_run < len(build_rows) else ".")
+             + " In the amended reading (protocol sections 7 and 8, below), a claim **holds** where every "
+             "seed passes, **fails** where every seed fails, is **unresolved** where no seed could be "
+             "decided, and is **mixed** otherwise:", ""]
+    for claim, title in claims.CLAIMS.items():
+        page = claims.CLAIM_PAGES.get(claim)
+        subject = f"**{claim}** ({{doc}}`{title} <{page}>`)" if page else f"**{claim}**"
+        lines.append("- " + claim_sentence(claim, build_rows, subject))
+    lines += ["", "Every row, in both readings (the registered one is protocol section 5 as written):", "",
+              *results_table(build_rows), ""]
+    if not any(r.stability for r in build_rows):
+        lines.append("How fragile each verdict is (protocol section 10) was not computed for this build "
+                     "(`make stability`).")
+    lines.append("The {doc}`scorecard` has every check behind these verdicts, with its numbers.")
+    return "\n".join(lines)
+
+
+# -- how long a build takes ------------------------------------------------------------------------
+def build_time_markdown(build: Build, estimator=None, workers: int | None = None) -> str:
+    """How long a cold build of the build's profile and seeds takes, said as what it is: the training of
+    the default plan (:func:`rote.plan.plan`, X1's grid aside) on ``workers`` cores (default: this
+    machine's), each run estimated from this machine's timings store where it holds the run's shape,
+    else by the plan's fallbacks (``estimator``: a :class:`rote.timings.Estimator`; default: the run
+    cache's, never probing); and the chapters' execution, their wall times in their latest execution
+    added up (``build.chapter_seconds``, :func:`rote.book.build_times`)."""
+    from .plan import fmt_seconds, plan, pool_seconds
+
+    if estimator is None:
+        from .runs import runs_root
+        from .timings import Estimator
+
+        estimator = Estimator(runs_root(), probe=False)
+    if workers is None:
+        from .engine import default_workers
+
+        workers = default_workers()
+    profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds
+    configs = plan(profile, seeds)
+    estimates = [estimator.estimate(c) for c in configs]
+    total = pool_seconds([e.seconds for e in estimates], workers)
+    cores = f"{fmt.page(workers)} core{'s' if workers != 1 else ''}"
+    if estimates and all(e.source == "measured" for e in estimates):
+        how = ("estimated from the runs of the same shapes that the build machine finished "
+               "(its timings store, `rote plan`)")
+    else:
+        how = (f"by the plan's estimate, not a measurement of a build (`rote plan`; "
+               f"{estimator.summary(configs)})")
+    text = (f"A cold build of the `{profile}` profile (`python -m rote book --profile {profile}`, "
+            f"{_seeds_text(seeds)}, nothing cached, X1's grid aside) trains {fmt.page(len(configs))} runs: "
+            f"about {fmt_seconds(total)} on the build machine's {cores}, {how}.")
+    if chapter_seconds:
+        text += (f" Executing the chapters took {fmt_seconds(chapter_seconds)} (each chapter's latest execution "
+                 "for this profile, wall times added up; a chapter that waited for its runs to train counts the wait).")
+    return text
+
+
+# -- staging ---------------------------------------------------------------------------------------
+def _pair(marker: str) -> tuple[str, str]:
+    return f"<!-- {marker} -->", f"<!-- /{marker} -->"
+
+
+def fill(text: str, marker: str, content: str) -> str:
+    """``text`` with what lies between ``marker``'s pair of comments replaced by ``content`` (the
+    comments stay, so that a staged page can be filled again). A page without the pair is returned
+    unchanged; a pair that is not closed is an error."""
+    start, end = _pair(marker)
+    if start not in text:
+        return text
+    before, _, rest = text.partition(start)
+    if end not in rest:
+        raise ValueError(f"the page opens {start} but never closes it ({end})")
+    _, _, after = rest.partition(end)
+    return f"{before}{start}\n{content.strip()}\n{end}{after}"
+
+
+def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
+    """The front page as the site shows it: ``text`` (``book/intro.md``) with its results section and
+    its build-time sentence generated from ``build`` (``estimator``, ``workers``: as
+    :func:`build_time_markdown` takes them)."""
+    text = fill(text, RESULTS, results_markdown(build))
+    if f"<!-- {BUILD_TIME} -->" in text:
+        text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
+    return text
+
+
+def protocol_anchor(section: str) -> str:
+    """The MyST target of a protocol section: ``7`` -> ``protocol-7``, ``8.5`` -> ``protocol-8-5``."""
+    return "protocol-" + section.replace(".", "-")
+
+
+SECTION_HEADING = re.compile(r"^#{2,6} (\d+(?:\.\d+)*)\.?\s")
+
+
+def protocol_markdown(source: Path | None = None) -> str:
+    """The protocol as a page of the book: the file as it is, a note under its title that says where it
+    comes from, and a target before every numbered section (:func:`protocol_anchor`). Where the file is
+    missing, a page that says so, with a short section per linked target (:data:`LINKED_SECTIONS`)."""
+    source = Path(source or PROTOCOL_SOURCE)
+    note = ("```{note}\nThe project's replication protocol (`shared/replication/protocol.md`, beside the "
+            "code), copied into the book when this site was built. Thresholds were registered in it before "
+            "any result; its amendments change how verdicts are reached, never a threshold.\n```")
+    try:
+        text = source.read_text()
+    except OSError:
+        lines = ["# Replication protocol", "",
+                 "```{warning}\nThe protocol (`shared/replication/protocol.md`, beside the code) was not found "
+                 "when this site was built, so this page cannot show it. The front page's links to its "
+                 "sections land here.\n```", ""]
+        for section in LINKED_SECTIONS:
+            lines += [f"({protocol_anchor(section)})=", f"## Section {section}", "", "Not available in this build.", ""]
+        return "\n".join(lines)
+    out, titled = [], False
+    for line in text.splitlines():
+        found = SECTION_HEADING.match(line)
+        if found:
+            out += [f"({protocol_anchor(found.group(1))})=", line]
+        else:
+            out.append(line)
+        if not titled and line.startswith("# "):
+            out += ["", note]
+            titled = True
+    return "\n".join(out) + "\n"
+
+
+def write_protocol(folder: Path, source: Path | None = None) -> Path:
+    """Stage the protocol page (:func:`protocol_markdown`) into ``folder`` as ``protocol.md``."""
+    target = Path(folder) / f"{PROTOCOL_PAGE}.md"
+    target.write_text(protocol_markdown(source))
+    return target
