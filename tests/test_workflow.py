@@ -64,6 +64,18 @@ def test_there_is_a_workflow():
     assert [p.name for p in WORKFLOWS] == ["book.yml"]
 
 
+def test_the_workflow_takes_the_projects_python():
+    """setup-python's version is pyproject.toml's requires-python (X.Y of "~=X.Y.Z"), the one place it is stated."""
+    import re
+
+    import yaml
+
+    minor = re.search(r'requires-python = "~=(\d+\.\d+)', (ROOT / "pyproject.toml").read_text()).group(1)
+    steps = [step for path in WORKFLOWS for job in yaml.safe_load(path.read_text())["jobs"].values()
+             for step in job.get("steps", []) if step.get("uses", "").startswith("actions/setup-python@")]
+    assert steps and {str(step["with"]["python-version"]) for step in steps} == {minor}
+
+
 def test_actionlint_passes_the_workflows():
     result = actionlint(ROOT)
     assert f"Checking {len(WORKFLOWS)} workflow file(s)" in result.stdout, result.stdout + result.stderr
