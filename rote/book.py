@@ -418,6 +418,7 @@ def stage_site(profile: str) -> Path:
     behind a toggle, and the scorecard links the records as JSON and CSV. The sources are not touched."""
     import nbformat
 
+    from . import publish
     from . import site as web
 
     site = site_root() / "_build" / "site_src"
@@ -426,6 +427,7 @@ def stage_site(profile: str) -> Path:
     (site / "book").mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(PROJECT_ROOT / name, site / name)
+    publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
     if (BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(BOOK_DIR / "_static", site / "_static")
     records = claims.load_all(profile)
