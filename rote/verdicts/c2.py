@@ -307,7 +307,10 @@ def lens_margins(table: pd.DataFrame) -> dict[str, float | None]:
       -d at layers t..L): how far the closest layer is from breaking a pattern "true ahead, then noisy
       ahead to the end"; positive when the pattern holds.
 
-    None where the model has no intermediate layer or the table has no number to read."""
+    None where the model has no intermediate layer or the table has no number to read. A table without a
+    ``layer`` column holds one row per layer, layer 0 first."""
+    if "layer" not in table:
+        table = table.assign(layer=range(len(table)))
     table = table[table.layer > 0].sort_values("layer")
     d = (table.p_true - table.p_noisy).to_numpy(dtype=float)
     if len(d) < 2 or not np.isfinite(d).all():
