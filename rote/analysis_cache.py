@@ -4,11 +4,11 @@ The analyses themselves (:mod:`rote.analysis`) never touch files; this thin laye
 the chapters does, for results that more than one chapter needs. Layout under the root
 (``$ROTE_ANALYSIS``, else ``_build/analysis`` in the project folder)::
 
-    <task>-<run key>/erasure_sites-<hash>.json     an entry, never modified after it appears
+    <task>-<run key>/probe_sweep-<hash>.json       an entry, never modified after it appears
     .corrupt/<task>-<run key>/<file>-<time>-<pid>  entries that failed verification, moved aside
 
 **The key** hashes the parameters and a *code fingerprint* of the sources that compute the value
-(:data:`ERASURE_SITES_SOURCES` and every package module they import, transitively, taken as parse
+(:data:`PROBE_SWEEP_SOURCES` and every package module they import, transitively, taken as parse
 trees without docstrings: :func:`rote.config.fingerprint_sources`, the machinery of the run key).
 The run key already covers the model and the data. Editing the analysis code therefore changes the
 key, and results computed by the old code are never served; comments and docstrings do not count.
@@ -18,6 +18,11 @@ that cannot be read, is truncated, or whose content does not match is reported o
 ``.corrupt`` (never deleted) and recomputed. A file is written to a temporary name, flushed to disk
 and renamed into place, so a reader never sees half of one; two processes computing the same entry
 write the same content.
+
+**What is stored.** C2's probe sweep of a run (:func:`probe_sweep_cached`): chapter 03 reads it, and
+the erasure sites of chapters 04 and 05 are derived from it (:func:`erasure_sites_cached`; protocol
+8.6: the sites are C2's probe results, the same fit, examples and layers), so that no chapter fits
+its own probes to find them.
 """
 
 from __future__ import annotations
@@ -30,16 +35,18 @@ import sys
 import time
 from pathlib import Path
 
-from .analysis.erasure import SiteSettings, erasure_sites
-from .analysis.sets import correct
+from .analysis.erasure import sites_from_sweep
+from .analysis.probes import ProbeSettings, ProbeSweep, ProbeTargets, sweep_probes
+from .analysis.sets import correct, memorized
+from .analysis.targets import probe_positions
 from .config import PROJECT_ROOT, fingerprint_sources
 
 # The stored layout of an entry (what the file holds, not the computation: that is the fingerprint).
 FORMAT = 2
 _PACKAGE_DIR = Path(__file__).resolve().parent
-# The code behind erasure_sites_cached: this module (which chooses the examples) and the analysis
-# it calls; their imports (probes, targets, lens, scoring, model, tasks, ...) are followed.
-ERASURE_SITES_SOURCES = ("analysis_cache.py", "analysis/erasure.py", "analysis/sets.py")
+# The code behind probe_sweep_cached: this module (which chooses the examples) and the analysis it
+# calls; their imports (targets, lens, intervals, erasure, scoring, model, tasks, ...) are followed.
+PROBE_SWEEP_SOURCES = ("analysis_cache.py", "analysis/probes.py", "analysis/sets.py")
 
 
 class AnalysisCacheError(RuntimeError):
@@ -65,7 +72,7 @@ def _cached_fingerprint(roots: tuple[str, ...]) -> str:
     return sources_fingerprint(roots)
 
 
-def code_fingerprint(roots: tuple[str, ...] = ERASURE_SITES_SOURCES) -> str:
+def code_fingerprint(roots: tuple[str, ...] = PROBE_SWEEP_SOURCES) -> str:
     """The code fingerprint of an analysis (computed once per process). Tests may patch this."""
     return _cached_fingerprint(tuple(roots))
 
@@ -135,19 +142,38 @@ def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], r
     return value
 
 
-def erasure_sites_cached(run, *, min_over_chance: float, max_train: int = 2000, seed: int = 0,
-                         root: Path | None = None) -> dict:
-    """:func:`rote.analysis.erasure.erasure_sites` of a run (probes trained on its clean training
-    examples, read on the test examples it answers correctly), computed once and stored.
+def probe_sweep_cached(run, *, positions=None, settings: ProbeSettings = ProbeSettings(),
+                       root: Path | None = None) -> ProbeSweep:
+    """C2's probe sweep of a run (:func:`rote.analysis.probes.sweep_probes`), computed once and stored:
+    every target at every layer, at its own position and at ``positions`` (default: C2's,
+    :func:`rote.analysis.targets.probe_positions`), the probes fitted on the run's clean training
+    examples as ``settings`` say, read on M (the noisy training examples the model answers with their
+    noisy label, :func:`rote.analysis.sets.memorized`) and C (the test examples it answers correctly,
+    :func:`rote.analysis.sets.correct`), with the per-example reads behind each accuracy.
 
-    Chapters 04 (erasure, C3) and 05 (the intermediate result's share of P(noisy label), C4) erase
-    at the same sites; this is where both get them. Returns {"group", "targets", "layers", "positions"}.
-    """
-    params = {"min_over_chance": float(min_over_chance), "max_train": int(max_train), "seed": int(seed)}
+    Chapter 03 (C2) reads its probes here; chapters 04 and 05 derive their erasure sites from the same
+    entry (:func:`erasure_sites_cached`)."""
+    positions = probe_positions(run.config.task) if positions is None else tuple(sorted(set(positions)))
+    params = {"positions": [int(p) for p in positions], "max_train": settings.max_train, "seed": settings.seed,
+              "weight_decay": float(settings.weight_decay), "max_iter": settings.max_iter, "chunk": settings.chunk,
+              "sets": {"M": "memorized", "C": "correct on test"}}
 
     def compute():
-        clean = correct(run.model, run.data.test)
-        return erasure_sites(run.model, run.data, run.data.train_clean, clean, run.config.task,
-                             SiteSettings(min_over_chance, max_train=max_train, seed=seed))
+        sets = {"M": memorized(run.model, run.data), "C": correct(run.model, run.data.test)}
+        return sweep_probes(run.model, run.data, run.data.train_clean, sets, ProbeTargets(positions=positions),
+                            settings).to_json()
 
-    return cached(run, "erasure_sites", params, compute, sources=ERASURE_SITES_SOURCES, root=root)
+    return ProbeSweep.from_json(cached(run, "probe_sweep", params, compute, sources=PROBE_SWEEP_SOURCES, root=root))
+
+
+def erasure_sites_cached(run, *, min_over_chance: float, positions=None, settings: ProbeSettings = ProbeSettings(),
+                         root: Path | None = None) -> dict:
+    """Where chapters 04 (erasure, C3) and 05 (the intermediate result's share of P(noisy label), C4)
+    erase (protocol 8.6: the sites are C2's probe results): from C2's probe sweep of the run
+    (:func:`probe_sweep_cached`, the same entry chapter 03 reads: the same fit, examples and layers;
+    ``positions`` and ``settings`` default to C2's), the layers after the embedding, the last one
+    included, where the probe reads the result on C at least ``min_over_chance`` times chance on C, at
+    the result's own positions (:func:`rote.analysis.erasure.sites_from_sweep`). Returns {"group",
+    "targets", "layers", "positions"}."""
+    sweep = probe_sweep_cached(run, positions=positions, settings=settings, root=root)
+    return sites_from_sweep(sweep.table, run.config.task, float(min_over_chance))

@@ -112,7 +112,7 @@ def test_erasure_sites_follow_the_probe_threshold(tiny_model, fda_data):
                                  E.SiteSettings(0.0, max_train=300, seed=0))
     assert everywhere["group"] == "carries" and everywhere["targets"] == [f"carry_{i}" for i in range(4)]
     assert everywhere["positions"] == E.target_positions(fda_data, everywhere["targets"])
-    assert everywhere["layers"] == [1]  # only intermediate layers: not the embeddings (0), not the last (2)
+    assert everywhere["layers"] == [1, 2]  # 8.6: every layer C2 reads after the embeddings (0), the last (2) included
     nowhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
                               E.SiteSettings(1e9, max_train=300, seed=0))
     assert nowhere["layers"] == [] and nowhere["positions"] == everywhere["positions"]

@@ -171,7 +171,8 @@ def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_
 def test_erasure_settings_keep_the_defaults_and_refuse_out_of_range_values():
     fit = E.ErasureSettings()
     assert (fit.max_train, fit.seed, fit.inlp) == (2000, 0, inlp.InlpSettings(None, 1e-3, 50))
-    assert E.SiteSettings(5.0) == E.SiteSettings(5.0, max_train=2000, seed=0)
+    # 8.6: the sites are C2's probe results, so their probes are fitted as C2's (3,000 examples, seed 0)
+    assert E.SiteSettings(5.0) == E.SiteSettings(5.0, max_train=3000, seed=0)
     assert patching.ErasureSweepSettings([0, 4, 2]) == patching.ErasureSweepSettings((0, 4, 2), n_controls=3, seed=0)
     assert E.ErasureSites(["carry_0"], [1], []).layers == (1,)
     bad = [(inlp.InlpSettings, dict(per_iteration=0)), (inlp.InlpSettings, dict(weight_decay=-1.0)),

@@ -165,7 +165,7 @@ def test_joint_carries_and_found_layers(tiny_model, fda_data):
     import pandas as pd
     fake = pd.DataFrame({"group": "g", "set": "C", "layer": [0, 1, 2, 3], "accuracy": [0.9, 0.5, 0.05, 0.9],
                          "chance": 0.1})
-    assert probes.found_layers(fake, "g", 5.0) == [1]  # not the embedding, not the last layer
+    assert probes.found_layers(fake, "g", 5.0) == [1, 3]  # not the embedding; 8.6: the last layer included
 
 
 def test_most_visible_picks_the_planted_example():

@@ -12,6 +12,7 @@ from rote.analysis import attribution as A
 from rote.analysis import erasure as E
 from rote.analysis import inlp
 from rote.analysis import patching as P
+from rote.analysis.probes import ProbeSettings
 from rote.config import make_config
 from rote.tasks import build_task
 
@@ -129,8 +130,10 @@ def test_circuits_experiment(tiny_model, fda_data):
 
 
 def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data, tmp_path, monkeypatch):
+    """8.6: the sites come from C2's probe sweep of the run, cached once; the uncached path (C2's sweep
+    read on C alone) gives the same sites."""
     run = SimpleNamespace(config=SimpleNamespace(task="fda", key="0123abcd"), model=tiny_model, data=fda_data)
-    kw = dict(min_over_chance=0.0, max_train=200, seed=0)
+    kw = dict(min_over_chance=0.0, settings=ProbeSettings(max_train=200, seed=0))
     sites = analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw)
     from rote.analysis.sets import correct
     expected = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, correct(tiny_model, fda_data.test), "fda",
@@ -139,14 +142,16 @@ def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data
     files = list(tmp_path.rglob("*"))
     stored = [f for f in files if f.is_file()]
     assert len(stored) == 1 and stored[0].parent.name == "fda-0123abcd" and stored[0].suffix == ".json"
-    assert json.loads(stored[0].read_text())["value"] == sites
+    assert stored[0].name.startswith("probe_sweep-")  # C2's sweep, from which the sites are read
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed")
 
-    monkeypatch.setattr(analysis_cache, "erasure_sites", fail)
+    monkeypatch.setattr(analysis_cache, "sweep_probes", fail)
     assert analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw) == sites  # read back, not recomputed
-    with pytest.raises(AssertionError, match="recomputed"):  # other parameters: another entry
-        analysis_cache.erasure_sites_cached(run, root=tmp_path, min_over_chance=5.0, max_train=200, seed=0)
+    assert analysis_cache.erasure_sites_cached(run, root=tmp_path, **{**kw, "min_over_chance": 5.0})["positions"] == \
+        sites["positions"]  # another multiple of chance: the same sweep, no new fit
+    with pytest.raises(AssertionError, match="recomputed"):  # other probe settings: another entry
+        analysis_cache.erasure_sites_cached(run, root=tmp_path, min_over_chance=0.0, settings=ProbeSettings(max_train=200, seed=1))
     monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path / "elsewhere"))
     assert analysis_cache.analysis_root() == tmp_path / "elsewhere"

@@ -14,9 +14,10 @@ from rote.claims import THRESHOLDS
 
 
 def _summary(rows):
-    """Summary rows (group, acc_M, acc_C, chance), best layer 1 on M and on C (C's own best: the same)."""
+    """Summary rows (group, acc_M, acc_C, chance), best layer 1 on M and on C (C's own best: the same), chance
+    measured on C the same as on M."""
     return pd.DataFrame([{"group": g, "best_layer": 1, "acc_M": m, "acc_C": c, "chance": ch, "best_layer_C": 1,
-                          "acc_C_best": c} for g, m, c, ch in rows])
+                          "acc_C_best": c, "chance_C": ch} for g, m, c, ch in rows])
 
 
 LENS = pd.DataFrame({"layer": [0, 1, 2, 3], "p_true": [0.1, 0.6, 0.5, 0.1], "p_noisy": [0.1, 0.2, 0.3, 0.8]})
@@ -48,9 +49,10 @@ def _fda(summary, share, n_C=100):
                               verdicts.c2.LensReads(LENS_VERDICT, LENS, share))
 
 
-GOOD_R2 = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02, "best_layer_C": 3, "acc_C_best": 0.8}
+GOOD_R2 = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02, "best_layer_C": 3, "acc_C_best": 0.8,
+           "chance_C": 0.02}
 GOOD_TAIL = {"best_layer": 3, "acc_M": 0.6, "acc_C": 0.7, "chance": 1 / 49, "acc_M_unmasked": 0.05,
-             "reads_masked_M": 0.9, "best_layer_C": 3, "acc_C_best": 0.7}
+             "reads_masked_M": 0.9, "best_layer_C": 3, "acc_C_best": 0.7, "chance_C": 1 / 49}
 
 
 def test_thr_amended_checks_pass_and_registered_r1_and_unmasked_are_superseded():
@@ -112,7 +114,7 @@ def test_missing_inputs_and_empty_sets_are_unresolved_with_their_case():
     assert len(amended) == 3 and all(c.passed is None and c.reason for c in amended)
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
     # no memorized example: NaN accuracies and n = 0 are unresolved, each with its case (8.5: a NaN never decides)
-    nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02, "acc_C_best": 0.8}
+    nan = {"best_layer": None, "acc_M": math.nan, "acc_C": 0.8, "chance": 0.02, "acc_C_best": 0.8, "chance_C": 0.02}
     _, checks = _thr(nan, dict(nan, chance=1 / 49), _share([0, 0, 0, 0], n=0, null=math.nan))
     judged = [c for c in checks if c.kind in ("amended", "null")]
     assert judged and all(c.passed is None for c in judged)
@@ -175,7 +177,7 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_
     assert verdicts.c2.chance_reachable(0.95, 0.19) is True and verdicts.c2.chance_reachable(0.95, 0.191) is False
     assert verdicts.c2.chance_reachable(math.nan, 0.1) is None
     # amendment 7.4's pairs are validated too (an amended check is made unresolved in place)
-    metrics, checks = _thr(dict(GOOD_R2, chance=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
+    metrics, checks = _thr(dict(GOOD_R2, chance=0.2, chance_C=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
     assert metrics.bridge_r2_chance_reachable is False and metrics.tail_masked_chance_reachable is True
     original, stand_in = _by(checks, "c2.probe.bridge_r2.chance", "c2.probe.bridge_r2.chance.amended")
     assert original.kind == "superseded" and original.passed is False and stand_in.passed is None  # 0.7 < 5 x 0.2
@@ -188,7 +190,7 @@ def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chos
     layer is one where C is weak (0.4 < 5 x 0.19 = 0.95), C's own best layer reaches 0.97. Before, the check read
     C at M's layer, failed, and left the chance check unresolved; now it passes and the chance check decides."""
     row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.6, "acc_C": 0.4, "chance": 0.19, "best_layer_C": 2,
-           "acc_C_best": 0.97}
+           "acc_C_best": 0.97, "chance_C": 0.19}
     metrics, checks = _fda(pd.DataFrame([row]), _share([50, 80, 90, 10]))
     reach, chance = _by(checks, "c2.probe.answer_digits.reachable", "c2.probe.answer_digits.chance")
     assert reach.kind == "validity" and reach.passed is True and reach.value == 0.97

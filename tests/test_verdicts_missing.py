@@ -102,10 +102,11 @@ def test_c1_missing_values(case):
 
 # -- C2 -----------------------------------------------------------------------------------------------
 GOOD_ROW = {"group": "carries", "best_layer": 1, "acc_M": 0.85, "acc_C": 0.9, "chance": 0.1, "best_layer_C": 2,
-            "acc_C_best": 0.95}
+            "acc_C_best": 0.95, "chance_C": 0.1}
 LENS = pd.DataFrame({"layer": [0, 1, 2, 3], "p_true": [0.1, 0.6, 0.5, 0.1], "p_noisy": [0.1, 0.2, 0.3, 0.8]})
 LENS_VERDICT = {"true_ahead_intermediate": True, "noisy_only_last": True, "takeover_layer": 3}
-THR_ROW = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02, "best_layer_C": 3, "acc_C_best": 0.8}
+THR_ROW = {"best_layer": 3, "acc_M": 0.7, "acc_C": 0.8, "chance": 0.02, "best_layer_C": 3, "acc_C_best": 0.8,
+           "chance_C": 0.02}
 
 
 def _share(n=100, null=0.5):
@@ -116,21 +117,22 @@ def _share(n=100, null=0.5):
 
 def _c2(row=None, lens=LENS, verdict=LENS_VERDICT, share=None, task="fda", bridge=None, drop=()):
     row = {k: v for k, v in {**GOOD_ROW, **(row or {})}.items() if k not in drop}
-    thr = dict(bridge_r2={**THR_ROW, **(bridge or {})}, masked_tail=dict(THR_ROW, chance=1 / 49)) if task == "thr" else {}
+    thr = dict(bridge_r2={**THR_ROW, **(bridge or {})}, masked_tail=dict(THR_ROW, chance=1 / 49, chance_C=1 / 49)) if task == "thr" else {}
     summary = pd.DataFrame([row]) if task == "fda" else pd.DataFrame([dict(row, group="bridge")])
     return verdicts.c2.checks(task, 20, 100, verdicts.c2.ProbeReads(summary, **thr),
                               verdicts.c2.LensReads(verdict, lens, _share() if share is None else share))[1]
 
 
 @pytest.mark.parametrize("value", MISSING)
-@pytest.mark.parametrize("key", ["acc_M", "acc_C", "chance", "acc_C_best"])
+@pytest.mark.parametrize("key", ["acc_M", "acc_C", "chance", "acc_C_best", "chance_C"])
 def test_c2_missing_probe_numbers_are_unresolved_with_their_case(key, value):
     good, checks = _c2(), _c2({key: value})
     _no_nan_decides(checks)
     changed = _changed(good, checks)
     assert changed and all(c.passed is None for c in changed), changed
     expected = {"acc_M": verdicts.c2.C2_NO_M, "acc_C": verdicts.c2.C2_NO_C, "chance": verdicts.c2.C2_NO_CHANCE,
-                "acc_C_best": verdicts.c2.C2_NO_C if value is not None else verdicts.c2.C2_NO_C_BEST}[key]
+                "acc_C_best": verdicts.c2.C2_NO_C if value is not None else verdicts.c2.C2_NO_C_BEST,
+                "chance_C": verdicts.c2.C2_NO_CHANCE_C}[key]
     assert any(c.reason.endswith(expected) for c in changed), [c.reason for c in changed]
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 

@@ -8,9 +8,11 @@ range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block 
 ``blocks.{l-1}.hook_resid_post``); the hooks that apply an erasure are in
 :mod:`rote.analysis.patching`.
 
-- :func:`erasure_targets`, :func:`erasure_sites` -- what C3 erases and where: the layers where a
-  probe reads the result, at its positions (computed once per run and shared by chapters 04 and
-  05 through :func:`rote.analysis_cache.erasure_sites_cached`), as :class:`SiteSettings` says.
+- :func:`erasure_targets`, :func:`sites_from_sweep` -- what C3 erases and where: the layers where
+  C2's probes read the result on C at the required multiple of chance, at its positions (protocol 8.6:
+  the sites are C2's probe results, read from C2's probe sweep of the run, which
+  :func:`rote.analysis_cache.erasure_sites_cached` caches and shares between chapters 03, 04 and 05);
+  :func:`erasure_sites` runs that sweep itself, as :class:`SiteSettings` says.
 - :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
   positions (:class:`ErasureSites`) from a model's clean activations, fitted as
   :class:`ErasureSettings` says: an :class:`Erasure`. Its controls, each of the same
@@ -36,9 +38,11 @@ from ..tasks import Examples, TaskData
 from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
 from .patching import erasure_edits, patched
+import pandas as pd
+
 from .probes import ProbeSettings, ProbeTargets, found_layers, group_curves, probe_sweep
 from .ranges import is_finite_at_least, is_whole
-from .targets import intermediate_targets
+from .targets import intermediate_targets, probe_positions
 
 
 def _check_draw(owner: str, max_train, seed) -> None:
@@ -51,13 +55,13 @@ def _check_draw(owner: str, max_train, seed) -> None:
 
 @dataclass(frozen=True)
 class SiteSettings:
-    """How :func:`erasure_sites` finds the sites: the intermediate layers where probes read the result
-    on clean examples at least ``min_over_chance`` times chance, the probes trained on up to
-    ``max_train`` training examples drawn with ``seed``."""
+    """How :func:`erasure_sites` finds the sites: the layers where C2's probes read the result on clean
+    examples at least ``min_over_chance`` times chance, the probes trained as C2's are (on up to
+    ``max_train`` training examples drawn with ``seed``; the defaults are C2's, :class:`ProbeSettings`)."""
 
     min_over_chance: float
-    max_train: int = 2000
-    seed: int = 0
+    max_train: int = ProbeSettings().max_train
+    seed: int = ProbeSettings().seed
 
     def __post_init__(self):
         m = self.min_over_chance
@@ -128,18 +132,28 @@ def target_positions(data: TaskData, targets: list[str]) -> list[int]:
 
 def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, clean: Examples, task: str,
                   settings: SiteSettings) -> dict:
-    """Where C3 erases (protocol section 5: "at the layer(s) and position(s) where C2 found it").
-
-    Probes for the task's result (:func:`erasure_targets`) are trained on (up to
-    ``settings.max_train`` of) ``train`` and read on the clean examples ``clean``; the sites are the
-    intermediate layers where they reach ``settings.min_over_chance`` times chance
-    (:func:`~rote.analysis.probes.found_layers`), at the targets' own positions. Returns {"group",
-    "targets", "layers", "positions"}; chapters 04 and 05 share it."""
-    group, targets = erasure_targets(task)
-    sweep = probe_sweep(model, data, train, {"C": clean}, ProbeTargets(targets),
+    """Where C3 erases (protocol section 5: "at the layer(s) and position(s) where C2 found it"; 8.6:
+    the sites are C2's probe results), without the cache: C2's probe sweep (every target, at C2's
+    positions, :func:`~rote.analysis.targets.probe_positions`; fitted on up to ``settings.max_train`` of
+    ``train``), read on the clean examples ``clean`` only (the fit does not depend on the sets read), and
+    the sites derived from it (:func:`sites_from_sweep`). The chapters take them from the cached sweep
+    (:func:`rote.analysis_cache.erasure_sites_cached`), which gives the same sites."""
+    sweep = probe_sweep(model, data, train, {"C": clean}, ProbeTargets(positions=probe_positions(data.task)),
                         ProbeSettings(max_train=settings.max_train, seed=settings.seed))
-    layers = found_layers(group_curves(sweep, task, {group: [group]}), group, settings.min_over_chance)
-    return {"group": group, "targets": targets, "layers": layers, "positions": target_positions(data, targets)}
+    return sites_from_sweep(sweep, task, settings.min_over_chance)
+
+
+def sites_from_sweep(sweep: pd.DataFrame, task: str, min_over_chance: float, clean: str = "C") -> dict:
+    """The erasure sites that C2's probe sweep ``sweep`` (:func:`~rote.analysis.probes.probe_sweep`'s
+    table) gives (protocol 8.6): the task's result (:func:`erasure_targets`), the layers after the
+    embedding, the last one included, at which its probe reads it on ``clean`` at least
+    ``min_over_chance`` times chance on ``clean`` (:func:`~rote.analysis.probes.found_layers`), and the
+    targets' own positions. Returns {"group", "targets", "layers", "positions"}; chapters 04 and 05
+    share it (no layer: no site, the intervention cannot run, 8.5)."""
+    group, targets = erasure_targets(task)
+    layers = found_layers(group_curves(sweep, task, {group: [group]}), group, min_over_chance, clean)
+    own = sweep[sweep.target.isin(targets) & sweep.own]
+    return {"group": group, "targets": targets, "layers": layers, "positions": sorted({int(p) for p in own.position})}
 
 
 def _subsample(train: Examples, max_train: int, seed: int) -> Examples:

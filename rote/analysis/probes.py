@@ -4,16 +4,22 @@ A probe is a multinomial logistic regression on the standardized residual stream
 deviation from its training examples), with a small L2 penalty, fitted full-batch by L-BFGS.
 Probes for all layers are fitted together as one batched problem (they share nothing but the
 optimizer call). Accuracy is always reported next to the chance level: the accuracy of always
-answering the most frequent class of the probe's training labels.
+answering the most frequent class of the probe's training labels, measured on the examples the
+accuracy is measured on (protocol 8.6: on M for M, on C for C; missing on an empty set).
 
 - :func:`fit_probes` / :class:`LinearProbes` -- the probes themselves, on tensors.
 - :class:`ProbeSettings` -- how the probes of both sweeps are trained; :class:`ProbeTargets` -- what
   :func:`probe_sweep` reads.
 - :func:`probe_sweep` -- every target of :mod:`rote.analysis.targets` at every layer and chosen
-  positions, trained on clean training examples, evaluated on named example sets (e.g. M and C).
+  positions, trained on clean training examples, evaluated on named example sets (e.g. M and C);
+  :func:`sweep_probes` -- the same with the per-example reads behind each accuracy
+  (:class:`ProbeSweep`; C2's sweep of a run is cached by :func:`rote.analysis_cache.probe_sweep_cached`,
+  and the erasure sites of C3 and C4 are read from it, protocol 8.6).
 - :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
   headline results) per layer, and the comparison at the best layer (claim C2's checks are computed
-  from them by :func:`rote.verdicts.c2.checks`).
+  from them by :func:`rote.verdicts.c2.checks`), with the counts behind each accuracy and, by
+  :func:`with_ratio_intervals`, the bootstrap interval of M over C (:func:`ratio_interval`, protocol
+  section 11).
 - :func:`position_summary` -- the same comparison for one target read at another position (THR: the
   bridge at r2, amendment 7.4).
 - :func:`masked_probe_sweep` -- a target read with one class masked per example (THR: the true tail
@@ -22,10 +28,12 @@ answering the most frequent class of the probe's training labels.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -33,6 +41,7 @@ import torch.nn.functional as F
 from ..model import HookedTransformer
 from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
+from .intervals import Interval, bootstrap
 from .lens import residual_stack
 from .ranges import is_finite_at_least, is_whole
 from .targets import headline_targets, intermediate_targets, joint_targets, masked_class
@@ -188,6 +197,63 @@ def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
     return target.differs | ~examples.is_noisy
 
 
+@dataclass(frozen=True, eq=False)
+class ProbeSweep:
+    """What :func:`sweep_probes` measured: ``table`` (:func:`probe_sweep`'s rows) and, per row group
+    ``(target, position, set)`` (``position`` -1 for a joint target), the per-example reads behind it:
+    ``hits[key] = (correct, scored)``, ``correct`` [L+1, N] (the probe's read of example i at each layer
+    is right) and ``scored`` [N] (example i is scored, :func:`_evaluation_mask`), both numpy bools. The
+    per-example reads are what section 11's bootstrap intervals resample (:func:`ratio_interval`)."""
+
+    table: pd.DataFrame
+    hits: dict
+
+    def own_position(self, target: str) -> int | None:
+        """The position at which ``target`` is read as its own (-1 for a joint target; None: not probed)."""
+        own = self.table[(self.table.target == target) & self.table.own]
+        return None if not len(own) else int(own.position.iloc[0])
+
+    def counts(self, members, set_name: str, position: int | None = None) -> tuple | None:
+        """Per example of ``set_name``: right reads [L+1, N] and scored reads [N] (ints), summed over the
+        ``members`` (targets or joint targets), each at its own position or all at ``position``
+        (None where a member was not probed there)."""
+        right = scored = None
+        for name in members:
+            key = (name, self.own_position(name) if position is None else position, set_name)
+            if key not in self.hits:
+                return None
+            hits, mask = self.hits[key]
+            r, m = (hits & mask[None]).astype(np.int64), mask.astype(np.int64)
+            right, scored = (r, m) if right is None else (right + r, scored + m)
+        return None if right is None else (right, scored)
+
+    def to_json(self) -> dict:
+        """A JSON-safe copy (the analysis cache stores it; :meth:`from_json` reads it back)."""
+        hits = [{"target": t, "position": int(p), "set": s, "shape": list(h.shape), "hits": _pack(h), "mask": _pack(m)}
+                for (t, p, s), (h, m) in self.hits.items()]
+        return {"columns": list(self.table.columns), "rows": self.table.to_dict("records"), "hits": hits}
+
+    @classmethod
+    def from_json(cls, value: dict) -> "ProbeSweep":
+        table = pd.DataFrame(value["rows"], columns=value["columns"])
+        hits = {(h["target"], h["position"], h["set"]): (_unpack(h["hits"], h["shape"]),
+                                                         _unpack(h["mask"], h["shape"][1:])) for h in value["hits"]}
+        return cls(table, hits)
+
+
+def _pack(x: np.ndarray) -> str:
+    return base64.b64encode(np.packbits(np.asarray(x, dtype=bool).ravel()).tobytes()).decode("ascii")
+
+
+def _unpack(text: str, shape) -> np.ndarray:
+    size = int(np.prod(shape)) if len(shape) else 1
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8), count=size)
+    return bits.astype(bool).reshape(shape)
+
+
+SWEEP_COLUMNS = ["target", "layer", "position", "own", "set", "n", "correct", "accuracy", "chance"]
+
+
 def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
                 targets: ProbeTargets = ProbeTargets(), settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
     """Probe each target at every layer, trained on (up to ``settings.max_train`` of) ``train``.
@@ -200,38 +266,33 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
     ``settings.chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns
     one row per (target, layer, position, set)
     with ``n`` (examples scored), ``correct``, ``accuracy``, ``chance`` (NaN accuracy for an empty
-    set) and ``own`` (the row is at the target's own position, or is a joint target).
+    set) and ``own`` (the row is at the target's own position, or is a joint target). Chance is
+    measured on the examples the accuracy is measured on (protocol 8.6): the share of the set's scored
+    examples whose label is the most frequent class of the probe's training labels (NaN on an empty
+    set). :func:`sweep_probes` returns the same table with the per-example reads behind it.
     """
+    return sweep_probes(model, data, train, sets, targets, settings).table
+
+
+def sweep_probes(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
+                 targets: ProbeTargets = ProbeTargets(), settings: ProbeSettings = ProbeSettings()) -> ProbeSweep:
+    """:func:`probe_sweep`, with each row group's per-example reads (:class:`ProbeSweep`)."""
     train = probe_training_set(train, settings.max_train, settings.seed)
     train_t = intermediate_targets(train, data)
     names = list(train_t) if targets.names is None else list(targets.names)
-    positions, joint = targets.positions, targets.joint
+    joint = targets.joint
     if joint is None:
         joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
-    wanted = {n: sorted({train_t[n].position, *(positions or [])}) for n in names}
+    wanted = {n: sorted({train_t[n].position, *(targets.positions or [])}) for n in names}
     all_pos = sorted({p for ps in wanted.values() for p in ps})
     col = {p: i for i, p in enumerate(all_pos)}
     train_acts = residual_stack(model, model_inputs(train), all_pos)  # [L+1, N, P, d]
     set_acts = {s: residual_stack(model, model_inputs(ex), all_pos) for s, ex in sets.items()}
     n_layers = train_acts.shape[0]
-    rows, own = [], {}  # own[(name, set)]: [L+1, N] correctness at the target's own position
-
-    def add_rows(name, position, s, hits, mask, chance, own_position):
-        n = int(mask.sum())
-        correct = hits[:, mask].sum(1)
-        for layer in range(n_layers):
-            rows.append({"target": name, "layer": layer, "position": position, "own": own_position, "set": s,
-                         "n": n, "correct": int(correct[layer]),
-                         "accuracy": correct[layer].item() / n if n else math.nan, "chance": chance})
-
+    reads = {}  # (target, position, set) -> (hits [L+1, N], mask [N], chance, own)
     jobs = [(name, p) for name in names for p in wanted[name]]
-    per_chunk = max(1, settings.chunk // n_layers)
-    parts = []  # jobs with the same number of classes share an L-BFGS call (no padding wasted)
-    for k in sorted({train_t[name].n_classes for name, _ in jobs}):
-        same = [job for job in jobs if train_t[job[0]].n_classes == k]
-        parts += [same[i:i + per_chunk] for i in range(0, len(same), per_chunk)]
-    for part in parts:
+    for part in _chunks(jobs, train_t, max(1, settings.chunk // n_layers)):
         probes = fit_probes(torch.cat([train_acts[:, :, col[p]] for _, p in part]),
                             torch.cat([train_t[name].labels.expand(n_layers, -1) for name, _ in part]),
                             [train_t[name].n_classes for name, _ in part for _ in range(n_layers)],
@@ -239,23 +300,45 @@ def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets:
         for s, ex in sets.items():
             preds = probes.predict(torch.cat([set_acts[s][:, :, col[p]] for _, p in part]))
             for k, (name, p) in enumerate(part):
-                target, tt = set_t[s][name], train_t[name]
-                hits = preds[k * n_layers:(k + 1) * n_layers] == target.labels[None]  # [L+1, N]
+                target = set_t[s][name]
                 mask = _evaluation_mask(target, ex)
-                if p == tt.position:
-                    own[name, s] = (hits, mask)
-                add_rows(name, p, s, hits, mask, chance_accuracy(tt.labels, target.labels[mask]), p == tt.position)
+                reads[name, p, s] = (preds[k * n_layers:(k + 1) * n_layers] == target.labels[None], mask,
+                                     chance_accuracy(train_t[name].labels, target.labels[mask]),
+                                     p == train_t[name].position)
     for jname, members in joint.items():
         train_key = _joint_key([train_t[m] for m in members])
-        for s, ex in sets.items():
-            if not all((m, s) in own for m in members):
+        for s in sets:
+            own = [reads.get((m, train_t[m].position, s)) for m in members]
+            if None in own:
                 continue
-            hits = torch.stack([own[m, s][0] for m in members]).all(0)
-            mask = torch.stack([own[m, s][1] for m in members]).all(0)
+            hits, mask = torch.stack([o[0] for o in own]).all(0), torch.stack([o[1] for o in own]).all(0)
             key = _joint_key([set_t[s][m] for m in members])
-            add_rows(jname, -1, s, hits, mask, chance_accuracy(train_key, key[mask]), True)
-    return pd.DataFrame(rows, columns=["target", "layer", "position", "own", "set", "n", "correct", "accuracy",
-                                       "chance"])
+            reads[jname, -1, s] = (hits, mask, chance_accuracy(train_key, key[mask]), True)
+    return ProbeSweep(_sweep_rows(reads, n_layers),
+                      {k: (h.numpy().astype(bool), m.numpy().astype(bool)) for k, (h, m, _, _) in reads.items()})
+
+
+def _chunks(jobs: list, train_t: dict, per_chunk: int) -> list[list]:
+    """The jobs (target, position) in L-BFGS calls: jobs with the same number of classes share a call (no
+    padding wasted), at most ``per_chunk`` per call."""
+    parts = []
+    for k in sorted({train_t[name].n_classes for name, _ in jobs}):
+        same = [job for job in jobs if train_t[job[0]].n_classes == k]
+        parts += [same[i:i + per_chunk] for i in range(0, len(same), per_chunk)]
+    return parts
+
+
+def _sweep_rows(reads: dict, n_layers: int) -> pd.DataFrame:
+    """:func:`probe_sweep`'s table from the per-example reads, in the order they were made."""
+    rows = []
+    for (name, position, s), (hits, mask, chance, own) in reads.items():
+        n = int(mask.sum())
+        correct = hits[:, mask].sum(1)
+        for layer in range(n_layers):
+            rows.append({"target": name, "layer": layer, "position": position, "own": own, "set": s, "n": n,
+                         "correct": int(correct[layer]), "accuracy": correct[layer].item() / n if n else math.nan,
+                         "chance": chance})
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
 def _joint_key(members) -> torch.Tensor:
@@ -287,7 +370,12 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
 
     Beside them, read on C alone (protocol 8.5: C2's reachable check reads C at C's own best layer,
     never a layer chosen by M): ``best_layer_C``, the layer where the probe reads the group best on
-    the clean set, and ``acc_C_best``, its accuracy there (None / NaN when C is empty)."""
+    the clean set, ``acc_C_best``, its accuracy there (None / NaN when C is empty), and ``chance_C``,
+    chance measured on C (8.6: the reachable check reads C's chance; NaN on an empty C).
+
+    The counts behind the accuracies (section 11's Wilson intervals): ``n_M`` and ``n_C``, the reads
+    scored on each set, and ``k_M`` (right on M at M's best layer), ``k_C`` (on C at that layer) and
+    ``k_C_best`` (on C at C's own best layer)."""
     rows = []
     for group, g in curves.groupby("group", sort=False):
         m = g[g.set == memorized].set_index("layer")
@@ -299,12 +387,74 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
             acc_m, chance = float(m.accuracy[layer]), float(m.chance[layer])
         acc_c = float(c.accuracy[layer]) if layer is not None and layer in c.index else math.nan
         layer_c = None if not len(c) or c.accuracy.isna().all() else int(c.accuracy.idxmax())
+        acc_c_best = float(c.accuracy[layer_c]) if layer_c is not None else math.nan
+        n_m, n_c = int(m.n.max()) if len(m) else 0, int(c.n.max()) if len(c) else 0
         rows.append({"group": group, "best_layer": layer, "acc_M": acc_m, "acc_C": acc_c, "chance": chance,
                      "ratio_M_C": acc_m / acc_c if acc_c else math.nan,
                      "over_chance": acc_m / chance if chance else math.nan,
-                     "n_M": int(m.n.max()) if len(m) else 0,
-                     "best_layer_C": layer_c, "acc_C_best": float(c.accuracy[layer_c]) if layer_c is not None else math.nan})
-    return pd.DataFrame(rows)
+                     "n_M": n_m, "best_layer_C": layer_c, "acc_C_best": acc_c_best,
+                     "chance_C": float(c.chance[layer_c]) if layer_c is not None else math.nan,
+                     "n_C": n_c, "k_M": _count(acc_m, n_m), "k_C": _count(acc_c, n_c),
+                     "k_C_best": _count(acc_c_best, n_c)})
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+SUMMARY_COLUMNS = ["group", "best_layer", "acc_M", "acc_C", "chance", "ratio_M_C", "over_chance", "n_M", "best_layer_C",
+                   "acc_C_best", "chance_C", "n_C", "k_M", "k_C", "k_C_best"]
+
+
+def _count(accuracy: float, n: int) -> float:
+    """The right reads behind an accuracy over ``n`` reads (NaN where it is missing)."""
+    return math.nan if math.isnan(accuracy) or not n else float(round(accuracy * n))
+
+
+def ratio_interval(m_counts: tuple | None, c_counts: tuple | None, layer) -> Interval | None:
+    """Section 11's interval of acc_M / acc_C at ``layer``: a percentile bootstrap over examples
+    (:func:`rote.analysis.intervals.bootstrap`), M's and C's examples each resampled on their own, an
+    example's reads kept together (a pooled group reads several targets of one example). ``*_counts``:
+    :meth:`ProbeSweep.counts` of each set (right reads [L+1, N], scored reads [N]). None where a set
+    has no scored example, the layer is missing, or the ratio is undefined (acc_C = 0)."""
+    if m_counts is None or c_counts is None or layer is None or (isinstance(layer, float) and math.isnan(layer)):
+        return None
+    (rm, sm), (rc, sc) = m_counts, c_counts
+    rm, sm, rc, sc = rm[int(layer)][sm > 0], sm[sm > 0], rc[int(layer)][sc > 0], sc[sc > 0]
+    if not len(sm) or not len(sc):
+        return None
+
+    def statistic(i, j):
+        i, j = i.astype(np.int64), j.astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (rm[i].sum() / sm[i].sum()) / (rc[j].sum() / sc[j].sum())
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return bootstrap(statistic, [np.arange(len(sm), dtype=float), np.arange(len(sc), dtype=float)])
+
+
+def bernoulli_counts(k, n) -> tuple | None:
+    """Per-example counts of a read with one trial per example, ``k`` right of ``n`` (one layer): what
+    :func:`ratio_interval` resamples (the bootstrap of a share depends on k and n alone)."""
+    if math.isnan(float(k)) or not n:
+        return None
+    right = np.zeros((1, int(n)), dtype=np.int64)
+    right[0, :int(k)] = 1
+    return right, np.ones(int(n), dtype=np.int64)
+
+
+def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[str, list[str]],
+                         position: int | None = None, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
+    """``summary`` (:func:`best_layer_summary` or :func:`position_summary` of ``sweep``'s table) with the
+    bootstrap interval of acc_M / acc_C at each row's best layer on M (:func:`ratio_interval`):
+    ``ratio_M_C_lo``, ``ratio_M_C_hi`` (NaN where there is none). ``groups``: each row's targets (its
+    group's members, :func:`~rote.analysis.targets.headline_targets`), read at their own positions or at
+    ``position``."""
+    lo, hi = [], []
+    for row in summary.itertuples():
+        members = groups.get(row.group, [])
+        interval = ratio_interval(sweep.counts(members, memorized, position), sweep.counts(members, clean, position),
+                                  row.best_layer)
+        lo.append(interval.low if interval else math.nan)
+        hi.append(interval.high if interval else math.nan)
+    return summary.assign(ratio_M_C_lo=lo, ratio_M_C_hi=hi)
 
 
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None,
@@ -316,9 +466,9 @@ def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str
     curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
                                                                     "chance"]]
     if not len(curves):
-        return pd.DataFrame([{"group": group or f"{target} at {position}", "best_layer": None, "acc_M": math.nan,
-                              "acc_C": math.nan, "chance": math.nan, "ratio_M_C": math.nan,
-                              "over_chance": math.nan, "n_M": 0, "best_layer_C": None, "acc_C_best": math.nan}])
+        empty = {name: math.nan for name in SUMMARY_COLUMNS}
+        return pd.DataFrame([{**empty, "group": group or f"{target} at {position}", "best_layer": None, "n_M": 0,
+                              "best_layer_C": None, "n_C": 0}], columns=SUMMARY_COLUMNS)
     return best_layer_summary(curves, memorized, clean)
 
 
@@ -332,7 +482,8 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
     examples: their trained label's class; clean ones: a random wrong class drawn with
     ``settings.mask_seed``). Scored
     on the examples of :func:`probe_sweep` (on noisy ones, only where the true answer differs from the
-    label). Chance is 1 / (n_classes - 1): with one wrong class hidden, a guess among the rest.
+    label). Chance is 1 / (n_classes - 1): with one wrong class hidden, a guess among the rest (NaN on a
+    set with no scored example: protocol 8.6, chance is measured on the examples the accuracy is).
 
     Returns one row per (layer, set): ``n``, ``correct`` and ``accuracy`` (masked), ``accuracy_unmasked``
     (the plain top-1, as in :func:`probe_sweep`), ``reads_masked`` (share of examples whose plain top-1
@@ -360,7 +511,7 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
                          "accuracy": hit.double().mean().item() if n else math.nan,
                          "accuracy_unmasked": (raw == t.labels[keep]).double().mean().item() if n else math.nan,
                          "reads_masked": (raw == hidden[keep]).double().mean().item() if n else math.nan,
-                         "chance": chance})
+                         "chance": chance if n else math.nan})
     return pd.DataFrame(rows, columns=["target", "layer", "set", "n", "correct", "accuracy", "accuracy_unmasked",
                                        "reads_masked", "chance"])
 
@@ -369,21 +520,28 @@ def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked", memori
                    clean: str = "C") -> pd.DataFrame:
     """:func:`best_layer_summary` of :func:`masked_probe_sweep` (best layer = best masked accuracy on
     M), with, at that layer, ``acc_M_unmasked`` and ``reads_masked_M`` (share of M whose unmasked read
-    is the masked, i.e. the noisy, class)."""
+    is the masked, i.e. the noisy, class), and the bootstrap interval of acc_M / acc_C there
+    (``ratio_M_C_lo``, ``ratio_M_C_hi``: :func:`ratio_interval`; one read per example, so the counts
+    give the examples' reads, :func:`bernoulli_counts`)."""
     out = best_layer_summary(sweep.assign(group=group), memorized, clean)
-    layer = out.iloc[0].best_layer
+    row = out.iloc[0]
+    layer = row.best_layer
     m = sweep[sweep.set == memorized].set_index("layer")
     ok = layer is not None and not (isinstance(layer, float) and math.isnan(layer))
     out["acc_M_unmasked"] = float(m.accuracy_unmasked[int(layer)]) if ok else math.nan
     out["reads_masked_M"] = float(m.reads_masked[int(layer)]) if ok else math.nan
+    counts = (bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C))
+    interval = ratio_interval(*counts, 0) if ok else None
+    out["ratio_M_C_lo"] = interval.low if interval else math.nan
+    out["ratio_M_C_hi"] = interval.high if interval else math.nan
     return out
 
 
 def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_name: str = "C") -> list[int]:
-    """The intermediate layers (1..L-1) at which the probe reads ``group`` on ``set_name`` at least
-    ``min_over_chance`` times its chance level: where the model holds the result (C3 erases there)."""
+    """The layers after the embedding (1..L, the last layer included: protocol 8.6, the layers C2's probes
+    read) at which the probe reads ``group`` on ``set_name`` at least ``min_over_chance`` times its
+    chance level on that set: where the model holds the result (C3 and C4 erase there). Layer 0, the
+    embedding, holds the input tokens, not a computed result."""
     part = curves[(curves.group == group) & (curves.set == set_name)]
-    last = int(curves.layer.max()) if len(curves) else 0
-    ok = part[(part.layer > 0) & (part.layer < last) & (part.accuracy > 0)
-              & (part.accuracy >= min_over_chance * part.chance)]
+    ok = part[(part.layer > 0) & (part.accuracy > 0) & (part.accuracy >= min_over_chance * part.chance)]
     return sorted(int(l) for l in ok.layer)

@@ -10,6 +10,7 @@ API (stable; other analyses import it)::
     t.differs    # BoolTensor [N] or None: the result differs from what the *trained* label implies
     joint_targets(task)      # results read jointly by several targets, e.g. FDA "carries"
     headline_targets(task)   # the results that claim C2 checks, by group
+    probe_positions(task)    # the positions C2 probes every target at, besides its own
     masked_class(t, examples, seed)  # the class a masked read-out hides (amendment 7.4)
 
 All labels are computed from the examples' ``info`` (operands, bridge) and ``true_label``, never
@@ -57,6 +58,8 @@ from ..tasks import fda as fda_task
 FDA_PROMPT_LEN = 10  # "1234+5678="
 FDA_EQUALS = 9  # position of "="
 THR_R1, THR_LAST = 1, 2
+# C2's probe sweep (chapter 03's default ``extra_positions``): every THR target is also read at r1 and r2
+EXTRA_PROBE_POSITIONS = {"thr": [THR_R1, THR_LAST]}
 
 
 class Target(NamedTuple):
@@ -121,6 +124,13 @@ def headline_targets(task: str) -> dict[str, list[str]]:
         return {"bridge": ["bridge"], "true tail": ["tail"]}
     raise ValueError(f"unknown task {task!r}")
 
+
+def probe_positions(task: str, extra: dict | None = None) -> tuple[int, ...]:
+    """The positions at which C2's probe sweep reads every target besides its own: ``extra``'s for the
+    task (default :data:`EXTRA_PROBE_POSITIONS`), plus r2 for THR (amendment 7.4 judges the bridge
+    there). The erasure sites of C3 and C4 come from the same sweep (protocol 8.6)."""
+    extra = EXTRA_PROBE_POSITIONS if extra is None else extra
+    return tuple(sorted(set(extra.get(task, [])) | ({THR_LAST} if task == "thr" else set())))
 
 
 def masked_class(target: Target, examples: Examples, answer_index: int = 0, seed: int = 0) -> torch.Tensor:

@@ -18,7 +18,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from .. import claims, plan, plots, verdicts
+from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import intervals, lens, probes as probe_analysis, targets
 from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
@@ -39,7 +39,7 @@ class Params(ChapterParams):
     max_probe_train: int = param(3000, whole(1))  # clean training examples each probe is fitted on
     probe_seed: int = param(0, whole(0))
     # per task, extra positions of the prompt ("1234+5678=", "h r1 r2") at which every target is probed
-    extra_positions: dict = param({"thr": [1, 2]}, positions_by_task({"fda": targets.FDA_PROMPT_LEN,
+    extra_positions: dict = param(targets.EXTRA_PROBE_POSITIONS, positions_by_task({"fda": targets.FDA_PROMPT_LEN,
                                                                     "thr": targets.THR_LAST + 1}))
     mask_seed: int = param(0, whole(0))
 
@@ -47,7 +47,7 @@ class Params(ChapterParams):
 def glue_thresholds() -> None:
     """The thresholds the chapter's method text quotes."""
     glue_values({"c2_probe_ratio": T["probe_ratio_min"], "c2_over_chance": T["probe_over_chance_min"],
-                 "c2_level_pct": 100 * T["lens_interval_level"]})
+                 "c2_level_pct": 100 * T["lens_interval_level"], "c2_interval_pct": 100 * intervals.LEVEL})
 
 
 def load(profile: str, tasks, seeds, overrides) -> Build:
@@ -64,11 +64,15 @@ def load(profile: str, tasks, seeds, overrides) -> Build:
 @dataclass
 class Probes:
     """Per unit: every probe's accuracy by layer and set (``sweeps``), the claim's result groups by
-    layer (``curves``) and each group at its best layer on M (``summary``)."""
+    layer (``curves``) and each group at its best layer on M (``summary``, with the counts and the
+    bootstrap interval of M over C that section 11's intervals read), and the sweep with its
+    per-example reads (``full``: :class:`rote.analysis.probes.ProbeSweep`, the cached entry the erasure
+    sites of chapters 04 and 05 come from)."""
 
     sweeps: dict
     curves: dict
     summary: dict
+    full: dict | None = None
 
     def summary_table(self, units) -> pd.DataFrame:
         return pd.concat([self.summary[u].assign(run=label(u)) for u in units]).set_index(["run", "group"]).round(3)
@@ -80,17 +84,21 @@ class Probes:
 
 def probe_positions(task: str, extra_positions: dict) -> list[int]:
     """The extra positions of the parameter, plus r2 for THR (amendment 7.4 judges the bridge there)."""
-    return sorted(set(extra_positions.get(task, [])) | ({targets.THR_LAST} if task == "thr" else set()))
+    return list(targets.probe_positions(task, extra_positions))
 
 
 def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Probes:
-    """Probes fitted on clean training examples, read on M and C at every layer and position."""
+    """Probes fitted on clean training examples, read on M and C at every layer and position: the run's
+    probe sweep from the analysis cache (computed once per run; chapters 04 and 05 derive their erasure
+    sites from the same entry, protocol 8.6), with each result group's summary at its best layer on M."""
     settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
-    sweeps = {u: probe_analysis.probe_sweep(r.model, r.data, r.data.train_clean, build.sets[u],
-                                            probe_analysis.ProbeTargets(positions=probe_positions(u.task, extra_positions)),
-                                            settings) for u, r in build.runs.items()}
+    full = {u: analysis_cache.probe_sweep_cached(r, positions=probe_positions(u.task, extra_positions),
+                                                 settings=settings) for u, r in build.runs.items()}
+    sweeps = {u: full[u].table for u in build.units}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
-    return Probes(sweeps, curves, {u: probe_analysis.best_layer_summary(curves[u]) for u in build.units})
+    summary = {u: probe_analysis.with_ratio_intervals(probe_analysis.best_layer_summary(curves[u]), full[u],
+                                                      targets.headline_targets(u.task)) for u in build.units}
+    return Probes(sweeps, curves, summary, full)
 
 
 def probes_figure(shown: list, result: Probes):
@@ -128,8 +136,9 @@ def out_of_reach(reachable, seeds) -> str:
     if not hit:
         return ""
     return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C, even at C's own best layer, is "
-            f"itself below {T['probe_over_chance_min']:g} x chance: a model that carried this result on M exactly as on C would "
-            "fail the check too, so failing it there says nothing about the claim. The registered reading counts it "
+            f"itself below {T['probe_over_chance_min']:g} x chance on C (8.6: chance measured on C): a model that "
+            "carried this result on M exactly as on C would fail the check too, so failing it there says nothing "
+            "about the claim. The registered reading counts it "
             "as written; the amended reading (amendment 2, 8.2) leaves it unresolved there: the seed can neither pass "
             "nor fail on it.")
 
@@ -213,9 +222,11 @@ class Bridge:
 
 def bridge(build: Build, result: Probes) -> Bridge:
     thr = [u for u in build.units if u.task == "thr"]
-    return Bridge(thr, {u: result.summary[u][result.summary[u].group == "bridge"] for u in thr},
-                  {u: probe_analysis.position_summary(result.sweeps[u], "bridge", targets.THR_LAST, "bridge at r2")
-                   for u in thr})
+    r2 = {u: probe_analysis.position_summary(result.sweeps[u], "bridge", targets.THR_LAST, "bridge at r2") for u in thr}
+    if result.full is not None:
+        r2 = {u: probe_analysis.with_ratio_intervals(r2[u], result.full[u], {"bridge at r2": ["bridge"]},
+                                                     targets.THR_LAST) for u in thr}
+    return Bridge(thr, {u: result.summary[u][result.summary[u].group == "bridge"] for u in thr}, r2)
 
 
 def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> None:

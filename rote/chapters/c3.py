@@ -106,8 +106,7 @@ def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
 def sites(build: Build, analysis: Analysis) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
-    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, max_train=analysis.max_fit,
-                                                   seed=analysis.seed)
+    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
             for u, r in build.runs.items()}
 
 
