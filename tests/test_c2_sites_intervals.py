@@ -45,17 +45,20 @@ def _fda_checks(summary):
 
 # -- 8.6: chance is measured on the examples the accuracy is measured on -------------------------------------
 def test_the_sweep_measures_chance_on_each_set_it_reads(tiny_model, fda_data):
-    """Two sets with opposite labels of carry_0: chance on each is the share of its own labels that are the
-    training labels' majority class, so one is 1 and the other 0; an empty set has no chance."""
+    """Chance on a set is its own majority-class share (protocol 8.6): a set of one class has chance 1, a
+    mixed set the share of its most frequent class, an empty set none. (Before, chance was the share of
+    the training labels' majority class: 0 on a set without that class, a threshold no probe can fail.)"""
     test = fda_data.test
     carry0 = targets.intermediate_targets(test, fda_data)["carry_0"].labels
-    sets = {"A": test[carry0 == 1], "B": test[carry0 == 0], "E": test[carry0 < 0]}
+    sets = {"A": test[carry0 == 1], "B": test[carry0 == 0], "E": test[carry0 < 0], "T": test}
     sweep = probes.probe_sweep(tiny_model, fda_data, fda_data.train_clean, sets, probes.ProbeTargets(["carry_0"]),
                                ProbeSettings(max_train=200, max_iter=5))
     chance = sweep[sweep.layer == 0].set_index("set").chance
-    assert {chance["A"], chance["B"]} == {0.0, 1.0} and math.isnan(chance["E"])
-    summary = probes.best_layer_summary(probes.group_curves(sweep, "fda", {"carry 0": ["carry_0"]}), "A", "B").iloc[0]
-    assert summary.chance == chance["A"] and summary.chance_C == chance["B"]
+    assert chance["A"] == chance["B"] == 1.0 and math.isnan(chance["E"])
+    share = float((carry0 == 1).float().mean())
+    assert chance["T"] == pytest.approx(max(share, 1 - share))
+    summary = probes.best_layer_summary(probes.group_curves(sweep, "fda", {"carry 0": ["carry_0"]}), "T", "B").iloc[0]
+    assert summary.chance == chance["T"] and summary.chance_C == chance["B"]
 
 
 def test_the_reachable_threshold_uses_chance_on_C_and_the_chance_check_chance_on_M():

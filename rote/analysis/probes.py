@@ -128,12 +128,13 @@ def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[i
     return LinearProbes(mean, std, W.detach(), b.detach() + mask)
 
 
-def chance_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tensor) -> float:
-    """Accuracy on ``eval_labels`` of always answering the most frequent training label."""
-    if len(eval_labels) == 0 or len(train_labels) == 0:
+def chance_accuracy(labels: torch.Tensor) -> float:
+    """The majority-class share of ``labels``: chance on the examples an accuracy is measured on (protocol
+    8.6: C's for the reachable check, M's for the check on M; 8.5: NaN on an empty set). Never 0 on a
+    non-empty set, so 5 x chance is a threshold a probe can fail."""
+    if len(labels) == 0:
         return math.nan
-    majority = torch.bincount(train_labels.long()).argmax()
-    return (eval_labels == majority).float().mean().item()
+    return (torch.unique(labels, return_counts=True)[1].max() / len(labels)).item()
 
 
 def probe_training_set(train: Examples, max_train: int, seed: int) -> Examples:
@@ -303,17 +304,16 @@ def sweep_probes(model: HookedTransformer, data: TaskData, train: Examples, sets
                 target = set_t[s][name]
                 mask = _evaluation_mask(target, ex)
                 reads[name, p, s] = (preds[k * n_layers:(k + 1) * n_layers] == target.labels[None], mask,
-                                     chance_accuracy(train_t[name].labels, target.labels[mask]),
+                                     chance_accuracy(target.labels[mask]),
                                      p == train_t[name].position)
     for jname, members in joint.items():
-        train_key = _joint_key([train_t[m] for m in members])
         for s in sets:
             own = [reads.get((m, train_t[m].position, s)) for m in members]
             if None in own:
                 continue
             hits, mask = torch.stack([o[0] for o in own]).all(0), torch.stack([o[1] for o in own]).all(0)
             key = _joint_key([set_t[s][m] for m in members])
-            reads[jname, -1, s] = (hits, mask, chance_accuracy(train_key, key[mask]), True)
+            reads[jname, -1, s] = (hits, mask, chance_accuracy(key[mask]), True)
     return ProbeSweep(_sweep_rows(reads, n_layers),
                       {k: (h.numpy().astype(bool), m.numpy().astype(bool)) for k, (h, m, _, _) in reads.items()})
 
@@ -541,7 +541,7 @@ def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_n
     """The layers after the embedding (1..L, the last layer included: protocol 8.6, the layers C2's probes
     read) at which the probe reads ``group`` on ``set_name`` at least ``min_over_chance`` times its
     chance level on that set: where the model holds the result (C3 and C4 erase there). Layer 0, the
-    embedding, holds the input tokens, not a computed result."""
+    embedding, holds the input tokens, not a computed result: erasing there removes the input."""
     part = curves[(curves.group == group) & (curves.set == set_name)]
     ok = part[(part.layer > 0) & (part.accuracy > 0) & (part.accuracy >= min_over_chance * part.chance)]
     return sorted(int(l) for l in ok.layer)
