@@ -12,7 +12,7 @@ import pytest
 
 from rote import plan, verdicts
 from rote.analysis import curves, intervals
-from rote.chapters import c1
+from rote.chapters import c1, x1
 from rote.tasks import build_task
 
 NAN = math.nan
@@ -110,3 +110,85 @@ def test_the_chapter_hands_each_unit_its_sample_sizes():
         m, gen = result.metrics[u], _by(result.checks[u], "c1.gen")
         assert (m.n_test, m.n_noisy) == (u.noisy.data.n_test, round(u.noisy.data.noise_ratio * u.noisy.data.n_train))
         assert m.clean_n_test == u.clean.data.n_test and gen.method == "wilson"
+
+
+# -- 8.6: X1 compares like every other claim; section 11 for X1 ---------------------------------------
+def _rows(costs, mems=None, sizes=True, widths=(16, 32, 64)):
+    """One seed's width table: the twin ends at gen 0.99, the noisy run at 0.99 - cost."""
+    mems = mems or [0.97] * len(costs)
+    rows = pd.DataFrame({"width": widths, "seed": 0, "gen_twin": 0.99, "gen_noisy": [0.99 - c for c in costs],
+                         "cost": costs, "mem": mems})
+    return rows.assign(n_test=1000, n_test_twin=1000, n_noisy=500) if sizes else rows
+
+
+def test_x1_a_nan_cost_is_unresolved_never_a_fail():
+    _, checks = verdicts.x1.checks(_rows([0.1, 0.04, NAN]))
+    largest, rising = _by(checks, "x1.cost_largest"), _by(checks, "x1.not_rising")
+    # before 8.6: round(nan) <= 0.05 is False, and so was the step 32 -> 64: both failed
+    assert largest.passed is None and "the gen cost at width 64 is missing" in largest.reason
+    assert rising.passed is None and "the gen cost at width 64 is missing" in rising.reason
+    assert rising.value == pytest.approx(-0.06) and largest.margin is None
+    assert verdicts.seed_verdict(checks, "registered") == "unresolved"
+    # a rise between two widths that have their cost still fails, whatever the missing one
+    _, checks = verdicts.x1.checks(_rows([0.0, 0.1, NAN]))
+    assert _by(checks, "x1.not_rising").passed is False and _by(checks, "x1.cost_largest").passed is None
+    # a NaN final mem: that width is unresolved with the reason, and so are the checks that need it
+    _, checks = verdicts.x1.checks(_rows([0.1, 0.05, 0.04], mems=[0.97, 0.97, NAN]))
+    mem = _by(checks, "x1.mem.w64")
+    assert mem.passed is None and "final mem at width 64 is missing" in mem.reason
+    assert "final mem at the largest width (64) is missing" in _by(checks, "x1.cost_largest").reason
+    assert _by(checks, "x1.not_rising").passed is None
+
+
+def test_x1_a_nan_in_the_noisy_runs_last_evaluations_leaves_the_seed_unresolved():
+    g = x1.grid("smoke", seeds=[0])
+    metrics = {}
+    for u in g.width_units + g.ratio_units:
+        if u.noisy.key in metrics:  # a ratio unit that is a width unit too
+            continue
+        gen = np.r_[np.linspace(0, 0.99, 25), [0.95] * 5]
+        if u.noisy.model.d_model == g.widths[-1]:
+            gen[-2] = NAN  # one of the largest width's last 5 evaluations has no gen
+        metrics[u.noisy.key] = pd.DataFrame({"step": np.arange(30) * 10, "gen": gen, "mem": 0.97, "rec": 0.0,
+                                             "fit": 1.0})
+        metrics[u.clean.key] = pd.DataFrame({"step": np.arange(30) * 10, "gen": 0.97, "mem": NAN, "rec": NAN,
+                                             "fit": 1.0})
+    study = x1.study(g, metrics)
+    (rec,) = study.records()
+    checks = rec.per_seed[0]["checks"]
+    assert verdicts.find(checks, "x1.cost_largest")["passed"] is None  # before 8.6: a cost of 0.02, a pass
+    assert "noisy run has no final gen" in verdicts.find(checks, "x1.cost_largest")["reason"]
+    assert rec.verdict_registered == "unresolved (1 seed)"
+    assert "missing (a NaN among the last 5 evaluations)" in study.cost_sentence()
+    row = rec.per_seed[0]["metrics"]["by_width"][str(g.widths[0])]
+    assert (row["n_test"], row["n_test_twin"], row["n_noisy"]) == (
+        g.width_units[0].noisy.data.n_test, g.width_units[0].clean.data.n_test,
+        curves.sample_sizes(g.width_units[0].noisy).n_noisy)
+    mem = verdicts.find(checks, f"x1.mem.w{g.widths[0]}")
+    assert mem["method"] == "wilson" and mem["margin"] == pytest.approx(0.97 - 0.9)
+
+
+def test_x1_margins_and_intervals():
+    _, checks = verdicts.x1.checks(_rows([0.1, 0.06, 0.04]))
+    mem, largest, rising = _by(checks, "x1.mem.w16"), _by(checks, "x1.cost_largest"), _by(checks, "x1.not_rising")
+    expected = intervals.wilson(0.97 * 500, 500)
+    assert mem.method == "wilson" and mem.interval == pytest.approx((expected.low, expected.high))
+    assert mem.margin == pytest.approx(0.07) and mem.passed is True
+    expected = intervals.newcombe(0.99 * 1000, 1000, 0.95 * 1000, 1000)  # twin gen - noisy gen
+    assert largest.method == "newcombe" and largest.interval == pytest.approx((expected.low, expected.high))
+    assert largest.margin == pytest.approx(0.05 - 0.04) and largest.passed is True and largest.near is True
+    assert rising.value == pytest.approx(-0.02) and rising.margin == pytest.approx(0.04)
+    low, high = rising.interval  # the rise 32 -> 64 (the largest): four shares, wider than either cost alone
+    assert rising.method == "newcombe" and low < -0.02 < high
+    assert high - low > largest.interval[1] - largest.interval[0]
+    # two shares: the same construction gives Newcombe's interval exactly
+    same = verdicts.x1._rise_interval({"gen_twin": 0.5, "gen_noisy": 0.5, "n_test": 10 ** 9, "n_test_twin": 10 ** 9},
+                                      {"gen_twin": 0.9, "gen_noisy": 0.8, "n_test": 100, "n_test_twin": 200})
+    exact = intervals.newcombe(0.9 * 200, 200, 0.8 * 100, 100)
+    assert same.low == pytest.approx(exact.low, abs=1e-4) and same.high == pytest.approx(exact.high, abs=1e-4)
+    # a cost of exactly the margin passes with margin 0 (X1 compares <= at 1e-9), as before
+    _, checks = verdicts.x1.checks(_rows([0.07, 0.05, 0.05]))
+    assert _by(checks, "x1.cost_largest").passed is True and _by(checks, "x1.not_rising").passed is True
+    # without sample sizes: margins only
+    _, checks = verdicts.x1.checks(_rows([0.1, 0.06, 0.04], sizes=False))
+    assert all(c.interval is None and c.margin is not None for c in checks)
