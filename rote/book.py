@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
@@ -566,7 +567,10 @@ class ChapterJob:
     """One chapter execution of a build: the chapter, its resolved parameters, where its records go
     (``results``: a ``$ROTE_RESULTS`` of its own, e.g. a stability change's; None: the book's), a label
     for the log, whether it waits for every other job (the scorecard), and what runs first in this
-    process (``before``: e.g. the stability entries the scorecard shows)."""
+    process (``before``: e.g. the stability entries the scorecard shows). ``waits``: it starts once every
+    earlier job has ended, like ``last``, and later jobs follow it (a stability change's chapters, after
+    the default records they are compared with); ``after``: what runs in this process with its result
+    (e.g. noting a failed stability chapter)."""
 
     name: str
     params: dict
@@ -574,6 +578,8 @@ class ChapterJob:
     label: str = ""
     last: bool = False
     before: Callable[[], None] | None = None
+    waits: bool = False
+    after: Callable[[ChapterResult], None] | None = None
 
 
 def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
@@ -610,7 +616,7 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                     if stop.is_set() or state["next"] >= len(jobs):
                         return
                     job = jobs[state["next"]]
-                    waiting_on_others = job.last and state["running"] > 0
+                    waiting_on_others = (job.last or job.waits) and state["running"] > 0
                     if not waiting_on_others and state["running"] < min(capacity, slots()):
                         index = state["next"]
                         state["next"] += 1
@@ -628,6 +634,8 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                       flush=True)
             except Exception as err:  # a job that cannot start is a failed chapter, never a silent one
                 result = ChapterResult(job.name, False, 0.0, Path(), Path(), f"{type(err).__name__}: {err}")
+            if job.after is not None:
+                job.after(result)
             with cond:
                 results[index] = result
                 state["running"] -= 1
@@ -696,13 +704,15 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
         why_not = stab.precision_not_run()
         if why_not:  # said before anything trains
             print(f"[rote] stability: {why_not}", file=sys.stderr, flush=True)
-        extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not)
+        failed: dict = {}  # the stability chapters that failed: their change is not run (8.6)
+        extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not,
+                                                   failed=failed)
         planned = {c.key for c in configs}
         configs += [c for c in extra_configs if c.key not in planned]
         params = resolved.get("scorecard") or resolve_parameters("scorecard", profile, {})
         # the scorecard last, after the entries it shows are written (also when it was not selected)
         jobs = [j for j in jobs if not j.last] + extra_jobs + [ChapterJob(
-            "scorecard", params, last=True, before=lambda: write_stability(profile, seed_values, why_not))]
+            "scorecard", params, last=True, before=lambda: write_stability(profile, seed_values, why_not, failed))]
     # The chapters execute in book order, each in a process of its own, as many at once as training
     # leaves cores free (a run a chapter loads that is still training, it waits for under that run's
     # lock), so no core idles; the scorecard last. The records and pages are the same as executing
@@ -764,14 +774,18 @@ def stability_root(change: str) -> Path:
     return claims.results_root() / "stability" / change
 
 
-def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[int], precision: bool = True):
+def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[int], precision: bool = True,
+                   failed: dict | None = None):
     """The runs and chapter executions of the two changes of protocol 10 for the selected claim chapters
     (C1-C5): each task's runs in the other precision (seeds ``seeds``; a chapter executed once per task,
     ``tasks`` that task alone, ``precision`` its other one), unless ``precision`` is False; and seeds 3
-    and 4 in the default precision. Their records go to :func:`stability_root`."""
+    and 4 in the default precision. Their records go to :func:`stability_root`. The first of them starts
+    once every earlier job (the default chapters) has ended: a perturbed record counts only when it is
+    later than the default one (8.6). Each that fails is noted in ``failed`` (:func:`stability_failure`)."""
     from . import stability as stab
 
     configs, jobs = [], []
+    claim_of = {chapter: claim for claim, chapter in CLAIM_CHAPTERS.items()}
     for name in [n for n in names if n in CLAIM_CHAPTERS.values()]:
         params = resolved[name]
         tasks = params.get("tasks") or _literal(notebook_parameters(chapter_path(name)).get("tasks")) or list(TASKS)
@@ -781,21 +795,43 @@ def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[i
                 p = {**params, "tasks": [task], "overrides": {**params.get("overrides", {}), "precision": other}}
                 if "seeds" not in p:
                     p["seeds"] = list(seeds)
-                jobs.append(ChapterJob(name, p, stability_root("precision"), label=f"stability: {task} in {other}"))
+                jobs.append(ChapterJob(name, p, stability_root("precision"), label=f"stability: {task} in {other}",
+                                       after=_note_failure(failed, ("precision", claim_of[name], task))))
                 configs += book_plan(profile, [name], {"tasks": [task], "precision": other}, seeds)
         p = {**params, "seeds": list(stab.EXTRA_SEEDS)}
-        jobs.append(ChapterJob(name, p, stability_root("seeds"), label="stability: seeds 3, 4"))
+        jobs.append(ChapterJob(name, p, stability_root("seeds"), label="stability: seeds 3, 4",
+                               after=_note_failure(failed, ("seeds", claim_of[name], None))))
         configs += book_plan(profile, [name], {}, list(stab.EXTRA_SEEDS))
+    if jobs:
+        jobs[0] = dataclasses.replace(jobs[0], waits=True)
     unique: dict[str, object] = {}
     for c in configs:
         unique.setdefault(c.key, c)
     return list(unique.values()), jobs
 
 
-def write_stability(profile: str, seeds: list[int], precision_why_not: str = "") -> int:
+def _note_failure(failed: dict | None, key: tuple) -> Callable[[ChapterResult], None] | None:
+    """A stability job's ``after``: note a failed chapter's error in ``failed`` under ``key`` (change, claim,
+    task; task None for the seeds change, whose chapter runs every task at once)."""
+    if failed is None:
+        return None
+    return lambda result: None if result.ok else failed.setdefault(key, result.error or "it failed")
+
+
+def stability_failure(failed: dict | None, change: str, claim: str, task: str) -> str:
+    """Why ``change`` is not run for a row of ``claim`` on ``task`` whose chapter failed in this build ("" where
+    it did not)."""
+    error = (failed or {}).get((change, claim, task if change == "precision" else None))
+    return f"its chapter failed in this build ({error}), so no {change} record of this build exists" if error else ""
+
+
+def write_stability(profile: str, seeds: list[int], precision_why_not: str = "", failed: dict | None = None) -> int:
     """Compute each default record's stability entry (:func:`rote.stability.stability`) from the records
     of the two changes and store it beside the record (:func:`rote.claims.save_stability`); the records
-    themselves are not touched. X1's stability is ``not run``. Returns the number of entries written."""
+    themselves are not touched. X1's stability is ``not run``. A change whose chapter failed in the build
+    (``failed``, :func:`stability_jobs`) is ``not run`` on its rows, whatever records its folder holds; a
+    record there counts only where it compares like with like (:func:`rote.stability.refusal`, 8.6).
+    Returns the number of entries written."""
     from . import stability as stab
 
     twins = {(r.claim, r.task, r.condition): r for r in claims.load_all(profile, stability_root("precision"), seeds)
@@ -811,7 +847,9 @@ def write_stability(profile: str, seeds: list[int], precision_why_not: str = "")
             entry = stab.Stability(stab.NOT_RUN, "X1's grid is not part of the stability build (protocol 10 "
                                    "recomputes C1-C5's rows)", {})
         else:
-            entry = stab.stability(rec, twins.get(key), extra.get(key), precision_why_not)
+            entry = stab.stability(rec, twins.get(key), extra.get(key),
+                                   precision_why_not or stability_failure(failed, "precision", rec.claim, rec.task),
+                                   stability_failure(failed, "seeds", rec.claim, rec.task))
         claims.save_stability(rec, entry.to_dict())
         written += 1
     print(f"[rote] stability: {written} entries written", file=sys.stderr, flush=True)

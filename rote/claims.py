@@ -15,6 +15,8 @@ seeds (``-p seeds 7``, ``--seeds 1``) lies beside it, ``...seeds-7.json``, never
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import os
@@ -152,6 +154,10 @@ class ClaimRecord:
     anchor: str = VERDICT_ANCHOR
     created: float = 0.0
     reason: str = ""
+    # The fingerprint of the library that computed the record (:func:`library_code`, stamped by :func:`save`;
+    # "" where not recorded: a record from before 8.6). Protocol 10 (8.6) compares a perturbed record with the
+    # default one only when the same code computed both.
+    code: str = ""
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
@@ -255,13 +261,29 @@ def _stored_paths(root: Path, profile: str, claim: str, task: str, condition: st
                               if not p.name.endswith(".stability.json"))
 
 
+@functools.lru_cache(maxsize=None)
+def library_code() -> str:
+    """The fingerprint of the library that computes records: a hash of every module of the ``rote`` package
+    (path and bytes), taken once per process, the first time a record is saved. A record stores it
+    (``code``, :func:`save`), so that protocol 10's stability compares a perturbed record with the default
+    one only where the same code computed both (8.6). The bytes, not the normalized sources of
+    :func:`rote.config.fingerprint_sources`: 20 ms instead of a second per chapter, at the price of
+    counting an edited comment as other code (a stability build recomputes both sides anyway)."""
+    package = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def save(rec: ClaimRecord, root: Path | None = None) -> Path:
     """Store a record under the seeds it came from (:func:`record_path`); the record of other seeds
-    never replaces the protocol seeds' one."""
+    never replaces the protocol seeds' one. A record without ``code`` is stored with this process's
+    :func:`library_code` (the code that computed it)."""
     path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_plain(asdict(rec)), indent=2))
+    tmp.write_text(json.dumps(_plain({**asdict(rec), "code": rec.code or library_code()}), indent=2))
     os.replace(tmp, path)
     return path
 

@@ -12,6 +12,12 @@ never a verdict: nothing here changes a record's verdicts.
 
 Everything here is a pure function of records (:class:`rote.claims.ClaimRecord` or their dicts); the
 records of the perturbed runs come from the same chapter code, run on those runs.
+
+**Like with like** (8.6): a perturbed record counts only when the same code computed it (its ``code``,
+:func:`rote.claims.library_code`, is the default record's) after the default record (its ``created`` is
+later), and, for the precision change, only from runs whose precision differs from the default's on
+every seed (each seed result's ``precision``). Else that change is ``not run``, with the reason
+(:func:`refusal`); so is a change whose chapter failed in the build (:func:`stability`'s reasons).
 """
 
 from __future__ import annotations
@@ -83,10 +89,39 @@ def _outcome(check: dict) -> str:
     return OUTCOME_WORDS[check.get("passed")]
 
 
+def refusal(default, perturbed, change: str) -> str:
+    """Why the ``change`` record ``perturbed`` cannot be compared with ``default`` (protocol 10, 8.6), or ""
+    where it can: another code computed it (or either record does not say which), it is not later than the
+    default record, or (``change`` "precision") a seed's runs were trained in the default's precision."""
+    if perturbed is None or not _get(perturbed, "per_seed"):
+        return ""  # nothing to refuse: the change's own reason says it is not trained
+    mine, theirs = _get(default, "code") or "", _get(perturbed, "code") or ""
+    if not mine or not theirs:
+        which = "the default record" if not mine else f"the {change} record"
+        return f"{which} does not name the code that computed it (a record from before 8.6): rerun its chapter"
+    if mine != theirs:
+        return (f"the {change} record was computed by other code ({theirs}) than the default record ({mine}): "
+                "rerun the stability build")
+    if not float(_get(perturbed, "created") or 0) > float(_get(default, "created") or 0):
+        return (f"the {change} record is not later than the default record (the default was recomputed after it): "
+                "rerun the stability build")
+    if change == "precision":
+        default_seeds = {s["seed"]: s.get("precision") for s in _get(default, "per_seed")}
+        same = [seed for seed in sorted(default_seeds) for s in _get(perturbed, "per_seed")
+                if s["seed"] == seed and (s.get("precision") is None or s.get("precision") == default_seeds[seed])]
+        if same:
+            return (f"the runs of seed{'s' if len(same) > 1 else ''} {', '.join(map(str, same))} in the precision "
+                    "record are not in another precision than the default's")
+    return ""
+
+
 def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
     """The row under the precision change: ``twin`` is the record of the same claim, task, condition
     and seeds computed on the runs trained in the other precision (None: not run, ``reason_not_run``
-    says why). Moved: per seed, every check id whose outcome differs, with its values."""
+    says why; a ``reason_not_run`` makes it not run whatever ``twin`` holds). Moved: per seed, every check id
+    whose outcome differs, with its values."""
+    if reason_not_run:
+        return ChangeResult("precision", "not run", None, reason_not_run)
     if twin is None or not _get(twin, "per_seed"):
         return ChangeResult("precision", "not run", None, reason_not_run or "the runs in the other precision are not trained")
     default_seeds = {s["seed"]: s for s in _get(default, "per_seed")}
@@ -109,13 +144,15 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
     return ChangeResult("precision", verdict, changed, reason, moved)
 
 
-def seeds_change(default, extra) -> ChangeResult:
+def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
     """The row under the seeds change: ``extra`` is the record of the same claim, task and condition on
     seeds 3 and 4 (default precision; None: not run). The 5-seed verdict aggregates the default record's
     per-seed verdicts with the extra seeds' by the rule of 8.1 (each seed's checks are its own: a seed's
     verdict does not depend on the other seeds). Moved: each extra seed whose verdict is not the default
     verdict's word for every seed (pass for holds, fail for fails, unresolved for unresolved), with the
-    checks that decided it."""
+    checks that decided it. ``reason_not_run``: why the change is not run although ``extra`` may exist."""
+    if reason_not_run:
+        return ChangeResult("seeds", "not run", None, reason_not_run)
     if extra is None or not _get(extra, "per_seed"):
         return ChangeResult("seeds", "not run", None, f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
     base = list(_get(default, "per_seed"))
@@ -141,10 +178,15 @@ def seeds_change(default, extra) -> ChangeResult:
     return ChangeResult("seeds", verdict, changed, reason, moved)
 
 
-def stability(default, twin=None, extra=None, precision_not_run: str = "") -> Stability:
+def stability(default, twin=None, extra=None, precision_not_run: str = "", seeds_not_run: str = "") -> Stability:
     """The stability entry of a default record (protocol 10) from its precision twin's record and its
-    extra seeds' record (either None: that change not run)."""
-    changes = {"precision": precision_change(default, twin, precision_not_run), "seeds": seeds_change(default, extra)}
+    extra seeds' record (either None: that change not run). A change is ``not run`` with its reason where
+    ``precision_not_run`` / ``seeds_not_run`` says so (no native bf16; its chapter failed in the build), or
+    where its record does not compare like with like (:func:`refusal`, 8.6)."""
+    why_precision = precision_not_run or refusal(default, twin, "precision")
+    why_seeds = seeds_not_run or refusal(default, extra, "seeds")
+    changes = {"precision": precision_change(default, twin, why_precision),
+               "seeds": seeds_change(default, extra, why_seeds)}
     moved = [c for c in changes.values() if c.moved_verdict]
     not_run = [c for c in changes.values() if c.moved_verdict is None]
     if moved:

@@ -87,7 +87,8 @@ def test_c1_metrics_are_stored_as_the_dict_records_held():
     stored = verdicts.seed_result(SimpleNamespace(task="thr", condition="-", seed=0), metrics, checks, [])["metrics"]
     assert list(stored) == ["t_gen", "t_mem", "t_gen_interpolated", "t_mem_interpolated", "eval_every", "last_gen",
                             "last_mem", "last_clean_gen", "final_gen", "final_mem", "final_rec", "final_fit",
-                            "clean_final_gen", "gen_cost", "rec_peak_before_t_mem", "gen_at_t_mem", "steps"]
+                            "clean_final_gen", "gen_cost", "rec_peak_before_t_mem", "gen_at_t_mem", "steps",
+                            "n_test", "n_noisy", "clean_n_test"]  # section 11: the sample sizes, after the rest
     assert stored["t_gen"] == 50 and stored["steps"] == 450 and stored["final_gen"] == metrics.final_gen
     with pytest.raises(ValueError, match="eval_every"):
         metrics.__class__(**{**stored, "eval_every": 0})

@@ -6,6 +6,7 @@ mean of the last :data:`FINAL_WINDOW` evaluations, amendment 7.1). Intervals of 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -47,5 +48,38 @@ def never_evaluated(metrics: pd.DataFrame, column: str) -> str:
 
 
 def final(metrics: pd.DataFrame, column: str, window: int = FINAL_WINDOW) -> float:
-    """Mean of ``column`` over the last ``window`` evaluations (1: the last evaluation)."""
-    return float(metrics[column].iloc[-window:].mean())
+    """Mean of ``column`` over the last ``window`` evaluations (1: the last evaluation). Missing (NaN)
+    where the table has no evaluation or a NaN lies anywhere in the window (protocol 8.6: a NaN among a
+    curve's last 5 evaluations makes "final" missing, not the mean of the others)."""
+    values = metrics[column].iloc[-window:].to_numpy(float)
+    if not values.size or np.isnan(values).any():
+        return math.nan
+    return float(values.mean())
+
+
+def missing_in_window(metrics: pd.DataFrame, column: str, window: int = FINAL_WINDOW) -> int:
+    """How many of the last ``window`` evaluations have no ``column`` value (``window`` where the table has
+    no evaluation or no such column): :func:`final` is missing when this is not 0."""
+    if column not in metrics or not len(metrics):
+        return window
+    return int(np.isnan(metrics[column].iloc[-window:].to_numpy(float)).sum())
+
+
+@dataclass(frozen=True)
+class SampleSizes:
+    """How many examples a run's shares are measured on (:func:`rote.train.evaluate`): ``n_test`` for gen,
+    ``n_noisy`` (the noisy training examples) for mem and rec. Section 11's Wilson and Newcombe intervals
+    read them."""
+
+    n_test: int
+    n_noisy: int
+
+
+def sample_sizes(config) -> SampleSizes:
+    """The sample sizes of a run (:class:`rote.config.RunConfig`), from its configuration: the test split
+    holds exactly ``n_test`` examples and the noise exactly ``round(noise_ratio x n_train)`` training
+    examples (:func:`rote.tasks.base.choose_noisy`; THR's training examples are its two-hop facts).
+    Read off the configuration, so that no task is generated for it (a test pins it to the data)."""
+    data = config.data
+    n_train = data.n_train_two_hop if config.task == "thr" else data.n_train
+    return SampleSizes(int(data.n_test), int(round(data.noise_ratio * n_train)))

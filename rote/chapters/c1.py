@@ -7,7 +7,7 @@ only caller of :mod:`rote.verdicts.c1`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -59,9 +59,11 @@ def load(profile: str, tasks, seeds, overrides) -> Build:
 
 
 def learning_curves(build: Build) -> C1Sections:
-    """What the learning-curves section measures on: every unit's metric tables, noisy run and twin."""
+    """What the learning-curves section measures on: every unit's metric tables, noisy run and twin, and
+    how many examples their shares are measured on (section 11's intervals)."""
     return C1Sections(noisy_curves={u: build.runs[u].metrics for u in build.units},
-                      clean_curves={u: build.twins[u].metrics for u in build.units})
+                      clean_curves={u: build.twins[u].metrics for u in build.units},
+                      sizes={u: (curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)) for u in build.units})
 
 
 def curves_figure(build: Build, result: ClaimResult):
@@ -146,10 +148,12 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 @dataclass(frozen=True)
 class C1Sections:
     """What C1's checks read from the chapter's sections (:func:`learning_curves`): per unit, the metric
-    table (one row per evaluation) of its noisy run and of its noise-free twin."""
+    table (one row per evaluation) of its noisy run and of its noise-free twin, and the sample sizes of
+    both (:func:`rote.analysis.curves.sample_sizes`; a unit without them has margins and no intervals)."""
 
     noisy_curves: dict  # unit -> the noisy run's metric table
     clean_curves: dict  # unit -> the noise-free twin's metric table
+    sizes: dict = field(default_factory=dict)  # unit -> (the noisy run's SampleSizes, the twin's)
 
     def __post_init__(self):
         if set(self.noisy_curves) != set(self.clean_curves):
@@ -158,7 +162,7 @@ class C1Sections:
 
 def evaluate(build: Build, sections: C1Sections) -> ClaimResult:
     """C1 on every unit's learning curves (:func:`rote.verdicts.c1.checks`): its metrics and checks."""
-    judged = {u: verdicts.c1.checks(sections.noisy_curves[u], sections.clean_curves[u], u.noisy.train.eval_every)
-              for u in build.units}
+    judged = {u: verdicts.c1.checks(sections.noisy_curves[u], sections.clean_curves[u], u.noisy.train.eval_every,
+                                    *sections.sizes.get(u, (None, None))) for u in build.units}
     return ClaimResult("C1", metrics={u: m for u, (m, _) in judged.items()},
                        checks={u: checks for u, (_, checks) in judged.items()})

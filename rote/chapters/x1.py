@@ -184,6 +184,16 @@ def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
             "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
 
 
+SIZE_COLUMNS = ("n_test", "n_test_twin", "n_noisy")  # section 11: what the checks' intervals read
+
+
+def sample_sizes(u: Unit) -> dict:
+    """How many examples a unit's shares are measured on (section 11, :func:`rote.analysis.curves.sample_sizes`):
+    the noisy run's test set (``n_test``) and noisy training examples (``n_noisy``), the twin's test set."""
+    noisy, twin = curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)
+    return dict(zip(SIZE_COLUMNS, (noisy.n_test, twin.n_test, noisy.n_noisy)))
+
+
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
 @dataclass
 class Study:
@@ -306,16 +316,21 @@ class Study:
         else:
             trend = "The cost " + "; ".join(f"{t} on seed {s}" for s, t in trends.items()) + "."
         largest = self.widths[self.widths.width == self.grid.widths[-1]]
-        within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in largest["cost"]))
-        n, margin = len(largest), f"the margin of {th['cost_largest_max']:g}"
+        known = largest["cost"].dropna()  # 8.6: a cost that is missing is neither within the margin nor above it
+        within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in known))
+        n, margin = len(known), f"the margin of {th['cost_largest_max']:g}"
         every = " on every seed" if n > 1 else ""
         end = (f"within {margin}{every}" if within == n else f"above {margin}{every}" if within == 0
                else f"within {margin} on {within} of {n} seeds")
-        if n < len(self.grid.seeds):
+        if len(largest) < len(self.grid.seeds):
             end = (f"{end.replace(every, '')} on the {n} of {len(self.grid.seeds)} seeds trained at width "
                    f"{self.grid.widths[-1]}" if n else f"not known: width {self.grid.widths[-1]} is {NOT_TRAINED}")
+        if n < len(largest):
+            end = (f"{end}, and missing on {len(largest) - n} seed{'s' if len(largest) - n > 1 else ''} (a NaN among "
+                   "the last 5 evaluations)" if n else "missing (a NaN among the last 5 evaluations)")
         idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
-                self.widths.loc[~self.widths.memorizes, ["width", "seed", "mem"]].itertuples(index=False)]
+                self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
+                .itertuples(index=False)]
         unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
                       f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
         return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
@@ -439,9 +454,10 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
     noise ratio) whose noisy run or twin is missing is left out of that seed's rows, and its checks are
     unresolved ("not trained")."""
     have = [u for u in g.width_units if u.noisy.key in metrics and u.clean.key in metrics]
-    rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key])}
-            for u in have]
-    columns = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem", "peak_gen_before_t_mem"]
+    rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key]),
+             **sample_sizes(u)} for u in have]
+    columns = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem", "peak_gen_before_t_mem",
+               *SIZE_COLUMNS]
     widths = pd.DataFrame(rows, columns=columns).sort_values(["width", "seed"]).reset_index(drop=True)
     ratios = pd.DataFrame([{"noise_ratio": u.noisy.data.noise_ratio, "seed": u.seed, "width": u.noisy.model.d_model,
                             **{k: v for k, v in measure(metrics[u.noisy.key], metrics[u.clean.key]).items()

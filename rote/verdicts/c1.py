@@ -10,7 +10,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..claims import THRESHOLDS
-from ..analysis.curves import FINAL_WINDOW, never_evaluated, crossing, final, first_evaluated, interpolate
+from ..analysis.curves import (FINAL_WINDOW, SampleSizes, crossing, final, first_evaluated, interpolate,
+                               missing_in_window, never_evaluated)
+from ..analysis.intervals import Interval, newcombe, wilson
 from .core import Check, CheckLabel, at_least, supersede
 
 
@@ -18,8 +20,8 @@ from .core import Check, CheckLabel, at_least, supersede
 class C1Metrics:
     """One unit's C1 numbers, read off the metric tables of its noisy run and its noise-free twin (the
     record stores them as a dict, per_seed[i]["metrics"], in this order). Steps are training steps; a
-    crossing that never happens is None; "final" is the mean of the last 5 evaluations (7.1), "last"
-    the last evaluation (section 5)."""
+    crossing that never happens is None; "final" is the mean of the last 5 evaluations (7.1; missing
+    where one of them is, 8.6), "last" the last evaluation (section 5)."""
 
     t_gen: int | None  # first evaluated step with gen >= t_gen_level (section 5)
     t_mem: int | None  # first evaluated step with mem >= t_mem_level (section 5)
@@ -38,6 +40,11 @@ class C1Metrics:
     rec_peak_before_t_mem: float  # the highest rec up to the interpolated t_mem (the whole run if none)
     gen_at_t_mem: float  # gen interpolated at t_mem_interpolated (NaN if none)
     steps: int  # the noisy run's last evaluated step
+    # section 11: the examples the shares are measured on (None: not given, no interval): the noisy run's
+    # test set (gen) and noisy training examples (mem, rec), and the noise-free twin's test set
+    n_test: int | None = None
+    n_noisy: int | None = None
+    clean_n_test: int | None = None
 
     def __post_init__(self):
         if self.eval_every <= 0:
@@ -48,18 +55,28 @@ class C1Metrics:
                 raise ValueError(f"{name} must be None or a step of the run (0 .. {self.steps}), got {step!r}")
 
 
-def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[C1Metrics, list[Check]]:
+def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
+           clean_sizes: SampleSizes | None = None) -> tuple[C1Metrics, list[Check]]:
     """C1 from the metric tables of a noisy run and its noise-free twin.
 
     Registered (section 5, now ``superseded``): first evaluated steps, strict ``t_gen < t_mem``,
     final = the last evaluation. Amended (7.1, 7.2): interpolated crossings, ``unresolved`` when
-    they are closer than one evaluation interval, final = mean of the last 5 evaluations."""
+    they are closer than one evaluation interval, final = mean of the last 5 evaluations (missing, so
+    unresolved, where one of them is: 8.6). ``sizes``, ``clean_sizes``: how many examples the noisy
+    run's and the twin's shares are measured on (:func:`rote.analysis.curves.sample_sizes`), for the
+    section-11 intervals (None: margins only)."""
+    metrics = _metrics(noisy, clean, eval_every, sizes, clean_sizes)
+    (order_registered, order), (registered, amended) = _order_checks(noisy, metrics), _final_checks(noisy, clean, metrics)
+    return metrics, [order_registered, *registered, order, *amended]
+
+
+def _metrics(noisy, clean, eval_every, sizes, clean_sizes) -> C1Metrics:
     th = THRESHOLDS["C1"]
-    t_gen, t_mem = first_evaluated(noisy, "gen", th["t_gen_level"]), first_evaluated(noisy, "mem", th["t_mem_level"])
-    x_gen, x_mem = crossing(noisy, "gen", th["t_gen_level"]), crossing(noisy, "mem", th["t_mem_level"])
+    x_mem = crossing(noisy, "mem", th["t_mem_level"])
     before_mem = noisy if x_mem is None else noisy[noisy["step"] <= x_mem]
-    metrics = C1Metrics(
-        t_gen=t_gen, t_mem=t_mem, t_gen_interpolated=x_gen, t_mem_interpolated=x_mem,
+    return C1Metrics(
+        t_gen=first_evaluated(noisy, "gen", th["t_gen_level"]), t_mem=first_evaluated(noisy, "mem", th["t_mem_level"]),
+        t_gen_interpolated=crossing(noisy, "gen", th["t_gen_level"]), t_mem_interpolated=x_mem,
         eval_every=eval_every,
         last_gen=final(noisy, "gen", 1), last_mem=final(noisy, "mem", 1),
         last_clean_gen=final(clean, "gen", 1),
@@ -69,16 +86,25 @@ def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[C
         rec_peak_before_t_mem=float(before_mem["rec"].max()) if len(before_mem) else math.nan,
         gen_at_t_mem=interpolate(noisy, "gen", x_mem),
         steps=int(noisy["step"].iloc[-1]),
+        n_test=None if sizes is None else sizes.n_test, n_noisy=None if sizes is None else sizes.n_noisy,
+        clean_n_test=None if clean_sizes is None else clean_sizes.n_test,
     )
+
+
+def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
+    """The ordering part: section 5's first evaluated steps (superseded) and 7.2's interpolated crossings.
+    Section 11: a crossing has no sample of examples, so its checks carry a margin only (the amended one
+    passes when the gap reaches one evaluation interval: margin = gap - eval_every)."""
+    th = THRESHOLDS["C1"]
+    t_gen, t_mem, x_gen, x_mem, eval_every = m.t_gen, m.t_mem, m.t_gen_interpolated, m.t_mem_interpolated, m.eval_every
     registered_order = t_gen is not None and t_mem is not None and t_gen < t_mem
     never = {c: never_evaluated(noisy, c) for c in ("gen", "mem")}
-    lvl = {"gen": th["t_gen_level"], "mem": th["t_mem_level"]}
     # section 5: t_gen and t_mem are crossings; a run that never crosses has none (a fail by the rule:
     # "never generalized" fails C1), a run never evaluated has no value (unresolved, 8.5)
-    never_gen = (f"section 5: the noisy run never generalized (gen never reached {lvl['gen']}), so the rule cannot "
-                 "come first: a fail")
-    never_mem = (f"section 5: mem never reached {lvl['mem']}, so there is no t_mem and t_gen < t_mem does not hold: "
-                 "a fail")
+    never_gen = (f"section 5: the noisy run never generalized (gen never reached {th['t_gen_level']}), so the rule "
+                 "cannot come first: a fail")
+    never_mem = (f"section 5: mem never reached {th['t_mem_level']}, so there is no t_mem and t_gen < t_mem does not "
+                 "hold: a fail")
     if x_gen is None:
         order, gap = False, None
     elif x_mem is None:
@@ -93,38 +119,79 @@ def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int) -> tuple[C
         order_reason = never_gen
     registered_reason = never["gen"] or never["mem"] or (never_gen if t_gen is None else never_mem if t_mem is None
                                                          else "")
-    drop = th["benign_gen_drop_max"]
-
-    def last(table, column, who, window=FINAL_WINDOW):  # why a final value is missing (None: it is not)
-        if len(table) and not math.isnan(final(table, column, window)):
-            return None
-        span = "last evaluation has" if window == 1 else f"last {window} evaluations have"
-        return f"final {column} of the {who} could not be computed: its {span} no {column} value"
-
-    checks = [
-        Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded",
-              None if t_gen is None or t_mem is None else t_mem - t_gen, 0,
+    registered_gap = None if t_gen is None or t_mem is None else t_mem - t_gen
+    return (
+        Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded", registered_gap, 0,
               None if never["gen"] or never["mem"] else bool(registered_order), "ordering", section5=True,
               reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"
-                     + (f"; {registered_reason}" if registered_reason else "")),
-        supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
-                           metrics.last_mem, th["final_mem_min"], missing=last(noisy, "mem", "noisy run", 1)),
-                  "7.1: final = mean of the last 5 evaluations"),
-        supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
-                           metrics.last_gen, th["final_gen_min"], missing=last(noisy, "gen", "noisy run", 1)),
-                  "7.1: final = mean of the last 5 evaluations"),
-        supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
-                                      "benign gap"), metrics.last_gen, metrics.last_clean_gen - drop,
-                           missing=last(noisy, "gen", "noisy run", 1) or last(clean, "gen", "noise-free twin", 1)),
-                  "7.1: final = mean of the last 5 evaluations"),
+                     + (f"; {registered_reason}" if registered_reason else ""),
+              margin=None if registered_gap is None else float(registered_gap)),
         Check("c1.order", "t_gen < t_mem (interpolated; unresolved within one evaluation)", "amended", gap, eval_every,
-              order, "ordering", reason=order_reason),
-        at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), metrics.final_mem,
-                 th["final_mem_min"], missing=last(noisy, "mem", "noisy run")),
-        at_least(CheckLabel("c1.gen", "final gen (mean of last 5)", "amended", "final gen"), metrics.final_gen,
-                 th["final_gen_min"], missing=last(noisy, "gen", "noisy run")),
-        at_least(CheckLabel("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", "benign gap"),
-                 metrics.final_gen, metrics.clean_final_gen - drop,
-                 missing=last(noisy, "gen", "noisy run") or last(clean, "gen", "noise-free twin")),
+              order, "ordering", reason=order_reason, margin=None if gap is None else float(gap - eval_every)),
+    )
+
+
+def _missing(table: pd.DataFrame, column: str, who: str, window: int = FINAL_WINDOW) -> str | None:
+    """Why a final value is missing (None: it is not). 8.6: a NaN anywhere in the window makes it missing."""
+    gaps = missing_in_window(table, column, window)
+    if not gaps:
+        return None
+    if window == 1:
+        what = "its last evaluation has"
+    elif gaps >= min(window, len(table)):
+        what = f"its last {window} evaluations have"
+    else:
+        what = f"{gaps} of its last {window} evaluations {'has' if gaps == 1 else 'have'}"
+    return f"final {column} of the {who} could not be computed: {what} no {column} value"
+
+
+def _share(value: float, n: int | None) -> Interval | None:
+    """Section 11: Wilson's interval of a final share of ``n`` examples. The final value is the mean of the
+    last 5 evaluations of the same examples, not one sample of 5n: the interval treats it as one
+    evaluation's share of n examples (k = value x n)."""
+    if n is None or math.isnan(value):
+        return None
+    return wilson(value * n, n)
+
+
+def _gap(value: float, n: int | None, twin: float, twin_n: int | None) -> Interval | None:
+    """Section 11: the benign gap compares the noisy run's gen with the twin's gen - 0.05: Newcombe's interval
+    of gen - twin gen (two test sets of their own), shifted onto gen's scale (+ twin gen), so that it
+    contains the threshold exactly when the difference's interval contains -0.05. Shares as in :func:`_share`."""
+    if n is None or twin_n is None or math.isnan(value) or math.isnan(twin):
+        return None
+    diff = newcombe(value * n, n, twin * twin_n, twin_n)
+    return None if diff is None else diff.shifted(twin)
+
+
+def _final_checks(noisy: pd.DataFrame, clean: pd.DataFrame, m: C1Metrics) -> tuple[list[Check], list[Check]]:
+    """Final mem, final gen and the benign gap: section 5's last evaluation (superseded) and 7.1's mean of the
+    last 5, each with its section-11 interval (Wilson; Newcombe for the gap)."""
+    th = THRESHOLDS["C1"]
+    drop = th["benign_gen_drop_max"]
+    last, mean = "7.1: final = mean of the last 5 evaluations", FINAL_WINDOW
+    registered = [
+        supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
+                           m.last_mem, th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", 1),
+                           interval=_share(m.last_mem, m.n_noisy)), last),
+        supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
+                           m.last_gen, th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", 1),
+                           interval=_share(m.last_gen, m.n_test)), last),
+        supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
+                                      "benign gap"), m.last_gen, m.last_clean_gen - drop,
+                           missing=_missing(noisy, "gen", "noisy run", 1) or _missing(clean, "gen", "noise-free twin", 1),
+                           interval=_gap(m.last_gen, m.n_test, m.last_clean_gen, m.clean_n_test)), last),
     ]
-    return metrics, checks
+    amended = [
+        at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), m.final_mem,
+                 th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", mean),
+                 interval=_share(m.final_mem, m.n_noisy)),
+        at_least(CheckLabel("c1.gen", "final gen (mean of last 5)", "amended", "final gen"), m.final_gen,
+                 th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", mean),
+                 interval=_share(m.final_gen, m.n_test)),
+        at_least(CheckLabel("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", "benign gap"),
+                 m.final_gen, m.clean_final_gen - drop,
+                 missing=_missing(noisy, "gen", "noisy run", mean) or _missing(clean, "gen", "noise-free twin", mean),
+                 interval=_gap(m.final_gen, m.n_test, m.clean_final_gen, m.clean_n_test)),
+    ]
+    return registered, amended

@@ -14,7 +14,18 @@ amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``TH
   rises by more; else it is unresolved when a step touches a width that does not memorize.
 
 A width of the registered grid without a row was not trained: its ``x1.mem.w<width>`` check, and
-the checks that need it, are unresolved with the reason "not trained".
+the checks that need it, are unresolved with the reason "not trained". A missing value (a final mem
+or gen cost that is NaN: a NaN among its last 5 evaluations, 8.6) makes the checks that read it
+unresolved with that reason, never failed: X1's checks compare like every other claim's (8.5, 8.6).
+
+**Section 11.** Every check records its margin (signed so that a positive margin passes:
+``mem - 0.9``, ``0.05 - cost``, ``0.02 - largest rise``) and, where the rows carry their sample sizes
+(``n_noisy``; ``n_test`` and ``n_test_twin``, the noisy run's and the twin's test sets), a 95% interval:
+Wilson for a final mem, Newcombe for a gen cost (twin gen - noisy gen), and for the largest rise, a
+difference of two costs (four shares), Newcombe's hybrid score method carried to the four (the MOVER
+of Zou and Donner: the same square-root combination of each share's Wilson distance). A final share
+is the mean of the last 5 evaluations of the same examples: the interval treats it as one
+evaluation's share of n examples.
 
 Values are compared rounded to 9 decimals (:data:`DECIMALS`), so that the float error of a
 difference of accuracies (0.07 - 0.05) never decides a tie.
@@ -37,8 +48,9 @@ from typing import Iterable
 
 import pandas as pd
 
+from ..analysis.intervals import Interval, newcombe, wilson, wilson_bounds
 from ..claims import THRESHOLDS
-from .core import Check
+from .core import Check, CheckLabel, at_least, missing_reason, unresolved
 
 DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
 NOT_TRAINED = "not trained"  # a width (or run) of the registered grid without its runs
@@ -53,47 +65,151 @@ def memorizes(mem: float) -> bool:
     return not pd.isna(mem) and _rounded(mem) >= THRESHOLDS["X1"]["final_mem_min"]
 
 
+def _judge(label: CheckLabel, value, threshold: float, *, at_most: bool = False, missing: str,
+           interval: Interval | None = None) -> Check:
+    """``value >= threshold`` (``at_most``: ``value <= threshold``) compared at :data:`DECIMALS`, through
+    :func:`rote.verdicts.core.at_least`: a missing value is unresolved with ``missing``, never a fail. The
+    margin is signed so that a positive one passes (``threshold - value`` for ``at_most``, which core has no
+    comparison for)."""
+    check = at_least(label, value, threshold, missing=missing, interval=interval)
+    if check.passed is None:
+        return check
+    v, t = _rounded(check.value), check.threshold
+    return check.replace(passed=v <= t if at_most else v >= t, margin=t - check.value if at_most else check.margin)
+
+
+def _size(row: dict, name: str) -> int | None:
+    n = row.get(name)
+    return None if n is None or pd.isna(n) or not n else int(n)
+
+
+def _mem_interval(row: dict) -> Interval | None:
+    """Wilson's interval of a final mem (``n_noisy`` examples; module docstring)."""
+    n = _size(row, "n_noisy")
+    return None if n is None or pd.isna(row.get("mem")) else wilson(float(row["mem"]) * n, n)
+
+
+def _shares(row: dict) -> tuple[tuple[float, int], tuple[float, int]] | None:
+    """((twin gen, its n), (noisy gen, its n)), or None where a number is missing."""
+    n_twin, n_noisy = _size(row, "n_test_twin"), _size(row, "n_test")
+    twin, noisy = row.get("gen_twin"), row.get("gen_noisy")
+    if n_twin is None or n_noisy is None or twin is None or noisy is None or pd.isna(twin) or pd.isna(noisy):
+        return None
+    return (float(twin), n_twin), (float(noisy), n_noisy)
+
+
+def _cost_interval(row: dict) -> Interval | None:
+    """Newcombe's interval of a gen cost, twin gen - noisy gen (two test sets of their own)."""
+    shares = _shares(row)
+    if shares is None:
+        return None
+    (twin, n_twin), (noisy, n_noisy) = shares
+    return newcombe(twin * n_twin, n_twin, noisy * n_noisy, n_noisy)
+
+
+def _rise_interval(low: dict, high: dict) -> Interval | None:
+    """The interval of cost(high) - cost(low) = twin_h - noisy_h - twin_l + noisy_l: Newcombe's hybrid score
+    method over the four shares (each share's distance to its Wilson bound, combined in quadrature on the side
+    its sign takes; for two shares it is :func:`rote.analysis.intervals.newcombe` exactly)."""
+    a, b = _shares(high), _shares(low)
+    if a is None or b is None:
+        return None
+    terms = [(a[0], 1), (a[1], -1), (b[0], -1), (b[1], 1)]  # ((share, n), sign)
+    diff, below_, above_ = 0.0, 0.0, 0.0
+    for (p, n), sign in terms:
+        lo, hi = wilson_bounds(p * n, n)
+        diff += sign * p
+        below_ += (p - lo) ** 2 if sign > 0 else (hi - p) ** 2
+        above_ += (hi - p) ** 2 if sign > 0 else (p - lo) ** 2
+    return Interval(diff - math.sqrt(below_), diff + math.sqrt(above_), "newcombe")
+
+
+def _why_mem(w: int, row: dict | None) -> str:
+    """Why width ``w`` does not count as memorizing ("" where it does)."""
+    if row is None:
+        return f"width {w} {NOT_TRAINED}"
+    if pd.isna(row.get("mem")):
+        return f"final mem at width {w} is missing (a NaN among its last 5 evaluations)"
+    return "" if memorizes(row["mem"]) else f"width {w} does not memorize"
+
+
+def _why_cost(w: int, row: dict) -> str:
+    """Why the gen cost at width ``w`` is missing, naming the run (8.6)."""
+    return missing_reason((row.get("gen_noisy", 0.0), f"the gen cost at width {w} is missing: the noisy run has no "
+                                                      "final gen (a NaN among its last 5 evaluations)"),
+                          (row.get("gen_twin", 0.0), f"the gen cost at width {w} is missing: the twin has no final "
+                                                     "gen (a NaN among its last 5 evaluations)")) \
+        or f"the gen cost at width {w} is missing"
+
+
+def _mem_check(w: int, row: dict | None) -> Check:
+    th = THRESHOLDS["X1"]
+    label = CheckLabel(f"x1.mem.w{w}", f"final mem at width {w}", "registered", "memorization")
+    if row is None:
+        return Check(label.id, label.name, label.kind, None, th["final_mem_min"], None, label.part,
+                     reason=f"width {w} {NOT_TRAINED}")
+    check = _judge(label, row["mem"], th["final_mem_min"], missing=_why_mem(w, row), interval=_mem_interval(row))
+    return check if check.passed is not False else unresolved(check, _why_mem(w, row))  # below 0.9: unresolved
+
+
+def _largest_check(w: int, row: dict | None) -> Check:
+    th = THRESHOLDS["X1"]
+    label = CheckLabel("x1.cost_largest", f"gen cost at the largest width ({w})", "registered",
+                       "cost at the largest width")
+    if row is None:
+        return Check(label.id, label.name, label.kind, None, th["cost_largest_max"], None, label.part,
+                     reason=f"the largest width ({w}) {NOT_TRAINED}")
+    check = _judge(label, row["cost"], th["cost_largest_max"], at_most=True, missing=_why_cost(w, row),
+                   interval=_cost_interval(row))
+    why = _why_mem(w, row)
+    return unresolved(check, why.replace(f"width {w}", f"the largest width ({w})", 1)) if why else check
+
+
+def _rising_check(widths: list[int], present: dict, cost: list[float], memorized: list[bool]) -> Check:
+    """Each step up the grid lowers the cost or raises it by at most 0.02; the value is the largest rise."""
+    th = THRESHOLDS["X1"]
+    rises = [b - a for a, b in zip(cost, cost[1:])]
+    steps, why = [], []
+    for i, r in enumerate(rises):
+        a, b = widths[i], widths[i + 1]
+        if not (memorized[i] and memorized[i + 1]):
+            untrained = a not in present or b not in present
+            why.append(f"a step touches a width {NOT_TRAINED}" if untrained else
+                       "a step touches a width that does not memorize"
+                       if not any(pd.isna(present[w]["mem"]) for w in (a, b)) else
+                       f"a step touches a width whose final mem is missing ({a} to {b})")
+            steps.append(None)
+        elif math.isnan(r):
+            why.append(_why_cost(b if math.isnan(cost[i + 1]) else a, present[b if math.isnan(cost[i + 1]) else a]))
+            steps.append(None)
+        else:
+            steps.append(_rounded(r) <= th["rise_max"])
+    finite = [(r, i) for i, r in enumerate(rises) if not math.isnan(r)]
+    top = max(finite) if finite else None
+    reason = "; ".join(dict.fromkeys(why)) or "no two neighbouring widths have a gen cost"
+    label = CheckLabel("x1.not_rising", "largest rise of the gen cost from one width to the next", "registered",
+                       "not rising")
+    interval = None if top is None else _rise_interval(present[widths[top[1]]], present[widths[top[1] + 1]])
+    check = _judge(label, math.nan if top is None else top[0], th["rise_max"], at_most=True, missing=reason,
+                   interval=interval)
+    passed = False if False in steps else None if None in steps else True
+    return check.replace(passed=passed, reason=reason if passed is None else "")
+
+
 def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[dict, list[Check]]:
     """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
     in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
     rows); a width without a row was not trained: its checks, and those that need it, are unresolved."""
-    th = THRESHOLDS["X1"]
     rows = by_width.sort_values("width").reset_index(drop=True)
     present = {int(r["width"]): r for r in rows.to_dict("records")}
     widths = sorted(present) if widths is None else sorted(int(w) for w in widths)
     trained = [w in present for w in widths]
     memorized = [ok and memorizes(present[w]["mem"]) for w, ok in zip(widths, trained)]
     cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
-    out: list[Check] = []
-    for w, ok, mem in zip(widths, trained, memorized):
-        if not ok:
-            out.append(Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", None, th["final_mem_min"],
-                             None, "memorization", reason=f"width {w} {NOT_TRAINED}"))
-            continue
-        check = Check(f"x1.mem.w{w}", f"final mem at width {w}", "registered", float(present[w]["mem"]),
-                      th["final_mem_min"], True if mem else None, "memorization")
-        out.append(check if mem else check.replace(reason=f"width {w} does not memorize"))
-    largest = Check("x1.cost_largest", f"gen cost at the largest width ({widths[-1]})", "registered",
-                    cost[-1] if trained[-1] else None, th["cost_largest_max"],
-                    trained[-1] and _rounded(cost[-1]) <= th["cost_largest_max"], "cost at the largest width")
-    if not trained[-1]:
-        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) {NOT_TRAINED}")
-    elif not memorized[-1]:
-        largest = largest.replace(passed=None, reason=f"the largest width ({widths[-1]}) does not memorize")
-    rises = [b - a for a, b in zip(cost, cost[1:])]
-    steps = [(_rounded(r) <= th["rise_max"]) if memorized[i] and memorized[i + 1] else None
-             for i, r in enumerate(rises)]
-    finite = [r for r in rises if not math.isnan(r)]
-    rising = Check("x1.not_rising", "largest rise of the gen cost from one width to the next", "registered",
-                   max(finite) if finite else None, th["rise_max"],
-                   False if False in steps else None if None in steps else True, "not rising")
-    if rising.passed is None:
-        untrained = any(not (trained[i] and trained[i + 1]) for i, ok in enumerate(steps) if ok is None)
-        rising = rising.replace(reason=f"a step touches a width {NOT_TRAINED}" if untrained
-                                else "a step touches a width that does not memorize")
-    out += [largest, rising]
-    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost, "rises": rises,
-               "memorizes": memorized, "trained": trained,
+    out = [_mem_check(w, present.get(w)) for w in widths]
+    out += [_largest_check(widths[-1], present.get(widths[-1])), _rising_check(widths, present, cost, memorized)]
+    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost,
+               "rises": [b - a for a, b in zip(cost, cost[1:])], "memorizes": memorized, "trained": trained,
                "by_width": {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
                             for w in widths if w in present}}
     return metrics, out
