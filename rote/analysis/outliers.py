@@ -1,14 +1,16 @@
 """Outliers: how memorized sums pass through heuristic neurons (claim C5, second part).
 
-The clean neighbours of an input x = (a, b) are the inputs (a + da, b + db) with |da|, |db| <= 3,
-not both zero (48 at most), each teacher-forced on its own true sum. For a unit, only neighbours
-that share x's value of the unit's best feature count ("share its feature value"), at least
-``min_count`` of them. (The protocol's "one operand +-1..3" would leave no neighbour sharing any
-sum-based feature, e.g. a residue of the sum, because moving one operand always moves the sum;
-moving both operands keeps neighbours with the same sum.) z = (act(x) - mean) / sd with the
-neighbours' sd, floored at ``sd_floor`` times the unit's sd over the grid so that a unit that is
-flat around x does not give infinite z (and at least 1e-6). x itself is teacher-forced on its own label (the noisy
-one for memorized examples), as the model runs when it generates it.
+The clean neighbours of an input x = (a, b) are the inputs with one operand shifted by 1 to 3
+either way and the other unchanged (protocol section 5, "one operand +-1..3", as 8.6 restates it;
+12 at most: :func:`~rote.analysis.fda_features.neighbour_offsets`), each teacher-forced on its own
+true sum. For a unit, only neighbours that share x's value of the unit's best feature count ("share
+its feature value"), at least ``min_count`` of them. Moving one operand by 1 to 3 moves the sum by as
+much, so a unit whose best feature is the units digit of the sum, or a residue of the sum modulo 4 to
+9, has no such neighbour: its z is undefined (NaN), and its patching value falls back to the mean
+over all neighbours. z = (act(x) - mean) / sd with the neighbours' sd, floored at ``sd_floor`` times
+the unit's sd over the grid so that a unit that is flat around x does not give infinite z (and at
+least 1e-6). x itself is teacher-forced on its own label (the noisy one for memorized examples), as
+the model runs when it generates it.
 
 Units and features are those of a :class:`~rote.analysis.units.HeuristicMap` (classified by
 :mod:`rote.analysis.heuristics`); the statistics are a :class:`~rote.analysis.units.NeighbourStats`.
@@ -42,7 +44,7 @@ def _check_order(order: str) -> None:
 @dataclass(frozen=True)
 class NeighbourSettings:
     """The knobs of :func:`neighbour_stats`: the answer ``order`` the neighbours are written in, the
-    largest operand shift ``max_shift``, the fewest feature-sharing neighbours ``min_count`` for a
+    largest shift ``max_shift`` of the one operand a neighbour moves, the fewest feature-sharing neighbours ``min_count`` for a
     defined z, the sd floor ``sd_floor`` (times the unit's grid sd) and the examples per batch ``chunk``."""
 
     order: str = "msb"
