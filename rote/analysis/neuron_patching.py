@@ -31,7 +31,7 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .outliers import after_jstar_comparison, first_differing, jstar_comparison
+from .outliers import after_jstar_comparison, first_differing, jstar_comparison, jstar_values
 from .patching import edit_hooks, set_where
 from .units import HeuristicMap, NeighbourStats
 
@@ -507,11 +507,14 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
     same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
     Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
     in ``layer``, which ranks, patches and draws its random control from the heuristic units of
-    ``hmap`` in ``layer`` at each example's j* (8.5; ``jstar_m_tried``: the m with enough of them,
-    ``jstar_units_min``: the fewest at an example's j*), and the shown-only ``after_jstar_*``
+    ``hmap`` in ``layer`` at each example's j* (8.5, 8.6; ``jstar_m_tried``: the doses tried,
+    ``jstar_units_min`` and ``jstar_units_max``: the fewest and most at an example's j*), and the
+    shown-only ``after_jstar_*``
     (every neuron of ``layer``): :func:`after_jstar_comparison` and the
     top-m / random-m curves of patching after j*, on M and on the null, reverted against the
-    unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
+    unpatched prediction), the tables ``dose`` (at j*), ``after`` and ``after_null``, ``jstar``, and
+    ``z_values`` (:class:`~rote.analysis.outliers.JstarValues`: the per-example values of the ratio at
+    j*, from which ``jstar_z_ratio_interval`` is bootstrapped, section 11).
     """
     if settings.revert_min is None:
         raise ValueError("jstar_analysis needs settings.revert_min (the share of M a patch must revert for m50)")
@@ -538,4 +541,5 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
                     "after_jstar_null_patch_revert": curve(after_null, "top"),
                     "after_jstar_null_random_patch_revert": curve(after_null, "random"),
                     "jstar_layer": int(layer)})
-    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar}
+    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar,
+            "z_values": jstar_values(stats["M"], stats["clean"], hmap, jstar)}
