@@ -334,10 +334,11 @@ def _units_at_jstar(neurons_at: dict) -> torch.Tensor:
 
 
 def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
-    """8.5: the top m are the example's top m among the 8.3 units at its j*, the random m are drawn from
-    the 8.3 units outside that top m, and an m is tried only where every example's j* holds 2m units.
-    Planted: each example's memorized digit sits in its own neuron (``PLANTED``), the largest |z| of the
-    layer. Before (every neuron of the layer ranked), top-1 reverts all of M whatever the 8.3 units are."""
+    """8.5, 8.6: the top m are the example's top m among the 8.3 units at its j*, the random m are drawn from
+    the 8.3 units outside that top m, every m of the grid up to the most units an example holds is tried
+    (each example capped at its own), and once all of them. Planted: each example's memorized digit sits in
+    its own neuron (``PLANTED``), the largest |z| of the layer. Before (every neuron of the layer ranked),
+    top-1 reverts all of M whatever the 8.3 units are; before 8.6, an m needed 2m units at every j*."""
     model, M = _model(), _memorized()
     hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
     jstar = O.first_differing(M)
@@ -346,39 +347,61 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
         stats = O.neighbour_stats(model, M, hmap)
         every = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),  # before 8.5
                                        NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
-        # the planted neuron is an 8.3 unit at its example's j*, with 3 others: m = 1, 2 can be tried, 5 not
+        # the planted neuron is an 8.3 unit at its example's j*, with 3 others: 4 units at every j*
         with_planted = _units_at_jstar({JSTAR[k]: [n] + others for k, (n, _) in PLANTED.items()})
         inside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, with_planted),
                                         NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
-        # the planted neurons are no 8.3 units: the top m of the 8.3 units carry nothing
-        without = _units_at_jstar({JSTAR[k]: others + [50] for k in PLANTED})
-        outside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, without),
-                                         NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        # one example's j* holds one unit, its planted neuron; the others' none
         fewer = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, _units_at_jstar({0: [3]})),
                                        NP.DoseSettings([1, 2]))
     assert not model.has_hooks()
     assert sorted(set(every.m)) == [1, 2, 5] and every.set_index(["m", "units"]).reverted[(1, "top")] == 1.0
-    t = inside.set_index(["m", "units"]).reverted
-    assert sorted(set(inside.m)) == [1, 2]  # 5 needs 10 units at each j*: not tried
-    assert t[(1, "top")] == 1.0 and t[(2, "top")] == 1.0
-    assert t[(1, "random")] == 0.0 and t[(2, "random")] == 0.0  # never the planted neuron: it is the top m
+    assert not every["all"].any() and (every.short == 0).all()
+    t = inside.set_index(["m", "units"])
+    assert sorted(set(inside.m)) == [1, 2, 4]  # 5 > the 4 units any example holds; 4: all of them
+    assert t.loc[(4, "top"), "all"] and not t.loc[(2, "top"), "all"]
+    assert t.reverted[(1, "top")] == 1.0 and t.reverted[(2, "top")] == 1.0 and t.reverted[(4, "top")] == 1.0
+    assert t.reverted[(1, "random")] == 0.0 and t.reverted[(2, "random")] == 0.0  # never the planted neuron
+    assert t.reverted[(1, "mismatched")] == 0.0  # the partner's ranking, over this example's others
+    assert t.short[(1, "random")] == 0 and t.short[(2, "random")] == 0 and t.short[(4, "random")] == 4
     s = NP.jstar_summary(inside, 0, 0.5)
-    assert s["jstar_m50"] == 1 and s["jstar_m_tried"] == [1, 2] and s["jstar_random_revert_m50"] == 0.0
+    assert s["jstar_m50"] == 1 and s["jstar_m_tried"] == [1, 2, 4] and s["jstar_random_revert_m50"] == 0.0
+    assert s["jstar_units_max"] == 4 and s["jstar_short_m50"] == 0 and s["jstar_n"] == 4
     assert NP.jstar_units(jstar, with_planted) == 4
+    # one example holds a unit: the dose m = 1 is all of it (the others patch nothing), reverting that example
+    f = NP.jstar_summary(fewer, 0, 0.5)
+    assert f["jstar_m_tried"] == [1] and f["jstar_units_max"] == 1 and f["jstar_top_revert_max"] == 0.25
+    assert fewer.set_index("units").short["top"] == 3  # three examples hold fewer than 1 unit
+    assert NP.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
+
+
+def test_no_dose_of_the_83_units_reverting_half_of_M_fails_specificity(grid):
+    """8.6, planted: the memorized digits sit in neurons that are no 8.3 units, so no dose of the 8.3 units
+    (not even all of them) reverts half of M, and specificity fails. Before, the m of the grid past half the
+    fewest units at a j* were not tried, and the check was unresolved ("m50 cannot be reached")."""
+    model, M = _model(), _memorized()
+    hmap = H.classify_neurons(model, grid[:600], H.ClassifySettings(0.8, top_k=20))
+    jstar = O.first_differing(M)
+    without = _units_at_jstar({JSTAR[k]: [40, 41, 42, 50] for k in PLANTED})  # 4 units at every j*, none planted
+    with model.hooks(_plant(model, M, "jstar")):
+        stats = O.neighbour_stats(model, M, hmap)
+        outside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, without),
+                                         NP.DoseSettings([1, 2, 5, 10], n_controls=3, seed=0))
+    assert not model.has_hooks()
     u = NP.jstar_summary(outside, 0, 0.5)
-    assert (outside[outside.units == "top"].reverted == 0.0).all()
-    assert u["jstar_m50"] is None and u["jstar_m_tried"] == [1, 2]
-    # the verdict: m50 not reached over the m tried, and larger m could not be tried: unresolved, not a fail
+    assert u["jstar_m_tried"] == [1, 2, 4] and u["jstar_units_max"] == 4  # 1, 2 of the grid, then all 4 units
+    assert (outside[outside.units == "top"].reverted == 0.0).all() and u["jstar_m50"] is None
     from rote import verdicts
-    metrics = {"jstar_n_M": 4, "jstar_m_tried": u["jstar_m_tried"], "jstar_units_min": NP.jstar_units(jstar, without),
+    metrics = {"jstar_n_M": 4, "jstar_n": u["jstar_n"], "jstar_m_tried": u["jstar_m_tried"],
+               "jstar_units_min": NP.jstar_units(jstar, without), "jstar_units_max": u["jstar_units_max"],
                "jstar_top_revert_max": u["jstar_top_revert_max"], "jstar_m50": None,
                "jstar_random_revert_m50": u["jstar_random_revert_m50"],
                "jstar_mismatched_revert_m50": u["jstar_mismatched_revert_m50"]}
-    spec = verdicts.find(verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))[1], "c5.specificity")
-    assert spec.passed is None and "m50 cannot be reached" in spec.reason and "is 4" in spec.reason
-    # an example whose j* holds fewer than 2 units: no m is tried at all
-    assert fewer.empty and NP.jstar_summary(fewer, 0, 0.5)["jstar_m_tried"] == []
-    assert NP.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
+    checks = verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))[1]
+    spec = verdicts.find(checks, "c5.specificity")
+    assert spec.passed is False and spec.value == 0.0 and spec.margin == -0.5
+    assert spec.method == "wilson" and spec.interval[0] == 0.0 and spec.interval[1] < 0.5  # 0 of 4 examples
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
 
 
 def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units(grid):
@@ -397,7 +420,7 @@ def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units
     assert math.isnan(m["jstar_pattern_corr_M"]) and math.isnan(m["jstar_z_M"])
     from rote import verdicts
     checks = verdicts.c5.checks(verdicts.c5.C5Metrics(**m, n_memorized=4))[1]
-    for check_id, fragment in (("c5.specificity", "no m of the grid can be tried"),
+    for check_id, fragment in (("c5.specificity", "nothing to patch"),
                                ("c5.pattern.jstar", "pattern correlation at j* is undefined"),
                                ("c5.z", "no heuristic unit at the j* positions under the 8.3 cut")):
         c = verdicts.find(checks, check_id)

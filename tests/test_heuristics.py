@@ -103,11 +103,12 @@ def test_neighbour_stats_are_means_of_clean_neighbours(grid):
     ex = F.make_examples(torch.tensor([1500, 5000, 9999]), torch.tensor([2500, 5000, 1000]))
     stats = O.neighbour_stats(model, ex, hmap, O.NeighbourSettings(min_count=3))
     assert stats.act.shape == (3, 1, 5, 64) and stats.mean.shape == stats.act.shape
-    assert (stats.count <= 48).all() and (stats.count[2] <= 15).all()  # a = 9999, b = 1000: a corner
+    # 8.6: one operand shifted by 1..3 either way: 12 neighbours, 6 at the corner a = 9999, b = 1000
+    assert (stats.count <= 12).all() and (stats.count[2] <= 6).all()
     offsets = F.neighbour_offsets(3)
-    assert len(offsets) == 48 and not (offsets == 0).all(1).any()
+    assert len(offsets) == 12 and not (offsets == 0).all(1).any()
     nb = F.make_examples(1500 + offsets[:, 0], 2500 + offsets[:, 1])
-    acts = mlp_activations(model, nb, "true_label")[:, 2, 0]  # position 2, layer 0: [48, 64]
+    acts = mlp_activations(model, nb, "true_label")[:, 2, 0]  # position 2, layer 0: [12, 64]
     assert stats.mean_all[0, 0, 2] == pytest.approx(acts.mean(0), rel=1e-4, abs=1e-6)
     # the feature-matched mean uses the neighbours that share the unit's best feature value
     col = hmap.feature_columns[hmap.best[0, 2, 7]]
@@ -122,6 +123,37 @@ def test_neighbour_stats_are_means_of_clean_neighbours(grid):
     assert math.isnan(O.outlier_summary(empty, hmap)["median_abs_z"])
     assert NP.layer_patching(model, ex[:0], empty, hmap).empty
     assert not model.has_hooks()
+
+
+@pytest.mark.parametrize("max_shift", [1, 3])
+def test_every_clean_neighbour_shifts_one_operand_by_1_to_3(grid, monkeypatch, max_shift):
+    """Protocol section 5 (8.6 restates it): a clean neighbour of x is x with ONE operand shifted by
+    1..max_shift either way, the other unchanged. Before, both operands moved (48 neighbours at 3, among
+    them (a + 1, b - 1), which has x's sum). The inputs neighbour_stats actually runs are recorded."""
+    seen = []
+    make = O.make_examples
+
+    def record(a, b, order="msb", label=None):
+        seen.append((torch.as_tensor(a).clone(), torch.as_tensor(b).clone()))
+        return make(a, b, order, label)
+
+    model = _stats_model()
+    hmap = H.classify_neurons(model, grid[:300], H.ClassifySettings(0.8, top_k=20))
+    a, b = torch.tensor([1500, 5000, 9999, 1000]), torch.tensor([2500, 5000, 1000, 9999])
+    monkeypatch.setattr(O, "make_examples", record)
+    stats = O.neighbour_stats(model, F.make_examples(a, b), hmap, O.NeighbourSettings(max_shift=max_shift, chunk=2))
+    na, nb = torch.cat([s[0] for s in seen]).reshape(len(a), -1), torch.cat([s[1] for s in seen]).reshape(len(a), -1)
+    assert na.shape[1] == 4 * max_shift
+    da, db = (na - a[:, None]).abs(), (nb - b[:, None]).abs()
+    inside = (a[:, None] + F.neighbour_offsets(max_shift)[:, 0] <= fda.MAX_OPERAND) & \
+             (a[:, None] + F.neighbour_offsets(max_shift)[:, 0] >= fda.MIN_OPERAND) & \
+             (b[:, None] + F.neighbour_offsets(max_shift)[:, 1] <= fda.MAX_OPERAND) & \
+             (b[:, None] + F.neighbour_offsets(max_shift)[:, 1] >= fda.MIN_OPERAND)
+    one = ((da == 0) & (db >= 1) & (db <= max_shift)) | ((db == 0) & (da >= 1) & (da <= max_shift))
+    assert one[inside].all()  # every neighbour that is counted moves exactly one operand, by 1..max_shift
+    assert ((na + nb) != (a + b)[:, None])[inside].all()  # so none has x's sum
+    assert inside.sum(1).tolist() == [4 * max_shift, 4 * max_shift, 2 * max_shift, 2 * max_shift]  # corners
+    assert stats.count.max() <= 4 * max_shift and (stats.count[2:] <= 2 * max_shift).all()
 
 
 def _plant(model, example, neuron: int, size: float):

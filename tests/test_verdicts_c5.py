@@ -98,28 +98,43 @@ def test_the_section5_pattern_correlation_is_superseded_by_the_reading_at_jstar(
     assert _check(checks, "c5.pattern.jstar").passed is False and verdicts.seed_verdict(checks, "amended") == "fail"
 
 
-def test_specificity_whose_m50_the_83_units_cannot_reach_is_unresolved():
-    """8.5: the specificity at j* ranks and patches the 8.3 units; an m needs 2m of them at every example's j*.
-    Where no m tried reaches half of M and larger m cannot be tried, m50 cannot be reached: unresolved, with
-    that reason. Where every m of the grid was tried, no m50 is a fail as before."""
-    grid = list(T["m_grid"])
+def test_specificity_that_no_dose_reaches_fails_also_where_larger_m_were_not_tried():
+    """8.6: the top-m patch at j* is tried at every m of the grid up to the most 8.3 units an example holds,
+    and once with all of them; where no dose reverts half of M, specificity fails. Before (8.5's reading),
+    no m50 with some m of the grid untried (an m needed 2m units at every j*) was unresolved."""
     short = dict(jstar_m50=None, jstar_top_revert_max=0.3, jstar_random_revert_m50=math.nan,
-                 jstar_mismatched_revert_m50=math.nan, jstar_m_tried=[1, 2, 5], jstar_units_min=12)
+                 jstar_mismatched_revert_m50=math.nan, jstar_m_tried=[1, 2, 5, 12], jstar_units_min=3,
+                 jstar_units_max=12)  # 12: the dose at which every example patches all of its units
     _, checks = verdicts.c5.checks(_metrics(**short))
     c = _check(checks, "c5.specificity")
-    assert c.passed is None and c.value == 0.3 and "8.5" in c.reason and "m50 cannot be reached" in c.reason
-    assert "12" in c.reason and "10, 25, 50, 100, 200" in c.reason
-    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
-    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_m_tried": grid}))
-    assert _check(checks, "c5.specificity").passed is False
-    # no m can be tried at all (an example's j* holds fewer than 2 units): unresolved, with that case
-    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_m_tried": [], "jstar_units_min": 1,
-                                        "jstar_top_revert_max": math.nan}))
+    assert c.passed is False and c.value == 0.3 and c.margin == pytest.approx(-0.2) and not c.reason
+    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    # no memorized example holds a unit at its j*: nothing to patch, unresolved with that case
+    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_m_tried": [], "jstar_units_min": 0, "jstar_units_max": None,
+                                               "jstar_top_revert_max": math.nan}))
     c = _check(checks, "c5.specificity")
-    assert c.passed is None and "no m of the grid can be tried" in c.reason and "is 1" in c.reason
-    # m50 reached within the m tried: decided as usual, whatever was not tried
-    _, checks = verdicts.c5.checks(_metrics(jstar_m_tried=[1, 2, 5], jstar_units_min=12))
+    assert c.passed is None and "nothing to patch" in c.reason
+    # m50 reached at the all-units dose (not an m of the grid): a pass, m50 = that dose
+    _, checks = verdicts.c5.checks(_metrics(**{**short, "jstar_top_revert_max": 0.6, "jstar_m50": 12,
+                                               "jstar_random_revert_m50": 0.0, "jstar_mismatched_revert_m50": 0.0,
+                                               "jstar_short_m50": 0}))
     assert _check(checks, "c5.specificity").passed is True and verdicts.seed_verdict(checks, "amended") == "pass"
+    with pytest.raises(ValueError):  # any other m outside the grid is no dose
+        verdicts.c5.C5Metrics(jstar_m50=13, jstar_units_max=12)
+
+
+def test_a_control_with_too_few_units_outside_the_top_m50_is_unresolved():
+    """8.6: at m50 the controls draw m50 units from the example's 8.3 units outside its top m50; where an
+    example holds fewer, each control is unresolved with the reason (its value stays shown)."""
+    _, checks = verdicts.c5.checks(_metrics(jstar_n=40, jstar_short_m50=3, jstar_random_revert_m50=0.3))
+    for s in (".random", ".mismatched"):
+        c = _check(checks, f"c5.specificity{s}")
+        assert c.passed is None and "8.6: 3 of 40 memorized examples hold fewer than m50 = 5" in c.reason
+        assert c.value is not None
+    assert _check(checks, "c5.specificity").passed is True
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    _, checks = verdicts.c5.checks(_metrics(jstar_n=40, jstar_short_m50=0))
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
 def test_a_single_memorized_example_leaves_the_mismatched_control_unresolved():

@@ -16,8 +16,8 @@ answer residues ``sum≡3 (mod 7)`` (m = 2..9). On a grid of clean inputs only p
 rate between ``min_base`` and ``max_base`` are candidates (an always-true predicate explains
 nothing).
 
-The clean neighbours of an input (a, b) are the inputs (a + da, b + db) with |da|, |db| <= 3, not
-both zero (:func:`neighbour_offsets`).
+The clean neighbours of an input (a, b) are the inputs with one operand shifted by 1 to 3 either way
+and the other unchanged (protocol section 5, as 8.6 restates it: :func:`neighbour_offsets`).
 """
 
 from __future__ import annotations
@@ -114,8 +114,10 @@ def feature_table(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def neighbour_offsets(max_shift: int = 3) -> torch.Tensor:
-    """[K, 2] operand shifts (da, db), |da|, |db| <= max_shift, not both zero."""
+    """[K, 2] operand shifts (da, db) of the clean neighbours: one operand shifted by 1 to ``max_shift``
+    either way, the other unchanged (protocol section 5: "one operand +-1..3"; 8.6 restates it), so
+    K = 4 x ``max_shift``: (d, 0) then (0, d), d = -max_shift .. -1, 1 .. max_shift."""
     r = torch.arange(-max_shift, max_shift + 1)
-    da, db = torch.meshgrid(r, r, indexing="ij")
-    off = torch.stack([da.flatten(), db.flatten()], 1)
-    return off[(off != 0).any(1)]
+    d = r[r != 0]
+    zero = torch.zeros_like(d)
+    return torch.cat([torch.stack([d, zero], 1), torch.stack([zero, d], 1)])

@@ -155,8 +155,10 @@ def cut_summary(trained: HeuristicMap, null: HeuristicMap) -> dict:
     """The numbers of 8.3 from two maps under the same cut (:func:`with_cut`): the trained model
     and the untrained model of the run's own seed (the null share). Neurons are the judged units
     (a neuron is a heuristic at its home position, as in section 5); (neuron, position) units are
-    shown beside them. ``cut_empty_layers``: the trained model's layers with no heuristic unit."""
+    shown beside them. ``cut_empty_layers``: the trained model's layers with no heuristic unit;
+    ``cut_n_neurons``: the neurons the shares count (section 11: a share's Wilson interval is over them)."""
     return {"cut_heuristic_fraction": trained.neuron_fraction, "cut_null_fraction": null.neuron_fraction,
+            "cut_n_neurons": int(trained.neuron_heuristic.numel()),
             "cut_heuristic_fraction_per_layer": trained.neuron_layer_fractions(),
             "cut_null_fraction_per_layer": null.neuron_layer_fractions(),
             "cut_heuristic_fraction_units": trained.heuristic_fraction,

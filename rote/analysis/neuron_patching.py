@@ -31,7 +31,7 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .outliers import after_jstar_comparison, first_differing, jstar_comparison
+from .outliers import after_jstar_comparison, first_differing, jstar_comparison, jstar_values
 from .patching import edit_hooks, set_where
 from .units import HeuristicMap, NeighbourStats
 
@@ -197,12 +197,13 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
       than two examples).
 
     Rows: layer, m, units ("top" | "random" | "mismatched"), reverted (share of M no longer giving
-    its noisy label), recovered (share now giving the true sum; top m only, NaN for the controls).
+    its noisy label), recovered (share now giving the true sum; top m only, NaN for the controls), n
+    (the examples patched, the denominator of both shares).
     ``max_examples``: only the first that many examples of ``memorized`` (and ``stats``) are used.
     Cost: (3 + ``n_controls``) scoring passes per layer and m.
     """
     m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
-    cols = ["layer", "m", "units", "reverted", "recovered"]
+    cols = ["layer", "m", "units", "reverted", "recovered", "n"]
     if max_examples is not None:
         memorized = memorized[:max_examples]
     if len(memorized) == 0:
@@ -230,19 +231,20 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
         for m in m_grid:
             top = _top_mask(scores, m)
             rev, rec = score(top, recovered=True)
-            rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec})
+            rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
             draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
             rows.append({"layer": l, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
-                         "recovered": float(np.mean([d[1] for d in draws]))})
+                         "recovered": float(np.mean([d[1] for d in draws])), "n": n})
             rev, rec = score(top[partner]) if len(partner) else (math.nan, math.nan)
-            rows.append({"layer": l, "m": m, "units": "mismatched", "reverted": rev, "recovered": rec})
+            rows.append({"layer": l, "m": m, "units": "mismatched", "reverted": rev, "recovered": rec, "n": n})
     return pd.DataFrame(rows, columns=cols)
 
 
 def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> dict:
     """The numbers of one layer of :func:`dose_response`: ``m50`` (the smallest m whose top-m patch
     reverts at least ``revert_min`` of M; None if none does), the random and mismatched reverts at
-    m50, the largest top-m revert, and the three curves (``curve_top`` etc., by m)."""
+    m50, the largest top-m revert, and the three curves (``curve_top`` etc., by m). (The examples
+    patched, the denominator of every share, are the table's ``n``.)"""
     t = table[table.layer == layer] if len(table) else table
     curves = {u: t[t.units == u].sort_values("m") for u in ("top", "random", "mismatched")}
     out: dict = {f"curve_{u}": [float(x) for x in c.reverted] for u, c in curves.items()}
@@ -309,95 +311,136 @@ class PatchSites:
                              f"got {tuple(self.reference.shape)}")
 
 
+def _candidates(stats, li: int, rows: torch.Tensor, at: torch.Tensor,
+                units: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each example's ranking ``scores`` [n, D] of the neurons of layer ``li`` (its largest |z| over its
+    ``at`` positions) and the neurons it may patch, ``allowed`` bool [n, D]: with ``units`` [A, D] the
+    units at its ``at`` positions (8.5; one with an undefined |z| ranks below every defined one, -1, and
+    one that is no candidate is never chosen, -inf), else every neuron of the layer."""
+    absz = stats.z[rows, li].abs()
+    D = absz.shape[-1]
+    if units is None:
+        absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
+        return absz.max(1).values, torch.ones(len(rows), D, dtype=torch.bool)
+    cand = at[:, :, None] & units.bool().cpu()[None]  # [n, A, D]
+    absz = torch.where(cand, absz.nan_to_num(-1.0), torch.full_like(absz, -math.inf))
+    return absz.max(1).values, cand.any(1)
+
+
+def _doses(m_grid: Sequence[int], counts: torch.Tensor, by_units: bool) -> list[tuple[int, bool]]:
+    """The doses ``(m, all)`` of a dose-response. Every neuron of the layer (``by_units`` False): each m
+    of ``m_grid``. Over the 8.3 units (8.6): each m of the grid up to the most units an example holds
+    (``counts`` [n], each example patching min(m, its count)), and once all of them: ``all`` is True for
+    the dose at which every example patches every unit it holds (a grid m equal to the largest count, else
+    an extra dose m = the largest count). None at all where no example holds a unit."""
+    if not by_units:
+        return [(int(m), False) for m in m_grid]
+    most = int(counts.max()) if len(counts) else 0
+    if most == 0:
+        return []
+    doses = [(int(m), int(m) == most) for m in m_grid if m <= most]
+    return doses if any(a for _, a in doses) else doses + [(most, True)]
+
+
+@dataclass(frozen=True)
+class _Draw:
+    """How a dose-response draws its controls: the generator of the random draws, each example's
+    mismatched ``partner`` (:func:`mismatch_partner`), the random draws per dose, and whether the
+    candidates are the 8.3 units (``by_units``) or every neuron of the layer."""
+
+    gen: torch.Generator
+    partner: torch.Tensor
+    n_controls: int
+    by_units: bool
+
+
+def _controls(scores: torch.Tensor, allowed: torch.Tensor, top: torch.Tensor, m: int,
+              draw: _Draw) -> tuple[list[torch.Tensor], torch.Tensor | None, int]:
+    """The control masks at dose m: ``n_controls`` random draws, the mismatched set (None with fewer
+    than two examples), and how many examples have fewer than m units to draw from (``short``).
+
+    Every neuron of the layer: m random neurons of the layer; mismatched = the partner's top m. Over the
+    8.3 units (8.6): both drawn from the example's units outside its own top m (its ``others``), m of
+    them, or all that remain where fewer do: random uniformly; mismatched in the order of the partner's
+    |z| ranking (the partner's top m among them; units the partner does not rank follow in a random
+    order)."""
+    n, D = scores.shape
+    others = allowed & ~top if draw.by_units else allowed
+
+    def pick(key: torch.Tensor) -> torch.Tensor:
+        return _top_mask(key.masked_fill(~others, -math.inf), m) & others
+
+    randoms = [pick(torch.rand(n, D, generator=draw.gen)) for _ in range(draw.n_controls)]
+    if not len(draw.partner):
+        mismatched = None
+    elif draw.by_units:
+        key = scores[draw.partner]
+        fill = -2.0 - torch.rand(n, D, generator=torch.Generator().manual_seed(draw.gen.initial_seed() + 1))
+        mismatched = pick(torch.where(torch.isfinite(key), key, fill))
+    else:
+        mismatched = top[draw.partner]
+    return randoms, mismatched, int((others.sum(1) < m).sum())
+
+
 @torch.no_grad()
 def position_dose_response(model: HookedTransformer, examples: Examples, stats, neurons: PatchedNeurons,
                            sites: PatchSites, settings: DoseSettings) -> pd.DataFrame:
-    """Each example's top-m neurons of ``layer`` by |z| at chosen answer positions, patched there only.
+    """Each example's top-m neurons of ``neurons.layer`` by |z| at chosen answer positions, patched there only.
 
-    ``neurons``: the ``layer`` and its candidate ``units``; ``sites``: the positions ``at`` and the
-    ``reference``; ``settings``: ``m_grid``, ``n_controls``, ``seed``, ``max_examples``.
+    ``sites.at`` bool [N, A]: the positions of each example that are ranked on and patched (8.4: j*,
+    :func:`jstar_mask`; after it: :func:`after_jstar_mask`); examples with none are left out. Neurons
+    are ranked by their largest |z| over those positions (``stats`` of ``examples``) and set there, and
+    only there, to the example's clean-neighbour expectations; the model stays teacher-forced on
+    ``examples.label``. Per dose (:func:`_doses`): ``top`` (the example's own top m), ``random`` (mean
+    over ``n_controls`` draws) and ``mismatched`` (another example's top m, NaN with fewer than two),
+    drawn as :func:`_controls` says. ``neurons.units`` [A, D] (8.5, 8.6: the 8.3 units of the layer per
+    answer position): only these are ranked, patched and drawn from, each example capped at the units it
+    holds at its positions, and one dose patches all of them; None: every neuron of the layer.
 
-    ``at`` bool [N, A]: the positions of each example that are ranked on and patched (j* in 8.4:
-    :func:`jstar_mask`; the positions after it: :func:`after_jstar_mask`); examples with none are
-    left out. Neurons are ranked by their largest |z| over the example's ``at`` positions
-    (``stats``: :class:`~rote.analysis.units.NeighbourStats` of ``examples``) and set, at those
-    positions only, to the example's clean-neighbour expectations, through :func:`set_where`. The
-    model stays teacher-forced on ``examples.label``. Per m of ``m_grid``, as in
-    :func:`dose_response`: ``top`` (the example's own top m), ``random`` (m neurons of the layer,
-    mean over ``n_controls`` draws) and ``mismatched`` (the top m of another example, NaN with
-    fewer than two).
-
-    ``reverted``: the share of examples whose teacher-forced prediction at some ``at`` position
-    differs from ``reference`` [N, A] there (8.4: ``examples.label``, the noisy digit; None: the
-    unpatched prediction, for sets the model was never trained on); ``recovered``: the share whose
-    prediction equals the true digit at every ``at`` position (top m only, NaN for the controls).
-    Rows: layer, m, units, reverted, recovered, n (examples).
-
-    ``units`` bool [A, D] (protocol 8.5: the 8.3 heuristic units of ``layer`` per answer position):
-    only these are ranked and patched. An example's candidates are the units at its ``at``
-    positions; ``random`` draws m of its candidates outside its own top m. An m is tried only where
-    every example has at least 2m candidates (its top m and m others); the m not tried have no rows
-    (they are a tail of an ascending ``m_grid``). None: every neuron of the layer, the random m drawn
-    from the whole layer.
-    """
-    layer, units, at, reference = neurons.layer, neurons.units, sites.at, sites.reference
-    m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
-    cols = ["layer", "m", "units", "reverted", "recovered", "n"]
-    rows_kept = at.bool().cpu().any(1).nonzero().squeeze(1)
-    if max_examples is not None:
-        rows_kept = rows_kept[:max_examples]
+    ``reverted``: the share of examples whose prediction at some ``at`` position differs from
+    ``sites.reference`` there (8.4: the noisy label; None: the unpatched prediction); ``recovered``:
+    the share giving the true digit at every ``at`` position (top m only). Rows: layer, m, units,
+    reverted, recovered, n (examples), all (the dose patches every unit each example holds), short (top:
+    examples holding fewer than m units, which patch all of theirs; controls: examples with fewer than m
+    units outside their top m to draw from)."""
+    layer, units, m_grid = neurons.layer, neurons.units, settings.m_grid
+    cols = ["layer", "m", "units", "reverted", "recovered", "n", "all", "short"]
+    rows_kept = sites.at.bool().cpu().any(1).nonzero().squeeze(1)[:settings.max_examples]
     n = len(rows_kept)
     if n == 0:
         return pd.DataFrame(columns=cols)
-    ex = examples[rows_kept]
-    at = at.bool().cpu()[rows_kept]
+    ex, at = examples[rows_kept], sites.at.bool().cpu()[rows_kept]
     li = list(stats.layers).index(layer)
     values = stats.expected[rows_kept, li]  # [n, A, D]
-    D = values.shape[-1]
-    absz = stats.z[rows_kept, li].abs()
-    if units is None:
-        allowed = torch.ones(n, D, dtype=torch.bool)
-        absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
-        scores = absz.max(1).values  # [n, D]
-    else:
-        # the candidates: the units at the example's ``at`` positions; one with an undefined |z| ranks
-        # below every defined one (-1), one that is no candidate is never chosen (-inf)
-        cand = at[:, :, None] & units.bool().cpu()[None]  # [n, A, D]
-        allowed = cand.any(1)  # [n, D]
-        absz = torch.where(cand, absz.nan_to_num(-1.0), torch.full_like(absz, -math.inf))
-        scores = absz.max(1).values
-    fewest = int(allowed.sum(1).min())
+    scores, allowed = _candidates(stats, li, rows_kept, at, units)
     hook, positions = model.hook_name("post", layer), ex.answer_positions
-    true = ex.true_label
 
     def predict(mask: torch.Tensor | None) -> torch.Tensor:
         edits = [] if mask is None else [(hook, set_where(positions, at[:, :, None] & mask[:, None, :], values))]
         return scoring.answer_logits(model, ex, "label", hooks=edit_hooks(edits)).argmax(-1).cpu()
 
-    ref = predict(None) if reference is None else reference.cpu()[rows_kept]
+    ref = predict(None) if sites.reference is None else sites.reference.cpu()[rows_kept]
 
-    def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
+    def score(mask: torch.Tensor | None, recovered: bool = False) -> tuple[float, float]:
+        if mask is None:
+            return math.nan, math.nan
         pred = predict(mask)
         rev = ((pred != ref) & at).any(1).double().mean().item()
-        rec = ((pred == true) | ~at).all(1).double().mean().item() if recovered else math.nan
-        return rev, rec
+        return rev, ((pred == ex.true_label) | ~at).all(1).double().mean().item() if recovered else math.nan
 
-    gen = torch.Generator().manual_seed(seed)
-    partner = mismatch_partner(n, seed)
-    out = []
-    for m in m_grid:
-        if units is not None and fewest < 2 * m:  # 8.5: top m and m others among the example's 8.3 units
-            continue
-        top = _top_mask(scores, m) & allowed
+    draw = _Draw(torch.Generator().manual_seed(settings.seed), mismatch_partner(n, settings.seed), settings.n_controls,
+                 units is not None)
+    out, counts = [], allowed.sum(1)
+    for m, every in _doses(m_grid, counts, units is not None):
+        top = allowed if every else _top_mask(scores, m) & allowed
         rev, rec = score(top, recovered=True)
-        out.append({"layer": layer, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
-        others = allowed & ~top if units is not None else allowed
-        draws = [score(_top_mask(torch.rand(n, D, generator=gen).masked_fill(~others, -math.inf), m) & others)
-                 for _ in range(n_controls)]
-        out.append({"layer": layer, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
-                    "recovered": math.nan, "n": n})
-        rev = score(top[partner])[0] if len(partner) else math.nan
-        out.append({"layer": layer, "m": m, "units": "mismatched", "reverted": rev, "recovered": math.nan, "n": n})
+        row = {"layer": layer, "m": m, "n": n, "all": every}
+        out.append({**row, "units": "top", "reverted": rev, "recovered": rec, "short": int((counts < m).sum())})
+        randoms, mismatched, short = _controls(scores, allowed, top, m, draw)
+        out.append({**row, "units": "random", "reverted": float(np.mean([score(k)[0] for k in randoms])),
+                    "recovered": math.nan, "short": short})
+        out.append({**row, "units": "mismatched", "reverted": score(mismatched)[0], "recovered": math.nan,
+                    "short": short})
     return pd.DataFrame(out, columns=cols)
 
 
@@ -406,7 +449,8 @@ def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, js
     """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
     example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
     is the true digit. ``neurons.units`` [A, D]: the 8.3 heuristic units of ``neurons.layer`` (8.5:
-    the candidates ranked, patched and drawn from; an m needs 2m of them at every example's j*)."""
+    the candidates ranked, patched and drawn from; 8.6: each m of the grid up to the most units an
+    example holds at its j*, each example capped at its own, and once all of them)."""
     at = jstar_mask(jstar, memorized.label.shape[1])
     return position_dose_response(model, memorized, stats, neurons, PatchSites(at, memorized.label), settings)
 
@@ -427,10 +471,13 @@ def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | No
 def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: str = "jstar_") -> dict:
     """:func:`dose_summary` of a :func:`position_dose_response` table, keys prefixed with
     ``prefix`` (``jstar_m50``, ``jstar_top_revert_max``, ``jstar_top_revert_m50``,
-    ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``), plus
-    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50), ``n``
-    (examples patched) and ``m_tried`` (the m of the table: with ``units``, those the 8.3 units
-    allowed). ``mismatched_revert_m50`` is None with fewer than two examples."""
+    ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``, ``jstar_n``), plus
+    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50), ``m_tried`` (the
+    doses of the table, 8.6: each m of the grid up to the most 8.3 units an example holds, and the dose
+    that patches all of them), ``units_max`` (the m of that last dose: the most units an example holds;
+    None without units or rows), and ``short_m50`` (the examples with fewer than m50 units outside their
+    top m50, from which the controls draw; None without m50). m50 may be the all-units dose.
+    ``mismatched_revert_m50`` is None with fewer than two examples."""
     s = dose_summary(table, layer, revert_min)
     t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
     row = t[t.m == s["m50"]] if s["m50"] is not None else t.iloc[:0]
@@ -439,7 +486,12 @@ def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: st
     if s["m50"] is not None and isinstance(s["mismatched_revert_m50"], float) and math.isnan(s["mismatched_revert_m50"]):
         s["mismatched_revert_m50"] = None
     s["n"] = int(t.n.iloc[0]) if len(t) else 0
-    s["m_tried"] = [int(x) for x in s["curve_m"]]  # 8.5: with 8.3 units, an m needs 2m of them
+    s["m_tried"] = [int(x) for x in s["curve_m"]]
+    every = t[t["all"].astype(bool)] if len(t) and "all" in t else t.iloc[:0]
+    s["units_max"] = int(every.m.iloc[0]) if len(every) else None
+    controls = table[(table.layer == layer) & (table.units == "random") & (table.m == s["m50"])] \
+        if len(table) and s["m50"] is not None and "short" in table else table.iloc[:0]
+    s["short_m50"] = int(controls.short.iloc[0]) if len(controls) else None
     return {prefix + k: v for k, v in s.items()}
 
 
@@ -455,11 +507,14 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
     same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
     Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
     in ``layer``, which ranks, patches and draws its random control from the heuristic units of
-    ``hmap`` in ``layer`` at each example's j* (8.5; ``jstar_m_tried``: the m with enough of them,
-    ``jstar_units_min``: the fewest at an example's j*), and the shown-only ``after_jstar_*``
+    ``hmap`` in ``layer`` at each example's j* (8.5, 8.6; ``jstar_m_tried``: the doses tried,
+    ``jstar_units_min`` and ``jstar_units_max``: the fewest and most at an example's j*), and the
+    shown-only ``after_jstar_*``
     (every neuron of ``layer``): :func:`after_jstar_comparison` and the
     top-m / random-m curves of patching after j*, on M and on the null, reverted against the
-    unpatched prediction), and the tables ``dose`` (at j*), ``after`` and ``after_null``.
+    unpatched prediction), the tables ``dose`` (at j*), ``after`` and ``after_null``, ``jstar``, and
+    ``z_values`` (:class:`~rote.analysis.outliers.JstarValues`: the per-example values of the ratio at
+    j*, from which ``jstar_z_ratio_interval`` is bootstrapped, section 11).
     """
     if settings.revert_min is None:
         raise ValueError("jstar_analysis needs settings.revert_min (the share of M a patch must revert for m50)")
@@ -486,4 +541,5 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
                     "after_jstar_null_patch_revert": curve(after_null, "top"),
                     "after_jstar_null_random_patch_revert": curve(after_null, "random"),
                     "jstar_layer": int(layer)})
-    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar}
+    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar,
+            "z_values": jstar_values(stats["M"], stats["clean"], hmap, jstar)}

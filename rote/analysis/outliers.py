@@ -1,14 +1,16 @@
 """Outliers: how memorized sums pass through heuristic neurons (claim C5, second part).
 
-The clean neighbours of an input x = (a, b) are the inputs (a + da, b + db) with |da|, |db| <= 3,
-not both zero (48 at most), each teacher-forced on its own true sum. For a unit, only neighbours
-that share x's value of the unit's best feature count ("share its feature value"), at least
-``min_count`` of them. (The protocol's "one operand +-1..3" would leave no neighbour sharing any
-sum-based feature, e.g. a residue of the sum, because moving one operand always moves the sum;
-moving both operands keeps neighbours with the same sum.) z = (act(x) - mean) / sd with the
-neighbours' sd, floored at ``sd_floor`` times the unit's sd over the grid so that a unit that is
-flat around x does not give infinite z (and at least 1e-6). x itself is teacher-forced on its own label (the noisy
-one for memorized examples), as the model runs when it generates it.
+The clean neighbours of an input x = (a, b) are the inputs with one operand shifted by 1 to 3
+either way and the other unchanged (protocol section 5, "one operand +-1..3", as 8.6 restates it;
+12 at most: :func:`~rote.analysis.fda_features.neighbour_offsets`), each teacher-forced on its own
+true sum. For a unit, only neighbours that share x's value of the unit's best feature count ("share
+its feature value"), at least ``min_count`` of them. Moving one operand by 1 to 3 moves the sum by as
+much, so a unit whose best feature is the units digit of the sum, or a residue of the sum modulo 4 to
+9, has no such neighbour: its z is undefined (NaN), and its patching value falls back to the mean
+over all neighbours. z = (act(x) - mean) / sd with the neighbours' sd, floored at ``sd_floor`` times
+the unit's sd over the grid so that a unit that is flat around x does not give infinite z (and at
+least 1e-6). x itself is teacher-forced on its own label (the noisy one for memorized examples), as
+the model runs when it generates it.
 
 Units and features are those of a :class:`~rote.analysis.units.HeuristicMap` (classified by
 :mod:`rote.analysis.heuristics`); the statistics are a :class:`~rote.analysis.units.NeighbourStats`.
@@ -29,6 +31,7 @@ import torch
 from ..model import HookedTransformer
 from ..tasks import Examples, fda
 from .fda_features import feature_table, make_examples, neighbour_offsets
+from .intervals import Interval, bootstrap
 from .neurons import folded_unembed, mlp_activations
 from .units import HeuristicMap, NeighbourStats
 
@@ -42,7 +45,7 @@ def _check_order(order: str) -> None:
 @dataclass(frozen=True)
 class NeighbourSettings:
     """The knobs of :func:`neighbour_stats`: the answer ``order`` the neighbours are written in, the
-    largest operand shift ``max_shift``, the fewest feature-sharing neighbours ``min_count`` for a
+    largest shift ``max_shift`` of the one operand a neighbour moves, the fewest feature-sharing neighbours ``min_count`` for a
     defined z, the sd floor ``sd_floor`` (times the unit's grid sd) and the examples per batch ``chunk``."""
 
     order: str = "msb"
@@ -346,6 +349,67 @@ def _at_positions(values: torch.Tensor, weights: torch.Tensor, dim: int = 1) -> 
     return weighted_median(per, w[:, None].expand_as(per))
 
 
+@dataclass(frozen=True)
+class JstarValues:
+    """The per-example values of the outlier statistic at j* (8.4), kept for its sampling interval
+    (section 11): ``M`` [n] each memorized example's largest |z| over the heuristic units at its j*
+    (the examples with a j*, in order; NaN where no unit there has a defined z); ``clean`` [N, A] each
+    clean example's largest |z| at every answer position; ``weights`` [A] how many memorized examples
+    have their j* at each answer position (the weighting of the clean reference)."""
+
+    M: np.ndarray
+    clean: np.ndarray
+    weights: np.ndarray
+
+
+def jstar_values(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
+                 jstar: torch.Tensor) -> JstarValues:
+    """The per-example values :func:`jstar_comparison` reads its ratio from (:class:`JstarValues`)."""
+    A = memorized.z.shape[2]
+    jstar = jstar.long().cpu()
+    rows = (jstar >= 0).nonzero().squeeze(1)
+    zm = max_abs_z(memorized, hmap)[rows, jstar[rows]] if len(rows) else torch.zeros(0)
+    weights = np.array([int((jstar == j).sum()) for j in range(A)], dtype=float)
+    return JstarValues(zm.double().numpy(), max_abs_z(clean, hmap).double().numpy(), weights)
+
+
+def _lower_median(x: np.ndarray) -> float:
+    """The median as :func:`_nanmedian` takes it (torch's: the lower of the two middle values), NaN ignored."""
+    x = np.sort(x[~np.isnan(x)])
+    return float(x[(len(x) - 1) // 2]) if len(x) else math.nan
+
+
+def _clean_reference(clean: np.ndarray, weights: np.ndarray) -> float:
+    """:func:`_at_positions` in numpy: the weighted median of ``clean`` [N, A], position j weighing
+    ``weights[j]`` in all, spread evenly over its defined entries (those of this sample: the weighting is
+    recomputed on every bootstrap resample)."""
+    defined = ~np.isnan(clean)
+    per = np.where(defined.sum(0) > 0, weights / np.maximum(defined.sum(0), 1), 0.0)
+    v, w = clean[defined], np.broadcast_to(per, clean.shape)[defined]
+    v, w = v[w > 0], w[w > 0]
+    if not len(v):
+        return math.nan
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    return float(v[order][int((cum < 0.5 * cum[-1] - 1e-12).sum())])
+
+
+def jstar_ratio_interval(values: JstarValues) -> Interval | None:
+    """Section 11: the 95% percentile-bootstrap interval of the ratio at j* (the median over M of each
+    example's largest |z| at its j*, over the weighted median on clean examples): M and the clean
+    examples are resampled each on their own (1,000 resamples, fixed seed), and the clean reference is
+    weighted inside the statistic, over the defined entries of each resample. None where the ratio is
+    undefined."""
+    clean, weights = values.clean, values.weights
+
+    def ratio(zm: np.ndarray, rows: np.ndarray) -> float:
+        return _ratio(_lower_median(zm), _clean_reference(clean[rows.astype(int)], weights))
+
+    if not len(values.M) or not len(clean):
+        return None
+    return bootstrap(ratio, [values.M, np.arange(len(clean))])
+
+
 def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
                      jstar: torch.Tensor) -> dict:
     """The outlier statistic of amendment 2 (8.4) at j* (``jstar`` [N] of :func:`first_differing`,
@@ -354,7 +418,8 @@ def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: Heu
     ``jstar_z_M``: the median over M of each example's largest |z| over the heuristic units of
     ``hmap`` at its j* (:func:`max_abs_z`); ``jstar_z_clean``: the same statistic on clean examples
     at the same answer positions, weighted like M's j* (position j counts with the share of M whose
-    j* = j, spread over the clean examples: a weighted median); ``jstar_z_ratio``: their ratio.
+    j* = j, spread over the clean examples: a weighted median); ``jstar_z_ratio``: their ratio, and
+    ``jstar_z_ratio_interval`` its bootstrap interval (:func:`jstar_ratio_interval`; section 11).
     ``jstar_median_z_*``: the median |z| over all (example, heuristic unit) pairs at j*, weighted
     the same way (the section-5 statistic at j*, which a handful of shifted units leaves at its
     clean value); ``jstar_pattern_corr_M``: the pattern correlation of :func:`outlier_summary`
@@ -368,9 +433,9 @@ def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: Heu
     counts = {int(j): int((jstar == j).sum()) for j in range(A) if (jstar == j).any()}
     weights = torch.tensor([counts.get(j, 0) for j in range(A)], dtype=torch.double)
     rows = has.nonzero().squeeze(1)
-    zm = max_abs_z(memorized, hmap)[rows, jstar[rows]] if n_has else torch.zeros(0)
-    z_M = _nanmedian(zm)
-    z_clean = _at_positions(max_abs_z(clean, hmap), weights) if n_has else math.nan
+    values = jstar_values(memorized, clean, hmap, jstar)
+    z_M = _nanmedian(torch.from_numpy(values.M))
+    z_clean = _at_positions(torch.from_numpy(values.clean), weights) if n_has else math.nan
     # the median over all heuristic units at j*, on M and on clean examples
     at = torch.zeros(len(jstar), A, dtype=torch.bool)
     at[rows, jstar[rows]] = True
@@ -380,9 +445,12 @@ def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: Heu
     med_clean = _at_positions(absz_c, weights, dim=2) if n_has else math.nan
     only = at[:, None, :, None].expand_as(memorized.act)
     nan = torch.full_like(memorized.act, math.nan)
+    # the pattern correlation: a median over units of a correlation across examples, not a median of
+    # per-example values, so section 11 gives it a margin only (no interval)
     corr = _unit_corr(torch.where(only, memorized.act, nan), torch.where(only, memorized.mean, nan))[hmap.heuristic]
     return {"jstar_n_M": n_has, "jstar_n_without": int((~has).sum()), "jstar_counts": counts,
             "jstar_z_M": z_M, "jstar_z_clean": z_clean, "jstar_z_ratio": _ratio(z_M, z_clean),
+            "jstar_z_ratio_interval": jstar_ratio_interval(values) if n_has else None,
             "jstar_median_z_M": med_M, "jstar_median_z_clean": med_clean,
             "jstar_median_z_ratio": _ratio(med_M, med_clean), "jstar_pattern_corr_M": _nanmedian(corr),
             "jstar_heuristic_units_per_position": [int(hmap.heuristic[:, j].sum()) for j in range(A)]}

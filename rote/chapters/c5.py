@@ -493,7 +493,8 @@ def dose(build: Build, hmaps: dict, result: Outliers, n_controls: int, n_dose: i
     curves = {u: neuron_patching.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
                                           settings)
               for u, run in build.runs.items()}
-    return Dose(curves, {u: neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
+    return Dose(curves, {u: {**neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"]),
+                             "dose_n": int(curves[u].n.iloc[0]) if len(curves[u]) else 0}  # the shares' denominator
                          for u in build.units})
 
 
@@ -584,10 +585,11 @@ class Jstar:
                                   "jstar_pattern_corr_M"))
 
     def dose_table(self, units) -> pd.DataFrame:
-        """The specificity at j*: examples patched, the fewest 8.3 units at a j*, m50 and the reverts there."""
-        return self._rows(units, ("jstar_n", "jstar_units_min", "jstar_m50", "jstar_top_revert_m50",
-                                  "jstar_random_revert_m50", "jstar_mismatched_revert_m50", "jstar_recovered_m50",
-                                  "jstar_top_revert_max"))
+        """The specificity at j*: examples patched, the fewest and most 8.3 units at a j*, m50, the reverts
+        there and the examples with too few units outside their top m50 for the controls (8.6)."""
+        return self._rows(units, ("jstar_n", "jstar_units_min", "jstar_units_max", "jstar_m50", "jstar_top_revert_m50",
+                                  "jstar_random_revert_m50", "jstar_mismatched_revert_m50", "jstar_short_m50",
+                                  "jstar_recovered_m50", "jstar_top_revert_max"))
 
     def after_table(self, units) -> pd.DataFrame:
         """After j* (shown, not judged): |z| on M against the never-trained null."""
@@ -670,14 +672,9 @@ def after_jstar_figure(build: Build, result: Jstar):
 
 def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
     """Per condition: how many memorized examples have a j*, the largest |z| there against clean
-    examples, the pattern correlation, m50 at j* over the 8.3 units with both controls (and how far
-    m could go), and after j* against the null."""
+    examples, the pattern correlation, m50 at j* over the 8.3 units with both controls (and the doses
+    tried, 8.6), and after j* against the null."""
     lines = []
-
-    def tried_text(members) -> str:
-        return " / ".join(str(max(jstar_metrics[u].get("jstar_m_tried") or [0])) if jstar_metrics[u].get("jstar_m_tried")
-                          else "none" for u in members)
-
     for (task, condition), members in groups_.items():
         if not any(jstar_metrics[u]["jstar_n_M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: "
@@ -686,21 +683,26 @@ def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
                          + ", so nothing can be read at j*.")
             continue
         s = {k: values([jstar_metrics[u][k] for u in members], ".3g") for k, v in jstar_metrics[members[0]].items()
-             if not isinstance(v, (dict, list))}
+             if v is None or isinstance(v, (int, float))}
         no_units = [str(u.seed) for u in members
                     if jstar_metrics[u]["jstar_n_M"] and not measured(jstar_metrics[u]["jstar_z_clean"])]
+        short = [f"seed {u.seed}: {jstar_metrics[u]['jstar_short_m50']}" for u in members
+                 if jstar_metrics[u].get("jstar_short_m50")]
         lines.append(
             f"- **{where(task, condition)}**: {s['jstar_n_M']} memorized examples have a j* ({s['jstar_n_without']} have "
             f"none and are left out). At j*, the median of each example's largest |z| is {s['jstar_z_M']} on M against "
             f"{s['jstar_z_clean']} on clean examples (ratio {s['jstar_z_ratio']}); the median over all heuristic units "
             f"gives the ratio {s['jstar_median_z_ratio']}; the pattern correlation at j* over the 8.3 units is "
             f"{s['jstar_pattern_corr_M']}. Ranking and patching each example's 8.3 units of the last layer at its j* "
-            f"(the fewest at an example's j*: {s['jstar_units_min']}; an m needs twice as many, so m up to "
-            f"{tried_text(members)} can be tried) gives m50 = {s['jstar_m50']} (top m reverts "
-            f"{s['jstar_top_revert_m50']}, m random 8.3 units outside the top m {s['jstar_random_revert_m50']}, "
-            f"mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back in {s['jstar_recovered_m50']}; "
-            f"the largest top-m revert is {s['jstar_top_revert_max']}). After j* (shown, not judged, every neuron of the "
-            f"last layer), median |z| on M over the never-trained null is {s['after_jstar_z_ratio_null']}."
+            f"(from {s['jstar_units_min']} to {s['jstar_units_max']} units at an example's j*; every m of the grid up to "
+            f"the most is tried, each example capped at its own units, and once all of them) gives m50 = "
+            f"{s['jstar_m50']} (top m reverts {s['jstar_top_revert_m50']}, m random 8.3 units outside the top m "
+            f"{s['jstar_random_revert_m50']}, mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back "
+            f"in {s['jstar_recovered_m50']}; the largest revert over the doses is {s['jstar_top_revert_max']})."
+            + (f" Memorized examples with fewer than m50 units outside their top m50, from which the controls draw: "
+               f"{'; '.join(short)}, so the controls are unresolved there." if short else "")
+            + f" After j* (shown, not judged, every neuron of the last layer), median |z| on M over the never-trained "
+            f"null is {s['after_jstar_z_ratio_null']}."
             + (f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* "
                "is not measured there." if no_units else ""))
     return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
@@ -821,7 +823,9 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
         if m[u].cut_empty_layers else "",
         ("no memorized examples" if not m[u].n_memorized else "no memorized example with a differing digit")
         + ", so the j* checks are unresolved" if not m[u].jstar_n_M else "",
-        _no_m50(m[u]) if m[u].jstar_n_M and m[u].jstar_m50 is None else "") if n)
+        _no_m50(m[u]) if m[u].jstar_n_M and m[u].jstar_m50 is None else "",
+        f"at m50 = {m[u].jstar_m50}, {m[u].jstar_short_m50} memorized examples hold fewer than {m[u].jstar_m50} 8.3 "
+        "units outside their own top m50, so both controls are unresolved (8.6)" if m[u].jstar_short_m50 else "") if n)
         for u in units]
     notes = [n for n in notes if not n.endswith(": ")]
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
@@ -829,18 +833,14 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
 
 
 def _no_m50(m) -> str:
-    """Why m50 at j* does not exist (``m``: a unit's :class:`rote.verdicts.c5.C5Metrics`): no m of the
-    grid reverts half of M, or (8.5) the m that could reach it cannot be tried with the 8.3 units at hand."""
-    tried, grid = m.jstar_m_tried, list(T["m_grid"])
-    if tried is not None and len(tried) < len(grid):
-        fewest = m.jstar_units_min
-        if not tried:
-            return (f"an example's j* holds only {fewest} 8.3 units of the last layer, fewer than 2 x {grid[0]}: no m "
-                    "can be tried, so the specificity check is unresolved (8.5)")
-        return (f"no m up to {max(tried)} reverts {T['patch_revert_min']} of M at j*, and larger m cannot be tried (an "
-                f"example's j* holds only {fewest} 8.3 units of the last layer; m needs 2m), so m50 cannot be reached "
-                "and the specificity check is unresolved (8.5)")
-    return f"no m up to {max(grid)} reverts {T['patch_revert_min']} of M at j*, so m50 does not exist"
+    """Why m50 at j* does not exist (``m``: a unit's :class:`rote.verdicts.c5.C5Metrics`): no memorized
+    example holds an 8.3 unit at its j* (nothing to patch), or no dose tried reverts half of M (8.6:
+    every m of the grid up to the most units an example holds, and all of them)."""
+    if not m.jstar_m_tried:
+        return ("no memorized example holds an 8.3 unit of the last layer at its j*, so there is nothing to patch and "
+                "the specificity check is unresolved")
+    return (f"no dose reverts {T['patch_revert_min']} of M at j*, up to all the 8.3 units of the last layer each example "
+            f"holds there (at most {m.jstar_units_max}), so m50 does not exist and the specificity check fails (8.6)")
 
 
 def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
@@ -870,7 +870,7 @@ def evaluate(build: Build, sections: C5Sections) -> ClaimResult:
             n_memorized=len(build.sets[u]["M"]), heuristic_fraction=hm.neuron_fraction,
             heuristic_fraction_per_layer=hm.neuron_layer_fractions(), heuristic_fraction_units=hm.heuristic_fraction,
             heuristic_fraction_units_per_layer=hm.layer_fractions(),
-            heuristic_fraction_any_position=hm.any_position_fraction,
+            heuristic_fraction_any_position=hm.any_position_fraction, n_neurons=int(hm.neuron_heuristic.numel()),
             untrained_heuristic_fraction=s.untrained[u].neuron_fraction,
             untrained_heuristic_fraction_units=s.untrained[u].heuristic_fraction,
             **s.outliers.null[u], median_abs_z_by_position_M=z["median_abs_z_by_position_M"],
