@@ -85,3 +85,14 @@ def test_a_check_refuses_an_interval_without_method_or_backwards():
         verdicts.Check("c1.gen", "g", "amended", 0.9, 0.95, False, interval=(0.9, 0.8), method="wilson")
     with pytest.raises(ValueError):
         verdicts.Check("c1.gen", "g", "amended", 0.9, 0.95, False, interval=(0.8, 0.9))
+
+
+def test_near_lists_validity_checks_and_leaves_out_unresolved_ones():
+    iv = intervals.wilson(999, 1000)
+    reach = at_least(CheckLabel("c2.probe.x.reachable", "reachable", "validity", "probes"), 0.999, 0.9995,
+                     missing="never", interval=iv)
+    stand_in = verdicts.unresolved(at_least(CheckLabel("c2.probe.x.chance.amended", "chance", "amended", "probes"),
+                                            0.999, 0.9995, missing="never", interval=iv), "out of reach")
+    assert reach.near and stand_in.near
+    assert verdicts.near_checks([reach, stand_in]) == ["c2.probe.x.reachable"]
+    assert verdicts.near_checks([reach, stand_in], "registered") == []

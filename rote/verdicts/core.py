@@ -368,9 +368,12 @@ def _failing(claim: str, seeds: list[dict]) -> list[bool] | None:
 
 
 def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
-    """Section 11: the ids of the checks that count in ``reading`` and are near their threshold (their
-    sampling interval contains it). Shown beside the verdict; never part of it."""
-    return [_get(c, "id") for c in checks if counts_in(c, reading) and _get(c, "near") is True]
+    """Section 11: the ids of the checks near their threshold (their sampling interval contains it) that
+    decide ``reading``'s verdict: those that count in it with an outcome (an unresolved check decides
+    nothing), and in the amended reading also the ``validity`` checks, which decide whether the statistic
+    they validate counts (C2's reachable check made C2 FDA `digit` fragile). Shown; never part of a verdict."""
+    return [_get(c, "id") for c in checks if _get(c, "near") is True and _get(c, "passed") is not None
+            and (counts_in(c, reading) or (reading == "amended" and _get(c, "kind") == "validity"))]
 
 
 def near_seeds(rec: claims.ClaimRecord) -> int:
