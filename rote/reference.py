@@ -321,7 +321,8 @@ def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
                                    else ", ".join(f"{t} {v}" for t, v in text.items()))
             valid = "; ".join(ranges.get(f.name, [])) or f"any {_type_text(f)} (not checked)"
             if f.name in SEED_NAMES:
-                valid += "; a chapter sets it from its `seeds` (seed s: data_seed = noise_seed = model_seed = s)"
+                valid += ("; no chapter takes it: a chapter's seed parameter (`seeds`, `seed`) sets it "
+                          "(seed s: data_seed = noise_seed = model_seed = s)")
             readers = _readers(tasks, f.name)
             with_runs = [c for c in readers if "seeds" in chapter_params(c).defaults()]  # the example's chapter
             default = PROFILE_PARAMS[EXAMPLE_PROFILE][tasks[0]].get(f.name, f.default)
@@ -334,6 +335,11 @@ def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
 
 
 # -- the page ------------------------------------------------------------------------------------
+# Each table in a container: "full-width" lets it use the page's right margin on a wide screen (the
+# theme's class, as rote.site.widen_tables uses it), "rote-reference" sets its type (book/_static/rote.css).
+TABLE_OPEN = ":::{container} full-width rote-reference"
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -355,10 +361,11 @@ def parameters_page() -> str:
              "Set with `python -m rote run CHAPTER -p NAME VALUE` (the profile with `--profile`). A list is "
              "written `a,b` or as JSON, a dict as JSON. A parameter that chapters declare differently has one "
              "row per declaration.", "",
-             "| parameter | type | valid values | default | chapters | example |", "|:--|:--|:--|:--|:--|:--|"]
+             TABLE_OPEN, "| parameter (type) | valid values | default | chapters | example |", "|:--|:--|:--|:--|:--|"]
     for r in chapter_rows():
-        lines.append(f"| `{r.name}` | `{_cell(r.type)}` | {_cell(r.valid)} | `{_cell(r.defaults[0])}` "
+        lines.append(f"| `{r.name}` (`{_cell(r.type)}`) | {_cell(r.valid)} | `{_cell(r.defaults[0])}` "
                      f"| {_chapter_links(r.chapters)} | `{_cell(r.example)}` |")
+    lines.append(":::")
     checks = chapter_checks()
     if checks:
         lines += ["", "Checked together, beyond each value's own range:", ""]
@@ -370,13 +377,17 @@ def parameters_page() -> str:
               "trains one run. The defaults are each profile's (`--profile`), per task where the tasks "
               "differ; the valid values are the words of the configuration's own checks.", ""]
     for title, cls_name, rows, together in run_sections():
+        readers = list(dict.fromkeys(c for r in rows for c in r.chapters))  # every chapter that takes one of them
         lines += [f"### {title} (`{cls_name}`)", "",
-                  "| parameter | type | valid values | " + " | ".join(PROFILES) + " | chapters | example |",
-                  "|:--|:--|:--|" + ":--|" * len(PROFILES) + ":--|:--|"]
+                  f"Chapters that take these parameters: {_chapter_links(readers)}.", "", TABLE_OPEN,
+                  "| parameter (type) | valid values | " + " | ".join(PROFILES) + " | example |",
+                  "|:--|:--|" + ":--|" * len(PROFILES) + ":--|"]
         for r in rows:
-            lines.append(f"| `{r.name}` | `{_cell(r.type)}` | {_cell(r.valid)} | "
-                         + " | ".join(_cell(d) for d in r.defaults)
-                         + f" | {_chapter_links(r.chapters)} | `{_cell(r.example)}` |")
+            valid = r.valid if list(r.chapters) == readers or "no chapter takes it" in r.valid else (
+                f"{r.valid}; taken by {_chapter_links(r.chapters)}" if r.chapters else f"{r.valid}; no chapter takes it")
+            lines.append(f"| `{r.name}` (`{_cell(r.type)}`) | {_cell(valid)} | "
+                         + " | ".join(_cell(d) for d in r.defaults) + f" | `{_cell(r.example)}` |")
+        lines.append(":::")
         if together:
             lines += ["", "Checked together: " + "; ".join(f"`{_cell(t)}`" for t in together) + "."]
         lines.append("")

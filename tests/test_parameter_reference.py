@@ -23,7 +23,7 @@ def _rows(text: str) -> list[list[str]]:
     """The cells of each table row (header and rule lines aside), an escaped \\| kept inside its cell."""
     rows = []
     for line in text.splitlines():
-        if line.startswith("| ") and not line.startswith(("| parameter |", "|:--")):
+        if line.startswith("| ") and not line.startswith(("| parameter ", "|:--")):
             rows.append([c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]])
     return rows
 
@@ -39,11 +39,9 @@ def test_every_chapter_parameter_is_on_the_page_with_its_chapters(page):
     for chapter in CHAPTER_PARAMS:
         stem = book.chapters()[chapter].stem
         for f in dataclasses.fields(chapter_params(chapter)):
-            mine = [r for r in rows if r[0] == f"`{f.name}`" and f"<{stem}>`" in r[4]]
+            mine = [r for r in rows if r[0] == f"`{f.name}` (`{f.type}`)" and f"<{stem}>`" in r[3]]
             assert len(mine) == 1, f"{chapter}.{f.name}: {len(mine)} rows"
-            row = mine[0]
-            assert row[2] == f.metadata["rule"].wanted  # the declaration's own words
-            assert row[1] == f"`{f.type}`"
+            assert mine[0][1] == f.metadata["rule"].wanted  # the declaration's own words
 
 
 def test_every_run_parameter_is_on_the_page(page):
@@ -51,31 +49,38 @@ def test_every_run_parameter_is_on_the_page(page):
     sections = dict(re.findall(r"### (.+?) \(`\w+`\)\n(.*?)(?=\n### |\Z)", run_part, flags=re.S))
     assert set(sections) == {"FDA data", "THR data", "Model", "Training"}
     for task in TASKS:
-        shown = {r[0].strip("`") for title in (f"{task.upper()} data", "Model", "Training")
-                 for r in _rows(sections[title])}
+        shown = {_name(r) for title in (f"{task.upper()} data", "Model", "Training") for r in _rows(sections[title])}
         assert set(param_names(task)) <= shown, set(param_names(task)) - shown
     for title, cls in (("FDA data", FDAConfig), ("THR data", THRConfig), ("Model", ModelConfig),
                        ("Training", TrainConfig)):
-        assert [r[0].strip("`") for r in _rows(sections[title])] == [f.name for f in dataclasses.fields(cls)]
+        assert [r[0] for r in _rows(sections[title])] == [f"`{f.name}` (`{f.type}`)" for f in dataclasses.fields(cls)]
+
+
+def _name(row) -> str:
+    return re.match(r"`(\w+)`", row[0]).group(1)
 
 
 def test_every_example_is_a_valid_command_that_sets_its_parameter(page):
     chapter_part, run_part = _sections(page)
-    for part, is_run in ((chapter_part, False), (run_part, True)):
+    parts = [(chapter_part, None)] + [(text, re.search(r"Chapters that take these parameters: (.*)", text).group(1))
+                                      for text in run_part.split("\n### ")[1:]]
+    for part, takers in parts:
         for row in _rows(part):
-            name, example = row[0].strip("`"), row[-1].strip("`")
+            name, example = _name(row), row[-1].strip("`")
             assert example, f"{name}: no example"
             args = reference.check_example(example)  # raises on a bad value, as the command line would
             words = shlex.split(example)
             assert ["-p", name] == words[-3:-1] or (name == "profile" and "--profile" in words), example
-            if args.command == "run":
-                assert f"<{book.chapters()[args.chapter].stem}>`" in row[-2], f"{example}: not one of its chapters"
+            if args.command == "run":  # a chapter that takes the parameter
+                assert f"<{book.chapters()[args.chapter].stem}>`" in (takers or row[3]), example
+            else:  # no chapter takes it (a seed): a run of its own
+                assert "no chapter takes it" in row[1], example
 
 
 def test_most_examples_change_the_default(page):
     """An example shows a value other than the default where one is valid: the default is the fallback."""
     chapter_part, _ = _sections(page)
-    same = [r[0] for r in _rows(chapter_part) if shlex.split(r[-1].strip("`"))[-1] == r[3].strip("`").strip('"')]
+    same = [r[0] for r in _rows(chapter_part) if shlex.split(r[-1].strip("`"))[-1] == r[2].strip("`").strip('"')]
     assert len(same) <= 2, same
 
 
