@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, fmt, frontpage, plan
+from . import claims, fmt, frontpage, plan, provenance
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 
@@ -327,6 +327,18 @@ def chapter_precision(params: dict[str, object]) -> str:
     return ", ".join(f"{task} {precision_for(task)}" for task in tasks)
 
 
+def chapter_precisions(params: dict[str, object]) -> dict[str, str]:
+    """Task -> the training precision of the runs a chapter loads, for each task of its ``tasks``
+    parameter (all tasks without one): :func:`chapter_precision`'s answer, one entry per task."""
+    from .config import AUTO_PRECISION, PRECISIONS, precision_for
+
+    overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
+    asked = str(overrides.get("precision", AUTO_PRECISION))
+    tasks = params.get("tasks")
+    tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS
+    return {task: asked if asked in PRECISIONS else precision_for(task) for task in tasks}
+
+
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
                 progress: bool = False) -> ChapterResult:
     """Execute one chapter with papermill (parameters already resolved) and stamp its page."""
@@ -362,6 +374,7 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
     meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
             "executed": when, "ok": not error, "error": error, "source_sha": _source_hash(source),
             "precision": chapter_precision(params)}
+    meta["environment"] = provenance.collect(chapter_precisions(params))  # the page's "Build environment"
     if partial.exists():
         if error:
             text = (f"```{{error}}\nThis chapter FAILED in the build of {when} (profile `{profile}`): {error}. "
@@ -439,6 +452,7 @@ def stage_site(profile: str) -> Path:
             text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
             (site / "book" / path.name).write_text(text + web.static_page_note(profile))
     frontpage.write_protocol(site / "book")  # the protocol, beside the code, as a page the front page links
+    web.fill_generated_pages(site / "book")  # the Build environment and parameter reference pages
     for name, source in chapters().items():
         executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
         target = site / "book" / source.name

@@ -280,7 +280,9 @@ def stamp_markdown(meta: dict, parameters: dict[str, str] | None = None) -> str:
              "```bash", rerun_command(chapter, params), "```"]
     if shown:
         lines += ["", f"Parameters: {shown}."]
-    lines.append("::::")
+    from .provenance import stamp_dropdown  # what produced the page, as run_chapter recorded it
+
+    lines += ["", stamp_dropdown(meta.get("environment")), "::::"]
     return "\n".join(lines)
 
 
@@ -288,6 +290,26 @@ def static_page_note(profile: str) -> str:
     """The rebuild note for a page that is text, not an executed chapter."""
     return ("\n\n```{note}\nThis page is text. The site was built with "
             f"`python -m rote book --profile {profile}`, which reruns every chapter.\n```\n")
+
+
+def fill_generated_pages(folder: Path) -> list[str]:
+    """Replace the marker of each generated page among the staged ``*.md`` of ``folder`` with its text:
+    ``<!-- rote:environment -->`` (:func:`rote.provenance.environment_page`, the build that stages the
+    site) and ``<!-- rote:parameters -->`` (:func:`rote.reference.parameters_page`). Returns the names of
+    the pages filled."""
+    from . import provenance, reference
+
+    makers = {provenance.MARKER: provenance.environment_page, reference.MARKER: reference.parameters_page}
+    filled = []
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text()
+        found = [marker for marker in makers if marker in text]
+        for marker in found:
+            text = text.replace(marker, makers[marker]())
+        if found:
+            path.write_text(text)
+            filled.append(path.name)
+    return filled
 
 
 # -- boilerplate ---------------------------------------------------------------------------------

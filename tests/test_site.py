@@ -448,3 +448,69 @@ def test_scorecard_offers_the_records_as_json_and_csv(desktop, base_url):
     assert status == 200
     header = body.decode().splitlines()[0].split(",")
     assert {"claim", "task", "condition", "seed", "check", "value", "threshold"} <= set(header)
+
+
+# -- what produced each page (rote.provenance) and the generated reference pages -----------------
+def test_the_stamp_opens_a_build_environment_dropdown(browser, base_url):
+    """A chapter's stamp holds a closed "Build environment" dropdown; a click opens it, and it names the
+    commit (or says the tree was not a git checkout) and the torch version the page was executed with."""
+    from rote.provenance import package_version
+
+    page_path = NOTEBOOK_PAGES[0]
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(base_url + page_path, wait_until="load")
+        dropdown = page.locator("details.rote-environment")
+        assert dropdown.count() == 1, f"{page_path}: {dropdown.count()} build environment dropdowns"
+        assert dropdown.evaluate("d => d.open") is False, f"{page_path}: the dropdown is open before a click"
+        dropdown.locator("summary").click()
+        page.wait_for_function("() => document.querySelector('details.rote-environment').open", timeout=TIMEOUT_MS)
+        text = dropdown.inner_text()  # the rendered text: empty for a closed dropdown's body
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        dropdown.screenshot(path=str(SHOTS / "stamp-build-environment.png"), timeout=TIMEOUT_MS)
+    finally:
+        page.close()
+    assert "Build environment" in text
+    assert re.search(r"commit: (?:[0-9a-f]{40} \((?:clean|dirty[^)]*)\)|not a git checkout)", text), text
+    assert f"torch {package_version('torch')}" in text, text
+    assert "code fingerprint of the runs" in text and "training precision: fda:" in text, text
+
+
+def _table_rows(browser, base_url, page_path: str) -> tuple[list[int], str]:
+    """The number of body rows of each table of a page's main text, and that text."""
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(base_url + page_path, wait_until="load")
+        return page.evaluate("""() => {
+          const main = document.querySelector('main') || document.body;
+          return [[...main.querySelectorAll('table')].map(t => t.querySelectorAll('tbody tr').length),
+                  main.textContent];
+        }""")
+    finally:
+        page.close()
+
+
+def test_the_environment_page_lists_the_locked_packages(browser, base_url):
+    from rote.provenance import locked_packages, package_version, python_requirement
+
+    rows, text = _table_rows(browser, base_url, "book/environment.html")
+    assert rows == [len(locked_packages())], f"package table rows: {rows}"
+    assert python_requirement() in text and f"torch {package_version('torch')}" in text
+    assert "rote:environment" not in text and "{dropdown}" not in text
+
+
+def test_the_parameter_reference_has_every_parameter(browser, base_url):
+    import dataclasses
+
+    from rote.chapters.params import CHAPTER_PARAMS, chapter_params
+    from rote.config import param_names
+
+    rows, text = _table_rows(browser, base_url, "book/parameters.html")
+    assert len(rows) == 5 and all(rows), f"rows per table: {rows}"  # the chapters', then data x2, model, training
+    names = {f.name for c in CHAPTER_PARAMS for f in dataclasses.fields(chapter_params(c))}
+    names |= set(param_names("fda")) | set(param_names("thr"))
+    missing = sorted(n for n in names if n not in text)
+    assert not missing, f"parameters missing from the page: {missing}"
+    assert "{doc}" not in text and "python -m rote run outlier_heuristics -p top_k" in text

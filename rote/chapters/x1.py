@@ -125,11 +125,14 @@ class Params(ChapterParams):
     tasks: list[str] = param(["fda"], task_list(("fda",)))
     seeds: list[int] | None = param(None, seed_list())
     overrides: dict = param({}, mapping())
-    widths: object = param(None, checked_elsewhere("None or increasing model widths"))  # by the grid
-    noise_ratios: object = param(None, checked_elsewhere("None or increasing noise ratios"))  # by the grid
+    widths: list[int] | None = param(None, checked_elsewhere("None or increasing model widths"))  # by the grid
+    noise_ratios: list[float] | None = param(None, checked_elsewhere("None or increasing noise ratios"))  # by the grid
     train_grid: bool = param(True, flag())
 
     def check_together(self) -> None:
+        """widths: whole numbers > 0, at least two, each divisible by the runs' n_heads; noise_ratios: in
+        [0, 1); both increasing without repeats; the runs' noise: FDA random, noise_ratio > 0
+        (rote.plan.x1_grid)."""
         grid(self.profile, self.tasks, self.seeds, self.overrides, self.widths, self.noise_ratios)
 
 

@@ -1,0 +1,232 @@
+"""What produced a page: the build environment, recorded when a chapter executes, shown on the site.
+
+:func:`collect` gathers the facts of this process and machine (git commit and whether the tree was dirty,
+the code fingerprint of the runs, the Python, torch and numpy versions, the CPU model and its bf16
+flags, the GPU, the training precision of each task). :func:`rote.book.run_chapter` stores them in the
+executed notebook's ``rote`` metadata (key ``environment``); at staging, :func:`rote.site.stamp_markdown`
+shows them in a "Build environment" dropdown under each chapter's title (:func:`stamp_dropdown`), and
+:func:`environment_page` writes the site's *Build environment* page: the facts of the build that staged
+the site, the Python requirement and the locked packages.
+
+Nothing here imports torch at module import: the torch version comes from the installed package's
+metadata, and only :func:`gpu_name` imports torch (to ask CUDA), when it is called.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from .config import PROJECT_ROOT
+
+NOT_RECORDED = "not recorded"
+NOT_GIT = "not a git checkout"
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU flags that make bf16 native (rote.config.cpu_has_native_bf16)
+MARKER = "<!-- rote:environment -->"  # book/environment.md: replaced at staging by environment_page()
+
+
+# -- the facts ----------------------------------------------------------------------------------
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+
+
+def _no_paths(text: str) -> str:
+    """A git message without the machine's paths (a page never shows them)."""
+    return re.sub(r"'?/[^\s']*'?", "<path>", text).strip()
+
+
+def git_state(root: Path = PROJECT_ROOT) -> dict:
+    """The checkout's commit (``commit``: the full hash, None without one), whether tracked files differ
+    from it (``dirty``; ``changed``: how many), and ``note``: why there is no commit ("not a git
+    checkout", or what git said). Untracked files do not count as dirty (``git status
+    --untracked-files=no``); ``_build/`` and the venvs are ignored anyway. A folder inside some other
+    repository (an unpacked archive under a home checkout) is not a git checkout."""
+    none = {"commit": None, "dirty": None, "changed": None}
+    if shutil.which("git") is None:
+        return {**none, "note": "git is not installed" if (Path(root) / ".git").exists() else NOT_GIT}
+    try:
+        top = _git(root, "rev-parse", "--show-toplevel")
+        if top.returncode != 0:
+            message = (top.stderr.strip().splitlines() or [f"exit {top.returncode}"])[-1]
+            return {**none, "note": NOT_GIT if "not a git repository" in message else f"git failed: {_no_paths(message)}"}
+        if Path(top.stdout.strip()).resolve() != Path(root).resolve():
+            return {**none, "note": NOT_GIT}
+        head = _git(root, "rev-parse", "--verify", "HEAD")
+        if head.returncode != 0:
+            return {**none, "note": "a git checkout without commits"}
+        status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {**none, "note": f"git failed: {type(err).__name__}"}
+    changed = [line for line in status.stdout.splitlines() if line.strip()] if status.returncode == 0 else None
+    return {"commit": head.stdout.strip(), "dirty": None if changed is None else bool(changed),
+            "changed": None if changed is None else len(changed), "note": ""}
+
+
+def package_version(name: str) -> str:
+    """The installed version of a distribution (its metadata: importing it is not needed)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_facts(cpuinfo: str | None = None) -> dict:
+    """The CPU model and whether it has each flag of :data:`BF16_FLAGS`, from ``/proc/cpuinfo`` (Linux;
+    ``cpuinfo``: its text), else ``lscpu``, else what Python's platform module says (then no flags)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+        if not cpuinfo and shutil.which("lscpu"):
+            try:
+                cpuinfo = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                cpuinfo = ""
+    model, flags = "", set()
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        name = name.strip()
+        if name in ("model name", "Model name", "Model", "cpu model") and not model:
+            model = value.strip()
+        elif name in ("flags", "Flags") and not flags:
+            flags = set(value.split())
+    model = model or platform.processor() or platform.machine() or "unknown"
+    return {"model": model, **{flag: flag in flags for flag in BF16_FLAGS}}
+
+
+def gpu_name() -> str | None:
+    """The CUDA device training would use on this machine (``rote.model.pick_device`` picks CUDA first),
+    or None. Imports torch."""
+    try:
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except Exception:  # no torch, a broken driver: no GPU to name
+        return None
+
+
+def collect(precision: dict[str, str] | None = None, root: Path = PROJECT_ROOT) -> dict:
+    """The facts of this build (stored in an executed page's metadata): ``git`` (:func:`git_state`),
+    ``code_fingerprint`` (:func:`rote.config.code_fingerprint`, part of every run's key), ``python``,
+    ``torch``, ``numpy``, ``cpu`` (:func:`cpu_facts`), ``gpu`` (:func:`gpu_name`) and ``precision``
+    (task -> the training precision of its runs, as the caller resolved it)."""
+    from .config import code_fingerprint
+
+    return {"git": git_state(root), "code_fingerprint": code_fingerprint(), "python": platform.python_version(),
+            "torch": package_version("torch"), "numpy": package_version("numpy"), "cpu": cpu_facts(),
+            "gpu": gpu_name(), "precision": dict(precision or {})}
+
+
+# -- the facts on a page --------------------------------------------------------------------------
+def commit_text(git: dict | None) -> str:
+    """"`<hash>` (clean)", "`<hash>` (dirty: 2 tracked files changed)", or why there is no commit."""
+    if not git:
+        return NOT_RECORDED
+    if not git.get("commit"):
+        return git.get("note") or NOT_GIT
+    dirty, changed = git.get("dirty"), git.get("changed")
+    if dirty is None:
+        state = "clean or dirty: unknown"
+    elif not dirty:
+        state = "clean"
+    elif isinstance(changed, int):
+        state = f"dirty: {changed} tracked file{'s' if changed != 1 else ''} changed"
+    else:
+        state = "dirty"
+    return f"`{git['commit']}` ({state})"
+
+
+def cpu_text(cpu: dict | None) -> str:
+    if not cpu:
+        return NOT_RECORDED
+    flags = [f for f in BF16_FLAGS if cpu.get(f)]
+    return f"{cpu.get('model') or 'unknown'}; bf16 flags ({', '.join(BF16_FLAGS)}): {', '.join(flags) or 'none'}"
+
+
+def precision_text(precision: dict | None) -> str:
+    """"fda: fp32, thr: bf16" (task: precision)."""
+    return ", ".join(f"{task}: {p}" for task, p in precision.items()) if precision else NOT_RECORDED
+
+
+def facts_lines(env: dict | None) -> list[str]:
+    """The facts of :func:`collect` as a markdown list; a page executed before they were recorded says
+    so ("not recorded"), as does each fact that is missing."""
+    if not env:
+        return [f"The build environment was {NOT_RECORDED} for this page (it was executed before builds "
+                "recorded it); rebuild the page to record it."]
+
+    def get(key):
+        return env.get(key) or NOT_RECORDED
+
+    fingerprint = env.get("code_fingerprint")
+    gpu = env.get("gpu", NOT_RECORDED)
+    return [f"- commit: {commit_text(env.get('git'))}",
+            f"- code fingerprint of the runs: {f'`{fingerprint}`' if fingerprint else NOT_RECORDED}",
+            f"- Python {get('python')}, torch {get('torch')}, numpy {get('numpy')}",
+            f"- CPU: {cpu_text(env.get('cpu'))}",
+            f"- GPU: {gpu or 'none'}",
+            f"- training precision: {precision_text(env.get('precision'))}"]
+
+
+def stamp_dropdown(env: dict | None) -> str:
+    """The build stamp's "Build environment" dropdown (sphinx-design, bundled with Jupyter Book 1: a
+    ``<details>`` element, closed until a reader opens it)."""
+    return "\n".join([":::{dropdown} Build environment", ":class-container: rote-environment", "",
+                      *facts_lines(env), ":::"])
+
+
+# -- the Build environment page -------------------------------------------------------------------
+def locked_packages(lock: Path = PROJECT_ROOT / "requirements.lock") -> list[tuple[str, str]]:
+    """(name, version) of every pin of ``requirements.lock`` (comments and environment markers aside; a
+    line that is not ``name==version`` keeps its whole requirement as the version)."""
+    out = []
+    for raw in lock.read_text().splitlines():
+        line = raw.split(" #", 1)[0].split(";", 1)[0].strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        name, sep, version = line.partition("==")
+        out.append((name.strip(), version.strip()) if sep else (re.split(r"[\s<>=!~@\[]", line, 1)[0], line))
+    return out
+
+
+def python_requirement(pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> str:
+    import tomllib
+
+    return tomllib.loads(pyproject.read_text()).get("project", {}).get("requires-python", NOT_RECORDED)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def environment_page(env: dict | None = None, root: Path = PROJECT_ROOT) -> str:
+    """The generated part of the *Build environment* page: the facts of the build that stages the site
+    (``env``; None: :func:`collect` now, with the precision ``auto`` resolves to for each task here),
+    the Python requirement of ``pyproject.toml`` and the table of ``requirements.lock``'s packages with
+    the version installed where the site was staged."""
+    if env is None:
+        from .config import TASKS, precision_for
+
+        env = collect({task: precision_for(task) for task in TASKS}, root)
+    packages = locked_packages(root / "requirements.lock")
+    lines = ["## The build that staged this site", "",
+             f"Staged {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Each chapter's stamp (under its title) "
+             "has the same facts for the build that executed that chapter. The training precision is what "
+             "`auto` resolves to on this machine.", "",
+             ":::{container} rote-environment", *facts_lines(env), ":::", "",
+             "## Python", "",
+             f"`requires-python = \"{python_requirement(root / 'pyproject.toml')}\"` (`pyproject.toml`); this "
+             f"build ran Python {env.get('python') or NOT_RECORDED}.", "",
+             "## Locked packages", "",
+             f"The {len(packages)} packages that `requirements.lock` pins (`make install` installs under these "
+             "constraints; `make lock` regenerates the file), with the version installed where the site was "
+             "staged.", "",
+             "| package | locked | installed here |", "|:--|:--|:--|"]
+    lines += [f"| {_cell(name)} | {_cell(version)} | {_cell(package_version(name))} |" for name, version in packages]
+    return "\n".join(lines) + "\n"
