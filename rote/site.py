@@ -464,6 +464,40 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+# -- the references page's labels ---------------------------------------------------------------
+def _author_year_style():
+    """A pybtex formatting style whose list labels read like the citations in the text ("Du et al.,
+    2025", "a"/"b" after the year where two entries would share a label), instead of the default
+    alphabetic "[DMC+25a]". Registered as ``rote`` (``bibtex_default_style`` in ``_config.yml``)."""
+    from pybtex.style.formatting.unsrt import Style
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabels(BaseLabelStyle):
+        def format_labels(self, sorted_entries):
+            entries = list(sorted_entries)
+            labels = [_author_year(e) for e in entries]
+            for entry, label in zip(entries, labels):
+                same = [e for e, other in zip(entries, labels) if other == label]
+                yield label + ("abcdefghijklmnopqrstuvwxyz"[same.index(entry)] if len(same) > 1 else "")
+
+    class AuthorYear(Style):
+        default_label_style = AuthorYearLabels
+        default_sorting_style = "author_year_title"
+
+    return AuthorYear
+
+
+def _author_year(entry) -> str:
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [" ".join(p.last_names) or " ".join(p.first_names) for p in people]
+    who = (names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2
+           else f"{names[0]} et al." if names else entry.fields.get("title", entry.key))
+    return f"{who}, {entry.fields.get('year', 'n.d.')}".replace("{", "").replace("}", "")
+
+
 def setup(app):
+    from pybtex.plugin import register_plugin
+
+    register_plugin("pybtex.style.formatting", "rote", _author_year_style(), force=True)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after every other extension
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -134,6 +134,9 @@ def test_a_known_key_builds_and_an_unknown_key_fails_the_build(tmp_path):
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     page = (tmp_path / "good" / "_build" / "html" / "book" / "intro.html").read_text()
     assert "Du" in page and "2025" in page and "references.html#" in page
+    # the list labels read as the citations do (rote.site's "rote" style), not alphabetic "[DMC+25a]"
+    listing = (tmp_path / "good" / "_build" / "html" / "book" / "references.html").read_text()
+    assert "Du et al., 2025" in listing and "Wang et al., 2024" in listing and "DMC+25" not in listing
 
     bad = _build(_tiny_book(tmp_path / "bad", "A key that is not there {cite:p}`nosuchwork2099`."))
     assert bad.returncode != 0
