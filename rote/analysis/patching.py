@@ -236,8 +236,8 @@ class ErasureSweep:
             return None
         stacked = np.stack([np.asarray(a, dtype=float) for a in arrays])  # [1 + controls, N]
 
-        def statistic(rows: np.ndarray) -> float:
-            means = stacked[:, rows.astype(int)].mean(1)
+        def statistic(rows: np.ndarray) -> float:  # the methods' means over the drawn examples
+            means = stacked @ np.bincount(rows.astype(int), minlength=stacked.shape[1]) / len(rows)
             return float(means[1:].min() - means[0])
 
         return bootstrap(statistic, np.arange(stacked.shape[1]))
