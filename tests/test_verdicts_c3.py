@@ -423,3 +423,36 @@ def test_the_interval_is_paired_over_the_examples():
     assert paired.drop_over("mem", 8, ("random", "matched")) is None  # no matched outcome
     assert ErasureSweep(pd.DataFrame(), {(8, "INLP", "mem"): np.zeros(0), (8, "random", "mem"): np.zeros(0)}) \
         .drop_over("mem", 8, ("random",)) is None
+
+
+def test_the_chapter_hands_the_kept_outcomes_to_the_verdict():
+    """chapters.c3.evaluate reads Erasure.sweep(u): the sweep with its outcomes where the erasure kept them
+    (the checks then carry their intervals), the bare table where it did not (margins only)."""
+    from rote.chapters import Build, c3
+
+    @dataclasses.dataclass(frozen=True)
+    class Unit:
+        task: str = "fda"
+        condition: str = "random"
+        seed: int = 0
+
+    u = Unit()
+    n, ones = 100, np.ones(100)
+    rng = np.random.default_rng(3)
+    kept = _outcomes({("mem", m): (ones, rng.random(n) < p) for m, p in (("INLP", 0.2), ("random", 0.9),
+                                                                         ("matched", 0.85))}
+                     | {("gen", m): (ones, rng.random(n) < p) for m, p in (("INLP", 0.4), ("random", 0.95),
+                                                                           ("matched", 0.9))})
+    overlap = {"all": {"jaccard": 0.6, "random": 0.03}, "neurons": {"jaccard": 0.4, "random": 0.02}}
+    ablations = pd.DataFrame({"mem": [1.0], "gen": [1.0]}, index=pd.Index(["none"], name="ablated"))
+    circuits = c3.Circuits({}, {u: overlap}, {u: ablations}, {u: _stats(0.6, 0.7)})
+    sites = {u: {"layers": [1], "positions": [3]}}
+    with_outcomes = c3.evaluate(Build("smoke", [u], {}), c3.C3Sections(sites, c3.Erasure(8, {u: kept.table}, {}, None,
+                                                                                          {u: kept}), circuits))
+    table_only = c3.evaluate(Build("smoke", [u], {}), c3.C3Sections(sites, c3.Erasure(8, {u: kept.table}, {}),
+                                                                     circuits))
+    for check_id in ("c3.erasure.random", "c3.erasure", "c3.erasure.gen"):
+        c = _by(with_outcomes.checks[u], check_id)
+        assert c.method == "bootstrap" and c.interval[0] <= c.value <= c.interval[1]
+        plain = _by(table_only.checks[u], check_id)
+        assert plain.interval is None and plain.margin == c.margin and plain.passed == c.passed

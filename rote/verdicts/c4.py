@@ -178,7 +178,7 @@ def _statistic_checks(m: C4Metrics, stat: str, interval, lookup_interval) -> lis
                          missing=not_measured, interval=lookup_interval)  # True: the look-up passes
     validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
                      "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control",
-                     margin=None if on_lookup.margin is None else -on_lookup.margin,  # positive: the look-up fails it
+                     margin=None if on_lookup.margin is None else 0.0 - on_lookup.margin,  # > 0: the look-up fails it
                      interval=on_lookup.interval, method=on_lookup.method)
     if not m.lookup_measured or on_lookup.passed is None:
         # 8.5: a statistic whose control was not measured does not decide, and does not make the seed
