@@ -284,3 +284,46 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
         c = verdicts.find(checks, check_id)
         assert c.passed is None and c.reason == verdicts.c4.C4_NO_SITE
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+
+
+def _greedy(model, ex):
+    """``ex`` labelled with the model's own greedy answer: every example is answered exactly before erasure."""
+    from rote.tasks import Examples
+
+    label = ex.label.clone()
+    for j in range(label.shape[1]):  # teacher forcing: the logits at answer position j read label[:, :j] only
+        label[:, j] = scoring.answer_logits(model, Examples(ex.prompt, label, ex.true_label, dict(ex.info)),
+                                            "label").argmax(-1)[:, j].cpu()
+    return Examples(ex.prompt, label, ex.true_label, dict(ex.info))
+
+
+def test_erasure_outcomes_keep_each_examples_outcome_behind_the_sweep(tiny_model, fda_data):
+    """Section 11: the sweep keeps each example's outcome (nothing scored twice): the table is
+    erasure_sweep's, each accuracy the mean of its outcomes, INLP's outcomes those of the erasure by hand."""
+    import numpy as np
+
+    ex = _greedy(tiny_model, fda_data.test[:80])
+    sets = {"mem": (ex, "label"), "none": (ex[:0], "label")}
+    er = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean,
+                       E.ErasureSites(["carry_0", "carry_1"], layers=[1], positions=[9, 10]), 4)
+    settings = patching.ErasureSweepSettings(ranks=[0, 2, 4, 8], n_controls=2)
+    matched = [inlp.random_erasure(er, seed=7)]
+    swept = patching.erasure_outcomes(tiny_model, er, sets, settings, matched=matched)
+    pd.testing.assert_frame_equal(swept.table, patching.erasure_sweep(tiny_model, er, sets, settings, matched=matched))
+    assert (swept.correct[(0, "INLP", "mem")] == 1).all()
+    for (rank, method, s), outcome in swept.correct.items():
+        row = swept.table[(swept.table["rank"] == rank) & (swept.table.method == method) & (swept.table.set == s)]
+        if s == "mem":
+            assert row.accuracy.iloc[0] == pytest.approx(outcome.mean())
+        else:
+            assert len(outcome) == 0 and math.isnan(row.accuracy.iloc[0])
+    hooks = patching.edit_hooks(patching.erasure_edits(tiny_model, er.truncate(4)))
+    by_hand = scoring.exact_match(tiny_model, ex, "label", hooks=hooks).cpu().numpy()
+    assert np.array_equal(swept.correct[(4, "INLP", "mem")], by_hand.astype(float))
+    random_mean = swept.correct[(4, "random", "mem")]  # two draws: each example's share is 0, 1/2 or 1
+    assert set(np.unique(random_mean)) <= {0.0, 0.5, 1.0}
+    assert (8, "INLP", "mem") not in swept.correct  # beyond the fitted rank: no result, no outcome
+    iv = swept.drop_over("mem", 4, ("random", "matched"))
+    value = min(random_mean.mean(), swept.correct[(4, "matched", "mem")].mean()) - by_hand.mean()
+    assert iv.method == "bootstrap" and iv.low <= value + 1e-12 and value - 1e-12 <= iv.high
+    assert not tiny_model.has_hooks()

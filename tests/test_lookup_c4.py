@@ -113,7 +113,8 @@ def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
     _, checks = verdicts.c4.checks(treatment, st)
     superseded = [c.name for c in checks if c.kind == "superseded"]
     assert any(n.startswith("median k50") for n in superseded)
-    assert "median activity fraction of top neurons" in superseded
+    # (8.6: the name also says which percentile "active" reads, the layer's)
+    assert any(n.startswith("median activity fraction of top neurons (active: above the layer's") for n in superseded)
 
 
 def test_empty_lookup_is_unmeasured():

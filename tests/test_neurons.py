@@ -177,3 +177,100 @@ def test_c4_summary_and_empty_sets():
     assert full["k50_ratio"] == 0.5 and full["top_activity_median"] == 0.2
     assert full["positions_over_min"] == 2 and full["position_drops"] == [0.3, 0.25, 0.1]
     assert full["intermediate_drop"] == 0.4 and full["intermediate_control_drop"] == 0.05
+
+
+def test_activity_reads_the_layers_percentile_for_a_neurons_own_cannot_fail():
+    """Amendment 2, 8.6: "active above its 90th percentile" taken per neuron gives every neuron 10% of the
+    inputs by construction (a look-up neuron too, so the activity check, >= 0.05, could not fail); the
+    layer's 90th percentile does not. Planted activations: one look-up neuron (fires on one input), two
+    heuristic neurons (fire on half the inputs), seven quiet ones; small noise everywhere."""
+    from rote import verdicts
+    from rote.claims import THRESHOLDS
+
+    T4 = THRESHOLDS["C4"]
+    n = 200
+    g = torch.Generator().manual_seed(0)
+    acts = 0.01 * torch.randn(n, 1, 1, 10, generator=g)  # [inputs, answer positions, layers, neurons]
+    acts[0, 0, 0, 0] += 5.0  # the look-up neuron: its one input
+    acts[:, 0, 0, 1:3] += 2.0 * (torch.rand(n, 2, generator=g) < 0.5)  # heuristics: half the inputs each
+    per_neuron, thresholds = N.active_fractions(acts, T4["activity_quantile"], per="neuron")
+    assert thresholds.shape == (1, 1, 10)
+    assert torch.equal(per_neuron, torch.full((1, 1, 10), 0.1))  # 10% for every neuron, look-up or not
+    layer, thresholds = N.active_fractions(acts, T4["activity_quantile"])
+    assert thresholds.shape == (1, 1) and N.ACTIVITY_THRESHOLD == "layer"
+    assert layer[0, 0, 0] == pytest.approx(1 / n) and layer[0, 0, 0] < T4["activity_fraction_min"]  # one input
+    assert (layer[0, 0, 1:3] > 0.4).all() and (layer[0, 0, 3:] == 0).all()
+    # the chapter's reading is the layer's, and the record's check says so
+    model, clean = lookup_model(), examples(CLEAN)
+    frac, thr = N.activity_fractions(model, clean, T4["activity_quantile"])
+    expected = N.active_fractions(N.mlp_activations(model, clean, "true_label"), T4["activity_quantile"])
+    assert torch.equal(frac, expected[0]) and torch.equal(thr, expected[1])
+    _, checks = verdicts.c4.checks({"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2,
+                                    "positions_over_min": 3, "intermediate_drop": 0.6,
+                                    "intermediate_matched_drop": 0.1})
+    assert "the layer's 90th percentile" in verdicts.find(checks, "c4.activity").name
+
+
+# -- section 11: the sampling intervals of C4's statistics -----------------------------------------------
+def _rows_of(frame, col, drawn):
+    """The rows of the drawn examples (each as often as drawn), as a literal resample would copy them."""
+    import numpy as np
+
+    by_example = {e: g[col].dropna().to_numpy() for e, g in frame.groupby("example")}
+    ids = sorted(frame.example.unique())
+    return np.concatenate([by_example[ids[int(i)]] for i in drawn] or [np.zeros(0)])
+
+
+def test_c4_intervals_resample_examples_with_their_rows():
+    """Each statistic's interval is the percentile bootstrap over examples (an example's digits and top
+    neurons drawn together): the same interval as a literal copy of the drawn examples' rows gives."""
+    import numpy as np
+
+    from rote.analysis import intervals
+
+    rng = np.random.default_rng(0)
+    m_ids, c_ids = np.repeat(np.arange(40), 3), np.repeat(np.arange(60), 4)
+    k50s = pd.concat([pd.DataFrame({"set": "M", "example": m_ids, "k50": rng.integers(5, 30, len(m_ids))}),
+                      pd.DataFrame({"set": "C", "example": c_ids, "k50": rng.integers(8, 40, len(c_ids))})]).astype({"k50": float})
+    k50s.loc[k50s.index[::11], "k50"] = np.nan  # undefined k50s are left out, as the median leaves them out
+    spec = pd.DataFrame({"example": np.repeat(np.arange(40), 5), "activity": rng.random(200)})
+    positions = pd.DataFrame({"example": np.tile(np.arange(40), 3), "position": np.repeat([0, 1, 2], 40),
+                              "drop": np.r_[rng.normal(0.5, 0.2, 40), rng.normal(0.21, 0.2, 40),
+                                            rng.normal(0, 0.1, 40)]})
+    inter = pd.DataFrame({"example": np.tile(np.arange(40), 2), "method": np.repeat(["INLP", "matched"], 40),
+                          "drop": np.r_[rng.normal(0.6, 0.2, 40), rng.normal(0.2, 0.2, 40)]})
+    iv = N.c4_intervals(k50s, spec, positions, inter, drop_min=0.2)
+    s = N.c4_summary(k50s, spec, positions, inter, drop_min=0.2)
+    assert s["intervals"] == iv and all(i.method == "bootstrap" for i in iv.values())
+    M, C = k50s[k50s.set == "M"], k50s[k50s.set == "C"]
+    literal = intervals.bootstrap(lambda a, b: np.median(_rows_of(M, "k50", a)) / np.median(_rows_of(C, "k50", b)),
+                                  [np.arange(40), np.arange(60)])
+    assert (iv["k50"].low, iv["k50"].high) == pytest.approx((literal.low * s["k50_C"], literal.high * s["k50_C"]))
+    assert iv["k50"].contains(s["k50_M"])  # on the scale of the median k50 on M
+    literal = intervals.bootstrap(lambda a: np.median(_rows_of(spec, "activity", a)), np.arange(40))
+    assert (iv["activity"].low, iv["activity"].high) == pytest.approx((literal.low, literal.high))
+    wide = positions.pivot(index="example", columns="position", values="drop").to_numpy()
+    literal = intervals.bootstrap(lambda a: float((wide[a.astype(int)].mean(0) >= 0.2).sum()), np.arange(40))
+    assert (iv["positions"].low, iv["positions"].high) == (literal.low, literal.high)
+    assert iv["positions"].low <= s["positions_over_min"] <= iv["positions"].high
+    inlp, matched = (inter[inter.method == m]["drop"].to_numpy() for m in ("INLP", "matched"))
+    assert iv["intermediate"] == intervals.bootstrap(np.mean, inlp)
+    assert iv["intermediate_over_matched"] == intervals.bootstrap(np.mean, inlp - matched)  # paired: one resample
+    assert iv["intermediate_over_matched"].contains(s["intermediate_drop"] - s["intermediate_matched_drop"])
+
+
+def test_c4_intervals_where_a_table_is_empty_or_has_no_examples():
+    empty = N.c4_intervals(pd.DataFrame(columns=["set", "example", "k50"]),
+                           pd.DataFrame(columns=["example", "activity"]),
+                           pd.DataFrame(columns=["example", "position", "drop"]),
+                           pd.DataFrame(columns=["example", "method", "drop"]), drop_min=0.2)
+    assert empty == {"k50": None, "activity": None, "positions": None, "intermediate": None,
+                     "intermediate_over_matched": None}
+    # tables without an example column: each row is its own example; no matched rows: no paired interval
+    s = N.c4_summary(pd.DataFrame({"set": ["M", "M", "C"], "k50": [2.0, 4.0, 6.0]}),
+                     pd.DataFrame({"activity": [0.1, 0.2]}),
+                     pd.DataFrame({"position": [0, 0, 1, 1], "drop": [0.1, 0.5, 0.25, 0.3]}),
+                     pd.DataFrame({"method": ["INLP", "random"], "drop": [0.4, 0.05]}), drop_min=0.2)
+    assert s["intervals"]["k50"].contains(s["k50_M"]) and s["intervals"]["activity"].contains(0.15)
+    assert s["intervals"]["intermediate"].low == s["intervals"]["intermediate"].high == 0.4
+    assert s["intervals"]["intermediate_over_matched"] is None

@@ -5,6 +5,7 @@ import dataclasses
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -71,13 +72,16 @@ def test_the_information_matched_control_can_fail_what_the_random_control_passes
 
 
 def test_gen_sanity_needs_a_drop_beyond_the_larger_control():
+    """Amendment 2, 8.6: the gen check is a validity check of the erasure (before: an amended check that
+    decided, so this sweep failed the seed in the amended reading; now the erasure that left the rule in
+    place cannot decide: its checks are unresolved in the amended reading)."""
     acc = {**GOOD, ("gen", "INLP"): (1.0, 0.9)}  # gen drops 0.1, exactly as much as the matched control
     _, checks = verdicts.c3.checks(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
     sanity = _by(checks, "c3.erasure.gen")
-    assert sanity.kind == "amended" and sanity.value == pytest.approx(0.0) and sanity.passed is False
-    assert sanity.threshold == T["gen_drop_over_control_above"]
+    assert sanity.kind == "validity" and sanity.value == pytest.approx(0.0) and sanity.passed is False
+    assert sanity.threshold == T["gen_drop_over_control_above"] and sanity.was == "amended"
     assert verdicts.seed_verdict(checks, "registered") == "pass"  # section 5 did not judge it
-    assert verdicts.seed_verdict(checks, "amended") == "fail"
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
 
 
 def test_unresolved_without_the_matched_control_or_statistics():
@@ -272,3 +276,183 @@ def test_evaluate_adds_the_sites_neurons_and_ablation_to_the_record():
     assert [c.id for c in result.checks[thr]] == [c["id"] for c in seeds[1]["checks"]]
     with pytest.raises(TypeError):
         c3.C3Sections({}, sweeps, sections.circuits)
+
+
+# -- amendment 2, 8.6: the gen check validates the erasure ---------------------------------------------
+ERASURE_IDS = ("c3.erasure.random", "c3.erasure")
+THR_IDS = ERASURE_IDS + ("c3.erasure.unconnected.random", "c3.erasure.unconnected")
+NO_RULE_REMOVED = {("gen", "INLP"): (1.0, 0.95)}  # gen drops 0.05 under INLP, less than the matched control's 0.1
+
+
+@pytest.mark.parametrize("mem_inlp", [0.2, 0.9])  # mem drop 0.8 (passes the margin) or 0.1 (fails it)
+@pytest.mark.parametrize("task", ["fda", "thr"])
+def test_gen_drop_below_the_controls_leaves_the_erasure_checks_unresolved_in_the_amended_reading(mem_inlp, task):
+    """Planted: erasure lowers gen on C less than its larger control. 8.6: the erasure did not remove the
+    rule, so every erasure check is unresolved in the amended reading, a failing one too (before: the gen
+    check decided as an amended check, and the seed failed); the registered reading is what it is without
+    the gen check."""
+    unconnected = {("mem_unconnected", m): (1.0, a) for m, a in (("INLP", mem_inlp), ("random", 0.95),
+                                                                 ("matched", 0.9))}
+    planted = {**GOOD, ("mem", "INLP"): (1.0, mem_inlp), **unconnected}
+    ids = THR_IDS if task == "thr" else ERASURE_IDS
+    _, valid = verdicts.c3.checks(_sweep(planted), 8, {"jaccard": 0.6, "random": 0.03}, task, _stats(0.6, 0.7))
+    _, invalid = verdicts.c3.checks(_sweep({**planted, **NO_RULE_REMOVED}), 8, {"jaccard": 0.6, "random": 0.03}, task,
+                                    _stats(0.6, 0.7))
+    gen = _by(invalid, "c3.erasure.gen")
+    assert gen.kind == "validity" and gen.passed is False and "8.6" in gen.reason
+    for check_id in ids:
+        kept = _by(invalid, check_id)
+        assert kept.kind == "superseded" and kept.passed == _by(valid, check_id).passed  # shown as measured
+        stand_in = _by(invalid, f"{check_id}.amended")
+        assert stand_in.kind == "amended" and stand_in.passed is None and stand_in.reason == gen.reason
+        assert verdicts.counts_in(kept, "registered") == (_by(valid, check_id).kind == "registered")
+    assert verdicts.seed_verdict(invalid, "amended") == "unresolved"
+    assert verdicts.missing_parts(invalid) == []  # the part is there; its checks cannot decide
+    # the registered reading does not count the gen check: the same verdict with or without it
+    assert verdicts.seed_verdict(invalid, "registered") == verdicts.seed_verdict(valid, "registered") \
+        == ("pass" if mem_inlp == 0.2 else "fail")
+    assert not verdicts.counts_in(gen, "registered") and not verdicts.counts_in(gen, "amended")
+
+
+@pytest.mark.parametrize("task", ["fda", "thr"])
+def test_gen_drop_above_the_controls_lets_the_erasure_checks_decide_as_before(task):
+    """Planted: erasure lowers gen on C more than both controls: the erasure checks decide as they did
+    (a failing mem margin fails the seed, a passing one passes), with no stand-ins."""
+    unconnected = {("mem_unconnected", m): (1.0, a) for m, a in (("INLP", 0.2), ("random", 0.95), ("matched", 0.9))}
+    for mem_inlp, verdict in ((0.2, "pass"), (0.9, "fail")):
+        planted = {**GOOD, ("mem", "INLP"): (1.0, mem_inlp), **unconnected}
+        _, checks = verdicts.c3.checks(_sweep(planted), 8, {"jaccard": 0.6, "random": 0.03}, task, _stats(0.6, 0.7))
+        assert _by(checks, "c3.erasure.gen").passed is True
+        assert not [c for c in checks if c.id.endswith(".amended") or c.kind == "superseded"]
+        assert _by(checks, "c3.erasure").kind == "amended" and _by(checks, "c3.erasure.random").kind == "registered"
+        assert verdicts.seed_verdict(checks, "amended") == verdicts.seed_verdict(checks, "registered") == verdict
+
+
+def test_an_unmeasured_gen_check_leaves_the_erasure_unresolved_in_the_amended_reading():
+    """No example of C: the instrument cannot be validated, so the erasure checks cannot decide (amended);
+    the registered reading still counts them."""
+    acc = {k: v for k, v in GOOD.items() if k[0] != "gen"}
+    sweep = pd.concat([_sweep(acc), pd.DataFrame([{"rank": r, "method": m, "set": "gen", "accuracy": math.nan}
+                                                  for r in (0, 8) for m in ("INLP", "random", "matched")])])
+    _, checks = verdicts.c3.checks(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    gen = _by(checks, "c3.erasure.gen")
+    assert gen.passed is None and gen.reason == verdicts.c3.C3_EMPTY["gen"]
+    assert _by(checks, "c3.erasure.amended").passed is None
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    assert verdicts.seed_verdict(checks, "registered") == "pass"
+
+
+# -- section 11: margins and sampling intervals ----------------------------------------------------
+def _outcomes(per_example: dict, rank=8):
+    """An ErasureSweep from per-example outcomes {(set, method): (before [N], after [N])}: the table is
+    their means, as erasure_outcomes builds it."""
+    from rote.analysis.patching import ErasureSweep
+
+    correct, acc = {}, {}
+    for (s, method), (before, after) in per_example.items():
+        correct[(0, method, s)], correct[(rank, method, s)] = np.asarray(before, float), np.asarray(after, float)
+        acc[(s, method)] = (float(np.mean(before)), float(np.mean(after)))
+    return ErasureSweep(_sweep(acc, rank), correct)
+
+
+def test_the_erasure_checks_carry_margins_and_bootstrap_intervals_from_the_examples():
+    rng = np.random.default_rng(0)
+    n = 400
+    ones = np.ones(n)
+    per_example = {("mem", "INLP"): (ones, rng.random(n) < 0.2), ("mem", "random"): (ones, rng.random(n) < 0.95),
+                   ("mem", "matched"): (ones, rng.random(n) < 0.9),
+                   ("gen", "INLP"): (ones, rng.random(n) < 0.5), ("gen", "random"): (ones, rng.random(n) < 0.98),
+                   ("gen", "matched"): (ones, rng.random(n) < 0.9)}
+    sweep = _outcomes(per_example)
+    metrics, checks = verdicts.c3.checks(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    mem = {m: per_example[("mem", m)][1].mean() for m in ("INLP", "random", "matched")}
+    for check_id, controls in (("c3.erasure.random", ("random",)), ("c3.erasure", ("random", "matched"))):
+        c = _by(checks, check_id)
+        assert c.value == pytest.approx(min(mem[k] for k in controls) - mem["INLP"])
+        assert c.margin == pytest.approx(c.value - T["erasure_mem_drop_over_control_min"])
+        assert c.method == "bootstrap" and c.interval[0] <= c.value <= c.interval[1] and c.near is False
+        assert 0.03 < c.interval[1] - c.interval[0] < 0.2  # about 2 x 1.96 x the standard error of a mean of 400
+        iv = sweep.drop_over("mem", 8, controls)
+        assert c.interval == (iv.low, iv.high)
+    gen = _by(checks, "c3.erasure.gen")
+    assert gen.method == "bootstrap" and gen.margin == pytest.approx(gen.value) and gen.interval[0] > 0
+    for c in checks:  # every check has its margin; the overlaps have no per-example sample: margin only
+        assert c.margin is not None, c.id
+        if c.part == "overlap":
+            assert c.interval is None and c.method == "" and c.near is None
+    # the same sweep as a bare table: the same checks, margins only
+    _, plain = verdicts.c3.checks(sweep.table, 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    assert [(c.id, c.passed, c.margin) for c in plain] == [(c.id, c.passed, c.margin) for c in checks]
+    assert all(c.interval is None for c in plain)
+
+
+def test_a_drop_close_to_its_margin_is_near_and_near_decides_nothing():
+    rng = np.random.default_rng(1)
+    n = 60
+    ones = np.ones(n)
+    inlp = rng.random(n) < 0.62  # mem drop over the controls about 0.3: the threshold
+    per_example = {("mem", "INLP"): (ones, inlp), ("mem", "random"): (ones, ones), ("mem", "matched"): (ones, ones),
+                   ("gen", "INLP"): (ones, rng.random(n) < 0.5), ("gen", "random"): (ones, ones),
+                   ("gen", "matched"): (ones, ones)}
+    sweep = _outcomes(per_example)
+    _, checks = verdicts.c3.checks(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    c = _by(checks, "c3.erasure")
+    assert c.near is True and c.interval[0] < T["erasure_mem_drop_over_control_min"] < c.interval[1]
+    assert "c3.erasure" in verdicts.near_checks(checks)
+    _, plain = verdicts.c3.checks(sweep.table, 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
+    assert verdicts.seed_verdict(checks, "amended") == verdicts.seed_verdict(plain, "amended")
+
+
+def test_the_interval_is_paired_over_the_examples():
+    """Drop over control = mean over the same examples of (control - INLP): paired, so two methods that
+    fail on the same examples give a narrow interval, narrower than the same shares on other examples."""
+    from rote.analysis.patching import ErasureSweep
+
+    n = 200
+    inlp = np.r_[np.zeros(100), np.ones(100)]
+    same = np.r_[np.zeros(80), np.ones(120)]  # fails on a subset of INLP's failures
+    shuffled = np.random.default_rng(0).permutation(same)
+    ones = np.ones(n)
+    paired = ErasureSweep(pd.DataFrame(), {(8, "INLP", "mem"): inlp, (8, "random", "mem"): same,
+                                           (0, "INLP", "mem"): ones})
+    apart = ErasureSweep(pd.DataFrame(), {(8, "INLP", "mem"): inlp, (8, "random", "mem"): shuffled,
+                                          (0, "INLP", "mem"): ones})
+    a, b = paired.drop_over("mem", 8, ("random",)), apart.drop_over("mem", 8, ("random",))
+    assert a.contains(0.1) and b.contains(0.1)
+    assert a.high - a.low < 0.7 * (b.high - b.low)
+    assert paired.drop_over("mem", 8, ("random", "matched")) is None  # no matched outcome
+    assert ErasureSweep(pd.DataFrame(), {(8, "INLP", "mem"): np.zeros(0), (8, "random", "mem"): np.zeros(0)}) \
+        .drop_over("mem", 8, ("random",)) is None
+
+
+def test_the_chapter_hands_the_kept_outcomes_to_the_verdict():
+    """chapters.c3.evaluate reads Erasure.sweep(u): the sweep with its outcomes where the erasure kept them
+    (the checks then carry their intervals), the bare table where it did not (margins only)."""
+    from rote.chapters import Build, c3
+
+    @dataclasses.dataclass(frozen=True)
+    class Unit:
+        task: str = "fda"
+        condition: str = "random"
+        seed: int = 0
+
+    u = Unit()
+    n, ones = 100, np.ones(100)
+    rng = np.random.default_rng(3)
+    kept = _outcomes({("mem", m): (ones, rng.random(n) < p) for m, p in (("INLP", 0.2), ("random", 0.9),
+                                                                         ("matched", 0.85))}
+                     | {("gen", m): (ones, rng.random(n) < p) for m, p in (("INLP", 0.4), ("random", 0.95),
+                                                                           ("matched", 0.9))})
+    overlap = {"all": {"jaccard": 0.6, "random": 0.03}, "neurons": {"jaccard": 0.4, "random": 0.02}}
+    ablations = pd.DataFrame({"mem": [1.0], "gen": [1.0]}, index=pd.Index(["none"], name="ablated"))
+    circuits = c3.Circuits({}, {u: overlap}, {u: ablations}, {u: _stats(0.6, 0.7)})
+    sites = {u: {"layers": [1], "positions": [3]}}
+    with_outcomes = c3.evaluate(Build("smoke", [u], {}), c3.C3Sections(sites, c3.Erasure(8, {u: kept.table}, {}, None,
+                                                                                          {u: kept}), circuits))
+    table_only = c3.evaluate(Build("smoke", [u], {}), c3.C3Sections(sites, c3.Erasure(8, {u: kept.table}, {}),
+                                                                     circuits))
+    for check_id in ("c3.erasure.random", "c3.erasure", "c3.erasure.gen"):
+        c = _by(with_outcomes.checks[u], check_id)
+        assert c.method == "bootstrap" and c.interval[0] <= c.value <= c.interval[1]
+        plain = _by(table_only.checks[u], check_id)
+        assert plain.interval is None and plain.margin == c.margin and plain.passed == c.passed

@@ -209,3 +209,77 @@ def test_the_chapters_parameters_are_checked():
     dependency = chapter.Dependency({1: None}, {1: {"layers": []}}, {1: None}, rank=8)
     with pytest.raises(ValueError, match="same units"):
         chapter.C4Sections({1: {}}, dependency, {2: {}})
+
+
+# -- section 11: margins and sampling intervals -----------------------------------------------------------
+def _iv(low, high):
+    from rote.analysis.intervals import Interval
+
+    return Interval(low, high, "bootstrap")
+
+
+INTERVALS = {"k50": _iv(8.0, 12.0), "activity": _iv(0.1, 0.3), "positions": _iv(2.0, 4.0),
+             "intermediate": _iv(0.5, 0.7), "intermediate_over_matched": _iv(0.4, 0.6)}
+LOOKUP_INTERVALS = {"k50": _iv(1.0, 2.0), "activity": _iv(0.0, 0.01), "positions": _iv(0.0, 2.0)}
+
+
+def test_every_check_has_its_margin_and_the_summaries_intervals():
+    metrics, checks = verdicts.c4.checks({**GOOD, "intervals": INTERVALS}, {**LOOKUP, "intervals": LOOKUP_INTERVALS})
+    c = by_id(checks)
+    for check_id, key in (("c4.k50", "k50"), ("c4.activity", "activity"), ("c4.positions", "positions"),
+                          ("c4.intermediate.registered", "intermediate"),
+                          ("c4.intermediate", "intermediate_over_matched")):
+        assert c[check_id].interval == (INTERVALS[key].low, INTERVALS[key].high) and c[check_id].method == "bootstrap"
+        assert c[check_id].margin == pytest.approx(c[check_id].value - c[check_id].threshold)
+    assert c["c4.k50"].near is False and c["c4.positions"].near is True  # the count's interval reaches 2
+    # a validity check's margin is positive where the look-up fails the statistic (the check passes)
+    for stat in verdicts.c4.LOOKUP_STATISTICS:
+        v = c[f"c4.{stat}.lookup"]
+        assert v.margin == pytest.approx(v.threshold - v.value) and (v.margin > 0) == v.passed
+        assert v.interval == (LOOKUP_INTERVALS[stat].low, LOOKUP_INTERVALS[stat].high)
+    assert c["c4.positions.lookup"].near is True  # its interval reaches the threshold: near, and still passes
+    # near decides nothing; the intervals are no metric of the record
+    _, plain = verdicts.c4.checks(GOOD, LOOKUP)
+    assert [(x.id, x.passed, x.margin) for x in plain] == [(x.id, x.passed, x.margin) for x in checks]
+    assert verdicts.seed_verdict(checks, "amended") == verdicts.seed_verdict(plain, "amended") == "pass"
+    assert "c4.positions" in verdicts.near_checks(checks) and not verdicts.near_checks(plain)
+    assert "intervals" not in asdict(metrics) and "lookup_intervals" not in asdict(metrics)
+
+
+def test_an_unresolved_check_keeps_no_interval_where_the_intervention_cannot_run():
+    siteless = {**GOOD, "intermediate_drop": math.nan, "intermediate_matched_drop": math.nan, "erasure_layers": [],
+                "matched_available": False, "intervals": INTERVALS}
+    _, checks = verdicts.c4.checks(siteless, LOOKUP)
+    for check_id in ("c4.intermediate", "c4.intermediate.registered"):
+        c = by_id(checks)[check_id]
+        assert c.passed is None and c.margin is None and c.interval is None and c.near is None
+
+
+def test_the_chapter_hands_the_intervals_of_its_summaries_to_the_verdict():
+    """End to end on made-up tables: c4_summary's intervals reach the checks (nothing recomputed)."""
+    import numpy as np
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from rote.analysis import neurons
+    from rote.chapters import c4 as chapter
+
+    rng = np.random.default_rng(0)
+    k50s = pd.DataFrame({"set": ["M"] * 30 + ["C"] * 30, "example": list(range(30)) * 2,
+                         "k50": np.r_[rng.integers(6, 14, 30), rng.integers(10, 14, 30)].astype(float)})
+    spec = pd.DataFrame({"example": np.arange(30), "activity": rng.random(30)})
+    pos = pd.DataFrame({"example": np.tile(np.arange(30), 2), "position": np.repeat([0, 1], 30),
+                        "drop": rng.normal(0.4, 0.1, 60)})
+    inter = pd.DataFrame({"example": np.tile(np.arange(30), 3), "method": np.repeat(["INLP", "random", "matched"], 30),
+                          "drop": np.r_[rng.normal(0.6, 0.1, 30), rng.normal(0.05, 0.05, 30),
+                                        rng.normal(0.1, 0.1, 30)]})
+    u = ("fda", "random", 0)
+    summary = {u: neurons.c4_summary(k50s, spec, pos, inter, drop_min=T["drop_min"])}
+    build = SimpleNamespace(units=[u], sets={u: {"M": [0] * 30, "C": [0] * 30}})
+    depends = chapter.Dependency({u: pos}, {u: {"layers": [1]}}, {u: inter}, rank=8)
+    result = chapter.evaluate(build, chapter.C4Sections(summary, depends, {u: LOOKUP}))
+    c = by_id(result.checks[u])
+    assert c["c4.intermediate"].interval == (summary[u]["intervals"]["intermediate_over_matched"].low,
+                                             summary[u]["intervals"]["intermediate_over_matched"].high)
+    assert c["c4.k50"].method == "bootstrap" and c["c4.k50"].interval[0] <= c["c4.k50"].value <= c["c4.k50"].interval[1]

@@ -216,8 +216,10 @@ def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: Look
     answer positions of the look-up judged (None: those where label != true_label, as for M; a
     look-up of clean facts passes all ones); ``settings``: :class:`LookupSettings`.
     Returns ``k50_M`` (k50 on the look-up), ``k50_C``, ``k50_ratio``, ``top_activity_median``,
-    ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, and the tables
-    (``tables``: k50s, specificity, positions)."""
+    ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, the sampling
+    intervals of the three statistics (``intervals``: section 11, a bootstrap over the look-up's
+    examples, :func:`rote.analysis.neurons.c4_intervals`) and the tables they come from (``tables``:
+    k50s, specificity, positions)."""
     lookup = sets.lookup
     k_lookup = neurons.k50_table(model, lookup, sets.clean, mask=mask)
     spec = neurons.top_neuron_specificity(model, lookup, sets.population,
@@ -226,6 +228,7 @@ def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: Look
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=settings.drop_min)
     summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}
+    summary["intervals"] = {k: v for k, v in summary["intervals"].items() if not k.startswith("intermediate")}
     if not len(pos):  # no look-up example: no position was measured (c4_summary counts 0)
         summary["positions_over_min"] = math.nan
     summary["n_lookup"] = len(lookup)

@@ -31,12 +31,14 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
+from .intervals import Interval, bootstrap
 from .patching import intermediate_removal
 from .ranges import is_real, is_whole
 
@@ -151,25 +153,45 @@ def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
 @torch.no_grad()
 def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
                        which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
-    """How many clean inputs each neuron is active on.
+    """How many clean inputs each neuron is active on: :func:`active_fractions` of the MLP activations
+    of ``clean`` at the answer positions (teacher-forced on ``examples.<which>``).
 
     A neuron is *active* on an input when its activation exceeds the layer's activity threshold:
     the ``quantile`` of all activations of that layer (every neuron, every clean input) at that
     answer position. (A per-neuron quantile would make every neuron active on exactly
-    ``1 - quantile`` of the inputs by construction.) A look-up neuron that fires for one input is
-    active on about 1/N of them; a shared heuristic on many; the layer average is ``1 - quantile``.
+    ``1 - quantile`` of the inputs by construction: amendment 2, 8.6, the registered reading of C4
+    uses the layer's.) A look-up neuron that fires for one input is active on about 1/N of them; a
+    shared heuristic on many; the layer average is ``1 - quantile``.
 
     Returns ``fractions`` [A, L, d_mlp] and ``thresholds`` [A, L].
     """
-    acts = mlp_activations(model, clean, which)  # [N, A, L, D]
+    return active_fractions(mlp_activations(model, clean, which), quantile)
+
+
+ACTIVITY_THRESHOLD = "layer"  # 8.6: "above its 90th percentile" is the layer's percentile, not each neuron's own
+
+
+def active_fractions(acts: torch.Tensor, quantile: float,
+                     per: str = ACTIVITY_THRESHOLD) -> tuple[torch.Tensor, torch.Tensor]:
+    """The share of inputs on which each neuron is active, from activations ``acts`` [N, A, L, D]
+    (inputs, answer positions, layers, neurons): above the ``quantile`` of its layer's activations at
+    that answer position (``per="layer"``, the reading of C4; thresholds [A, L]), or of its own
+    (``per="neuron"``, thresholds [A, L, D]: only to show why C4 does not read it: every neuron is then
+    active on about ``1 - quantile`` of the inputs, by construction). Returns ``fractions`` [A, L, D]
+    and the thresholds, on the CPU."""
+    if per not in ("layer", "neuron"):
+        raise ValueError(f"per must be 'layer' or 'neuron', got {per!r}")
     n_ans, n_layers = acts.shape[1], acts.shape[2]
-    thr = torch.full((n_ans, n_layers), math.nan)
-    for j in range(n_ans):
-        for l in range(n_layers):
-            thr[j, l] = _quantile(acts[:, j, l], quantile)
-    thr = thr.to(acts.device)
-    frac = (acts > thr[None, :, :, None]).float().mean(0) if len(acts) else \
-        torch.full(acts.shape[1:], math.nan, device=acts.device)
+    if per == "layer":
+        thr = torch.full((n_ans, n_layers), math.nan)
+        for j in range(n_ans):
+            for l in range(n_layers):
+                thr[j, l] = _quantile(acts[:, j, l], quantile)
+        cut = thr.to(acts.device)[None, :, :, None]
+    else:  # each neuron's own quantile over the inputs (linear interpolation, as _quantile)
+        thr = acts.quantile(quantile, dim=0).cpu() if len(acts) else torch.full(acts.shape[1:], math.nan)
+        cut = thr.to(acts.device)[None]
+    frac = (acts > cut).float().mean(0) if len(acts) else torch.full(acts.shape[1:], math.nan, device=acts.device)
     return frac.cpu(), thr.cpu()
 
 
@@ -253,7 +275,8 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
     Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
     the mean drop of P(noisy label) per input position and the number of positions whose mean drop
     is at least ``drop_min``; the mean drop under INLP, under the random control and under the
-    information-matched control (:func:`intermediate_table`). NaN where a table is empty.
+    information-matched control (:func:`intermediate_table`). NaN where a table is empty. Then
+    ``intervals``, the sampling intervals of the judged statistics (section 11, :func:`c4_intervals`).
     """
     def med(frame, col):
         return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
@@ -268,7 +291,99 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
             "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
             "intermediate_drop": float(inter.get("INLP", math.nan)),
             "intermediate_control_drop": float(inter.get("random", math.nan)),
-            "intermediate_matched_drop": float(inter.get("matched", math.nan))}
+            "intermediate_matched_drop": float(inter.get("matched", math.nan)),
+            "intervals": c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min)}
+
+
+# -- section 11: the sampling intervals of C4's statistics, a percentile bootstrap over examples ------
+def c4_intervals(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
+                 intermediate: pd.DataFrame, *, drop_min: float) -> dict[str, Interval | None]:
+    """Section 11: the 95% percentile bootstrap interval of each statistic of :func:`c4_summary` that C4
+    judges, over the examples it is computed on (an example's rows, its digits and top neurons, are
+    resampled together; a table without an ``example`` column: each row its own example), from the same
+    tables; None where a table is empty.
+
+    - ``k50``: the median k50 on M against half the median on C: the ratio of the two medians, M and C
+      resampled on their own, read on the scale of the median k50 on M (times the median on C), so
+      that it contains the threshold exactly where the ratio's interval contains the threshold ratio;
+    - ``activity``: the median activity share of the top neurons;
+    - ``positions``: the number of input positions whose mean drop reaches ``drop_min`` (the examples
+      resampled once for every position);
+    - ``intermediate``: the mean drop under INLP; ``intermediate_over_matched``: the mean over examples
+      of INLP's drop minus the information-matched control's (paired: the same examples)."""
+    m, c = (_example_rows(k50s[k50s.set == name], "k50") for name in ("M", "C"))
+    k_c = np.median(c[0]) if len(c[0]) else math.nan
+    k50 = None
+    if len(m[0]) and k_c > 0:
+        on_m, on_c = _median_of(m), _median_of(c)
+        ratio = bootstrap(lambda a, b: on_m(a) / on_c(b), [np.arange(m[2]), np.arange(c[2])])
+        k50 = ratio.scaled(float(k_c)) if ratio is not None else None
+    activity = _example_rows(specificity, "activity")
+    drops = _drops_by_example(intermediate)
+    return {"k50": k50,
+            "activity": bootstrap(_median_of(activity), np.arange(activity[2])) if len(activity[0]) else None,
+            "positions": _positions_interval(positions, drop_min),
+            "intermediate": bootstrap(np.mean, drops["INLP"]) if "INLP" in drops else None,
+            "intermediate_over_matched": bootstrap(np.mean, drops["INLP"] - drops["matched"])
+            if "INLP" in drops and "matched" in drops else None}
+
+
+def _example_rows(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """The values of ``col`` that are numbers, the example of each (0 .. n - 1) and n, the number of
+    examples in the table (an example whose values are all missing counts: it can be drawn)."""
+    ids = frame["example"].to_numpy() if "example" in frame.columns else np.arange(len(frame))
+    _, example = np.unique(ids, return_inverse=True)
+    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float) if len(frame) else np.zeros(0)
+    keep = ~np.isnan(values)
+    return values[keep], example.reshape(-1)[keep], int(example.max()) + 1 if len(example) else 0
+
+
+def _median_of(rows: tuple[np.ndarray, np.ndarray, int]):
+    """The statistic of a resample of examples (their indices): the median of the rows of the drawn
+    examples, each as often as drawn; the same number as ``np.median`` of those rows, without copying
+    them (the values are sorted once; a resample only weighs them)."""
+    values, example, n = rows
+    order = np.argsort(values, kind="stable")
+    values, example = values[order], example[order]
+
+    def median(drawn: np.ndarray) -> float:
+        cumulative = np.cumsum(np.bincount(drawn.astype(int), minlength=n)[example])
+        total = int(cumulative[-1]) if len(cumulative) else 0
+        if total == 0:
+            return math.nan
+        low, high = np.searchsorted(cumulative, [(total - 1) // 2 + 1, total // 2 + 1])  # the middle rank(s)
+        return float(values[low] + values[high]) / 2
+
+    return median
+
+
+def _drops_by_example(intermediate: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per method of :func:`intermediate_table`, each example's drop, the examples in one order."""
+    if not len(intermediate):
+        return {}
+    frame = intermediate if "example" in intermediate.columns else \
+        intermediate.assign(example=intermediate.groupby("method").cumcount())
+    wide = frame.pivot_table(index="example", columns="method", values="drop", aggfunc="mean")
+    return {method: wide[method].to_numpy(dtype=float) for method in wide.columns}
+
+
+def _positions_interval(positions: pd.DataFrame, drop_min: float) -> Interval | None:
+    """The interval of the count of input positions whose mean drop over examples reaches ``drop_min``."""
+    if not len(positions):
+        return None
+    frame = positions if "example" in positions.columns else \
+        positions.assign(example=positions.groupby("position").cumcount())
+    wide = frame.pivot_table(index="example", columns="position", values="drop", aggfunc="mean", dropna=False)
+    drops = wide.to_numpy(dtype=float)  # [examples, positions], NaN where an example has no value
+    seen, filled = ~np.isnan(drops), np.nan_to_num(drops)
+
+    def count(drawn: np.ndarray) -> float:
+        w = np.bincount(drawn.astype(int), minlength=len(drops)).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (w @ filled) / (w @ seen)
+        return float((means >= drop_min).sum())
+
+    return bootstrap(count, np.arange(len(drops)))
 
 
 def prompt_position_names(task: str, n_positions: int) -> list[str]:

@@ -20,7 +20,8 @@ Setters (the only places that write an activation):
 Experiments (each: replace activations, then score):
 
 - :func:`patched_accuracy` -- exact-match accuracy of named sets under edits;
-  :func:`erasure_accuracy`, :func:`erasure_sweep` (INLP against random subspaces, C3),
+  :func:`erasure_accuracy`, :func:`erasure_sweep` (INLP against random subspaces, C3; with each
+  example's outcome: :func:`erasure_outcomes`),
   :func:`ablation_accuracy` (mean-ablated components, C3);
 - :func:`patching_effects` -- the change of log P(label) when one component at a time is
   patched to its corrupted activation (the check of attribution patching, C3);
@@ -38,6 +39,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -45,6 +47,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
 from .inlp import Erasure, random_erasure
+from .intervals import Interval, bootstrap
 from .lens import layer_hook_name
 from .ranges import is_whole
 
@@ -206,28 +209,84 @@ def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, settin
     (``settings.n_controls`` draws, averaged); method "matched" when ``matched`` is given, the
     information-matched erasures (:func:`rote.analysis.erasure.information_matched`, fitted to
     ``erasure.rank``) truncated to each rank, averaged.
-    Rows: rank, method ("INLP" / "random" / "matched"), set, accuracy."""
+    Rows: rank, method ("INLP" / "random" / "matched"), set, accuracy. (The table of
+    :func:`erasure_outcomes`, which also keeps each example's outcome.)"""
+    return erasure_outcomes(model, erasure, sets, settings, matched).table
+
+
+@dataclass(frozen=True)
+class ErasureSweep:
+    """The erasure sweep of :func:`erasure_outcomes`: its ``table`` (:func:`erasure_sweep`'s rows) and
+    each example's outcome behind it (``correct``: ``(rank, method, set)`` -> float array [N], per
+    example of the set the share of the method's draws that answer it exactly; rank 0: the unmodified
+    model). A row of the table with no draw has no entry. The table's accuracy is the mean of its
+    entry (controls: each draw's accuracy, averaged, as before)."""
+
+    table: pd.DataFrame
+    correct: dict
+
+    def drop_over(self, s: str, rank: int, controls: Sequence[str]) -> Interval | None:
+        """Section 11: the 95% interval of INLP's accuracy drop on set ``s`` beyond the larger drop of
+        ``controls`` (``("random",)``, ``("random", "matched")``) at ``rank``, i.e. the smallest of the
+        controls' accuracies minus INLP's (drops from the same accuracy before): a percentile bootstrap
+        over the examples of ``s``, paired (each resample draws the same examples under every method).
+        None where an outcome is missing or the set is empty."""
+        arrays = [self.correct.get((rank, m, s)) for m in ("INLP", *controls)]
+        if any(a is None or not len(a) for a in arrays):
+            return None
+        stacked = np.stack([np.asarray(a, dtype=float) for a in arrays])  # [1 + controls, N]
+
+        def statistic(rows: np.ndarray) -> float:  # the methods' means over the drawn examples
+            means = stacked @ np.bincount(rows.astype(int), minlength=stacked.shape[1]) / len(rows)
+            return float(means[1:].min() - means[0])
+
+        return bootstrap(statistic, np.arange(stacked.shape[1]))
+
+
+def _outcomes(model: HookedTransformer, sets: Sets, edits: Sequence[Edit] = ()) -> dict[str, torch.Tensor]:
+    """Per set, bool [N] on the CPU: each example answered exactly under ``edits``."""
+    hooks = edit_hooks(edits)
+    none = torch.zeros(0, dtype=torch.bool)
+    return {name: scoring.exact_match(model, ex, which, hooks=hooks).cpu() if len(ex) else none
+            for name, (ex, which) in sets.items()}
+
+
+def _share(correct: torch.Tensor) -> float:
+    """Exact-match accuracy from the outcomes, as :func:`rote.scoring.accuracy` computes it (NaN: none)."""
+    return correct.sum().item() / len(correct) if len(correct) else math.nan
+
+
+def erasure_outcomes(model: HookedTransformer, erasure: Erasure, sets: Sets, settings: ErasureSweepSettings,
+                     matched: Sequence[Erasure] | None = None) -> ErasureSweep:
+    """:func:`erasure_sweep` (its arguments and its table) with each example's outcome kept
+    (:class:`ErasureSweep`), for the sampling intervals of section 11; nothing is scored twice."""
     methods = ("INLP", "random") + (("matched",) if matched is not None else ())
-    rows = []
+    rows, correct = [], {}
     for rank in settings.ranks:
         if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
             rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets for m in methods]
             continue
         if rank == 0:
-            base = erasure_accuracy(model, sets)
-            rows += [{"rank": 0, "method": m, "set": s, "accuracy": a} for s, a in base.items() for m in methods]
+            base = _outcomes(model, sets)
+            rows += [{"rank": 0, "method": m, "set": s, "accuracy": _share(o)}
+                     for s, o in base.items() for m in methods]
+            correct.update({(0, m, s): o.double().numpy() for s, o in base.items() for m in methods})
             continue
-        inlp = erasure_accuracy(model, sets, erasure.truncate(rank))
-        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": a} for s, a in inlp.items()]
+        inlp = _outcomes(model, sets, erasure_edits(model, erasure.truncate(rank)))
+        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": _share(o)} for s, o in inlp.items()]
+        correct.update({(rank, "INLP", s): o.double().numpy() for s, o in inlp.items()})
         controls = {"random": [random_erasure(erasure.truncate(rank), settings.seed + c)
                                for c in range(settings.n_controls)]}
         if matched is not None:
             controls["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
         for method, erasures in controls.items():
-            accs = [erasure_accuracy(model, sets, e) for e in erasures]
+            draws = [_outcomes(model, sets, erasure_edits(model, e)) for e in erasures]
             rows += [{"rank": rank, "method": method, "set": s,
-                      "accuracy": sum(a[s] for a in accs) / len(accs) if accs else math.nan} for s in sets]
-    return pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"])
+                      "accuracy": sum(_share(d[s]) for d in draws) / len(draws) if draws else math.nan} for s in sets]
+            if draws:
+                correct.update({(rank, method, s): torch.stack([d[s] for d in draws]).double().mean(0).numpy()
+                                for s in sets})
+    return ErasureSweep(pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"]), correct)
 
 
 def component_site(model: HookedTransformer, c: int) -> tuple[str, tuple]:

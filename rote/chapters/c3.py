@@ -114,12 +114,19 @@ def sites(build: Build, analysis: Analysis) -> dict:
 class Erasure:
     """Per unit: accuracy of each set after INLP and after both controls at every rank (``sweeps``;
     rank 0: before), and the INLP erasure fitted to the largest rank (``inlp``, a
-    :class:`rote.analysis.inlp.Erasure`: per site its basis and clean mean)."""
+    :class:`rote.analysis.inlp.Erasure`: per site its basis and clean mean). ``outcomes``: per unit the
+    sweep with each example's outcome (:class:`rote.analysis.patching.ErasureSweep`), from which the
+    erasure checks take their sampling intervals (section 11); None: not kept (margins only)."""
 
     rank: int
     sweeps: dict
     inlp: dict
     layers: dict | None = None  # per unit, the erasure sites' layers (empty: no site, 8.5)
+    outcomes: dict | None = None
+
+    def sweep(self, u):
+        """What :func:`rote.verdicts.c3.checks` reads for unit ``u``: the sweep with its outcomes where kept."""
+        return self.outcomes[u] if self.outcomes is not None and u in self.outcomes else self.sweeps[u]
 
     def table(self) -> pd.DataFrame:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
@@ -138,7 +145,7 @@ def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
     ranks = sorted({0, a.erasure_rank, *a.sweep_ranks})
     fit = erasure_analysis.ErasureSettings(max_train=a.max_fit, seed=a.seed)
     sweep = patching.ErasureSweepSettings(ranks, n_controls=a.n_controls, seed=a.seed)
-    sweeps, inlp = {}, {}
+    sweeps, inlp, outcomes = {}, {}, {}
     for u, r in build.runs.items():
         s = found[u]
         inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean,
@@ -146,8 +153,9 @@ def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
                                                max(ranks), fit)
         matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u], fit,
                                                        n_controls=a.n_matched)
-        sweeps[u] = patching.erasure_sweep(r.model, inlp[u], build.sets[u], sweep, matched=matched)
-    return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units})
+        outcomes[u] = patching.erasure_outcomes(r.model, inlp[u], build.sets[u], sweep, matched=matched)
+        sweeps[u] = outcomes[u].table
+    return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units}, outcomes)
 
 
 def erasure_figure(build: Build, found: dict, result: Erasure):
@@ -224,8 +232,10 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
                 f"INLP lowers mem by {margins('c3.erasure.random')} more than the random control (registered, at least "
                 f"{margin}: {passing('c3.erasure.random')}) and by {margins('c3.erasure')} more than the larger of the "
                 f"two controls (amended, at least {margin}: {passing('c3.erasure')}). ")
-        text += (f"Gen on C drops by {margins('c3.erasure.gen')} more under INLP than under the larger control; the "
-                 f"sanity check (more than {T['gen_drop_over_control_above']:g}): {passing('c3.erasure.gen')}. ")
+        text += (f"Gen on C drops by {margins('c3.erasure.gen')} more under INLP than under the larger control; this "
+                 f"check of the instrument (more than {T['gen_drop_over_control_above']:g}: the erasure removed the "
+                 f"rule): {passing('c3.erasure.gen')}. On a seed where it does not pass, the erasure checks are "
+                 "unresolved in the amended reading (amendment 2, 8.6); the registered reading does not count it. ")
         if task == "thr":
             text += (f"On the unconnected subset the margin is {margins('c3.erasure.unconnected.random')} over the random "
                      f"control ({passing('c3.erasure.unconnected.random')}) and {margins('c3.erasure.unconnected')} over "
@@ -495,7 +505,7 @@ def evaluate(build: Build, sections: C3Sections) -> ClaimResult:
     metrics, checks = {}, {}
     for u in build.units:
         site, neurons = sections.sites[u], circuit.overlaps[u]["neurons"]
-        measured, checks[u] = verdicts.c3.checks(result.sweeps[u], result.rank, circuit.overlaps[u]["all"], u.task,
+        measured, checks[u] = verdicts.c3.checks(result.sweep(u), result.rank, circuit.overlaps[u]["all"], u.task,
                                                  circuit.stats[u], erasure_layers=site["layers"])
         ablation = {f"ablate_{k.split()[0]}_neurons_{s}": float(v)  # rows after "none": top, random neurons
                     for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}

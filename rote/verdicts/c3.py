@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import pandas as pd
 
 from .. import fmt
+from ..analysis.patching import ErasureSweep
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
 
@@ -157,12 +158,14 @@ def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | No
                      erasure_layers=None if erasure_layers is None else list(erasure_layers))
 
 
-def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
+def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: str,
            statistics: dict | None = None, erasure_layers: list | None = None) -> tuple[C3Metrics, list[Check]]:
     """C3 from the erasure sweep (rows rank, method INLP / random / matched, set mem / gen /
-    mem_unconnected, accuracy; rank 0 = before), the all-component overlap of section 5
-    (``jaccard``, ``random``: log-prob attribution) and ``statistics``, the overlap statistics of
-    amendment 1, 7.5 per attribution metric ({"logprob": ..., "logit_diff": ...}, each
+    mem_unconnected, accuracy; rank 0 = before; or a :class:`rote.analysis.patching.ErasureSweep`, the
+    table with each example's outcome, from which the erasure checks take their sampling intervals,
+    section 11), the all-component overlap of section 5 (``jaccard``, ``random``: log-prob
+    attribution) and ``statistics``, the overlap statistics of amendment 1, 7.5 per attribution
+    metric ({"logprob": ..., "logit_diff": ...}, each
     :func:`rote.analysis.attribution.overlap_statistics`: ``jaccard``, ``split_half_C``,
     ``split_half_M``, ``spearman``, ``ci_low``, ``ci_high``). ``erasure_layers``: the erasure sites'
     layers (where C2's probes find the result at 5 x chance on C); None: not given. Returns the
@@ -170,65 +173,114 @@ def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
 
     Registered (section 5): mem drop over the random control >= 0.3 (THR: also on the unconnected
     subset); overlap >= 0.5; overlap >= 3 x random. Amended (7.5): the same margin over the larger
-    of the two controls' drops (random, information-matched); gen on C drops more under INLP than
-    under the larger control (the sanity check, > 0). The split-half ceiling J(C, C') is a
-    ``validity`` check (amendment 2, 8.1: what identical circuits reach, against the overlap
-    threshold); where it is below 0.5 the registered overlap check is ``superseded`` by
-    J(M, C) >= 0.5 x J(C, C') on the logit-difference attribution (``amended``).
+    of the two controls' drops (random, information-matched). The gen check of 7.5 (gen on C drops
+    more under INLP than under the larger control, > 0) is a ``validity`` check (amendment 2, 8.6: a
+    check of the instrument): where the erasure does not lower gen beyond its controls, it did not
+    remove the rule, and every erasure check is unresolved in the amended reading (``<id>.amended``
+    stands for it, :func:`rote.verdicts.core.validate`); section 5 named it a sanity check, so the
+    registered reading shows it and does not count it. The split-half ceiling J(C, C') is a
+    ``validity`` check (8.1: what identical circuits reach, against the overlap threshold); where it
+    is below 0.5 the registered overlap check is ``superseded`` by J(M, C) >= 0.5 x J(C, C') on the
+    logit-difference attribution (``amended``).
+
+    Section 11: every check has its margin; the erasure checks and the gen check also the 95%
+    bootstrap interval over the examples of their set (:meth:`ErasureSweep.drop_over`) where the sweep
+    kept its outcomes; the overlap checks have no per-example sample (margin only).
 
     Missing values (8.5): with no erasure site (``erasure_layers == []``) the intervention cannot
     run, and every erasure check, registered and amended, is unresolved with that reason. Otherwise a
     check whose number is missing is unresolved with its case: an empty set, a control not computed
     (no matched control in the sweep), the overlap not computed (M or C empty), no statistics."""
-    th = THRESHOLDS["C3"]
-    m = measure(sweep, rank, overlap, statistics, erasure_layers)
-    methods = set(sweep.method)
+    table, outcomes = (sweep.table, sweep) if isinstance(sweep, ErasureSweep) else (sweep, None)
+    m = measure(table, rank, overlap, statistics, erasure_layers)
     no_site = erasure_layers is not None and not list(erasure_layers)
+    erasure = _erasure_checks(_ErasureInputs(table, outcomes, rank, no_site), m, task)
+    overlaps = _overlap_checks(m, overlap, statistics or {})
+    return replace(m, overlap_superseded=overlaps[0].kind == "superseded"), erasure + overlaps
 
-    def acc(s, method, r):
-        hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
+
+@dataclass(frozen=True)
+class _ErasureInputs:
+    """What the erasure checks read: the sweep's table, its per-example outcomes (None: not kept), the
+    judged rank, and whether there is no erasure site (8.5)."""
+
+    table: pd.DataFrame
+    outcomes: ErasureSweep | None
+    rank: int
+    no_site: bool
+
+    def accuracy(self, s: str, method: str, rank: int) -> float:
+        t = self.table
+        hit = t[(t.set == s) & (t.method == method) & (t["rank"] == rank)].accuracy
         return float(hit.iloc[0]) if len(hit) else math.nan
 
-    margin = th["erasure_mem_drop_over_control_min"]
-    no_matched = None if "matched" in methods else C3_NO_CONTROL["matched"]
-
-    def why(s: str, controls: tuple) -> str | None:
+    def why(self, s: str, controls: tuple) -> str | None:
         """Why the erasure check on set ``s`` against ``controls`` has no value, naming the case."""
-        if no_site:
+        if self.no_site:
             return C3_NO_SITE
-        if s not in set(sweep.set):
+        if s not in set(self.table.set):
             return f"the set {s} is not in the erasure sweep" if s != "mem_unconnected" else C3_EMPTY[s]
-        return missing_reason((acc(s, "INLP", 0), C3_EMPTY[s]),
-                              (acc(s, "INLP", rank), f"the INLP erasure was not computed at rank {rank}"),
-                              *[(acc(s, c, rank), C3_NO_CONTROL[c]) for c in controls])
+        return missing_reason((self.accuracy(s, "INLP", 0), C3_EMPTY[s]),
+                              (self.accuracy(s, "INLP", self.rank), f"the INLP erasure was not computed at rank "
+                                                                    f"{self.rank}"),
+                              *[(self.accuracy(s, c, self.rank), C3_NO_CONTROL[c]) for c in controls])
 
-    def erasure_check(check_id, name, kind, value, number, s, controls, compare=at_least, threshold=margin):
-        """The check of ``value`` (the metric named ``number``) on set ``s`` against ``controls``."""
-        reason = why(s, controls)
-        check = compare(CheckLabel(check_id, name, kind, "erasure"), value, threshold,
-                        missing=reason or f"{number} could not be computed")
-        if no_site:  # 8.5: unresolved whatever the sweep holds
-            return unresolved(check.replace(value=None), C3_NO_SITE)
+    def interval(self, s: str, controls: tuple):
+        """Section 11: the bootstrap interval of INLP's drop on ``s`` beyond the larger of ``controls``."""
+        return None if self.outcomes is None or self.no_site else self.outcomes.drop_over(s, self.rank, controls)
+
+
+C3_GEN_NOT_LOWERED = ("8.6: the erasure did not lower gen on C more than its larger control (random, "
+                      "information-matched): it did not remove the rule, so its checks cannot say what removing "
+                      "the rule does to memorization")
+
+
+def _erasure_checks(inputs: _ErasureInputs, m: C3Metrics, task: str) -> list[Check]:
+    """The erasure checks on M (and THR's unconnected subset), validated by the gen check (8.6)."""
+    th = THRESHOLDS["C3"]
+    no_matched = None if "matched" in set(inputs.table.method) else C3_NO_CONTROL["matched"]
+
+    def erasure_check(label: CheckLabel, number: str, s: str, controls: tuple, compare=at_least,
+                      threshold=th["erasure_mem_drop_over_control_min"]) -> Check:
+        """The check ``label`` of the metric ``number`` on set ``s`` against ``controls``."""
+        reason = inputs.why(s, controls)
+        check = compare(label, getattr(m, number), threshold, missing=reason or f"{number} could not be computed",
+                        interval=inputs.interval(s, controls))
+        if inputs.no_site:  # 8.5: unresolved whatever the sweep holds
+            return unresolved(check.replace(value=None, margin=None, interval=None, method="", near=None), C3_NO_SITE)
         if "matched" in controls and no_matched:  # a control the amended check needs was not run
             return unresolved(check, no_matched)
         return check
 
-    checks = [erasure_check("c3.erasure.random", "erasure: mem drop over random control", "registered",
-                            m.mem_drop_over_control, "mem_drop_over_control", "mem", ("random",)),
-              erasure_check("c3.erasure", "erasure: mem drop over the larger control (random, information-matched)",
-                            "amended", m.mem_drop_over_larger_control, "mem_drop_over_larger_control", "mem",
-                            C3_CONTROLS)]
-    if task == "thr":
-        checks += [erasure_check("c3.erasure.unconnected.random", "erasure: unconnected mem drop over random control",
-                                 "registered", m.mem_unconnected_drop_over_control,
-                                 "mem_unconnected_drop_over_control", "mem_unconnected", ("random",)),
-                   erasure_check("c3.erasure.unconnected", "erasure: unconnected mem drop over the larger control",
-                                 "amended", m.mem_unconnected_drop_over_larger_control,
-                                 "mem_unconnected_drop_over_larger_control", "mem_unconnected", C3_CONTROLS)]
-    checks.append(erasure_check("c3.erasure.gen", "erasure lowers gen on C more than the larger control (sanity)",
-                                "amended", m.gen_drop_over_larger_control, "gen_drop_over_larger_control", "gen",
-                                C3_CONTROLS, compare=above, threshold=th["gen_drop_over_control_above"]))
-    stats = statistics or {}
+    sets = [("mem", "", "mem")] + ([("mem_unconnected", ".unconnected", "unconnected mem")] if task == "thr" else [])
+    treated = []
+    for s, suffix, words in sets:
+        treated += [erasure_check(CheckLabel(f"c3.erasure{suffix}.random", f"erasure: {words} drop over random control",
+                                             "registered", "erasure"),
+                                  f"{s}_drop_over_control", s, ("random",)),
+                    erasure_check(CheckLabel(f"c3.erasure{suffix}", f"erasure: {words} drop over the larger control"
+                                             + (" (random, information-matched)" if s == "mem" else ""),
+                                             "amended", "erasure"),
+                                  f"{s}_drop_over_larger_control", s, C3_CONTROLS)]
+    gen = erasure_check(CheckLabel("c3.erasure.gen", "8.6 validity: erasure lowers gen on C more than the larger "
+                                   "control (the rule is removed)", "validity", "erasure"),
+                        "gen_drop_over_larger_control", "gen", C3_CONTROLS, compare=above,
+                        threshold=th["gen_drop_over_control_above"]).replace(was="amended")
+    if gen.passed is False:
+        gen = gen.replace(reason=C3_GEN_NOT_LOWERED)
+    if inputs.no_site:  # 8.5 already leaves every erasure check unresolved, with that reason
+        return treated + [gen]
+    # a check already unresolved (its own number missing) stays as it is: unresolved in either reading
+    judged = [c for check in treated
+              for c in (validate(check, gen, "unresolve")[:-1] if check.passed is not None else [check])]
+    return judged + [gen]
+
+
+def _overlap_checks(m: C3Metrics, overlap: dict, stats: dict) -> list[Check]:
+    """The registered overlap checks, the split-half ceiling (validity) and, below it, the amended
+    overlap check; margins only (section 11: an overlap has no per-example sample). The first check
+    is the registered overlap check (superseded or not)."""
+    th = THRESHOLDS["C3"]
     ceiling = _given(m.overlap_lp_split_half_C)  # what identical circuits reach with the registered metric
     ceiling_ld, j_ld = _given(m.overlap_ld_split_half_C), _given(m.overlap_ld_jaccard)
     validity = at_least(CheckLabel("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap "
@@ -241,10 +293,10 @@ def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
                   "the circuit overlap could not be computed: M or C has no example to attribute")
     registered = validate(at_least(CheckLabel("c3.overlap.registered", C3_OVERLAP, "registered", "overlap"), m.overlap,
                                    th["overlap_min"], missing=no_overlap), validity, "supersede")
-    checks += [*registered, at_least(CheckLabel("c3.overlap.random",
-                                                f"circuit overlap vs {th['overlap_over_random_min']} x random",
-                                                "registered", "overlap"),
-                                     m.overlap, th["overlap_over_random_min"] * m.overlap_random, missing=no_overlap)]
+    checks = [*registered, at_least(CheckLabel("c3.overlap.random",
+                                               f"circuit overlap vs {th['overlap_over_random_min']} x random",
+                                               "registered", "overlap"),
+                                    m.overlap, th["overlap_over_random_min"] * m.overlap_random, missing=no_overlap)]
     if validity.passed is False:
         checks.append(at_least(CheckLabel("c3.overlap", f"circuit overlap vs {th['ceiling_ratio_min']} x split-half "
                                           "ceiling (logit difference)", "amended", "overlap"),
@@ -252,4 +304,4 @@ def checks(sweep: pd.DataFrame, rank: int, overlap: dict, task: str,
                                missing="the logit-difference statistics were not computed"
                                if not stats.get("logit_diff") else "the logit-difference overlap could not be "
                                "computed: M or C has no example to attribute"))
-    return replace(m, overlap_superseded=registered[0].kind == "superseded"), checks
+    return checks

@@ -14,6 +14,7 @@ from .core import Check, CheckLabel, numeric, at_least, missing_reason, supersed
 
 LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
 JUDGED = ("lookup_superseded", "verdict_rests_on", "rests_on_intermediate_alone")  # what the checks decide
+NOT_METRICS = ("tables", "intervals")  # what a summary holds beside its numbers: tables, section 11's intervals
 
 
 def _is_count(x) -> bool:
@@ -81,7 +82,8 @@ class C4Metrics:
         erasure of :func:`rote.chapters.c4.evaluate`) and on the known look-up (``lookup``:
         :func:`rote.analysis.lookup.lookup_statistics`, its ``tables`` are no metric; None or empty: not
         measured), and the intermediate drop over the matched control's; a number not given is None."""
-        given = {**summary, **{f"lookup_{k}": v for k, v in (lookup or {}).items() if k != "tables"}}
+        given = {**{k: v for k, v in summary.items() if k not in NOT_METRICS},
+                 **{f"lookup_{k}": v for k, v in (lookup or {}).items() if k not in NOT_METRICS}}
         names = [f.name for f in fields(cls) if f.name != "intermediate_over_matched" and f.name not in JUDGED]
         unknown = set(given) - set(names)
         if unknown:
@@ -104,7 +106,10 @@ def checks(summary: dict, lookup: dict | None = None) -> tuple[C4Metrics, list[C
     on a known look-up (``lookup``: :func:`rote.analysis.lookup.lookup_statistics`; THR atomic facts,
     FDA a look-up grafted into the model; None or empty: not computed), read as :class:`C4Metrics`.
 
-    Section 5's four checks are registered. Amendment 1, 7.6 as amendment 2, 8.1 reads it, per
+    Section 5's four checks are registered. The activity check reads "active above its 90th
+    percentile" as the layer's percentile (amendment 2, 8.6: each neuron's own would make every neuron
+    active on 10% of the inputs, and the check could not fail); its name says so. Amendment 1, 7.6 as
+    amendment 2, 8.1 reads it, per
     statistic (k50 ratio, activity of the top neurons, input positions): a ``validity`` check
     (``c4.<statistic>.lookup``) applies the statistic's own threshold to the look-up and passes when
     the look-up fails it. It never decides: where the look-up passes the statistic (it calls a known
@@ -116,82 +121,104 @@ def checks(summary: dict, lookup: dict | None = None) -> tuple[C4Metrics, list[C
     when ``matched_available`` is False. ``verdict_rests_on`` names what still decides (the
     validated statistics and the intermediate dependency).
 
+    Section 11: every check has its margin (a validity check's: positive where the look-up fails the
+    statistic); a check on M or on the look-up has the sampling interval its summary's ``intervals``
+    give (:func:`rote.analysis.neurons.c4_intervals`: a bootstrap over examples), where given.
+
     Missing values (8.5): ``erasure_layers == []`` (no layer carries the intermediate result at
     5 x chance on C) leaves both intermediate checks unresolved, the intervention cannot run;
     ``n_memorized`` = 0, an undefined k50, no resampled position leave their checks unresolved
     with that case."""
-    th = THRESHOLDS["C4"]
     m = C4Metrics.measured(summary, lookup)
-    measured_lookup = m.lookup_measured  # no look-up example: unresolved
-    # nothing was resampled: no count of positions, not a count of 0 (the metrics keep the count)
-    positions_on_m = None if m.position_drops == [] and m.positions_over_min in (0, None) else m.positions_over_min
-    k50_name = f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C"
-    statistics = {  # name, value on M, value on the look-up, threshold on M, threshold on the look-up, short name
-        "k50": (k50_name, m.k50_M, m.lookup_k50_M, th["k50_ratio_min"] * numeric(m.k50_C),
-                th["k50_ratio_min"] * numeric(m.lookup_k50_C), "k50 ratio"),
-        "activity": ("median activity fraction of top neurons", m.top_activity_median, m.lookup_top_activity_median,
-                     th["activity_fraction_min"], th["activity_fraction_min"], "top-neuron activity"),
-        "positions": (f"input positions removing >= {th['drop_min']} of P(noisy)", positions_on_m,
-                      m.lookup_positions_over_min, th["positions_min"], th["positions_min"], "input positions"),
-    }
-    no_m = C4_NO_M if m.n_memorized == 0 else None
-    no_c = C4_NO_C if m.n_clean == 0 else None
-    missing = {  # why each statistic on M would be missing, by case
-        "k50": no_m or missing_reason((m.k50_M, "k50 on M is undefined (no memorized digit with positive "
-                                                "attribution to its label)"),
-                                      (m.k50_C, no_c or "k50 on C is undefined (no correct answer digit "
-                                                        "with positive attribution)")),
-        "activity": no_m or "the top neurons' activity could not be computed (no top neuron of a memorized digit)",
-        "positions": no_m or "the input positions were not resampled",
-    }
+    on_m, on_lookup = summary.get("intervals") or {}, (lookup or {}).get("intervals") or {}
     checks: list[Check] = []
     superseded, validated = [], []
     for stat in LOOKUP_STATISTICS:
-        name, on_m, on_l, thr_m, thr_l, short = statistics[stat]
-        treatment = at_least(CheckLabel(f"c4.{stat}", name, "registered", stat), on_m, thr_m, missing=missing[stat])
-        not_measured = "the known look-up was not measured" if not measured_lookup else \
-            f"the {short} of the known look-up could not be computed"
-        on_lookup = at_least(CheckLabel(f"c4.{stat}.lookup", name, "validity", stat), on_l, thr_l,
-                             missing=not_measured)  # True: the look-up passes
-        validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
-                         "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control")
-        if not measured_lookup or on_lookup.passed is None:
-            # 8.5: a statistic whose control was not measured does not decide, and does not make the seed
-            # unresolved: it is superseded (shown, counted in the registered reading only)
-            validity = unresolved(validity, not_measured)
-            judged = [supersede(treatment, f"8.5: its look-up control was not measured ({not_measured}); a statistic "
-                                           "the control does not validate does not count", amendment2=True), validity]
-        else:
-            if on_lookup.passed:
-                validity = validity.replace(passed=False, reason=f"8.1: a known look-up passes it too "
-                                                                 f"({fmt.plain(on_lookup.value)} vs {fmt.plain(on_lookup.threshold)})")
-            else:
-                validity = validity.replace(passed=True)
-            judged = validate(treatment, validity, "supersede")
+        judged = _statistic_checks(m, stat, on_m.get(stat), on_lookup.get(stat))
         (validated if judged[0].kind == "registered" else superseded).append(stat)
         checks += judged
+    checks += _intermediate_checks(m, on_m)
+    # 8.1: the statistics that still decide
+    m = dataclasses.replace(m, lookup_superseded=superseded, verdict_rests_on=validated + ["intermediate"],
+                            rests_on_intermediate_alone=not validated)
+    return m, checks
+
+
+C4_ACTIVITY = (f"median activity fraction of top neurons (active: above the layer's "
+               f"{100 * THRESHOLDS['C4']['activity_quantile']:g}th percentile on clean inputs, 8.6)")
+
+
+def _statistic_checks(m: C4Metrics, stat: str, interval, lookup_interval) -> list[Check]:
+    """A look-up statistic on M (registered) and its validity check on the known look-up (7.6, 8.1):
+    [the statistic (registered, or superseded), the validity check]."""
+    th = THRESHOLDS["C4"]
+    # nothing was resampled: no count of positions, not a count of 0 (the metrics keep the count)
+    positions_on_m = None if m.position_drops == [] and m.positions_over_min in (0, None) else m.positions_over_min
+    name, on_m, on_l, thr_m, thr_l, short = {  # value on M, on the look-up, threshold on M, on the look-up
+        "k50": (f"median k50 on M vs {th['k50_ratio_min']} x median k50 on C", m.k50_M, m.lookup_k50_M,
+                th["k50_ratio_min"] * numeric(m.k50_C), th["k50_ratio_min"] * numeric(m.lookup_k50_C), "k50 ratio"),
+        "activity": (C4_ACTIVITY, m.top_activity_median, m.lookup_top_activity_median,
+                     th["activity_fraction_min"], th["activity_fraction_min"], "top-neuron activity"),
+        "positions": (f"input positions removing >= {th['drop_min']} of P(noisy)", positions_on_m,
+                      m.lookup_positions_over_min, th["positions_min"], th["positions_min"], "input positions"),
+    }[stat]
+    no_m = C4_NO_M if m.n_memorized == 0 else None
+    missing = no_m or {  # why the statistic on M would be missing, by case
+        "k50": missing_reason((m.k50_M, "k50 on M is undefined (no memorized digit with positive attribution to its "
+                                        "label)"),
+                              (m.k50_C, (C4_NO_C if m.n_clean == 0 else None) or "k50 on C is undefined (no correct "
+                                        "answer digit with positive attribution)")),
+        "activity": "the top neurons' activity could not be computed (no top neuron of a memorized digit)",
+        "positions": "the input positions were not resampled"}[stat]
+    treatment = at_least(CheckLabel(f"c4.{stat}", name, "registered", stat), on_m, thr_m, missing=missing,
+                         interval=interval)
+    not_measured = "the known look-up was not measured" if not m.lookup_measured else \
+        f"the {short} of the known look-up could not be computed"
+    on_lookup = at_least(CheckLabel(f"c4.{stat}.lookup", name, "validity", stat), on_l, thr_l,
+                         missing=not_measured, interval=lookup_interval)  # True: the look-up passes
+    validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
+                     "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control",
+                     margin=None if on_lookup.margin is None else 0.0 - on_lookup.margin,  # > 0: the look-up fails it
+                     interval=on_lookup.interval, method=on_lookup.method)
+    if not m.lookup_measured or on_lookup.passed is None:
+        # 8.5: a statistic whose control was not measured does not decide, and does not make the seed
+        # unresolved: it is superseded (shown, counted in the registered reading only)
+        return [supersede(treatment, f"8.5: its look-up control was not measured ({not_measured}); a statistic "
+                                     "the control does not validate does not count", amendment2=True),
+                unresolved(validity, not_measured)]
+    if on_lookup.passed:
+        passes = f"{fmt.plain(on_lookup.value)} vs {fmt.plain(on_lookup.threshold)}"
+        validity = validity.replace(passed=False, reason=f"8.1: a known look-up passes it too ({passes})")
+    else:
+        validity = validity.replace(passed=True)
+    return validate(treatment, validity, "supersede")
+
+
+def _intermediate_checks(m: C4Metrics, intervals: dict) -> list[Check]:
+    """The intermediate dependency: the registered share of P(noisy) removed, and the amended drop over
+    the information-matched control's (7.6); unresolved without a site (8.5) or a matched control."""
+    th = THRESHOLDS["C4"]
+    no_m = C4_NO_M if m.n_memorized == 0 else None
     # 8.5: the intermediate result is removed where C2's probes find it; with no such layer the
     # removal cannot run, and both intermediate checks are unresolved (never failed by the NaN)
     no_site = C4_NO_SITE if m.erasure_layers is not None and not list(m.erasure_layers) else None
     no_removal = no_site or no_m or "the intermediate result was not erased (no drop of P(noisy) was measured)"
     registered = at_least(CheckLabel("c4.intermediate.registered", "intermediate result removes share of P(noisy)",
                                      "registered", "intermediate"), m.intermediate_drop, th["drop_min"],
-                          missing=no_removal)
+                          missing=no_removal, interval=intervals.get("intermediate"))
     no_matched = "the information-matched control could not be computed"
     matched = at_least(CheckLabel("c4.intermediate", "7.6: intermediate drop over information-matched control",
                                   "amended", "intermediate"),
                        m.intermediate_over_matched, th["intermediate_over_matched_min"],
                        missing=missing_reason((m.intermediate_drop, no_removal),
-                                              (m.intermediate_matched_drop, no_matched)))
+                                              (m.intermediate_matched_drop, no_matched)),
+                       interval=intervals.get("intermediate_over_matched"))
     if no_site:
-        registered, matched = (unresolved(c.replace(value=None), no_site) for c in (registered, matched))
-    elif m.matched_available is False and matched.passed is not None:
+        return [unresolved(c.replace(value=None, margin=None, interval=None, method="", near=None), no_site)
+                for c in (registered, matched)]
+    if m.matched_available is False and matched.passed is not None:
         matched = unresolved(matched, no_matched)
-    checks += [registered, matched]
-    # 8.1: the statistics that still decide
-    m = dataclasses.replace(m, lookup_superseded=superseded, verdict_rests_on=validated + ["intermediate"],
-                            rests_on_intermediate_alone=not validated)
-    return m, checks
+    return [registered, matched]
 
 
 C4_NO_M = "no memorized example (M is empty)"
