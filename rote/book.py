@@ -445,14 +445,7 @@ def stage_site(profile: str) -> Path:
     if (BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(BOOK_DIR / "_static", site / "_static")
     records = claims.load_all(profile)
-    for path in BOOK_DIR.iterdir():
-        if path.suffix in (".png", ".bib"):
-            shutil.copy(path, site / "book" / path.name)
-        elif path.suffix == ".md":
-            text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
-            (site / "book" / path.name).write_text(text + web.static_page_note(profile))
-    frontpage.write_protocol(site / "book")  # the protocol, beside the code, as a page the front page links
-    web.fill_generated_pages(site / "book")  # the Build environment and parameter reference pages
+    _stage_text_pages(site / "book", profile, records)
     for name, source in chapters().items():
         executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
         target = site / "book" / source.name
@@ -495,6 +488,22 @@ def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
     return frontpage.stage_intro(text, frontpage.Build(
         profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
         float(times.seconds.sum()) if len(times) else None))
+
+
+def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
+    """The book's text pages into the staged ``folder``: figures and the bibliography as they are, each
+    ``.md`` page with its rebuild note (the intro with the build's results), the protocol page, and the
+    generated Build environment and parameter reference pages."""
+    from . import site as web
+
+    for path in BOOK_DIR.iterdir():
+        if path.suffix in (".png", ".bib"):
+            shutil.copy(path, folder / path.name)
+        elif path.suffix == ".md":
+            text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
+            (folder / path.name).write_text(text + web.static_page_note(profile))
+    frontpage.write_protocol(folder)  # the protocol, beside the code, as a page the front page links
+    web.fill_generated_pages(folder)  # the Build environment and parameter reference pages
 
 
 def render_site(profile: str) -> int:
