@@ -177,7 +177,9 @@ def test_the_site_shows_the_repository_buttons_exactly_when_the_url_is_set(stagi
     builds = {}
     for name, url in (("off", None), ("on", URL)):
         site = staging(name, url)
-        (site / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/01_tasks"}))
+        # the chapter and the references page: a {cite} resolves only where a {bibliography} is built
+        (site / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/01_tasks",
+                                                       "chapters": [{"file": "book/references"}]}))
         builds[name] = subprocess.Popen([jupyter_book, "build", str(site), "--path-output", str(tmp_path / name),
                                          "--all", "-W"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True)

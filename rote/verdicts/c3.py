@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .. import fmt
-from ..analysis.patching import ErasureSweep
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
+
+if TYPE_CHECKING:  # the verdict layer imports no torch (rote.site shows records without it)
+    from ..analysis.patching import ErasureSweep
 
 
 C3_CONTROLS = ("random", "matched")  # erasure controls of the sweep: random subspace; information-matched (7.5)
@@ -191,7 +194,7 @@ def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: s
     run, and every erasure check, registered and amended, is unresolved with that reason. Otherwise a
     check whose number is missing is unresolved with its case: an empty set, a control not computed
     (no matched control in the sweep), the overlap not computed (M or C empty), no statistics."""
-    table, outcomes = (sweep.table, sweep) if isinstance(sweep, ErasureSweep) else (sweep, None)
+    table, outcomes = (sweep, None) if isinstance(sweep, pd.DataFrame) else (sweep.table, sweep)
     m = measure(table, rank, overlap, statistics, erasure_layers)
     no_site = erasure_layers is not None and not list(erasure_layers)
     erasure = _erasure_checks(_ErasureInputs(table, outcomes, rank, no_site), m, task)
