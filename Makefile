@@ -77,7 +77,7 @@ lock:
 test: install tools unit notebooks browser
 
 unit: install tools
-	ROTE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest tests --ignore=tests/test_site.py --durations=12
+	ROTE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest tests --ignore=tests/test_site.py --durations=12 -n auto --dist loadfile
 
 notebooks: install
 	rm -rf $(SMOKE_DIR)

@@ -12,6 +12,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ROTE_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path_factory.getbasetemp() / "results"))
     monkeypatch.setenv("ROTE_FIGURES", str(tmp_path_factory.getbasetemp() / "figures"))
+    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path_factory.getbasetemp() / "analysis"))
     monkeypatch.delenv("ROTE_SEEDS", raising=False)  # the default seeds (3) unless a test sets them
     # estimates from the static table: no test pays for timing a probe (tests/test_timings.py turns it on)
     monkeypatch.setenv("ROTE_NO_PROBE", "1")
