@@ -159,7 +159,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_claims(args) -> int:
-    from .book import claims_table, other_records_table
+    from .site import claims_table, other_records_table
     from .claims import load_all, other_records
     from .plan import seed_list
 
@@ -194,7 +194,7 @@ def cmd_book(args) -> int:
 def cmd_run(args) -> int:
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-    from .book import run_chapter_cli
+    from .driver import run_chapter_cli
 
     return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
 

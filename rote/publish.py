@@ -1,7 +1,7 @@
 """Where the book's source lives: one setting, the repository URL, and what the site does with it.
 
 The URL is ``repository: url:`` in ``_config.yml`` (Jupyter Book 1.x's own key), or ``$ROTE_REPOSITORY_URL``,
-which wins. :func:`rote.book.stage_site` writes the staged ``_config.yml`` through :func:`stage_config`:
+which wins. :func:`rote.staging.stage_site` writes the staged ``_config.yml`` through :func:`stage_config`:
 
 - URL set: the theme's repository and issue buttons on every page, and a Colab launch button on every
   chapter (a notebook page), which opens the chapter's notebook from ``repository.branch`` in Colab;
