@@ -182,7 +182,8 @@ def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list
     leaves cores free (a run a chapter loads that is still training, it waits for under that run's
     lock), so no core idles; the scorecard last. The records and pages are the same as executing
     one after another after all training (the chapters only load runs)."""
-    from .engine import default_workers, report_failures, train_plan
+    from .engine import report_failures, train_plan
+    from .timings import default_workers
 
     capacity = engine.workers or default_workers()
     free_slots = {"n": 0 if configs else capacity}

@@ -108,9 +108,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .engine import default_workers
-    from .plan import differs, estimate_seconds, fmt_seconds, plan, pool_seconds, remaining_seconds, seed_list
-    from .plan import estimate_summary
+    from .plan import differs, plan, seed_list
+    from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
+                          remaining_seconds)
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")

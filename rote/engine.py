@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import ConfigError, RunConfig, code_fingerprint
-from .plan import estimate_seconds, fmt_seconds, makespan, remaining_seconds
+from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
 
 
@@ -66,13 +66,6 @@ def read_progress(config, root):
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 POLL_S = 0.25
-
-
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def check_executor(executor: str) -> None:

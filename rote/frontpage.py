@@ -239,7 +239,8 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
     else by the plan's fallbacks (``estimator``: a :class:`rote.timings.Estimator`; default: the run
     cache's, never probing); and the chapters' execution, their wall times in their latest execution
     added up (``build.chapter_seconds``, :func:`rote.site.build_times`)."""
-    from .plan import fmt_seconds, plan, pool_seconds
+    from .plan import plan
+    from .timings import fmt_seconds, pool_seconds
 
     if estimator is None:
         from .runs import runs_root
@@ -247,7 +248,7 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
 
         estimator = Estimator(runs_root(), probe=False)
     if workers is None:
-        from .engine import default_workers
+        from .timings import default_workers
 
         workers = default_workers()
     profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds

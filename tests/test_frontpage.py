@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from rote import claims, driver, frontpage, plan, site, stability, staging
+from rote import claims, driver, frontpage, plan, site, stability, staging, timings
 from rote.verdicts import REQUIRED_PARTS, Check, records, seed_result
 
 OUTCOMES = {"pass": True, "fail": False, "unresolved": None}
@@ -148,14 +148,14 @@ class _Estimator:
         return Estimate(self.s, self.source, 1)
 
     def summary(self, configs):
-        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/plan.py)"
+        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/timings.py)"
 
 
 def test_build_time_says_where_its_estimate_comes_from():
     n = len(plan.plan("quick", [0, 1, 2]))
     measured = frontpage.build_time_markdown(frontpage.Build("quick", (0, 1, 2), (0, 1, 2), chapter_seconds=725.0),
                                              _Estimator("measured"), workers=2)
-    hours = plan.fmt_seconds(plan.pool_seconds([600.0] * n, 2))
+    hours = timings.fmt_seconds(timings.pool_seconds([600.0] * n, 2))
     assert measured.startswith(f"A cold build of the `quick` profile (`python -m rote book --profile quick`, seeds "
                                f"0, 1 and 2, nothing cached, X1's grid aside) trains {n} runs: about {hours} on the "
                                "build machine's 2 cores, estimated from the runs of the same shapes")

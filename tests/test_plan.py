@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from rote import plan as P
+from rote import timings as TM
 from rote.config import ConfigError, FDAConfig, make_config
 
 
@@ -130,12 +131,12 @@ def test_native_bf16_is_read_from_the_cpu_flags():
 
 def test_estimates_are_positive_and_ordered():
     quick, smoke = make_config("fda", "quick"), make_config("fda", "smoke")
-    assert P.estimate_seconds(quick) > 100 * P.estimate_seconds(smoke) > 0
+    assert TM.estimate_seconds(quick) > 100 * TM.estimate_seconds(smoke) > 0
     odd = make_config("fda", "quick", d_model=256, n_heads=8)  # not in the table: the FLOP formula
-    assert P.estimate_seconds(odd) > P.estimate_seconds(quick)
-    assert P.remaining_seconds(quick, "cached") == 0
-    assert P.remaining_seconds(quick, "partial 2500") == pytest.approx(P.estimate_seconds(quick) / 2)
-    assert P.makespan([4, 3, 2, 1], 2) == 5 and P.makespan([5, 1], 3) == 5 and P.makespan([], 4) == 0
+    assert TM.estimate_seconds(odd) > TM.estimate_seconds(quick)
+    assert TM.remaining_seconds(quick, "cached") == 0
+    assert TM.remaining_seconds(quick, "partial 2500") == pytest.approx(TM.estimate_seconds(quick) / 2)
+    assert TM.makespan([4, 3, 2, 1], 2) == 5 and TM.makespan([5, 1], 3) == 5 and TM.makespan([], 4) == 0
 
 
 def _cli(*args, root):
@@ -184,9 +185,9 @@ def test_book_trains_what_its_chapters_ask_for():
 
 def test_pool_estimate_charges_the_shared_core_slowdown_only_when_runs_share_the_machine():
     runs = [1000.0, 800.0, 600.0]
-    assert P.pool_seconds(runs, 1) == P.makespan(runs, 1) == 2400.0
-    assert P.pool_seconds(runs, 2) == pytest.approx(1400.0 * P.SHARED_CORE_SLOWDOWN)
-    assert P.pool_seconds([1000.0], 2) == 1000.0
+    assert TM.pool_seconds(runs, 1) == TM.makespan(runs, 1) == 2400.0
+    assert TM.pool_seconds(runs, 2) == pytest.approx(1400.0 * TM.SHARED_CORE_SLOWDOWN)
+    assert TM.pool_seconds([1000.0], 2) == 1000.0
 
 
 def test_pages_state_the_training_precision():

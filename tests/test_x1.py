@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rote import claims, plan, verdicts
+from rote import claims, plan, timings, verdicts
 from rote.chapters import x1
 from rote.config import ConfigError, make_config
 
@@ -308,7 +308,7 @@ def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_m
     assert rec.status == rec.verdict_registered == "not run" and rec.per_seed == [] and rec.seeds == [0, 1, 2]
     assert "grid was not trained" in rec.reason and "python -m rote train --plan --x1 --profile smoke --seeds 3" in rec.reason
     assert "on the machine that built this page" in rec.reason
-    assert plan.fmt_seconds(sum(plan.estimate_seconds(c) for c in s.missing)) in rec.reason
+    assert timings.fmt_seconds(sum(timings.estimate_seconds(c) for c in s.missing)) in rec.reason
     assert s.verdict_sentence(rec).startswith("**X1 (smoke): not run.** X1's grid was not trained")
     text = s.grid_text()
     assert "X1's grid was not trained in this build" in text and "This page measures the width trained, 32" in text
@@ -316,7 +316,7 @@ def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_m
     table = s.missing_table()
     assert len(table) == len(s.missing) and set(table.width) == {16, 32} and set(table.seed) == {0, 1, 2}
     assert 32 not in set(table[table["noise ratio"] == 0.1].width)  # C1's run is there
-    assert list(table.estimate) == [plan.fmt_seconds(plan.estimate_seconds(c)) for c in s.missing]
+    assert list(table.estimate) == [timings.fmt_seconds(timings.estimate_seconds(c)) for c in s.missing]
     cost = s.cost_sentence()
     assert "0.100 / 0.100 / 0.100 at width 32" in cost and "not trained / not trained / not trained at width 16" in cost
     assert "- **width 16**: not trained." in s.timing_sentence()
