@@ -35,8 +35,8 @@ def _params(pairs: list[list[str]] | None) -> dict[str, str]:
 
 
 def _summary(run) -> dict:
+    from .analysis.curves import first_evaluated as first_step
     from .claims import THRESHOLDS
-    from .train import first_step
 
     c1 = THRESHOLDS["C1"]
     final = run.final

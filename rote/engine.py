@@ -56,7 +56,9 @@ from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, r
 
 
 def entry_name(config: RunConfig) -> str:
-    return f"{config.task}-{config.key}"
+    from .runs import entry_name
+
+    return entry_name(config)
 
 
 def read_progress(config, root):

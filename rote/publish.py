@@ -28,7 +28,6 @@ from .config import PROJECT_ROOT
 ENV = "ROTE_REPOSITORY_URL"
 COLAB_URL = "https://colab.research.google.com"
 COLAB_TAG = "colab-install"
-COLAB_CELL_ID = "colab-install"
 PLACEHOLDER = "https://github.com/OWNER/REPOSITORY"  # in the Colab cells while no URL is configured
 CLONE_DIR = "/content/rote"  # where the Colab cell clones the repository (Colab's working folder is /content)
 GITHUB_URL = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")

@@ -133,9 +133,7 @@ class Erasure:
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
     def accuracy(self, u, s: str, method: str, rank: int) -> float:
-        sw = self.sweeps[u]
-        hit = sw[(sw.set == s) & (sw.method == method) & (sw["rank"] == rank)].accuracy
-        return float(hit.iloc[0]) if len(hit) else math.nan
+        return verdicts.c3.sweep_accuracy(self.sweeps[u], s, method, rank)
 
 
 def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
