@@ -358,11 +358,10 @@ def probe(config: RunConfig, device=None) -> dict:
     CPU time of this thread on a CPU (other processes' load does not count), wall time on a GPU.
     Returns the probe record (not stored: :meth:`Estimator.estimate` stores it)."""
     import torch
-    import torch.nn.functional as F
 
     from . import train as T
     from .model import pick_device
-    from .tasks import IGNORE, build_task
+    from .tasks import build_task
 
     dev = pick_device(device)
     if dev.type == "cpu":
@@ -380,31 +379,8 @@ def probe(config: RunConfig, device=None) -> dict:
         data = build_task(config)
         setup_s = clock() - t  # the worker builds the data too; the model's first operations below warm up
         model = T.build_model(config, data).to(dev)
-        optimizer = T.make_optimizer(model, config)
-        inputs, targets = data.training_sequences()
-        inputs, targets = inputs.to(dev), targets.to(dev)
-        tc, generator, times = config.train, torch.Generator(), []
-        model.train()
-        step = 0
-        while True:  # rote.train._train's step
-            t = clock()
-            generator.manual_seed(config.model.model_seed * 1_000_003 + step)
-            batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
-            for group in optimizer.param_groups:
-                group["lr"] = tc.lr_at(step)
-            with T._autocast(config, dev):
-                logits = model(inputs[batch])
-            loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss.item()
-            times.append(clock() - t)
-            step += 1
-            timed = times[PROBE_WARMUP_STEPS:]
-            if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
-                break
-        sub, fit, scored = _eval_subset(data, tc.fit_eval_size, PROBE_EVAL_SEQUENCES)
+        times = _timed_steps(config, data, model, dev, clock)
+        sub, fit, scored = _eval_subset(data, config.train.fit_eval_size, PROBE_EVAL_SEQUENCES)
         t = clock()
         T.evaluate(model, sub, fit)
         eval_s = clock() - t
@@ -417,6 +393,42 @@ def probe(config: RunConfig, device=None) -> dict:
             "eval_sequences": scored, "setup_s": round(setup_s, 4), "probe_steps": len(times),
             "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: how loaded the machine was
             "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
+
+
+def _timed_steps(config: RunConfig, data, model, dev, clock) -> list[float]:
+    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock``: warm-up steps, then
+    timed ones until :data:`PROBE_STEP_S` of step time (at least :data:`PROBE_MIN_STEPS`, at most
+    :data:`PROBE_MAX_STEPS`). Returns every step's seconds, warm-up first."""
+    import torch
+    import torch.nn.functional as F
+
+    from . import train as T
+    from .tasks import IGNORE
+
+    optimizer = T.make_optimizer(model, config)
+    inputs, targets = data.training_sequences()
+    inputs, targets = inputs.to(dev), targets.to(dev)
+    tc, generator, times = config.train, torch.Generator(), []
+    model.train()
+    step = 0
+    while True:  # rote.train._train's step
+        t = clock()
+        generator.manual_seed(config.model.model_seed * 1_000_003 + step)
+        batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
+        for group in optimizer.param_groups:
+            group["lr"] = tc.lr_at(step)
+        with T._autocast(config, dev):
+            logits = model(inputs[batch])
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        times.append(clock() - t)
+        step += 1
+        timed = times[PROBE_WARMUP_STEPS:]
+        if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
+            return times
 
 
 # -- estimates -------------------------------------------------------------------------------------------
