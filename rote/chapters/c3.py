@@ -20,6 +20,7 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
+from ..analysis.sweep_table import sweep_accuracy
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from . import Build, ClaimResult, glue_values
@@ -133,7 +134,7 @@ class Erasure:
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
     def accuracy(self, u, s: str, method: str, rank: int) -> float:
-        return verdicts.c3.sweep_accuracy(self.sweeps[u], s, method, rank)
+        return sweep_accuracy(self.sweeps[u], s, method, rank)
 
 
 def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:

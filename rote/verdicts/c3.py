@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import fmt
+from ..analysis.sweep_table import sweep_accuracy
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
 
@@ -129,12 +130,6 @@ class C3Metrics:
 def _given(x) -> float:
     """A number that may not apply (None) as a float: NaN where it does not."""
     return math.nan if x is None else x
-
-
-def sweep_accuracy(sweep: pd.DataFrame, s: str, method: str, rank: int) -> float:
-    """The accuracy of ``method`` on set ``s`` at ``rank`` in an erasure sweep's table (NaN: no such row)."""
-    hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == rank)].accuracy
-    return float(hit.iloc[0]) if len(hit) else math.nan
 
 
 def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | None = None,
