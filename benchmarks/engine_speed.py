@@ -4,7 +4,7 @@ the matmul peak, and the speed-up of W workers over 1 on the same plan.
 Usage:
   .venv/bin/python benchmarks/engine_speed.py measure [--steps 150]
       1-thread training steps/s and seconds per evaluation of the smoke and quick shapes (the table
-      rote/plan.py's MEASURED uses), the evaluation share of a whole run, and achieved model FLOP/s
+      rote/timings.py's MEASURED uses), the evaluation share of a whole run, and achieved model FLOP/s
       as a share of this CPU's measured 1-thread fp32 matmul peak (benchmarks/matmul_peak.py).
   .venv/bin/python benchmarks/engine_speed.py eval [--task fda thr] [--repeat 5]
       seconds per evaluation of the quick shapes, the evaluation before issue 21 (every position

@@ -16,7 +16,7 @@ For every finished run in the run cache (``<root>/<task>-<key>/``, read only):
   stored probe now, in this process, storing nothing).
 
 A prediction is a solo time; for a run that trained in a pool it is multiplied by
-``rote.plan.SHARED_CORE_SLOWDOWN``, as ``rote plan`` does for a pool. Errors are (predicted - recorded)
+``rote.timings.SHARED_CORE_SLOWDOWN``, as ``rote plan`` does for a pool. Errors are (predicted - recorded)
 / recorded, against the wall time, and against the CPU time (what the wall time would have been had
 the run's core been its own: the figure to read on a machine that other work shared). ``--workers W``:
 runs without a record count as pooled when W > 1 (default 1).
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rote import timings as TM  # noqa: E402
 from rote.config import ConfigError, RunConfig  # noqa: E402
-from rote.plan import SHARED_CORE_SLOWDOWN, fmt_seconds  # noqa: E402
+from rote.timings import SHARED_CORE_SLOWDOWN, fmt_seconds  # noqa: E402
 
 TARGET = 0.25
 

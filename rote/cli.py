@@ -35,8 +35,8 @@ def _params(pairs: list[list[str]] | None) -> dict[str, str]:
 
 
 def _summary(run) -> dict:
+    from .analysis.curves import first_evaluated as first_step
     from .claims import THRESHOLDS
-    from .train import first_step
 
     c1 = THRESHOLDS["C1"]
     final = run.final
@@ -108,9 +108,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .engine import default_workers
-    from .plan import differs, estimate_seconds, fmt_seconds, plan, pool_seconds, remaining_seconds, seed_list
-    from .plan import estimate_summary
+    from .plan import differs, plan, seed_list
+    from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
+                          remaining_seconds)
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
@@ -159,7 +159,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_claims(args) -> int:
-    from .book import claims_table, other_records_table
+    from .site import claims_table, other_records_table
     from .claims import load_all, other_records
     from .plan import seed_list
 
@@ -194,51 +194,56 @@ def cmd_book(args) -> int:
 def cmd_run(args) -> int:
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
-    from .book import run_chapter_cli
+    from .driver import run_chapter_cli
 
     return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
+
+
+def _common_args(sp) -> None:
+    sp.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
+    sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                    help="override a parameter (repeatable)")
+    sp.add_argument("--precision", choices=("auto", "fp32", "bf16"), default=None,
+                    help="training precision (default auto: bf16 where the device computes it natively, "
+                         "else fp32); the same as -p precision VALUE")
+
+
+def _seeds_args(sp) -> None:
+    sp.add_argument("--seeds", type=int, default=None,
+                    help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the protocol's; "
+                         "1 is the quick look)")
+
+
+def _x1_args(sp) -> None:
+    sp.add_argument("--x1", action="store_true",
+                    help="also X1's grid (chapter benign_memorization: other widths and noise ratios; "
+                         "left out by default)")
+
+
+def _stability_args(sp) -> None:
+    sp.add_argument("--stability", action="store_true",
+                    help="also the stability build of protocol 10: every C1-C5 run in the other precision and "
+                         "seeds 3 and 4, their chapters, and each row's stable / fragile entry")
+
+
+def _engine_args(sp) -> None:
+    sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
+    sp.add_argument("--executor", default="local", help="local (default), slurm, or submitit-local")
+    sp.add_argument("--partition", default=None, help="Slurm partition")
+    sp.add_argument("--time-min", type=int, default=120, help="Slurm time limit per run, minutes")
+    sp.add_argument("--mem-gb", type=float, default=8.0, help="Slurm memory per run, GB")
+    sp.add_argument("--gpus", type=int, default=0, help="Slurm GPUs per run")
 
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m rote", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(sp):
-        sp.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
-        sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                        help="override a parameter (repeatable)")
-        sp.add_argument("--precision", choices=("auto", "fp32", "bf16"), default=None,
-                        help="training precision (default auto: bf16 where the device computes it natively, "
-                             "else fp32); the same as -p precision VALUE")
-
-    def seeds(sp):
-        sp.add_argument("--seeds", type=int, default=None,
-                        help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the protocol's; "
-                             "1 is the quick look)")
-
-    def x1(sp):
-        sp.add_argument("--x1", action="store_true",
-                        help="also X1's grid (chapter benign_memorization: other widths and noise ratios; "
-                             "left out by default)")
-
-    def stability(sp):
-        sp.add_argument("--stability", action="store_true",
-                        help="also the stability build of protocol 10: every C1-C5 run in the other precision and "
-                             "seeds 3 and 4, their chapters, and each row's stable / fragile entry")
-
-    def engine(sp):
-        sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
-        sp.add_argument("--executor", default="local", help="local (default), slurm, or submitit-local")
-        sp.add_argument("--partition", default=None, help="Slurm partition")
-        sp.add_argument("--time-min", type=int, default=120, help="Slurm time limit per run, minutes")
-        sp.add_argument("--mem-gb", type=float, default=8.0, help="Slurm memory per run, GB")
-        sp.add_argument("--gpus", type=int, default=0, help="Slurm GPUs per run")
-
     pl = sub.add_parser("plan", help="list the runs the book's chapters need, cached or not, with estimated times")
-    common(pl)
-    seeds(pl)
-    x1(pl)
-    stability(pl)
+    _common_args(pl)
+    _seeds_args(pl)
+    _x1_args(pl)
+    _stability_args(pl)
     pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
     pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
     pl.add_argument("--json", action="store_true")
@@ -246,23 +251,23 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train runs, or reuse cached ones; prints final metrics as JSON (one line a run)")
     t.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)}")
-    common(t)
-    seeds(t)
+    _common_args(t)
+    _seeds_args(t)
     t.add_argument("--plan", action="store_true",
                    help="train every run of the book's plan (conditions, noise-free twins, sweep; X1's grid "
                         "with --x1), not only the given configuration")
-    x1(t)
-    engine(t)
+    _x1_args(t)
+    _engine_args(t)
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     t.add_argument("--quiet", action="store_true", help="no progress display")
     t.set_defaults(func=cmd_train)
 
     b = sub.add_parser("book", help="train the plan's missing runs, execute the chapters, render the site")
-    common(b)
-    seeds(b)
-    engine(b)
-    x1(b)
-    stability(b)
+    _common_args(b)
+    _seeds_args(b)
+    _engine_args(b)
+    _x1_args(b)
+    _stability_args(b)
     b.add_argument("--chapter", action="append",
                    help="only this chapter (repeatable); trains only the runs the named chapters need")
     b.add_argument("--no-render", action="store_true", help="execute only, do not run jupyter-book")
@@ -270,13 +275,13 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="rerun one chapter with new parameters, reusing cached runs")
     r.add_argument("chapter")
-    common(r)
-    seeds(r)
+    _common_args(r)
+    _seeds_args(r)
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("claims", help="print the claim scorecard")
     c.add_argument("--profile", default=None)
-    seeds(c)
+    _seeds_args(c)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_claims)
     return p

@@ -51,28 +51,18 @@ from pathlib import Path
 from typing import Callable
 
 from .config import ConfigError, RunConfig, code_fingerprint
-from .plan import estimate_seconds, fmt_seconds, makespan, remaining_seconds
+from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
 
 
 def entry_name(config: RunConfig) -> str:
-    return f"{config.task}-{config.key}"
+    from .runs import entry_name
 
+    return entry_name(config)
 
-def read_progress(config, root):
-    from .runs import read_progress
-
-    return read_progress(config, root)
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 POLL_S = 0.25
-
-
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def check_executor(executor: str) -> None:
@@ -417,6 +407,8 @@ class Display:
             self.bar = tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)
 
     def line(self, done: int, running: list[RunConfig], pending: list[RunConfig], failed: int) -> str:
+        from .runs import read_progress
+
         parts, left, pace = [], [], []
         for config in running:
             info = read_progress(config, self.root) or {}
@@ -496,45 +488,59 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     try:
         while pending or running:
             while pending and len(running) < slots:
-                config = pending.pop(0)
-                try:
-                    job = (_LocalJob(config, root, device) if sub is None else
-                           _SubmititJob(sub, config, root, device, queue))
-                except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
-                    outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
-                    _say(f"run {entry_name(config)} could not start: {err}")
-                    continue
-                running[config.key] = job
-                started[config.key] = time.time()
-            for key, job in list(running.items()):
-                result = job.poll()
-                if result is None:
-                    continue
-                ok, error = result
-                del running[key]
-                outcome = Outcome(job.config, ok, time.time() - started[key], error, str(job.log))
-                outcomes.append(outcome)
-                if not ok:
-                    _say(f"run {outcome.name} FAILED: {error} (log: {job.log}); its checkpoints stay in .partial")
-                display.update(len(outcomes), [j.config for j in running.values()], pending,
-                               sum(not o.ok for o in outcomes), force=True)
+                _start(pending.pop(0), running, started, outcomes, lambda c: (
+                    _LocalJob(c, root, device) if sub is None else _SubmititJob(sub, c, root, device, queue)))
+            _collect(running, started, outcomes, display, pending)
             display.update(len(outcomes), [j.config for j in running.values()], pending,
                            sum(not o.ok for o in outcomes))
             if on_free is not None and not pending and sub is None and all(o.ok for o in outcomes):
                 on_free(max(0, slots - len(running)))
             time.sleep(POLL_S)
     except BaseException:
-        for job in running.values():
-            job.stop(signal.SIGINT)
-        for job in running.values():
-            if not job.wait(15):
-                job.stop(signal.SIGKILL)
-                job.wait(5)
+        _stop_all(running)
         display.close()
         _say(f"stopped {len(running)} running worker(s); unfinished runs resume from their last checkpoint")
         raise
     display.close()
     return outcomes
+
+
+def _start(config: RunConfig, running: dict, started: dict, outcomes: list, make_job) -> None:
+    """Start ``config``'s job (``make_job(config)``) into ``running``; a job that cannot start is a failed outcome."""
+    try:
+        job = make_job(config)
+    except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
+        outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
+        _say(f"run {entry_name(config)} could not start: {err}")
+        return
+    running[config.key] = job
+    started[config.key] = time.time()
+
+
+def _collect(running: dict, started: dict, outcomes: list, display: Display, pending: list) -> None:
+    """Move each finished job of ``running`` to ``outcomes`` (saying so where it failed)."""
+    for key, job in list(running.items()):
+        result = job.poll()
+        if result is None:
+            continue
+        ok, error = result
+        del running[key]
+        outcome = Outcome(job.config, ok, time.time() - started[key], error, str(job.log))
+        outcomes.append(outcome)
+        if not ok:
+            _say(f"run {outcome.name} FAILED: {error} (log: {job.log}); its checkpoints stay in .partial")
+        display.update(len(outcomes), [j.config for j in running.values()], pending,
+                       sum(not o.ok for o in outcomes), force=True)
+
+
+def _stop_all(running: dict) -> None:
+    """Interrupt every running job, then kill those that do not stop within 15 s."""
+    for job in running.values():
+        job.stop(signal.SIGINT)
+    for job in running.values():
+        if not job.wait(15):
+            job.stop(signal.SIGKILL)
+            job.wait(5)
 
 
 def report_failures(outcomes: list[Outcome]) -> int:

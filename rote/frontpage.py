@@ -1,5 +1,5 @@
 """The front page (``book/intro.md``) as the site stages it: what the build found, how long a build takes,
-and the protocol page its links point to (``rote.book.stage_site``).
+and the protocol page its links point to (``rote.staging.stage_site``).
 
 The source page holds text and marked places, each a pair of HTML comments (invisible on the page)
 around text that reads sensibly without a build::
@@ -238,8 +238,9 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
     machine's), each run estimated from this machine's timings store where it holds the run's shape,
     else by the plan's fallbacks (``estimator``: a :class:`rote.timings.Estimator`; default: the run
     cache's, never probing); and the chapters' execution, their wall times in their latest execution
-    added up (``build.chapter_seconds``, :func:`rote.book.build_times`)."""
-    from .plan import fmt_seconds, plan, pool_seconds
+    added up (``build.chapter_seconds``, :func:`rote.site.build_times`)."""
+    from .plan import plan
+    from .timings import fmt_seconds, pool_seconds
 
     if estimator is None:
         from .runs import runs_root
@@ -247,7 +248,7 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
 
         estimator = Estimator(runs_root(), probe=False)
     if workers is None:
-        from .engine import default_workers
+        from .timings import default_workers
 
         workers = default_workers()
     profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds

@@ -2,7 +2,7 @@
 
 :func:`collect` gathers the facts of this process and machine (git commit and whether the tree was dirty,
 the code fingerprint of the runs, the Python, torch and numpy versions, the CPU model and its bf16
-flags, the GPU, the training precision of each task). :func:`rote.book.run_chapter` stores them in the
+flags, the GPU, the training precision of each task). :func:`rote.driver.run_chapter` stores them in the
 executed notebook's ``rote`` metadata (key ``environment``); at staging, :func:`rote.site.stamp_markdown`
 shows them in a "Build environment" dropdown under each chapter's title (:func:`stamp_dropdown`), and
 :func:`environment_page` writes the site's *Build environment* page: the facts of the build that staged

@@ -1,7 +1,7 @@
 """Where the book's source lives: one setting, the repository URL, and what the site does with it.
 
 The URL is ``repository: url:`` in ``_config.yml`` (Jupyter Book 1.x's own key), or ``$ROTE_REPOSITORY_URL``,
-which wins. :func:`rote.book.stage_site` writes the staged ``_config.yml`` through :func:`stage_config`:
+which wins. :func:`rote.staging.stage_site` writes the staged ``_config.yml`` through :func:`stage_config`:
 
 - URL set: the theme's repository and issue buttons on every page, and a Colab launch button on every
   chapter (a notebook page), which opens the chapter's notebook from ``repository.branch`` in Colab;
@@ -28,7 +28,6 @@ from .config import PROJECT_ROOT
 ENV = "ROTE_REPOSITORY_URL"
 COLAB_URL = "https://colab.research.google.com"
 COLAB_TAG = "colab-install"
-COLAB_CELL_ID = "colab-install"
 PLACEHOLDER = "https://github.com/OWNER/REPOSITORY"  # in the Colab cells while no URL is configured
 CLONE_DIR = "/content/rote"  # where the Colab cell clones the repository (Colab's working folder is /content)
 GITHUB_URL = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")

@@ -1,7 +1,7 @@
 """The parameter reference page, generated from the declarations when the site is staged.
 
 ``book/parameters.md`` holds the page's text and a marker (:data:`MARKER`) that
-:func:`rote.site.fill_generated_pages` replaces with :func:`parameters_page`:
+:func:`rote.staging.fill_generated_pages` replaces with :func:`parameters_page`:
 
 - every chapter parameter: a field of a chapter's dataclass (:mod:`rote.chapters.params`), with its
   type (the field's annotation), its valid values (the words of its :class:`~rote.chapters.params.Rule`),
@@ -54,11 +54,11 @@ class Row:
 # -- checking an example ---------------------------------------------------------------------------
 def check_example(command: str):
     """Parse ``command`` (``python -m rote run|train ...``) as the command line would and check its
-    parameters as ``rote run`` (:func:`rote.book.resolve_parameters`) or ``rote train``
+    parameters as ``rote run`` (:func:`rote.driver.resolve_parameters`) or ``rote train``
     (:func:`rote.config.make_config`) check them before any work; nothing runs. Returns the parsed
     arguments; a bad command raises (``ConfigError``, or the CLI's ``UsageError``)."""
     from . import cli
-    from .book import resolve_parameters
+    from .driver import resolve_parameters
     from .config import make_config
 
     words = shlex.split(command)
@@ -149,7 +149,7 @@ def chapter_rows() -> list[Row]:
     """One row per chapter parameter and declaration (a parameter that some chapters declare with
     another type, rule or default has one row per declaration), in the order the chapters (in book
     order) declare them."""
-    from .book import chapters
+    from .driver import chapters
     from .chapters.params import CHAPTER_PARAMS, chapter_params
 
     names = [n for n in chapters() if n in CHAPTER_PARAMS]
@@ -181,7 +181,7 @@ def chapter_rows() -> list[Row]:
 def chapter_checks() -> list[tuple[str, list[str]]]:
     """(chapter, checks) for each chapter whose dataclass checks fields together (``check_together``):
     each ``at_most(name, ..., bound, ...)`` as "name <= bound", and the method's docstring."""
-    from .book import chapters
+    from .driver import chapters
     from .chapters.params import CHAPTER_PARAMS, ChapterParams, chapter_params
 
     out = []
@@ -284,7 +284,7 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
 def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
     """The chapters that take a run parameter of ``tasks``: those with an ``overrides`` parameter and one
     of the tasks by default; none for a seed (a chapter sets it from its ``seeds``, rote.plan.units)."""
-    from .book import chapters
+    from .driver import chapters
     from .chapters.params import CHAPTER_PARAMS, chapter_params
     from .config import TASKS
     from .plan import SEED_NAMES
@@ -345,7 +345,7 @@ def _cell(text: str) -> str:
 
 
 def _chapter_links(names) -> str:
-    from .book import chapters
+    from .driver import chapters
 
     paths = chapters()
     return ", ".join(f"{{doc}}`{n} <{paths[n].stem}>`" for n in names) if names else "none"

@@ -1,6 +1,8 @@
-"""What the website adds to the executed chapters, at staging time (``rote.book.stage_site``).
+"""How the book shows its records, and what the website adds to the executed chapters.
 
-Nothing here edits a chapter's source: the staged copy of each executed notebook gets
+The record tables (:func:`claims_table`, :func:`record_table`, :func:`show_record`, ...) serve the
+chapters, the scorecard and ``rote claims``; :func:`build_times` reads a build's chapter times. At
+staging time (:func:`rote.staging.stage_site`) nothing here edits a chapter's source: the staged copy of each executed notebook gets
 
 - its build stamp rewritten to say when and how it ran, with the command that reruns it (:func:`stamp_markdown`);
 - a verdict box under the title, read from the claim records whose ``page`` is the chapter (:func:`verdict_box`);
@@ -19,8 +21,14 @@ import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-from . import fmt
+import pandas as pd
 
+from . import claims, fmt
+from .claims import UNAMENDED, ClaimRecord
+from .config import PROJECT_ROOT
+
+BOOK_DIR = PROJECT_ROOT / "book"  # the chapters' sources and the book's text pages
+BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.driver), staged sources and the site
 HIDE_TAG = "hide-input"  # myst-nb: the code collapses behind a "Show code cell source" toggle
 BOILERPLATE_TAGS = ("parameters", "injected-parameters")
 SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
@@ -57,7 +65,6 @@ def _verdict_class(verdicts: list[str]) -> str:
 
 
 from .verdicts import OUTCOME_WORDS as OUTCOME  # noqa: E402  (one spelling of the three outcomes)
-from .claims import UNAMENDED  # noqa: E402  (claims with one reading, the registered one)
 
 
 def deciding_rows(rec, reading: str) -> list[dict]:
@@ -128,9 +135,7 @@ def _stability_entry(rec) -> dict | None:
     """The record's stability entry (protocol 10), where a stability build computed it for this record."""
     if isinstance(rec, dict) or not _get(rec, "per_seed"):
         return None
-    from .claims import load_stability
-
-    return load_stability(rec)
+    return claims.load_stability(rec)
 
 
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
@@ -292,24 +297,133 @@ def static_page_note(profile: str) -> str:
             f"`python -m rote book --profile {profile}`, which reruns every chapter.\n```\n")
 
 
-def fill_generated_pages(folder: Path) -> list[str]:
-    """Replace the marker of each generated page among the staged ``*.md`` of ``folder`` with its text:
-    ``<!-- rote:environment -->`` (:func:`rote.provenance.environment_page`, the build that stages the
-    site) and ``<!-- rote:parameters -->`` (:func:`rote.reference.parameters_page`). Returns the names of
-    the pages filled."""
-    from . import provenance, reference
+# -- record tables (chapters, the scorecard, `rote claims`) --------------------------------------
+SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
-    makers = {provenance.MARKER: provenance.environment_page, reference.MARKER: reference.parameters_page}
-    filled = []
-    for path in sorted(folder.glob("*.md")):
-        text = path.read_text()
-        found = [marker for marker in makers if marker in text]
-        for marker in found:
-            text = text.replace(marker, makers[marker]())
-        if found:
-            path.write_text(text)
-            filled.append(path.name)
-    return filled
+
+def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
+    """One row per (claim, task, condition, profile): the registered and the amended verdict side by
+    side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the training precision of
+    its runs, the checks that decide
+    the amended verdict with their numbers, whether the record comes from the profile's own runs
+    ("other runs": overrides, or left from an older profile or code), the section that computed it, and
+    its scorecard group (the paper's claims, or beyond the paper: :func:`rote.claims.group`)."""
+    from .verdicts import deciding, near_seeds
+
+    origin = {True: "profile default", False: "other runs", None: ""}
+    rows = []
+    for r in records:
+        rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
+                     "registered": r.verdict_registered, "amended": r.verdict_amended,
+                     "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
+                     "precision": ", ".join(sorted({str(s.get("precision")) for s in r.per_seed if s.get("precision")})),
+                     "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
+                     "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
+                     "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim)})
+    for row, r in zip(rows, records):  # section 11: seeds with a deciding check whose interval holds its threshold
+        row["near seeds"] = f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""
+    entries = [claims.load_stability(r) if r.per_seed else None for r in records]
+    if any(entries):  # protocol 10: a column only where a stability build computed it
+        from .stability import label
+
+        for row, entry, r in zip(rows, entries, records):
+            row["stability"] = label(entry) if entry else ("not run" if row["runs"] else "")
+            row["near predicted fragile"] = near_predicted(r, entry)
+    return pd.DataFrame(rows)
+
+
+def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
+    """Section 11 beside protocol 10: whether "a seed has a near deciding check" predicted the row's
+    stability, for a row whose stability was computed (else empty): "yes" where near and fragile agree
+    (near and fragile, or nothing near and stable), "no: ..." where they disagree."""
+    from .stability import FRAGILE, STABLE
+    from .verdicts import near_seeds
+
+    if not entry or entry.get("status") not in (FRAGILE, STABLE):
+        return ""
+    near, fragile = near_seeds(rec) > 0, entry["status"] == FRAGILE
+    if near == fragile:
+        return "yes (near, fragile)" if near else "yes (none near, stable)"
+    return "no: near but stable" if near else "no: fragile, none near"
+
+
+def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
+    """The rows a stability build found fragile (protocol 10), one line per change that moved the
+    verdict word: the default verdict, the verdict under the change, and the seeds and checks that
+    moved with their values before and after."""
+    from .stability import FRAGILE
+
+    rows = []
+    for r in records:
+        entry = claims.load_stability(r) if r.per_seed else None
+        if not entry or entry["status"] != FRAGILE:
+            continue
+        for change, c in entry["changes"].items():
+            if not c.get("moved_verdict"):
+                continue
+            moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
+                              + (f"{fmt.cell(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
+                              + f"{fmt.cell(m['after'])} ({m['outcome_after']})" for m in c["moved"])
+            rows.append({"claim": r.claim, "task": r.task, "condition": r.condition, "change": change,
+                         "verdict": r.verdict_amended, "under the change": c["verdict"], "what moved": moved})
+    return pd.DataFrame(rows, columns=["claim", "task", "condition", "change", "verdict", "under the change",
+                                       "what moved"])
+
+
+def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
+    """The records of other seeds than the book's (:func:`rote.claims.other_records`), one row each:
+    claim, task, condition, seeds and the amended verdict."""
+    return pd.DataFrame([{"claim": r.claim, "task": r.task, "condition": r.condition,
+                          "seeds": ", ".join(str(s) for s in r.seeds) or "-", "amended": r.verdict_amended}
+                         for r in records], columns=["claim", "task", "condition", "seeds", "amended"])
+
+
+def record_table(rec: ClaimRecord) -> pd.DataFrame:
+    """A record's checks, one row per check id, one column per seed ("value [95% interval] vs threshold,
+    margin: result", section 11; "near" where the interval holds the threshold), the smallest and largest
+    value across seeds, the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
+    from .verdicts import check_ranges
+
+    result = {True: "pass", False: "FAIL", None: "unresolved"}
+    ranges = check_ranges(rec)
+    rows: dict[str, dict] = {}
+    for s in rec.per_seed:
+        for c in s["checks"]:
+            key = c.get("id") or c["name"]
+            row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
+            interval = f" {fmt.interval(c)}" if c.get("interval") else ""
+            margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
+            numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
+                       if c["value"] is not None else "")
+            row[f"seed {s['seed']}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
+            row["reason"] = row["reason"] or c.get("reason") or ""
+    for key, row in rows.items():
+        low_high = ranges.get(key)
+        row["range"] = f"{fmt.cell(low_high[0])} .. {fmt.cell(low_high[1])}" if low_high and len(rec.per_seed) > 1 else ""
+    return pd.DataFrame(list(rows.values()))
+
+
+def show_record(rec: ClaimRecord) -> None:
+    """Display a claim's verdicts in a notebook: a headline and the table of its checks."""
+    from IPython.display import Markdown, display
+
+    condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
+    unamended = rec.claim in UNAMENDED  # one reading: the registered one
+    display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
+                     f"**{rec.verdict_registered}**" + (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if unamended
+                                                       else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
+                     + (f": {rec.reason}" if rec.reason else "")))
+    if rec.per_seed:
+        display(record_table(rec))
+
+
+def build_times(profile: str) -> pd.DataFrame:
+    """Runtime and status of each chapter in the latest book build of ``profile``."""
+    path = BUILD_DIR / "executed" / profile / "build.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    return pd.DataFrame([{"chapter": k, "seconds": v["seconds"], "status": "ok" if v["ok"] else "FAILED",
+                          "executed": v["executed"]} for k, v in data.items()],
+                        columns=["chapter", "seconds", "status", "executed"])  # the columns also before any build
 
 
 # -- boilerplate ---------------------------------------------------------------------------------

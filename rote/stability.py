@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .verdicts.core import OUTCOME_WORDS, _failing, aggregate
+from .verdicts.core import OUTCOME_WORDS, aggregate, failing
 
 CHANGES = ("precision", "seeds")
 STABLE, FRAGILE, NOT_RUN = "stable", "fragile", "not run"
@@ -161,7 +161,7 @@ def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
     if not added:
         return ChangeResult("seeds", "not run", None, "the extra record holds no seed beyond the default ones")
     seeds = sorted(base + added, key=lambda s: s["seed"])
-    verdict = aggregate([s["amended"] for s in seeds], _failing(_get(default, "claim"), seeds))
+    verdict = aggregate([s["amended"] for s in seeds], failing(_get(default, "claim"), seeds))
     word = verdict_word(_get(default, "verdict_amended"))
     expected = {"holds": "pass", "fails": "fail", "unresolved": "unresolved"}.get(word)
     moved = []

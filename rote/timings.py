@@ -22,14 +22,14 @@ Fallback order for a run (the summary line says which were used, :meth:`Estimato
 2. a probe of this machine, stored ("timed earlier") or run now ("timed now");
 3. other machines' finished runs (the Slurm workers', read on a login node; first with
    ``workers=True``, which ``rote train --executor slurm`` uses, and without probing);
-4. the static table / FLOP formula of :mod:`rote.plan` (``formula_seconds``).
+4. the static table / FLOP formula (:func:`formula_seconds`).
 
 ``ROTE_NO_PROBE=1`` disables step 2's probing (tests, a Slurm login node).
 
 Times are *solo* times: what the run takes alone on a core. A record's CPU seconds stand in for its
 wall time (time-slicing by other processes does not count), divided by
-:data:`rote.plan.SHARED_CORE_SLOWDOWN` when other runs trained beside it on the same host (sampled
-from ``.progress`` while it trained); :func:`rote.plan.pool_seconds` charges the slowdown back for a
+:data:`SHARED_CORE_SLOWDOWN` when other runs trained beside it on the same host (sampled
+from ``.progress`` while it trained); :func:`pool_seconds` charges the slowdown back for a
 pool. On a GPU the wall time counts. A probe counts its thread's CPU time too, which load inflates less
 than wall time but still does (cold caches): on the 2-core Xeon, quick FDA timed 0.131 s a step with
 the cores shared by two training runs and 0.17 s when it got ~15% of a core; a run's own record then
@@ -45,6 +45,7 @@ import contextlib
 import fcntl
 import functools
 import json
+import math
 import os
 import statistics
 import threading
@@ -53,10 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import RunConfig
-from .plan import n_ctx, vocab_size
 
 STORE = ".timings.jsonl"
-VERSION = 1
+VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab" (a formula in rote/plan.py); read() corrects it
 # The probe: warm-up steps, then timed steps (their median counts) until PROBE_STEP_S of step time (at least PROBE_MIN_STEPS,
 # at most PROBE_MAX_STEPS), then one evaluation.
 PROBE_WARMUP_STEPS = 2
@@ -78,6 +78,8 @@ def no_probe() -> bool:
 # -- what a run is -------------------------------------------------------------------------------------
 def shape(config: RunConfig) -> dict:
     """What a training step costs depends on: the model, the batch, the context, the precision."""
+    from .tasks.shapes import n_ctx, vocab_size
+
     m, t = config.model, config.train
     return {"task": config.task, "n_layers": m.n_layers, "d_model": m.d_model, "n_heads": m.n_heads,
             "vocab": vocab_size(config), "n_ctx": n_ctx(config), "batch_size": t.batch_size, "precision": t.precision}
@@ -224,12 +226,14 @@ def read(root: Path | str | None = None) -> list[dict]:
             rec = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             continue
-        if not isinstance(rec, dict) or rec.get("v") != VERSION or rec.get("kind") not in _NEEDED:
+        if not isinstance(rec, dict) or rec.get("v") not in (1, VERSION) or rec.get("kind") not in _NEEDED:
             continue
         if not all(k in rec for k in _NEEDED[rec["kind"]]):
             continue
         if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
             continue
+        if rec["v"] == 1 and rec["shape"].get("task") == "thr" and isinstance(rec["shape"].get("vocab"), int):
+            rec["shape"]["vocab"] -= 5  # the vocabulary as rote.tasks.shapes counts it
         try:
             _rates(rec)
         except (TypeError, ValueError, ZeroDivisionError, KeyError):
@@ -240,8 +244,6 @@ def read(root: Path | str | None = None) -> list[dict]:
 
 def _rates(rec: dict) -> tuple[float, float, float]:
     """A record as solo rates: (overhead s, s per training step, s per evaluated sequence)."""
-    from .plan import SHARED_CORE_SLOWDOWN
-
     seqs = max(1, int(rec["eval_sequences"]))
     if rec["kind"] == "probe":
         step_s, eval_s, setup_s = float(rec["step_s"]), float(rec["eval_s"]), float(rec["setup_s"])
@@ -356,11 +358,10 @@ def probe(config: RunConfig, device=None) -> dict:
     CPU time of this thread on a CPU (other processes' load does not count), wall time on a GPU.
     Returns the probe record (not stored: :meth:`Estimator.estimate` stores it)."""
     import torch
-    import torch.nn.functional as F
 
     from . import train as T
     from .model import pick_device
-    from .tasks import IGNORE, build_task
+    from .tasks import build_task
 
     dev = pick_device(device)
     if dev.type == "cpu":
@@ -378,31 +379,8 @@ def probe(config: RunConfig, device=None) -> dict:
         data = build_task(config)
         setup_s = clock() - t  # the worker builds the data too; the model's first operations below warm up
         model = T.build_model(config, data).to(dev)
-        optimizer = T.make_optimizer(model, config)
-        inputs, targets = data.training_sequences()
-        inputs, targets = inputs.to(dev), targets.to(dev)
-        tc, generator, times = config.train, torch.Generator(), []
-        model.train()
-        step = 0
-        while True:  # rote.train._train's step
-            t = clock()
-            generator.manual_seed(config.model.model_seed * 1_000_003 + step)
-            batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
-            for group in optimizer.param_groups:
-                group["lr"] = tc.lr_at(step)
-            with T._autocast(config, dev):
-                logits = model(inputs[batch])
-            loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss.item()
-            times.append(clock() - t)
-            step += 1
-            timed = times[PROBE_WARMUP_STEPS:]
-            if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
-                break
-        sub, fit, scored = _eval_subset(data, tc.fit_eval_size, PROBE_EVAL_SEQUENCES)
+        times = _timed_steps(config, data, model, dev, clock)
+        sub, fit, scored = _eval_subset(data, config.train.fit_eval_size, PROBE_EVAL_SEQUENCES)
         t = clock()
         T.evaluate(model, sub, fit)
         eval_s = clock() - t
@@ -415,6 +393,42 @@ def probe(config: RunConfig, device=None) -> dict:
             "eval_sequences": scored, "setup_s": round(setup_s, 4), "probe_steps": len(times),
             "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: how loaded the machine was
             "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
+
+
+def _timed_steps(config: RunConfig, data, model, dev, clock) -> list[float]:
+    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock``: warm-up steps, then
+    timed ones until :data:`PROBE_STEP_S` of step time (at least :data:`PROBE_MIN_STEPS`, at most
+    :data:`PROBE_MAX_STEPS`). Returns every step's seconds, warm-up first."""
+    import torch
+    import torch.nn.functional as F
+
+    from . import train as T
+    from .tasks import IGNORE
+
+    optimizer = T.make_optimizer(model, config)
+    inputs, targets = data.training_sequences()
+    inputs, targets = inputs.to(dev), targets.to(dev)
+    tc, generator, times = config.train, torch.Generator(), []
+    model.train()
+    step = 0
+    while True:  # rote.train._train's step
+        t = clock()
+        generator.manual_seed(config.model.model_seed * 1_000_003 + step)
+        batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
+        for group in optimizer.param_groups:
+            group["lr"] = tc.lr_at(step)
+        with T._autocast(config, dev):
+            logits = model(inputs[batch])
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        times.append(clock() - t)
+        step += 1
+        timed = times[PROBE_WARMUP_STEPS:]
+        if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
+            return times
 
 
 # -- estimates -------------------------------------------------------------------------------------------
@@ -537,8 +551,6 @@ class Estimator:
             est = self._from_workers(config, "others")
             if est is not None:
                 return est
-        from .plan import formula_seconds
-
         return Estimate(formula_seconds(config), "formula", 0)
 
     def _probe(self, config: RunConfig) -> dict:
@@ -567,7 +579,7 @@ class Estimator:
         words = {"measured": "from finished runs on this machine", "probe_now": "timed now",
                  "probe": "timed earlier on this machine", "workers": "from runs finished on "
                  + ("the workers" if self.workers else "other machines"),
-                 "formula": "from the static table or FLOP formula (rote/plan.py)"}
+                 "formula": "from the static table or FLOP formula (rote/timings.py)"}
         parts = []
         for s in SOURCES:
             if counts[s]:
@@ -592,3 +604,110 @@ def default_estimator(root: Path | str | None = None) -> Estimator:
         _DEFAULT[key] = Estimator(root)
     return _DEFAULT[key]
 
+
+# -- estimates of runs, and of a pool ----------------------------------------------------------------
+# (task, n_layers, d_model, batch_size, n_ctx, precision) -> (training steps/s, seconds per evaluation)
+# at 1 intra-op thread, measured on an idle 2-core Intel Xeon with AVX-512 BF16 and AMX (2026-12-01,
+# `benchmarks/engine_speed.py measure --bf16`, numbers in benchmarks/RESULTS.md; evaluation is fp32
+# in both; the quick evaluation times are those measurements x the speed-up of issue 21's cheaper
+# evaluation, `benchmarks/engine_speed.py eval`: FDA 0.63, THR 0.57). The earlier AVX2-only machine
+# trained quick FDA at 5.54 steps/s in fp32 and ran bf16 ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
+# Both are the LAST fallback (formula_seconds): estimate_seconds reads this machine's own finished runs, or
+# times an unseen shape once (above); the table serves where probing is off (ROTE_NO_PROBE=1).
+MEASURED: dict[tuple, tuple[float, float]] = {
+    ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.598),
+    ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.582),
+    ("thr", 4, 128, 512, 3, "fp32"): (10.4, 0.266),
+    ("thr", 4, 128, 512, 3, "bf16"): (18.96, 0.254),
+    ("fda", 2, 64, 256, 14, "fp32"): (18.21, 0.374),  # X1's widths: measured under load (average ~3), so on
+    ("fda", 2, 256, 256, 14, "fp32"): (3.05, 1.653),  # the slow side; the width-256 runs took 2,566-2,965 s loaded
+    ("fda", 1, 32, 64, 14, "fp32"): (249.8, 0.027),
+    ("fda", 1, 32, 64, 14, "bf16"): (237.8, 0.022),
+    ("thr", 1, 32, 64, 3, "fp32"): (479.0, 0.004),
+    ("thr", 1, 32, 64, 3, "bf16"): (397.8, 0.003),
+}
+FLOPS_1THREAD = 8.0e10  # effective training FLOP/s of one thread, fitted to quick FDA's 9.23 steps/s in fp32
+BF16_SPEEDUP = 1.9  # bf16 autocast over fp32 per training step where bf16 is native (quick FDA 1.92x, THR 1.82x)
+STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python), fallback formula only
+
+
+def estimate_seconds(config: RunConfig, estimator=None) -> float:
+    """Estimated wall time of training ``config`` alone on one thread, evaluation included: from this
+    machine's finished runs of its shape, else a probe of that shape timed once on this machine, else
+    the static table / FLOP formula (:func:`formula_seconds`); the module docstring says how.
+    ``estimator``: an :class:`Estimator` (default: the run cache's, probing unless
+    ``ROTE_NO_PROBE=1``)."""
+    return (estimator or default_estimator()).seconds(config)
+
+
+def estimate_summary(configs: Iterable[RunConfig], estimator=None) -> str:
+    """Where the estimates of ``configs`` come from, e.g. "estimates: 9 from finished runs on this
+    machine, 6 timed now (4.1 s)"."""
+    return (estimator or default_estimator()).summary(list(configs))
+
+
+def formula_seconds(config: RunConfig) -> float:
+    """The last fallback: the static MEASURED table (one machine's numbers), else a FLOP formula."""
+    from .tasks.shapes import n_ctx, vocab_size
+
+    m, t = config.model, config.train
+    n_evals = t.steps // t.eval_every + 2
+    measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, n_ctx(config), t.precision))
+    if measured is not None:
+        steps_per_s, eval_s = measured
+    else:
+        per_token = 12 * m.n_layers * m.d_model ** 2 + vocab_size(config) * m.d_model
+        step_flops = 6 * t.batch_size * n_ctx(config) * per_token
+        steps_per_s = 1 / (step_flops / FLOPS_1THREAD + STEP_OVERHEAD_S)
+        eval_s = 2 * eval_sequences(config) * n_ctx(config) * per_token / FLOPS_1THREAD
+        if t.precision == "bf16":
+            steps_per_s *= BF16_SPEEDUP  # evaluation stays fp32
+    return t.steps / steps_per_s + n_evals * eval_s
+
+
+def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
+    """Estimated seconds still to train, given :func:`rote.runs.status`."""
+    if status == "cached":
+        return 0.0
+    total = estimate_seconds(config, estimator)
+    if status.startswith("partial "):
+        done = int(status.split()[1])
+        total *= max(0.0, 1 - done / config.train.steps)
+    return total
+
+
+def default_workers() -> int:
+    """The cores this process may use: a local pool's default size."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def makespan(seconds: list[float], workers: int) -> float:
+    """Wall time of running jobs of these lengths on ``workers`` (longest first, greedy)."""
+    loads = [0.0] * max(1, workers)
+    for s in sorted(seconds, reverse=True):
+        loads[loads.index(min(loads))] += s
+    return max(loads) if seconds else 0.0
+
+
+# A run in a 2-worker pool on the 2-core machine took on average 1.09x (FDA) and 1.07x (THR) its
+# solo time (the 10 runs of `make book SEEDS=3 WORKERS=2`, 2026-11-30: FDA 1,069-1,135 s against
+# 1,014 s alone, THR 801-889 s against 789 s): the runs share memory bandwidth and caches.
+SHARED_CORE_SLOWDOWN = 1.08
+
+
+def pool_seconds(seconds: list[float], workers: int) -> float:
+    """Estimated wall time of training runs of these solo lengths on a local pool of ``workers``."""
+    return makespan(seconds, workers) * (SHARED_CORE_SLOWDOWN if workers > 1 and len(seconds) > 1 else 1.0)
+
+
+def fmt_seconds(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -107,7 +107,9 @@ def evaluate(model: HookedTransformer, data: TaskData, fit_eval_size: int = 0) -
 
 
 def first_step(metrics: pd.DataFrame, column: str, threshold: float) -> int | None:
-    """The first evaluated step at which ``column >= threshold`` (None if never)."""
+    """The first evaluated step at which ``column >= threshold`` (None if never). The library uses
+    :func:`rote.analysis.curves.first_evaluated`, which needs no torch; this copy stays because removing
+    it from this module would change the run fingerprint (:func:`rote.config.code_fingerprint`)."""
     hit = metrics.loc[metrics[column] >= threshold, "step"]
     return int(hit.iloc[0]) if len(hit) else None
 

@@ -1,6 +1,6 @@
 """The bibliography: every {cite} key in the book is an entry of book/references.bib, every entry is
 cited, the site's config finds the file from the staged root, and a key that is not in the file
-fails the site build (warnings are errors there, rote.book.render_site)."""
+fails the site build (warnings are errors there, rote.staging.render_site)."""
 
 from __future__ import annotations
 
@@ -98,11 +98,11 @@ def test_config_finds_the_bibliography_from_the_book_root_and_the_toc_lists_the_
 
 
 def test_the_staged_site_carries_the_bibliography(tmp_path, monkeypatch):
-    from rote import book
+    from rote import site, staging
 
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
-    staged = book.stage_site("smoke")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    staged = staging.stage_site("smoke")
     config = yaml.safe_load((staged / "_config.yml").read_text())
     assert all((staged / path).read_text() == (ROOT / path).read_text() for path in config["bibtex_bibfiles"])
     assert "{bibliography}" in (staged / "book" / "references.md").read_text()
@@ -122,7 +122,7 @@ def _tiny_book(root: Path, text: str) -> Path:
 
 
 def _build(root: Path) -> subprocess.CompletedProcess:
-    """Jupyter Book as rote.book.render_site runs it: warnings are errors."""
+    """Jupyter Book as rote.staging.render_site runs it: warnings are errors."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(root), "--all", "-W", "--keep-going"]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 

@@ -6,23 +6,23 @@ import time
 import nbformat
 import pytest
 
-from rote import book, claims, plan
+from rote import book, claims, driver, plan, site, staging
 from rote.config import ConfigError, make_config
 
 
 def test_chapters_in_reading_order():
-    names = list(book.chapters())
+    names = list(driver.chapters())
     assert names[:2] == ["tasks", "learning_dynamics"] and names[-1] == "scorecard"
 
 
 def test_chapter_sources_are_committed_clean():
-    for path in book.chapters().values():
+    for path in driver.chapters().values():
         nb = nbformat.read(path, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(not c.outputs and c.execution_count is None for c in code), path
         tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, path
-        assert "profile" in book.notebook_parameters(path)
+        assert "profile" in driver.notebook_parameters(path)
         assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), path
 
 
@@ -31,18 +31,18 @@ def test_papermill_sees_every_assignment_of_each_parameters_cell():
     # neither validates nor documents it, and `-p` checks against the wrong list
     import ast
 
-    for path in book.chapters().values():
+    for path in driver.chapters().values():
         nb = nbformat.read(path, as_version=4)
         cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         assigned = {t.id for node in ast.parse(cell.source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
-        assert set(book.notebook_parameters(path)) == assigned, path
+        assert set(driver.notebook_parameters(path)) == assigned, path
 
 
 def test_resolve_parameters_accepts_chapter_and_run_parameters():
-    out = book.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "noise_ratio": "0.2"})
+    out = driver.resolve_parameters("learning_dynamics", "smoke", {"tasks": "thr", "noise_ratio": "0.2"})
     assert out == {"profile": "smoke", "tasks": ["thr"], "overrides": {"noise_ratio": 0.2}}
-    out = book.resolve_parameters("learning_dynamics", "smoke", {"sweep_ratios": "[0, 0.3]"})
+    out = driver.resolve_parameters("learning_dynamics", "smoke", {"sweep_ratios": "[0, 0.3]"})
     assert out["sweep_ratios"] == [0, 0.3]
 
 
@@ -56,12 +56,12 @@ def test_resolve_parameters_accepts_chapter_and_run_parameters():
 ])
 def test_resolve_parameters_rejects_bad_input(params, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
-        book.resolve_parameters("learning_dynamics", "smoke", params)
+        driver.resolve_parameters("learning_dynamics", "smoke", params)
 
 
 def test_unknown_chapter():
     with pytest.raises(ConfigError, match="unknown chapter"):
-        book.chapter_path("nope")
+        driver.chapter_path("nope")
 
 
 def test_cli_rejects_unknown_chapter_parameter_before_running(tmp_path):
@@ -127,7 +127,7 @@ def test_records_from_other_runs_are_recognized(tmp_path):
     assert claims.runs_are_profile_defaults(other) is False
     placeholder = claims.load_all("smoke", root=tmp_path)[0]
     assert claims.runs_are_profile_defaults(placeholder) is None
-    table = book.claims_table([own, other, placeholder])
+    table = site.claims_table([own, other, placeholder])
     assert list(table.runs) == ["profile default", "other runs", ""]
     assert list(table.seeds) == ["0✓", "0✓", ""] and list(table.section)[0] == "02_learning_dynamics#verdict"
 
@@ -159,9 +159,9 @@ def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch)
                 nbformat.v4.new_code_cell("x = 1"),
                 nbformat.v4.new_code_cell("raise ValueError('planted failure')")]
     nbformat.write(nb, chapters / "01_broken.ipynb")
-    monkeypatch.setattr(book, "BOOK_DIR", chapters)
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
-    stale = book.output_dir("broken", "smoke", {"profile": "smoke"}) / "broken.ipynb"
+    monkeypatch.setattr(site, "BOOK_DIR", chapters)
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    stale = driver.output_dir("broken", "smoke", {"profile": "smoke"}) / "broken.ipynb"
     stale.parent.mkdir(parents=True)
     stale.write_text("old page")
     code = book.build_book("smoke", ["broken"], {}, book.BookOptions(render=False))
@@ -178,7 +178,7 @@ def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, c
     the command exits non-zero, naming the run."""
     from rote import engine
 
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     trained = []
 
     def one_fails(configs, **kwargs):
@@ -190,8 +190,8 @@ def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, c
         raise AssertionError("a chapter executed after a run failed")
 
     monkeypatch.setattr(engine, "train_plan", one_fails)
-    monkeypatch.setattr(book, "execute_job", must_not_run)
-    monkeypatch.setattr(book, "render_site", must_not_run)
+    monkeypatch.setattr(driver, "execute_job", must_not_run)
+    monkeypatch.setattr(staging, "render_site", must_not_run)
     code = book.build_book("smoke", ["learning_dynamics", "tasks"], {}, book.BookOptions(render=True))
     assert code != 0 and trained
     err = capsys.readouterr().err
@@ -218,18 +218,18 @@ def test_records_whose_content_names_another_claim_than_their_file_are_refused(t
 
 
 def test_seeds_parameter_is_a_list_and_seed_overrides_are_refused():
-    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "1"})["seeds"] == [1]
-    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "0,2"})["seeds"] == [0, 2]
-    assert book.resolve_parameters("learning_dynamics", "smoke", {"seeds": "[0, 1]"})["seeds"] == [0, 1]
+    assert driver.resolve_parameters("learning_dynamics", "smoke", {"seeds": "1"})["seeds"] == [1]
+    assert driver.resolve_parameters("learning_dynamics", "smoke", {"seeds": "0,2"})["seeds"] == [0, 2]
+    assert driver.resolve_parameters("learning_dynamics", "smoke", {"seeds": "[0, 1]"})["seeds"] == [0, 1]
     for params, message in (({"model_seed": "1"}, "use seeds"), ({"seeds": "a"}, "whole numbers"),
                             ({"seeds": "-1"}, ">= 0")):
         with pytest.raises(ConfigError, match=message):
-            book.resolve_parameters("learning_dynamics", "smoke", params)
+            driver.resolve_parameters("learning_dynamics", "smoke", params)
 
 
 def test_build_times_has_its_columns_before_any_build(tmp_path, monkeypatch):
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
-    times = book.build_times("smoke")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    times = site.build_times("smoke")
     assert list(times.columns) == ["chapter", "seconds", "status", "executed"] and times.empty
     assert times[times.chapter != "scorecard"].empty
 
@@ -241,7 +241,7 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
 
     from rote import engine
 
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     events, started = [], threading.Event()
 
     def last_run_trains(configs, *, on_free=None, **kwargs):
@@ -256,10 +256,10 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
     def fake_chapter(job, profile):
         events.append(f"chapter {job.name}")
         started.set()
-        return book.ChapterResult(job.name, True, 0.1, tmp_path / f"{job.name}.ipynb", tmp_path, "")
+        return driver.ChapterResult(job.name, True, 0.1, tmp_path / f"{job.name}.ipynb", tmp_path, "")
 
     monkeypatch.setattr(engine, "train_plan", last_run_trains)
-    monkeypatch.setattr(book, "execute_job", fake_chapter)
+    monkeypatch.setattr(driver, "execute_job", fake_chapter)
     code = book.build_book("smoke", ["learning_dynamics", "interventions"], {}, book.BookOptions(render=False))
     assert code == 0
     assert events[0] == "slots busy" and events[1] == "chapter learning_dynamics"
@@ -270,7 +270,7 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
 def test_the_chapters_that_load_runs_are_the_ones_the_plan_trains_for():
     """`rote book` trains the plan before the chapters that load runs (those with a `seeds` parameter);
     the task chapter and the scorecard load none."""
-    assert {n for n in book.chapters() if not book._needs_runs(n)} == {"tasks", "scorecard"}
+    assert {n for n in driver.chapters() if not book._needs_runs(n)} == {"tasks", "scorecard"}
     assert book.book_plan("smoke", ["tasks", "scorecard"], {}, [0]) == []
     assert book.book_plan("smoke", ["learning_dynamics"], {}, [0])
 
@@ -290,14 +290,14 @@ def test_chapters_execute_at_once_on_free_cores_and_the_last_waits(monkeypatch):
         time.sleep(0.3)
         with lock:
             running[0] -= 1
-        return book.ChapterResult(job.name, True, 0.3, Path(), Path(), "")
+        return driver.ChapterResult(job.name, True, 0.3, Path(), Path(), "")
 
-    monkeypatch.setattr(book, "execute_job", fake)
-    jobs = [book.ChapterJob(n, {}) for n in ("a", "b", "c")] + [book.ChapterJob("scorecard", {}, last=True)]
-    results = book.execute_jobs(jobs, "smoke", lambda: 2, threading.Event(), capacity=2)
+    monkeypatch.setattr(driver, "execute_job", fake)
+    jobs = [driver.ChapterJob(n, {}) for n in ("a", "b", "c")] + [driver.ChapterJob("scorecard", {}, last=True)]
+    results = driver.execute_jobs(jobs, "smoke", lambda: 2, threading.Event(), capacity=2)
     assert [r.name for r in results] == ["a", "b", "c", "scorecard"]
     assert peak[0] == 2  # two at once, never three
     assert log[-1] == ("start", "scorecard", 1)  # alone, after the others
     log.clear(), peak.__setitem__(0, 0)
-    book.execute_jobs(jobs[:3], "smoke", lambda: 1, threading.Event(), capacity=2)
+    driver.execute_jobs(jobs[:3], "smoke", lambda: 1, threading.Event(), capacity=2)
     assert peak[0] == 1  # one free slot: one at a time

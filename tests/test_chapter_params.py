@@ -1,6 +1,6 @@
 """Every chapter's parameters are declared (a frozen dataclass whose defaults are the notebook's
 ``parameters`` cell) and checked before any work: a bad value is one ConfigError line that names it,
-from ``book.resolve_parameters`` and from the CLI, before anything trains or executes."""
+from ``driver.resolve_parameters`` and from the CLI, before anything trains or executes."""
 
 import ast
 import dataclasses
@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from rote import book
+from rote import driver
 from rote.chapters.params import CHAPTER_PARAMS, chapter_params
 from rote.config import ConfigError
 
@@ -20,7 +20,7 @@ def cell_values(name: str) -> dict[str, object]:
     """Name -> value of each assignment of the chapter's ``parameters`` cell, in the cell's order. The one
     value that is not a literal, ``profile = os.environ.get("ROTE_PROFILE", "quick")``, reads as its
     fallback."""
-    nb = nbformat.read(book.chapter_path(name), as_version=4)
+    nb = nbformat.read(driver.chapter_path(name), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     values = {}
     for node in ast.parse(cell.source).body:
@@ -35,7 +35,7 @@ def cell_values(name: str) -> dict[str, object]:
     return values
 
 
-CHAPTERS = list(book.chapters())
+CHAPTERS = list(driver.chapters())
 PARAMETERS = [(name, param) for name in CHAPTERS for param in cell_values(name)]
 
 # One bad value per parameter, as given with -p (a chapter's own bad value first).
@@ -64,12 +64,12 @@ def test_dataclass_defaults_are_the_notebook_cell(name):
     cell, declared = cell_values(name), chapter_params(name).defaults()
     assert list(declared.items()) == list(cell.items())  # names, order and values
     assert [type(v) for v in declared.values()] == [type(v) for v in cell.values()]  # 2.0 stays a float
-    assert book.notebook_parameters(book.chapter_path(name)).keys() == declared.keys()
+    assert driver.notebook_parameters(driver.chapter_path(name)).keys() == declared.keys()
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_defaults_resolve_to_the_profile_alone(name):
-    assert book.resolve_parameters(name, "smoke", {}) == {"profile": "smoke"}
+    assert driver.resolve_parameters(name, "smoke", {}) == {"profile": "smoke"}
 
 
 def test_every_parameter_has_a_bad_value():
@@ -80,9 +80,9 @@ def test_every_parameter_has_a_bad_value():
 def test_a_bad_value_is_refused_naming_the_parameter(name, param):
     with pytest.raises(ConfigError) as err:
         if param == "profile":  # given with --profile, not -p
-            book.resolve_parameters(name, "nightly", {})
+            driver.resolve_parameters(name, "nightly", {})
         else:
-            book.resolve_parameters(name, "smoke", {param: BAD_IN.get((name, param), BAD[param])})
+            driver.resolve_parameters(name, "smoke", {param: BAD_IN.get((name, param), BAD[param])})
     message = str(err.value)
     assert param in message and "\n" not in message, message
 
@@ -104,16 +104,16 @@ def test_a_bad_value_is_refused_naming_the_parameter(name, param):
 ])
 def test_what_each_refusal_says(name, params, message):
     with pytest.raises(ConfigError) as err:
-        book.resolve_parameters(name, "smoke", params)
+        driver.resolve_parameters(name, "smoke", params)
     assert message in str(err.value)
 
 
 def test_valid_values_pass_through_as_given():
-    assert book.resolve_parameters("outlier_heuristics", "smoke", {"z_outlier": "3", "top_k": "4096"}) == \
+    assert driver.resolve_parameters("outlier_heuristics", "smoke", {"z_outlier": "3", "top_k": "4096"}) == \
         {"profile": "smoke", "z_outlier": 3, "top_k": 4096}
-    assert book.resolve_parameters("interventions", "smoke", {"sweep_ranks": "2,4", "check_patching": "0"}) == \
+    assert driver.resolve_parameters("interventions", "smoke", {"sweep_ranks": "2,4", "check_patching": "0"}) == \
         {"profile": "smoke", "sweep_ranks": [2, 4], "check_patching": 0}
-    assert book.resolve_parameters("intermediate_results", "smoke", {"extra_positions": '{"fda": [9]}'}) == \
+    assert driver.resolve_parameters("intermediate_results", "smoke", {"extra_positions": '{"fda": [9]}'}) == \
         {"profile": "smoke", "extra_positions": {"fda": [9]}}
 
 

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from rote import book, claims, frontpage, plan, stability
+from rote import claims, driver, frontpage, plan, site, stability, staging, timings
 from rote.verdicts import REQUIRED_PARTS, Check, records, seed_result
 
 OUTCOMES = {"pass": True, "fail": False, "unresolved": None}
@@ -148,14 +148,14 @@ class _Estimator:
         return Estimate(self.s, self.source, 1)
 
     def summary(self, configs):
-        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/plan.py)"
+        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/timings.py)"
 
 
 def test_build_time_says_where_its_estimate_comes_from():
     n = len(plan.plan("quick", [0, 1, 2]))
     measured = frontpage.build_time_markdown(frontpage.Build("quick", (0, 1, 2), (0, 1, 2), chapter_seconds=725.0),
                                              _Estimator("measured"), workers=2)
-    hours = plan.fmt_seconds(plan.pool_seconds([600.0] * n, 2))
+    hours = timings.fmt_seconds(timings.pool_seconds([600.0] * n, 2))
     assert measured.startswith(f"A cold build of the `quick` profile (`python -m rote book --profile quick`, seeds "
                                f"0, 1 and 2, nothing cached, X1's grid aside) trains {n} runs: about {hours} on the "
                                "build machine's 2 cores, estimated from the runs of the same shapes")
@@ -178,14 +178,14 @@ def test_fill_replaces_between_the_markers_and_keeps_them():
 def test_the_source_intro_has_both_places_and_links_only_protocol_targets_that_stage():
     import re
 
-    source = (book.BOOK_DIR / "intro.md").read_text()
+    source = (site.BOOK_DIR / "intro.md").read_text()
     for marker in (frontpage.RESULTS, frontpage.BUILD_TIME):
         assert f"<!-- {marker} -->" in source and f"<!-- /{marker} -->" in source
     assert "whole book in minutes" not in source and "has not been built yet" not in source
     linked = set(re.findall(r"\{ref\}`[^`<]*<(protocol-[0-9-]+)>`", source))
     assert linked == {frontpage.protocol_anchor(s) for s in frontpage.LINKED_SECTIONS}
     staged = frontpage.protocol_markdown()
-    missing = frontpage.protocol_markdown(book.PROJECT_ROOT / "nowhere.md")
+    missing = frontpage.protocol_markdown(site.PROJECT_ROOT / "nowhere.md")
     if frontpage.PROTOCOL_SOURCE.exists():
         assert all(f"({a})=" in staged for a in linked)
         assert "(protocol-8-5)=\n### 8.5 " in staged and "(protocol-7)=\n## 7. Amendment 1" in staged
@@ -196,14 +196,14 @@ def test_stage_site_writes_the_results_into_the_intro_and_stages_the_protocol(tm
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("ROTE_SEEDS", "1")
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setattr(frontpage, "PROTOCOL_SOURCE", tmp_path / "protocol.md")
     (tmp_path / "protocol.md").write_text("# Replication protocol\n\n## 7. Amendment 1\n\ntext\n")
     for rec in (_planted("C1", "fda", "random", [P], profile="smoke"), _planted("C1", "thr", "-", [F], profile="smoke")):
         claims.save(rec)
     for chapter, seconds in (("tasks", 30.0), ("learning_dynamics", 50.0)):  # the chapters' latest executions
-        book._record_build("smoke", chapter, {"seconds": seconds, "ok": True, "executed": "now"})
-    staged = book.stage_site("smoke")
+        driver._record_build("smoke", chapter, {"seconds": seconds, "ok": True, "executed": "now"})
+    staged = staging.stage_site("smoke")
     intro = (staged / "book" / "intro.md").read_text()
     results = intro.split("<!-- rote:results -->")[1].split("<!-- /rote:results -->")[0]
     assert "When the site is built" not in results  # the source's stand-in is replaced

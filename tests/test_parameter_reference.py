@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rote import book, reference
+from rote import driver, reference
 from rote.chapters.params import CHAPTER_PARAMS, chapter_params
 from rote.config import TASKS, ConfigError, FDAConfig, ModelConfig, THRConfig, TrainConfig, _check, param_names
 
@@ -37,7 +37,7 @@ def test_every_chapter_parameter_is_on_the_page_with_its_chapters(page):
     chapter_part, _ = _sections(page)
     rows = _rows(chapter_part)
     for chapter in CHAPTER_PARAMS:
-        stem = book.chapters()[chapter].stem
+        stem = driver.chapters()[chapter].stem
         for f in dataclasses.fields(chapter_params(chapter)):
             mine = [r for r in rows if r[0] == f"`{f.name}` (`{f.type}`)" and f"<{stem}>`" in r[3]]
             assert len(mine) == 1, f"{chapter}.{f.name}: {len(mine)} rows"
@@ -72,7 +72,7 @@ def test_every_example_is_a_valid_command_that_sets_its_parameter(page):
             words = shlex.split(example)
             assert ["-p", name] == words[-3:-1] or (name == "profile" and "--profile" in words), example
             if args.command == "run":  # a chapter that takes the parameter
-                assert f"<{book.chapters()[args.chapter].stem}>`" in (takers or row[3]), example
+                assert f"<{driver.chapters()[args.chapter].stem}>`" in (takers or row[3]), example
             else:  # no chapter takes it (a seed): a run of its own
                 assert "no chapter takes it" in row[1], example
 

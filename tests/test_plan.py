@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from rote import plan as P
+from rote import timings as TM
 from rote.config import ConfigError, FDAConfig, make_config
 
 
@@ -130,12 +131,12 @@ def test_native_bf16_is_read_from_the_cpu_flags():
 
 def test_estimates_are_positive_and_ordered():
     quick, smoke = make_config("fda", "quick"), make_config("fda", "smoke")
-    assert P.estimate_seconds(quick) > 100 * P.estimate_seconds(smoke) > 0
+    assert TM.estimate_seconds(quick) > 100 * TM.estimate_seconds(smoke) > 0
     odd = make_config("fda", "quick", d_model=256, n_heads=8)  # not in the table: the FLOP formula
-    assert P.estimate_seconds(odd) > P.estimate_seconds(quick)
-    assert P.remaining_seconds(quick, "cached") == 0
-    assert P.remaining_seconds(quick, "partial 2500") == pytest.approx(P.estimate_seconds(quick) / 2)
-    assert P.makespan([4, 3, 2, 1], 2) == 5 and P.makespan([5, 1], 3) == 5 and P.makespan([], 4) == 0
+    assert TM.estimate_seconds(odd) > TM.estimate_seconds(quick)
+    assert TM.remaining_seconds(quick, "cached") == 0
+    assert TM.remaining_seconds(quick, "partial 2500") == pytest.approx(TM.estimate_seconds(quick) / 2)
+    assert TM.makespan([4, 3, 2, 1], 2) == 5 and TM.makespan([5, 1], 3) == 5 and TM.makespan([], 4) == 0
 
 
 def _cli(*args, root):
@@ -168,7 +169,8 @@ def test_plan_command(tmp_path):
 
 
 def test_book_trains_what_its_chapters_ask_for():
-    from rote.book import _needs_runs, book_plan, chapters
+    from rote.book import _needs_runs, book_plan
+    from rote.driver import chapters
 
     assert "tasks" in chapters() and not _needs_runs("tasks")  # the tasks chapter trains nothing
     assert any(_needs_runs(name) for name in chapters())
@@ -183,19 +185,19 @@ def test_book_trains_what_its_chapters_ask_for():
 
 def test_pool_estimate_charges_the_shared_core_slowdown_only_when_runs_share_the_machine():
     runs = [1000.0, 800.0, 600.0]
-    assert P.pool_seconds(runs, 1) == P.makespan(runs, 1) == 2400.0
-    assert P.pool_seconds(runs, 2) == pytest.approx(1400.0 * P.SHARED_CORE_SLOWDOWN)
-    assert P.pool_seconds([1000.0], 2) == 1000.0
+    assert TM.pool_seconds(runs, 1) == TM.makespan(runs, 1) == 2400.0
+    assert TM.pool_seconds(runs, 2) == pytest.approx(1400.0 * TM.SHARED_CORE_SLOWDOWN)
+    assert TM.pool_seconds([1000.0], 2) == 1000.0
 
 
 def test_pages_state_the_training_precision():
-    from rote import book, site
+    from rote import driver, site
     from rote.config import native_precision
 
-    assert book.chapter_precision({"profile": "smoke"}) == f"fda fp32, thr {native_precision()}"
-    assert book.chapter_precision({"overrides": {"precision": "fp32"}}) == "fp32"
-    assert book.chapter_precision({"tasks": ["fda"]}) == "fda fp32"  # an FDA-only chapter names FDA only
-    assert book.chapter_precision({"tasks": ["thr", "fda"]}) == f"fda fp32, thr {native_precision()}"
+    assert driver.chapter_precision({"profile": "smoke"}) == f"fda fp32, thr {native_precision()}"
+    assert driver.chapter_precision({"overrides": {"precision": "fp32"}}) == "fp32"
+    assert driver.chapter_precision({"tasks": ["fda"]}) == "fda fp32"  # an FDA-only chapter names FDA only
+    assert driver.chapter_precision({"tasks": ["thr", "fda"]}) == f"fda fp32, thr {native_precision()}"
     note = site.stamp_markdown({"chapter": "tasks", "parameters": {"profile": "smoke"}, "executed": "now",
                                 "seconds": 3.0, "ok": True, "precision": "bf16"})
     assert "Its runs trained in `bf16` (evaluation in fp32)." in note
@@ -204,7 +206,7 @@ def test_pages_state_the_training_precision():
 def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monkeypatch):
     from types import SimpleNamespace
 
-    from rote import book
+    from rote import book, driver
 
     seen = {}
 
@@ -212,7 +214,7 @@ def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monke
         seen[job.name] = job.params
         return SimpleNamespace(name=job.name, ok=True, seconds=0.0, error="", notebook=None)
 
-    monkeypatch.setattr(book, "execute_job", fake_run)
+    monkeypatch.setattr(driver, "execute_job", fake_run)
     monkeypatch.setattr(book, "book_plan", lambda *a, **k: [])
     assert book.build_book("smoke", ["tasks", "scorecard"], {"precision": "fp32"}, book.BookOptions(render=False)) == 0
     assert seen["tasks"]["overrides"] == {"precision": "fp32"}
@@ -228,9 +230,9 @@ def _x1_only(configs, profile="quick"):
 
 
 def test_every_chapter_declares_the_runs_it_needs():
-    from rote import book
+    from rote import book, driver
 
-    assert set(book.CHAPTER_RUNS) == set(book.chapters())
+    assert set(book.CHAPTER_RUNS) == set(driver.chapters())
     assert {n for n, parts in book.CHAPTER_RUNS.items() if not parts} == {"tasks", "scorecard"}
     assert all(set(parts) <= set(P.PARTS) for parts in book.CHAPTER_RUNS.values())
     assert book.chapter_runs("benign_memorization") == ("x1-shared",)
@@ -238,7 +240,8 @@ def test_every_chapter_declares_the_runs_it_needs():
 
 
 def test_the_chapter_filter_trains_the_named_chapters_runs_only():
-    from rote.book import book_plan, chapters
+    from rote.book import book_plan
+    from rote.driver import chapters
 
     seeds = [0, 1, 2]
     units = P.units("quick", seeds=seeds)
@@ -262,18 +265,18 @@ def test_the_chapter_filter_trains_the_named_chapters_runs_only():
 
 def _planted_book(monkeypatch, tmp_path, names, **kwargs):
     """`rote book` with training and chapters planted: the runs it would train, and each chapter's parameters."""
-    from rote import book, engine
+    from rote import book, driver, engine, site
 
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     trained, executed = [], {}
     monkeypatch.setattr(engine, "train_plan", lambda configs, **kw: trained.extend(configs) or
                         [engine.Outcome(c, True, 1.0) for c in configs])
 
     def chapter(job, profile):
         executed[job.name] = job.params
-        return book.ChapterResult(job.name, True, 0.0, tmp_path / f"{job.name}.ipynb", tmp_path, "")
+        return driver.ChapterResult(job.name, True, 0.0, tmp_path / f"{job.name}.ipynb", tmp_path, "")
 
-    monkeypatch.setattr(book, "execute_job", chapter)
+    monkeypatch.setattr(driver, "execute_job", chapter)
     assert book.build_book("quick", names, {}, book.BookOptions(render=False, **kwargs)) == 0
     return trained, executed
 

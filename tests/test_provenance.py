@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from rote import book, provenance, site
+from rote import driver, provenance, site, staging
 
 ENV = {"git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True, "changed": 2, "note": ""},
        "code_fingerprint": "65de01d5e287", "python": "3.11.7", "torch": "2.13.0+cpu", "numpy": "2.4.6",
@@ -64,7 +64,7 @@ def test_cpu_facts_read_the_model_and_the_bf16_flags():
 
 def test_importing_provenance_does_not_import_torch():
     code = "import sys, rote.provenance, rote.site; assert 'torch' not in sys.modules, 'torch imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=book.PROJECT_ROOT)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=site.PROJECT_ROOT)
 
 
 def test_collect_has_every_fact(monkeypatch):
@@ -115,17 +115,17 @@ def test_run_chapter_records_the_environment(tmp_path, monkeypatch):
     nb.cells = [nbformat.v4.new_markdown_cell("# Planted"),
                 nbformat.v4.new_code_cell("profile = 'smoke'", metadata={"tags": ["parameters"]})]
     nbformat.write(nb, chapters / "01_planted.ipynb")
-    monkeypatch.setattr(book, "BOOK_DIR", chapters)
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BOOK_DIR", chapters)
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setattr(provenance, "gpu_name", lambda: None)
     monkeypatch.setattr(papermill, "execute_notebook",  # nothing executes: the page is the source
                         lambda source, out, **kw: shutil.copy(source, out))
-    result = book.run_chapter("planted", "smoke", {"profile": "smoke", "overrides": {"precision": "fp32"}})
+    result = driver.run_chapter("planted", "smoke", {"profile": "smoke", "overrides": {"precision": "fp32"}})
     assert result.ok, result.error
     env = nbformat.read(result.notebook, as_version=4).metadata["rote"]["environment"]
     assert env["precision"] == {"fda": "fp32", "thr": "fp32"}
     assert env["torch"] == provenance.package_version("torch") and env["cpu"]["model"]
-    assert env["git"] == provenance.git_state(book.PROJECT_ROOT)
+    assert env["git"] == provenance.git_state(site.PROJECT_ROOT)
 
 
 def test_locked_packages_and_the_python_requirement(tmp_path):
@@ -150,23 +150,23 @@ def test_environment_page_lists_every_locked_package():
 
 def test_staging_fills_the_generated_pages_and_stamps(tmp_path, monkeypatch):
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setattr(provenance, "gpu_name", lambda: None)
     pages = {}
     for name, env in (("tasks", ENV), ("learning_dynamics", None)):  # a page with the facts, and an older one
-        source = book.chapters()[name]
-        executed = book.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
+        source = driver.chapters()[name]
+        executed = driver.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
         executed.parent.mkdir(parents=True)
         nbformat.write(nbformat.read(source, as_version=4), executed)
         meta = {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"}, "seconds": 3.0,
-                "executed": "now", "ok": True, "error": "", "source_sha": book._source_hash(source)}
-        book._stamp(executed, "stamp", {**meta, "environment": env} if env else meta)
+                "executed": "now", "ok": True, "error": "", "source_sha": driver.source_hash(source)}
+        driver._stamp(executed, "stamp", {**meta, "environment": env} if env else meta)
         pages[name] = source.name
-    staged = book.stage_site("smoke") / "book"
+    staged = staging.stage_site("smoke") / "book"
 
     def stamp(name):
         cells = nbformat.read(staged / pages[name], as_version=4).cells
-        return next(c.source for c in cells if book.STAMP_TAG in c.metadata.get("tags", []))
+        return next(c.source for c in cells if driver.STAMP_TAG in c.metadata.get("tags", []))
 
     assert "0123456789abcdef0123456789abcdef01234567" in stamp("tasks") and "torch 2.13.0+cpu" in stamp("tasks")
     assert "not recorded" in stamp("learning_dynamics")
@@ -177,4 +177,4 @@ def test_staging_fills_the_generated_pages_and_stamps(tmp_path, monkeypatch):
     from rote import reference
 
     assert reference.MARKER not in parameters and "## Run parameters" in parameters
-    assert site.fill_generated_pages(staged) == []  # filled once: no marker left
+    assert staging.fill_generated_pages(staged) == []  # filled once: no marker left

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 import yaml
 
-from rote import book, publish
+from rote import driver, publish, site, staging
 
 ROOT = Path(__file__).resolve().parents[1]
 URL = "https://github.com/example-org/rote"
@@ -23,7 +23,7 @@ URL = "https://github.com/example-org/rote"
 @pytest.fixture
 def staging(tmp_path, monkeypatch):
     """stage_site into tmp_path, no chapter executed, no record; the URL from the environment, if given."""
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path / "results"))
     monkeypatch.delenv(publish.ENV, raising=False)
 
@@ -33,7 +33,7 @@ def staging(tmp_path, monkeypatch):
             monkeypatch.delenv(publish.ENV, raising=False)
         else:
             monkeypatch.setenv(publish.ENV, url)
-        return book.stage_site("smoke")
+        return staging.stage_site("smoke")
 
     return stage
 
@@ -90,9 +90,9 @@ def _colab_cell(nb):
     return cells[0]
 
 
-@pytest.mark.parametrize("name", sorted(book.chapters()))
+@pytest.mark.parametrize("name", sorted(driver.chapters()))
 def test_every_chapter_has_one_colab_cell_naming_the_configured_url(name):
-    path = book.chapters()[name]
+    path = driver.chapters()[name]
     nb = nbformat.read(path, as_version=4)
     cell = _colab_cell(nb)
     assert cell.cell_type == "code" and "remove-cell" in cell.metadata.tags and not cell.outputs
@@ -123,7 +123,7 @@ def _run_cell(source: str, monkeypatch, colab: bool, cloned: bool = False) -> li
 
 def test_the_colab_cell_does_nothing_outside_colab(monkeypatch):
     before = list(sys.path)
-    source = _colab_cell(nbformat.read(book.chapters()["learning_dynamics"], as_version=4)).source
+    source = _colab_cell(nbformat.read(driver.chapters()["learning_dynamics"], as_version=4)).source
     assert _run_cell(source, monkeypatch, colab=False) == []
     assert sys.path == before
 
@@ -139,7 +139,7 @@ def test_in_colab_the_cell_clones_the_repository_and_installs_rote(monkeypatch):
 
 
 def test_write_colab_cells_changes_only_those_cells(tmp_path):
-    originals = {p.name: p.read_text() for p in book.chapters().values()}
+    originals = {p.name: p.read_text() for p in driver.chapters().values()}
     for name, text in originals.items():
         (tmp_path / name).write_text(text)
     assert len(publish.write_colab_cells(URL, tmp_path)) == len(originals)
@@ -157,7 +157,7 @@ def test_the_site_never_shows_the_colab_cell():
     hides it twice, and the title stays the page's first cell."""
     from rote import site
 
-    nb = nbformat.read(book.chapters()["learning_dynamics"], as_version=4)
+    nb = nbformat.read(driver.chapters()["learning_dynamics"], as_version=4)
     site.hide_boilerplate(nb)
     cell = _colab_cell(nb)
     assert cell.metadata.tags == ["remove-cell", publish.COLAB_TAG] and cell.source == publish.colab_cell_source(

@@ -1,4 +1,4 @@
-"""What the site adds to the executed chapters (rote.site, rote.book.stage_site), without a browser."""
+"""What the site adds to the executed chapters (rote.site, rote.staging.stage_site), without a browser."""
 
 import csv
 import json
@@ -7,7 +7,7 @@ import shlex
 import nbformat
 import pytest
 
-from rote import book, claims, site
+from rote import claims, driver, site, staging
 from rote.plots import save_figure
 
 
@@ -91,14 +91,14 @@ def test_rerun_command(params, command):
 def test_rerun_command_round_trips_through_the_chapter_parameters(given):
     """The command a page shows, run through the shell and the CLI's parameter parsing, asks for
     exactly the parameters the page was executed with."""
-    params = book.resolve_parameters("learning_dynamics", "smoke", given)
+    params = driver.resolve_parameters("learning_dynamics", "smoke", given)
     words = shlex.split(site.rerun_command("learning_dynamics", params))
     assert words[:7] == ["python", "-m", "rote", "run", "learning_dynamics", "--profile", "smoke"]
     rest = words[7:]
     assert rest[::3] == ["-p"] * (len(rest) // 3) and len(rest) % 3 == 0
     pairs = {name: value for name, value in zip(rest[1::3], rest[2::3])}
     assert len(pairs) == len(rest) // 3 >= 2
-    assert book.resolve_parameters("learning_dynamics", "smoke", pairs) == params
+    assert driver.resolve_parameters("learning_dynamics", "smoke", pairs) == params
 
 
 def _chapter():
@@ -177,16 +177,16 @@ def test_save_figure_returns_nothing(tmp_path):
 
 def test_stage_site_adds_the_reader_cells(tmp_path, monkeypatch):
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
-    name, source = "learning_dynamics", book.chapters()["learning_dynamics"]
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    name, source = "learning_dynamics", driver.chapters()["learning_dynamics"]
     nb = nbformat.read(source, as_version=4)
-    executed = book.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
+    executed = driver.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
     executed.parent.mkdir(parents=True)
     nbformat.write(nb, executed)
-    book._stamp(executed, "old stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
+    driver._stamp(executed, "old stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
                                         "seconds": 3.0, "executed": "now", "ok": True, "error": "",
-                                        "source_sha": book._source_hash(source)})
-    staged = book.stage_site("smoke")
+                                        "source_sha": driver.source_hash(source)})
+    staged = staging.stage_site("smoke")
     assert staged == tmp_path / "site" / "_build" / "site_src"
     page = nbformat.read(staged / "book" / source.name, as_version=4)
     texts = [c.source for c in page.cells if c.cell_type == "markdown"]
@@ -206,17 +206,17 @@ def test_a_page_executed_from_an_older_source_says_so(tmp_path, monkeypatch, sta
     """The stamp records the hash of the chapter source it was executed from; a staged page whose
     source changed since carries a warning to rebuild it, a current page none."""
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
-    name, source = "learning_dynamics", book.chapters()["learning_dynamics"]
-    executed = book.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    name, source = "learning_dynamics", driver.chapters()["learning_dynamics"]
+    executed = driver.output_dir(name, "smoke", {"profile": "smoke"}) / f"{name}.ipynb"
     executed.parent.mkdir(parents=True)
     nbformat.write(nbformat.read(source, as_version=4), executed)
-    sha = book._source_hash(source)
-    assert len(sha) >= 12 and sha != book._source_hash(book.chapters()["tasks"])
-    book._stamp(executed, "stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
+    sha = driver.source_hash(source)
+    assert len(sha) >= 12 and sha != driver.source_hash(driver.chapters()["tasks"])
+    driver._stamp(executed, "stamp", {"chapter": name, "profile": "smoke", "parameters": {"profile": "smoke"},
                                     "seconds": 3.0, "executed": "now", "ok": True, "error": "",
                                     "source_sha": ("0" * len(sha)) if stale else sha})
-    page = nbformat.read(book.stage_site("smoke") / "book" / source.name, as_version=4)
+    page = nbformat.read(staging.stage_site("smoke") / "book" / source.name, as_version=4)
     warnings = [c.source for c in page.cells if c.cell_type == "markdown" and "source changed" in c.source]
     assert len(warnings) == (1 if stale else 0)
     if stale:

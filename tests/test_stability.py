@@ -186,9 +186,9 @@ def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monk
     import time
     from pathlib import Path
 
-    from rote import book
+    from rote import book, driver
 
-    params = book.resolve_parameters("learning_dynamics", "smoke", {})
+    params = driver.resolve_parameters("learning_dynamics", "smoke", {})
     failed = {}
     _, jobs = book.stability_jobs("smoke", ["learning_dynamics"], {"learning_dynamics": params}, [0], failed=failed)
     assert [j.waits for j in jobs] == [True] + [False] * (len(jobs) - 1)  # after every default chapter
@@ -199,11 +199,11 @@ def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monk
         log.append(("start", job.label or job.name))
         time.sleep(0.2)
         log.append(("end", job.label or job.name))
-        return book.ChapterResult(job.name, job.label != jobs[1].label, 0.2, Path(), Path(), "cell 9: boom")
+        return driver.ChapterResult(job.name, job.label != jobs[1].label, 0.2, Path(), Path(), "cell 9: boom")
 
-    monkeypatch.setattr(book, "execute_job", fake)
-    default = book.ChapterJob("learning_dynamics", params)
-    book.execute_jobs([default] + jobs, "smoke", lambda: 4, threading.Event(), capacity=4)
+    monkeypatch.setattr(driver, "execute_job", fake)
+    default = driver.ChapterJob("learning_dynamics", params)
+    driver.execute_jobs([default] + jobs, "smoke", lambda: 4, threading.Event(), capacity=4)
     assert log.index(("start", jobs[0].label)) > log.index(("end", "learning_dynamics"))
     claim_task = ("C1", jobs[1].params["tasks"][0]) if "precision" in jobs[1].params.get("overrides", {}) else None
     expected = ("precision", *claim_task) if claim_task else ("seeds", "C1", None)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rote import book, claims, stability
+from rote import book, claims, site, stability
 
 
 def _records(root):
@@ -21,7 +21,7 @@ def _records(root):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_smoke_stability_build_keeps_the_default_records_and_writes_an_entry_per_row(tmp_path, monkeypatch):
-    monkeypatch.setattr(book, "BUILD_DIR", tmp_path / "_build")
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setenv("ROTE_PLAIN_PROGRESS", "1")
     results = claims.results_root()
     assert book.build_book("smoke", ["learning_dynamics"], {}, book.BookOptions(render=False, seeds=1)) == 0
@@ -48,7 +48,7 @@ def test_smoke_stability_build_keeps_the_default_records_and_writes_an_entry_per
             twin = claims.load_all("smoke", book.stability_root("precision"), seeds=[0])
             twin = next(t for t in twin if (t.claim, t.task, t.condition) == (rec.claim, rec.task, rec.condition))
             assert twin.per_seed[0]["precision"] == stability.other_precision(rec.task)
-    table = book.claims_table(claims.load_all("smoke", seeds=[0]))
+    table = site.claims_table(claims.load_all("smoke", seeds=[0]))
     assert "stability" in table.columns
     assert set(table[table.claim == "C1"].stability) <= {"stable", "not run", "fragile (precision)",
                                                           "fragile (seeds)", "fragile (precision, seeds)"}

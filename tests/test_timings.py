@@ -74,7 +74,7 @@ def test_a_recorded_run_is_used_for_its_combination_on_this_machine_only(tmp_pat
         same_threads = record["machine"]["threads"] == 1 and record["shape"] == TM.shape(config)
         assert est.source == ("workers" if same_threads else "formula")
         if est.source == "formula":
-            assert est.seconds == P.formula_seconds(config)
+            assert est.seconds == TM.formula_seconds(config)
 
 
 def test_cpu_seconds_stand_in_for_wall_and_a_pooled_run_is_charged_the_slowdown(tmp_path):
@@ -84,7 +84,7 @@ def test_cpu_seconds_stand_in_for_wall_and_a_pooled_run_is_charged_the_slowdown(
     _write(tmp_path / "a", loaded)
     _write(tmp_path / "b", pooled)
     assert TM.Estimator(tmp_path / "a", probe=False).seconds(config) == pytest.approx(80.0)
-    assert TM.Estimator(tmp_path / "b", probe=False).seconds(config) == pytest.approx(108.0 / P.SHARED_CORE_SLOWDOWN)
+    assert TM.Estimator(tmp_path / "b", probe=False).seconds(config) == pytest.approx(108.0 / TM.SHARED_CORE_SLOWDOWN)
 
 
 def test_an_unseen_combination_is_probed_once_then_read_from_the_store(tmp_path, monkeypatch):
@@ -159,7 +159,7 @@ def test_the_summary_counts_each_source(tmp_path, monkeypatch):
     assert est.probe_seconds > 0
     again = TM.Estimator(tmp_path, probe=False).summary(runs + probed + [make_config("fda", "smoke", d_model=64)])
     assert again == ("estimates: 2 from finished runs on this machine, 2 timed earlier on this machine, "
-                     "1 from the static table or FLOP formula (rote/plan.py)")
+                     "1 from the static table or FLOP formula (rote/timings.py)")
 
 
 def test_on_slurm_the_workers_runs_count_and_the_login_node_never_probes(tmp_path, monkeypatch):
@@ -242,3 +242,34 @@ def test_the_engine_says_where_its_estimates_come_from_and_orders_by_them(tmp_pa
     engine.train_plan([short, long], engine.EngineSettings(workers=1, progress=False), root=tmp_path)
     assert started == [long, short]
     assert "training 2 of 2 runs (local, 1 at a time); estimates: 2 from finished runs on this machine" in capsys.readouterr().err
+
+
+def test_the_shape_is_the_built_models_and_old_thr_records_still_match(tmp_path, monkeypatch):
+    from rote.tasks import build_task
+
+    for config in (make_config("fda", "smoke"), make_config("thr", "smoke"),
+                   make_config("thr", "smoke", n_relations=9)):
+        data = build_task(config)  # what rote.train.build_model gives the model
+        assert (TM.shape(config)["vocab"], TM.shape(config)["n_ctx"]) == (len(data.vocab), data.n_ctx)
+    config = make_config("thr", "smoke")
+    old = _record(config, v=1)
+    old["shape"] = {**old["shape"], "vocab": old["shape"]["vocab"] + 5}  # version 1 counted 5 tokens too many
+    _write(tmp_path, old)
+    _no_probe(monkeypatch)
+    assert TM.Estimator(tmp_path, probe=False).estimate(config).source == "measured"
+
+
+def test_one_count_of_evaluated_sequences_and_it_is_trains(monkeypatch):
+    from rote import scoring, train
+    from rote.tasks import build_task
+
+    scored, real = [], scoring.answer_logits
+    monkeypatch.setattr(scoring, "answer_logits",
+                        lambda model, ex, *a, **k: scored.append(len(ex)) or real(model, ex, *a, **k))
+    for config in (make_config("fda", "smoke"), make_config("thr", "smoke"),
+                   make_config("thr", "smoke", fit_eval_size=0)):
+        data, scored[:] = build_task(config), []
+        train.evaluate(train.build_model(config, data), data, config.train.fit_eval_size)
+        # the noisy examples are scored twice for FDA (two different model inputs), once for THR
+        assert TM.eval_sequences(config) == sum(scored) == TM._scored(data, config.train.fit_eval_size), config.task
+    assert not hasattr(P, "_eval_sequences")

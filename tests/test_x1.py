@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rote import claims, plan, verdicts
+from rote import claims, plan, timings, verdicts
 from rote.chapters import x1
 from rote.config import ConfigError, make_config
 
@@ -100,14 +100,14 @@ def test_grid_parameters_from_the_command_line_are_read():
 
 
 def test_the_chapter_validates_its_parameters_with_the_book():
-    from rote import book
+    from rote import book, driver
 
-    out = book.resolve_parameters("benign_memorization", "smoke", {"widths": "16,32", "noise_ratios": "0.2"})
+    out = driver.resolve_parameters("benign_memorization", "smoke", {"widths": "16,32", "noise_ratios": "0.2"})
     assert out["widths"] == "16,32"
     for params, message in (({"widths": "16,16"}, "increasing"), ({"noise_ratios": "1.5"}, "lie in"),
                             ({"noise_kind": "digit"}, "random noise"), ({"n_entities": "9"}, "none of the chapter")):
         with pytest.raises(ConfigError, match=message):
-            book.resolve_parameters("benign_memorization", "smoke", params)
+            driver.resolve_parameters("benign_memorization", "smoke", params)
     runs = book.book_plan("smoke", ["benign_memorization"], {"widths": "8,32"}, [0], x1=True)
     assert {c.model.d_model for c in runs if c.task == "fda"} == {8, 32}
 
@@ -261,7 +261,7 @@ def test_timing_table_and_noise_ratio_sentence():
 
 
 def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_path):
-    from rote import book, site
+    from rote import site
 
     placeholders = {(r.claim, r.task, r.condition) for r in claims.expected("quick")}
     assert ("X1", "fda", "random") in placeholders and ("X1", "fda", "digit") not in placeholders
@@ -272,7 +272,7 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     claims.save(rec, root=tmp_path)
     loaded = {r.claim: r for r in claims.load_all("smoke", root=tmp_path, seeds=[0, 1])}["X1"]
     assert loaded.verdict_registered == "fails" and loaded.page == "07_benign_memorization"
-    table = book.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
+    table = site.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
     row = table[table.claim == "X1"].iloc[0]
     assert row["group"] == claims.BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
     assert list(table.group).index(claims.BEYOND_GROUP) == len(table) - 1  # below the paper's claims
@@ -308,7 +308,7 @@ def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_m
     assert rec.status == rec.verdict_registered == "not run" and rec.per_seed == [] and rec.seeds == [0, 1, 2]
     assert "grid was not trained" in rec.reason and "python -m rote train --plan --x1 --profile smoke --seeds 3" in rec.reason
     assert "on the machine that built this page" in rec.reason
-    assert plan.fmt_seconds(sum(plan.estimate_seconds(c) for c in s.missing)) in rec.reason
+    assert timings.fmt_seconds(sum(timings.estimate_seconds(c) for c in s.missing)) in rec.reason
     assert s.verdict_sentence(rec).startswith("**X1 (smoke): not run.** X1's grid was not trained")
     text = s.grid_text()
     assert "X1's grid was not trained in this build" in text and "This page measures the width trained, 32" in text
@@ -316,7 +316,7 @@ def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_m
     table = s.missing_table()
     assert len(table) == len(s.missing) and set(table.width) == {16, 32} and set(table.seed) == {0, 1, 2}
     assert 32 not in set(table[table["noise ratio"] == 0.1].width)  # C1's run is there
-    assert list(table.estimate) == [plan.fmt_seconds(plan.estimate_seconds(c)) for c in s.missing]
+    assert list(table.estimate) == [timings.fmt_seconds(timings.estimate_seconds(c)) for c in s.missing]
     cost = s.cost_sentence()
     assert "0.100 / 0.100 / 0.100 at width 32" in cost and "not trained / not trained / not trained at width 16" in cost
     assert "- **width 16**: not trained." in s.timing_sentence()
@@ -372,12 +372,12 @@ def test_load_trains_the_grid_only_when_allowed(monkeypatch):
 
 
 def test_the_chapter_takes_train_grid_and_the_book_keeps_its_page():
-    from rote import book
+    from rote import driver
 
-    assert book.notebook_parameters(book.chapter_path("benign_memorization"))["train_grid"] == "True"
+    assert driver.notebook_parameters(driver.chapter_path("benign_memorization"))["train_grid"] == "True"
     for raw, value in (("false", False), ("False", False), ("0", False), ("true", True)):
-        assert book.resolve_parameters("benign_memorization", "smoke", {"train_grid": raw})["train_grid"] is value
+        assert driver.resolve_parameters("benign_memorization", "smoke", {"train_grid": raw})["train_grid"] is value
     with pytest.raises(ConfigError, match="true or false"):
-        book.resolve_parameters("benign_memorization", "smoke", {"train_grid": "maybe"})
-    assert book.output_dir("benign_memorization", "smoke", {"profile": "smoke", "train_grid": False}) == \
-        book.output_dir("benign_memorization", "smoke", {"profile": "smoke"})  # the book's own page either way
+        driver.resolve_parameters("benign_memorization", "smoke", {"train_grid": "maybe"})
+    assert driver.output_dir("benign_memorization", "smoke", {"profile": "smoke", "train_grid": False}) == \
+        driver.output_dir("benign_memorization", "smoke", {"profile": "smoke"})  # the book's own page either way

@@ -20,6 +20,7 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
+from ..analysis.sweep_table import sweep_accuracy
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from . import Build, ClaimResult, glue_values
@@ -133,9 +134,7 @@ class Erasure:
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
     def accuracy(self, u, s: str, method: str, rank: int) -> float:
-        sw = self.sweeps[u]
-        hit = sw[(sw.set == s) & (sw.method == method) & (sw["rank"] == rank)].accuracy
-        return float(hit.iloc[0]) if len(hit) else math.nan
+        return sweep_accuracy(self.sweeps[u], s, method, rank)
 
 
 def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:

@@ -2,7 +2,7 @@
 
 A chapter's dataclass names the parameters of its notebook's ``parameters`` cell (papermill), in the
 cell's order and with the cell's defaults (``tests/test_chapter_params.py`` keeps the two equal), and
-says what each value may be. :func:`rote.book.resolve_parameters` builds it from the defaults and the
+says what each value may be. :func:`rote.driver.resolve_parameters` builds it from the defaults and the
 values given on the command line, so a bad value stops ``rote run`` or ``rote book`` with one line (a
 :class:`~rote.config.ConfigError` naming the parameter, its value and its valid range) before
 anything trains or a cell executes.
@@ -10,7 +10,7 @@ anything trains or a cell executes.
 A field is declared with :func:`param`: its default and its :class:`Rule`. The claim chapters'
 dataclasses live beside their sections (``rote.chapters.c1.Params`` .. ``c5.Params``, ``x1.Params``); the two
 chapters without a claim module (``tasks``, ``scorecard``) are here (X1's: ``rote.chapters.x1.Params``).
-:func:`chapter_params` maps a chapter name (as :func:`rote.book.chapters` names them) to its class.
+:func:`chapter_params` maps a chapter name (as :func:`rote.driver.chapters` names them) to its class.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..analysis.ranges import is_whole
 from ..config import PROFILES, TASKS, ConfigError
 
 
@@ -38,10 +39,6 @@ class Rule:
             raise ConfigError(f"{name} must be {self.wanted}, got {value!r}")
 
 
-def _is_whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -55,7 +52,7 @@ def _interval(low, high, low_open: bool, high_open: bool) -> str:
 def whole(low: int, high: int | None = None) -> Rule:
     """A whole number (not a bool) in [low, high] (no upper end when ``high`` is None)."""
     return Rule(f"a whole number {_interval(low, high, False, False)}",
-                lambda v: _is_whole(v) and v >= low and (high is None or v <= high))
+                lambda v: is_whole(v) and v >= low and (high is None or v <= high))
 
 
 def number(low: float, high: float | None = None, *, low_open: bool = False, high_open: bool = False) -> Rule:
@@ -92,14 +89,14 @@ def task_list(allowed=TASKS) -> Rule:
 def seed_list() -> Rule:
     """``None`` (the book's seeds) or a non-empty list of distinct whole numbers >= 0."""
     return Rule("None or a non-empty list of distinct whole numbers >= 0",
-                lambda v: v is None or (_is_list(v) and all(_is_whole(s) and s >= 0 for s in v)
+                lambda v: v is None or (_is_list(v) and all(is_whole(s) and s >= 0 for s in v)
                                         and len(set(v)) == len(v)))
 
 
 def increasing(low: int = 1) -> Rule:
     """A non-empty, strictly increasing list of whole numbers >= ``low`` (ranks)."""
     return Rule(f"a non-empty, strictly increasing list of whole numbers >= {low}",
-                lambda v: _is_list(v) and all(_is_whole(r) and r >= low for r in v)
+                lambda v: _is_list(v) and all(is_whole(r) and r >= low for r in v)
                 and all(a < b for a, b in zip(v, v[1:])))
 
 
@@ -114,7 +111,7 @@ def positions_by_task(lengths: dict[str, int]) -> Rule:
     """A dict task -> list of input positions, each position inside that task's prompt (``lengths``)."""
     def inside(task, positions) -> bool:
         return (task in lengths and isinstance(positions, (list, tuple))
-                and all(_is_whole(p) and 0 <= p < lengths[task] for p in positions))
+                and all(is_whole(p) and 0 <= p < lengths[task] for p in positions))
 
     def ok(v) -> bool:
         return isinstance(v, dict) and all(inside(task, positions) for task, positions in v.items())
@@ -181,7 +178,7 @@ class ScorecardParams(ChapterParams):
 
 
 # -- chapter name -> its class ---------------------------------------------------------------------
-CHAPTER_PARAMS = {  # book name (rote.book.chapters) -> "module:class", imported when asked for
+CHAPTER_PARAMS = {  # book name (rote.driver.chapters) -> "module:class", imported when asked for
     "tasks": "params:TasksParams",
     "learning_dynamics": "c1:Params",
     "intermediate_results": "c2:Params",

@@ -51,7 +51,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import claims, plan, plots, verdicts
+from .. import claims, plan, plots, timings, verdicts
 from ..analysis import curves
 from ..claims import THRESHOLDS
 from ..config import ConfigError, RunConfig
@@ -245,8 +245,8 @@ class Study:
         return shlex.join(parts)
 
     def missing_seconds(self) -> float:
-        """The missing runs' estimated training time on one thread (:func:`rote.plan.estimate_seconds`)."""
-        return sum(plan.estimate_seconds(c) for c in self.missing)
+        """The missing runs' estimated training time on one thread (:func:`rote.timings.estimate_seconds`)."""
+        return sum(timings.estimate_seconds(c) for c in self.missing)
 
     def missing_table(self) -> pd.DataFrame:
         """One row per run of the grid not trained: width, noise ratio, seed, noisy run or twin, its key
@@ -255,14 +255,14 @@ class Study:
                  ((u.seed, u.noisy), (u.seed, u.clean))}
         return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
                               "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
-                              "estimate": plan.fmt_seconds(plan.estimate_seconds(c))} for c in self.missing],
+                              "estimate": timings.fmt_seconds(timings.estimate_seconds(c))} for c in self.missing],
                             columns=["width", "noise ratio", "seed", "run", "key", "estimate"])
 
     def not_run_reason(self) -> str:
         """Why the record is not run: the grid was not trained, how to train it, and how long that takes."""
         return (f"X1's grid was not trained in this build ({len(self.missing)} of its {len(self.grid.configs)} "
                 f"runs missing; `{self.train_command()}` trains them, about "
-                f"{plan.fmt_seconds(self.missing_seconds())} of training on one thread on the machine that "
+                f"{timings.fmt_seconds(self.missing_seconds())} of training on one thread on the machine that "
                 f"built this page)")
 
     def grid_text(self) -> str:
@@ -271,12 +271,11 @@ class Study:
         g = self.grid
         if not self.missing:
             return f"All {len(g.configs)} runs of the registered grid are trained ({seeds_head(g.seeds, plural=True)})."
-        from ..engine import default_workers
 
         have = sorted({int(w) for w in self.widths.width}) if len(self.widths) else []
         shared = f" (width {g.sweep_width} is chapter C1's FDA random run)" if g.sweep_width in have else ""
-        workers = default_workers()
-        seconds = [plan.estimate_seconds(c) for c in self.missing]
+        workers = timings.default_workers()
+        seconds = [timings.estimate_seconds(c) for c in self.missing]
         head = (f"**X1's grid was not trained in this build** (it is trained only when asked for: `make book X1=1`, "
                 f"`python -m rote book --x1`, or this chapter named with `--chapter benign_memorization`). "
                 if not self.judged else "**Part of X1's grid is not trained.** ")
@@ -285,8 +284,8 @@ class Study:
                 f"{g.sweep_width} ({seeds_head(g.seeds, plural=True)}). This page measures the width"
                 f"{'s' if len(have) != 1 else ''} trained, {', '.join(str(w) for w in have) or 'none'}{shared}; "
                 f"{len(self.missing)} of the grid's {len(g.configs)} runs are missing (table below). "
-                f"`{self.train_command()}` trains them: about {plan.fmt_seconds(sum(seconds))} on one thread, "
-                f"~{plan.fmt_seconds(plan.pool_seconds(seconds, workers))} on {workers} worker"
+                f"`{self.train_command()}` trains them: about {timings.fmt_seconds(sum(seconds))} on one thread, "
+                f"~{timings.fmt_seconds(timings.pool_seconds(seconds, workers))} on {workers} worker"
                 f"{'s' if workers != 1 else ''}, estimated on the machine that built this page; then rebuild "
                 f"this page (`python -m rote run benign_memorization --profile {g.profile}`).")
 

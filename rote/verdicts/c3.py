@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import fmt
+from ..analysis.sweep_table import sweep_accuracy
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
 
@@ -136,8 +137,7 @@ def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | No
     """C3's numbers from the erasure sweep, the overlap and its statistics (the inputs of :func:`checks`),
     without ``overlap_superseded``, which the checks decide, and without the chapter's numbers."""
     def acc(s, method, r):
-        hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
-        return float(hit.iloc[0]) if len(hit) else math.nan
+        return sweep_accuracy(sweep, s, method, r)
 
     erasure = {}
     for s in [x for x in SETS if x in set(sweep.set)]:
@@ -213,9 +213,7 @@ class _ErasureInputs:
     no_site: bool
 
     def accuracy(self, s: str, method: str, rank: int) -> float:
-        t = self.table
-        hit = t[(t.set == s) & (t.method == method) & (t["rank"] == rank)].accuracy
-        return float(hit.iloc[0]) if len(hit) else math.nan
+        return sweep_accuracy(self.table, s, method, rank)
 
     def why(self, s: str, controls: tuple) -> str | None:
         """Why the erasure check on set ``s`` against ``controls`` has no value, naming the case."""

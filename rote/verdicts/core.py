@@ -349,8 +349,8 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     for (task, condition), group in groups.items():
         group = sorted(group, key=lambda r: r["seed"])
         per_seed = [{k: v for k, v in r.items() if k not in ("task", "condition")} for r in group]
-        registered = aggregate([r["registered"] for r in group], _failing(claim, group))
-        amended = aggregate([r["amended"] for r in group], _failing(claim, group))
+        registered = aggregate([r["registered"] for r in group], failing(claim, group))
+        amended = aggregate([r["amended"] for r in group], failing(claim, group))
         out.append(claims.ClaimRecord(
             claim, task, condition, profile, [r["seed"] for r in group], registered, amended, amended,
             per_seed=claims._plain(per_seed), threshold=dict(THRESHOLDS[claim]), page=claims.CLAIM_PAGES[claim],
@@ -358,7 +358,7 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     return out
 
 
-def _failing(claim: str, seeds: list[dict]) -> list[bool] | None:
+def failing(claim: str, seeds: list[dict]) -> list[bool] | None:
     """Per seed, whether the check that alone makes ``claim`` fail across seeds failed (None: any failing
     check counts, :data:`FAILS_ONLY_ON`)."""
     check_id = FAILS_ONLY_ON.get(claim)
@@ -428,7 +428,7 @@ def amendment2_change(rec: claims.ClaimRecord) -> dict:
     seeds = rec.per_seed or []
     if rec.claim in claims.UNAMENDED:  # no amendment reads it: nothing moved
         return {"amendment1": rec.verdict_amended, "amendment2": rec.verdict_amended, "why": ""}
-    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds], _failing(rec.claim, seeds))
+    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds], failing(rec.claim, seeds))
     after = rec.verdict_amended
     if before == after:
         return {"amendment1": before, "amendment2": after, "why": ""}

@@ -1,0 +1,408 @@
+"""The papermill driver: the book's chapters, their parameters, and executing them.
+
+Chapters are the numbered notebooks ``book/NN_name.ipynb`` (reading order) and ``book/scorecard.ipynb``
+(last). :func:`run_chapter` executes one with papermill into ``_build/executed/<profile>/<name>/``
+(notebook plus figures) and stamps the executed page with its profile, parameters and runtime; a
+failing chapter's page says it failed (never a stale page that looks current).
+:func:`execute_jobs` runs a build's chapters, each in a process of its own (``python -m rote.driver
+execute``). The book build that trains and then calls this is :mod:`rote.book`; the site staging,
+:mod:`rote.staging`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import plan, provenance, site
+from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
+
+KERNEL = "python3"
+STAMP_TAG = "rote-build-stamp"
+
+
+def chapters() -> dict[str, Path]:
+    """Chapter name -> source notebook, in reading order (numbered chapters, then the scorecard)."""
+    found = {p.stem.split("_", 1)[1]: p for p in sorted(site.BOOK_DIR.glob("[0-9][0-9]_*.ipynb"))}
+    if (site.BOOK_DIR / "scorecard.ipynb").exists():
+        found["scorecard"] = site.BOOK_DIR / "scorecard.ipynb"
+    return found
+
+
+def chapter_path(name: str) -> Path:
+    known = chapters()
+    if name not in known:
+        raise ConfigError(f"unknown chapter {name!r}; choose one of {', '.join(known)}")
+    return known[name]
+
+
+def notebook_parameters(path: Path) -> dict[str, object]:
+    """The names and default values (as source text) of the notebook's ``parameters`` cell."""
+    import papermill
+
+    return {name: spec["default"] for name, spec in papermill.inspect_notebook(str(path)).items()}
+
+
+def parse_value(text):
+    """A parameter given as text, JSON-decoded where it parses (``"3"`` -> 3), else the text."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> dict[str, object]:
+    """Papermill parameters for a chapter, validated before anything runs.
+
+    A name the chapter's ``parameters`` cell defines is passed as is (JSON-decoded where possible;
+    a comma list for a list parameter). A run parameter (``noise_ratio``, ``model_seed``, ...) goes
+    into the chapter's ``overrides`` dict and is checked against every task the chapter runs.
+    Anything else is an error that names the chapter's parameters.
+
+    The chapter's parameter dataclass (:func:`rote.chapters.params.chapter_params`, whose fields are the
+    cell's names and defaults) is then built from the defaults and the given values: a bad value (a
+    count of 0, a share out of range, an unknown task, ...) raises a ConfigError that names it, before
+    anything trains or executes. The values returned are the ones given, as parsed here.
+    """
+    declared, defaults = _declared_parameters(name)
+    out: dict[str, object] = {"profile": profile}
+    run_params: dict[str, object] = {}
+    known_run = set(param_names("fda")) | set(param_names("thr"))
+    for key, raw in params.items():
+        value = parse_value(raw)
+        if key == "profile":
+            raise ConfigError("give the profile with --profile, not -p profile")
+        if key == "seeds" and key in defaults:  # "1" -> [1], "0,1,2" -> [0, 1, 2], "[0, 2]" as is
+            value = [value] if isinstance(value, int) else value
+            if isinstance(value, str):
+                try:
+                    value = [int(v) for v in value.split(",") if v.strip()]
+                except ValueError:
+                    raise ConfigError(f"seeds must be whole numbers, e.g. -p seeds 0,1,2; got {raw!r}") from None
+            out[key] = value
+        elif key in defaults:
+            if isinstance(defaults[key], list) and isinstance(value, str):  # "fda,thr", "2,4" -> [2, 4]
+                value = [parse_value(v) for v in value.split(",") if v]
+            if isinstance(defaults[key], bool):  # a yes/no parameter (train_grid)
+                value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
+                    str(value).strip().lower(), value)
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{key} must be true or false, got {raw!r}")
+            out[key] = value
+        elif key in known_run and "overrides" in defaults:
+            run_params[key] = value
+        else:
+            raise ConfigError(f"unknown parameter {key!r} for chapter {name!r}; chapter parameters: "
+                              f"{', '.join(defaults)}; run parameters go into overrides")
+    if "overrides" in out and not isinstance(out["overrides"], dict):
+        raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
+    if run_params:
+        out["overrides"] = {**out.get("overrides", {}), **run_params}
+    chosen = declared(**out) if declared else None  # every parameter checked, before anything trains or executes
+    tasks = getattr(chosen, "tasks", None) or out.get("tasks") or defaults.get("tasks") or list(TASKS)
+    for key in run_params:  # a run parameter that applies to none of the chapter's tasks would be ignored
+        if not any(key in param_names(t) for t in tasks):
+            raise ConfigError(f"parameter {key!r} applies to none of the chapter's tasks ({', '.join(tasks)})")
+    if "seeds" in defaults:  # validate every run the chapter will ask for, as the chapter will build it
+        plan.units(profile, tasks, out.get("seeds"), out.get("overrides"))
+    elif "overrides" in out:
+        for task in tasks:
+            make_config(task, profile, **out["overrides"])
+    return out  # X1's grid was checked with its dataclass (rote.chapters.x1.Params)
+
+
+def _declared_parameters(name: str):
+    """The chapter's parameter dataclass and its defaults (name -> value, in the cell's order). A
+    notebook the book does not declare (a test's planted chapter) has no dataclass: its cell's names
+    and literal defaults, unchecked (tests/test_chapter_params.py: every chapter of book/ is declared)."""
+    from .chapters.params import CHAPTER_PARAMS, chapter_params
+
+    path = chapter_path(name)  # an unknown chapter: the error names the chapters
+    if name not in CHAPTER_PARAMS:
+        return None, {key: literal_default(source) for key, source in notebook_parameters(path).items()}
+    declared = chapter_params(name)
+    return declared, declared.defaults()
+
+
+def literal_default(source):
+    """A ``parameters`` cell's default (source text) as a Python literal; None where it is not one."""
+    import ast
+
+    try:
+        return ast.literal_eval(source) if source else None
+    except (ValueError, SyntaxError):
+        return None
+
+
+# Parameters that say how a page is built, not what it computes: the book's own page either way.
+BUILD_PARAMETERS = ("profile", "train_grid")
+
+
+def output_dir(name: str, profile: str, params: dict[str, object]) -> Path:
+    """Where a chapter's executed notebook and figures go: one folder per (chapter, profile, parameters),
+    the build parameters (:data:`BUILD_PARAMETERS`) aside."""
+    extra = {k: v for k, v in params.items() if k not in BUILD_PARAMETERS}
+    suffix = "-" + hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:8] if extra else ""
+    return site.BUILD_DIR / "executed" / profile / f"{name}{suffix}"
+
+
+@dataclass
+class ChapterResult:
+    name: str
+    ok: bool
+    seconds: float
+    notebook: Path
+    figures: Path
+    error: str = ""
+
+
+def source_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _stamp(nb_path: Path, text: str, meta: dict) -> None:
+    """Insert (or replace) the build stamp after the notebook's title cell (as cell 1: above the title
+    when papermill put its error banner first; the site moves it under the title, ``stage_site``)."""
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells = [c for c in nb.cells if STAMP_TAG not in c.get("metadata", {}).get("tags", [])]
+    cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [STAMP_TAG]})
+    nb.cells.insert(1, cell)
+    nb.metadata["rote"] = meta
+    tmp = nb_path.with_suffix(".tmp")
+    nbformat.write(nb, tmp)
+    os.replace(tmp, nb_path)
+
+
+def chapter_precision(params: dict[str, object]) -> str:
+    """The training precision of the runs a chapter loads, per task of its ``tasks`` parameter (all
+    tasks without one; "fda fp32, thr bf16"): its ``precision`` override, else what ``auto`` resolves
+    to for each task on this machine (:func:`chapter_precisions`)."""
+    from .config import AUTO_PRECISION, PRECISIONS
+
+    overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
+    asked = str(overrides.get("precision", AUTO_PRECISION))
+    if asked in PRECISIONS:
+        return asked
+    return ", ".join(f"{task} {precision}" for task, precision in chapter_precisions(params).items())
+
+
+def chapter_precisions(params: dict[str, object]) -> dict[str, str]:
+    """Task -> the training precision of the runs a chapter loads, for each task of its ``tasks``
+    parameter (all tasks without one): its ``precision`` override, else what ``auto`` resolves to for
+    the task on this machine (:func:`rote.config.precision_for`)."""
+    from .config import AUTO_PRECISION, PRECISIONS, precision_for
+
+    overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
+    asked = str(overrides.get("precision", AUTO_PRECISION))
+    tasks = params.get("tasks")
+    tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS  # the chapter's own
+    return {task: asked if asked in PRECISIONS else precision_for(task) for task in tasks}
+
+
+def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
+                progress: bool = False) -> ChapterResult:
+    """Execute one chapter with papermill (parameters already resolved) and stamp its page."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    source = chapter_path(name)
+    params = dict(params or {"profile": profile})
+    out_dir = output_dir(name, profile, params)
+    figures = out_dir / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    notebook = out_dir / f"{name}.ipynb"
+    partial = out_dir / f"{name}.partial.ipynb"
+    for key in ("ROTE_RUNS", "ROTE_RESULTS"):  # the kernel runs in book/: a relative cache would land there
+        if os.environ.get(key):
+            os.environ[key] = str(Path(os.environ[key]).expanduser().resolve())
+    env_before = {k: os.environ.get(k) for k in ("ROTE_PROFILE", "ROTE_FIGURES", "ROTE_PLAIN_PROGRESS")}
+    os.environ.update(ROTE_PROFILE=profile, ROTE_FIGURES=str(figures), ROTE_PLAIN_PROGRESS="1")
+    error = ""
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(source), str(partial), parameters=params, kernel_name=KERNEL,
+                                   cwd=str(site.BOOK_DIR), progress_bar=progress)
+    except PapermillExecutionError as err:
+        error = f"cell {err.exec_count} raised {err.ename}: {err.evalue}"
+    except Exception as err:  # kernel died, notebook unreadable, ...
+        error = f"{type(err).__name__}: {err}"
+    finally:
+        for k, v in env_before.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    seconds = time.perf_counter() - start
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
+            "executed": when, "ok": not error, "error": error, "source_sha": source_hash(source),
+            "precision": chapter_precision(params)}
+    meta["environment"] = provenance.collect(chapter_precisions(params))  # the page's "Build environment"
+    if partial.exists():
+        if error:
+            text = (f"```{{error}}\nThis chapter FAILED in the build of {when} (profile `{profile}`): {error}. "
+                    f"The outputs below stop at the failing cell.\n```")
+        else:
+            text = (f"```{{note}}\nExecuted {when} with profile `{profile}` and parameters "
+                    f"`{json.dumps(params)}` in {seconds:.0f} s; training precision `{meta['precision']}`.\n```")
+        _stamp(partial, text, meta)
+        os.replace(partial, notebook)
+    elif notebook.exists():  # nothing new was written: never leave the old page looking current
+        notebook.unlink()
+    if out_dir == output_dir(name, profile, {"profile": profile}):  # a book build, not a rerun with new parameters
+        _record_build(profile, name, meta)
+    return ChapterResult(name, not error, seconds, notebook, figures, error)
+
+
+def _record_build(profile: str, name: str, meta: dict) -> None:
+    """Add a chapter's entry to the build's ``build.json``, under a lock: chapters executing at once
+    (:func:`execute_jobs`) each add theirs."""
+    import fcntl
+
+    path = site.BUILD_DIR / "executed" / profile / "build.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[name] = meta
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        os.replace(tmp, path)
+
+
+
+
+@dataclass(frozen=True)
+class ChapterJob:
+    """One chapter execution of a build: the chapter, its resolved parameters, where its records go
+    (``results``: a ``$ROTE_RESULTS`` of its own, e.g. a stability change's; None: the book's), a label
+    for the log, whether it waits for every other job (the scorecard), and what runs first in this
+    process (``before``: e.g. the stability entries the scorecard shows). ``waits``: it starts once every
+    earlier job has ended, like ``last``, and later jobs follow it (a stability change's chapters, after
+    the default records they are compared with); ``after``: what runs in this process with its result
+    (e.g. noting a failed stability chapter)."""
+
+    name: str
+    params: dict
+    results: Path | None = None
+    label: str = ""
+    last: bool = False
+    before: Callable[[], None] | None = None
+    waits: bool = False
+    after: Callable[[ChapterResult], None] | None = None
+
+
+def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
+    """Run one job's chapter in a process of its own (``python -m rote.driver``), so that chapters can
+    execute at once, each with its own environment (figures folder, results root); the process uses
+    this module's book and build folders."""
+    env = dict(os.environ, ROTE_BOOK_DIR=str(site.BOOK_DIR), ROTE_BUILD_DIR=str(site.BUILD_DIR))
+    if job.results is not None:
+        env["ROTE_RESULTS"] = str(Path(job.results).resolve())
+    cmd = [sys.executable, "-m", "rote.driver", "execute", job.name, profile, json.dumps(job.params)]
+    proc = subprocess.run(cmd, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return ChapterResult(job.name, False, 0.0, Path(), Path(), f"the chapter process exited {proc.returncode}")
+    out = json.loads(lines[-1])
+    return ChapterResult(job.name, out["ok"], out["seconds"], Path(out["notebook"]), Path(out["figures"]), out["error"])
+
+
+def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int], stop: threading.Event,
+                 capacity: int) -> list[ChapterResult]:
+    """Execute the jobs in order, at most ``slots()`` at once (the cores that training leaves free; it
+    grows as the plan's runs finish), ``capacity`` at the most; a ``last`` job starts once every
+    earlier job has ended. Each chapter runs in its own process, on the thread count it would have
+    alone (the records are those of executing one after another: chapters only load runs and
+    each writes its own records). Returns the results in the jobs' order."""
+    cond = threading.Condition()
+    state = {"next": 0, "running": 0}
+    results: dict[int, ChapterResult] = {}
+
+    def worker() -> None:
+        while True:
+            with cond:
+                while True:
+                    if stop.is_set() or state["next"] >= len(jobs):
+                        return
+                    job = jobs[state["next"]]
+                    waiting_on_others = (job.last or job.waits) and state["running"] > 0
+                    if not waiting_on_others and state["running"] < min(capacity, slots()):
+                        index = state["next"]
+                        state["next"] += 1
+                        state["running"] += 1
+                        break
+                    cond.wait(1.0)
+            try:
+                if job.before is not None:
+                    job.before()
+                what = f"{job.name}{f' ({job.label})' if job.label else ''}"
+                print(f"[rote] executing {what} ({profile}) ...", file=sys.stderr, flush=True)
+                result = execute_job(job, profile)
+                status = "ok" if result.ok else f"FAILED: {result.error}"
+                print(f"[rote] {what}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
+                      flush=True)
+            except Exception as err:  # a job that cannot start is a failed chapter, never a silent one
+                result = ChapterResult(job.name, False, 0.0, Path(), Path(), f"{type(err).__name__}: {err}")
+            if job.after is not None:
+                job.after(result)
+            with cond:
+                results[index] = result
+                state["running"] -= 1
+                cond.notify_all()
+
+    threads = [threading.Thread(target=worker, name=f"rote-chapters-{i}", daemon=True) for i in range(max(1, capacity))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[i] for i in sorted(results)]
+
+
+
+def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
+    """Rerun one chapter (cached runs are reused; missing ones train in the chapter). ``seeds`` (N) is
+    passed as the chapter's ``seeds`` parameter (0 .. N-1) where it has one, and as ``$ROTE_SEEDS``."""
+    from .plan import seed_list
+
+    resolved = resolve_parameters(name, profile, params)
+    if seeds is not None:
+        values = seed_list(profile, seeds)
+        if "seeds" in notebook_parameters(chapter_path(name)):
+            resolved["seeds"] = values
+        os.environ["ROTE_SEEDS"] = str(len(values))
+    result = run_chapter(name, profile, resolved, progress=True)
+    return _report(result)
+
+
+def _report(result: ChapterResult) -> int:
+    """Print a chapter's result as one JSON line (what :func:`execute_job` reads); the exit code."""
+    print(json.dumps({"chapter": result.name, "ok": result.ok, "seconds": round(result.seconds, 1),
+                      "notebook": str(result.notebook), "figures": str(result.figures), "error": result.error}))
+    return 0 if result.ok else 1
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m rote.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build, executed in
+    this process (:func:`execute_jobs`); its result as one JSON line on stdout."""
+    if len(argv) != 4 or argv[0] != "execute":
+        print("usage: python -m rote.driver execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
+        return 2
+    _, name, profile, params = argv
+    site.BOOK_DIR = Path(os.environ.get("ROTE_BOOK_DIR") or site.BOOK_DIR)
+    site.BUILD_DIR = Path(os.environ.get("ROTE_BUILD_DIR") or site.BUILD_DIR)
+    result = run_chapter(name, profile, json.loads(params))
+    return _report(result)
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

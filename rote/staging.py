@@ -1,0 +1,135 @@
+"""The site staging: the book's text and executed chapters, made for readers, rendered with Jupyter Book.
+
+:func:`stage_site` copies ``_config.yml``/``_toc.yml``, the text pages and the executed chapters
+(:mod:`rote.driver`) into ``<site root>/_build/site_src``, adding what :mod:`rote.site` makes of the
+records; :func:`render_site` renders that into ``<site root>/_build/html``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import claims, frontpage, plan, site as web
+from .claims import ClaimRecord
+from .config import PROJECT_ROOT
+from .driver import STAMP_TAG, chapters, output_dir, source_hash
+
+
+def site_root() -> Path:
+    """The folder whose ``_build/`` receives the staged sources (``site_src``) and the site (``html``):
+    ``$ROTE_SITE``, or the project (``_build/html``). ``make test`` renders the smoke site elsewhere so
+    that it never replaces the book a ``make book`` built."""
+    return Path(os.environ["ROTE_SITE"]).expanduser().resolve() if os.environ.get("ROTE_SITE") else PROJECT_ROOT
+
+
+def stage_site(profile: str) -> Path:
+    """Copy the book's text and the executed chapters into ``<site root>/_build/site_src`` for Jupyter Book.
+
+    The staged chapters are made for readers (:mod:`rote.site`): each stamp gets the command that
+    reruns the page, each claim chapter a verdict box from its records, boilerplate cells collapse
+    behind a toggle, and the scorecard links the records as JSON and CSV. The sources are not touched."""
+    import nbformat
+
+    from . import publish
+
+    site = site_root() / "_build" / "site_src"
+    if site.exists():
+        shutil.rmtree(site)
+    (site / "book").mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(PROJECT_ROOT / name, site / name)
+    publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
+    if (web.BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
+        shutil.copytree(web.BOOK_DIR / "_static", site / "_static")
+    records = claims.load_all(profile)
+    _stage_text_pages(site / "book", profile, records)
+    for name, source in chapters().items():
+        executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
+        target = site / "book" / source.name
+        notes = []  # cells for under the page's title: the build stamp and warnings
+        if executed.exists():
+            nb = nbformat.read(executed, as_version=4)
+            meta = nb.metadata.get("rote", {})
+            if nb.cells and "papermill-error-cell-tag" in nb.cells[0].get("metadata", {}).get("tags", []):
+                del nb.cells[0]  # papermill's banner above the title: the stamp says the same, under it
+            for cell in [c for c in nb.cells if STAMP_TAG in c.get("metadata", {}).get("tags", [])]:
+                nb.cells.remove(cell)
+                if meta:
+                    cell.source = web.stamp_markdown(meta, web.effective_parameters(nb))
+                notes.append(cell)
+            if meta.get("source_sha") != source_hash(source):
+                notes.append(nbformat.v4.new_markdown_cell(
+                    "```{warning}\nThe chapter's source changed after this page was executed; rebuild it.\n```"))
+        else:
+            nb = nbformat.read(source, as_version=4)
+            notes.append(nbformat.v4.new_markdown_cell(
+                f"```{{warning}}\nThis chapter has not been executed for profile `{profile}` yet.\n```"))
+        box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
+        if box:  # the chapter opens with its verdict, then how it was built
+            notes.insert(0, nbformat.v4.new_markdown_cell(box, metadata={"tags": [web.SITE_NOTE_TAG]}))
+        if name == "scorecard":
+            files = web.write_downloads(records, site / "book", profile)
+            notes.insert(0, nbformat.v4.new_markdown_cell(web.downloads_markdown(*files, len(records)),
+                                                          metadata={"tags": [web.SITE_NOTE_TAG]}))
+        web.hide_boilerplate(nb)
+        web.widen_tables(nb)
+        web.insert_after_title(nb, notes)
+        nbformat.write(nb, target)
+    return site
+
+
+def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
+    """The staged front page: ``book/intro.md``'s marked places filled from this build's records and
+    timings (:func:`rote.frontpage.stage_intro`)."""
+    times = web.build_times(profile)
+    return frontpage.stage_intro(text, frontpage.Build(
+        profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
+        float(times.seconds.sum()) if len(times) else None))
+
+
+def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
+    """The book's text pages into the staged ``folder``: figures and the bibliography as they are, each
+    ``.md`` page with its rebuild note (the intro with the build's results), the protocol page, and the
+    generated Build environment and parameter reference pages."""
+    for path in web.BOOK_DIR.iterdir():
+        if path.suffix in (".png", ".bib"):
+            shutil.copy(path, folder / path.name)
+        elif path.suffix == ".md":
+            text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
+            (folder / path.name).write_text(text + web.static_page_note(profile))
+    frontpage.write_protocol(folder)  # the protocol, beside the code, as a page the front page links
+    fill_generated_pages(folder)  # the Build environment and parameter reference pages
+
+
+def fill_generated_pages(folder: Path) -> list[str]:
+    """Replace the marker of each generated page among the staged ``*.md`` of ``folder`` with its text:
+    ``<!-- rote:environment -->`` (:func:`rote.provenance.environment_page`, the build that stages the
+    site) and ``<!-- rote:parameters -->`` (:func:`rote.reference.parameters_page`). Returns the names of
+    the pages filled."""
+    from . import provenance, reference
+
+    makers = {provenance.MARKER: provenance.environment_page, reference.MARKER: reference.parameters_page}
+    filled = []
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text()
+        found = [marker for marker in makers if marker in text]
+        for marker in found:
+            text = text.replace(marker, makers[marker]())
+        if found:
+            path.write_text(text)
+            filled.append(path.name)
+    return filled
+
+
+def render_site(profile: str) -> int:
+    """Stage the site and render it with Jupyter Book into ``<site root>/_build/html`` (warnings are errors)."""
+    site = stage_site(profile)
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(site_root()),
+           "--all", "-W", "--keep-going"]
+    result = subprocess.run(cmd, cwd=PROJECT_ROOT)
+    return result.returncode
+
