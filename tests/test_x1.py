@@ -276,7 +276,7 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     row = table[table.claim == "X1"].iloc[0]
     assert row["group"] == claims.BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
     assert list(table.group).index(claims.BEYOND_GROUP) == len(table) - 1  # below the paper's claims
-    assert verdicts.amendment2_change(loaded)["why"] == ""
+    assert verdicts.amendment_change(loaded)["why"] == ""
     box = site.verdict_box([loaded], claims.CLAIMS)
     assert "**X1 · FDA · random noise**: registered **fails** (X1 has no amendment" in box
     assert "`x1.cost_largest`" in box and "amended **" not in box
