@@ -1,18 +1,12 @@
-"""A claim declared once: its :class:`ClaimSpec` (``rote/specs/<claim>.py``, one per claim), the
+"""A claim declared once: its :class:`ClaimSpec` (``SPEC`` in ``rote/specs/<claim>.py``), its
 :class:`Threshold` values by protocol section, and the registry every table of claims is derived from.
 
-A claim's id (``X1``) names its modules (``rote/specs/x1.py``, ``rote/verdicts/x1.py``,
-``rote/chapters/x1.py``: :attr:`ClaimSpec.module`) and its check ids (``x1.*``); its notebook
-(``07_benign_memorization``) names its page and, without the number, its chapter
-(``benign_memorization``: :attr:`ClaimSpec.chapter`). Specs are read in the order of their notebooks.
-
-An amendment is data: a threshold holds the value its claim registered and the values amendments gave
-it, keyed by protocol section (``"5"``, ``"7.5"``, ``"8.2"``); a claim names the amendments that touch
-it (their sections: ``"7"`` is amendment 1, ``"8"`` amendment 2, ...). A section ``s`` is in force
-"as of" section ``k`` when it comes no later (:func:`within`: ``"7.5"`` is in force as of ``"7"``).
-
-:func:`register` refuses a spec whose id, module, notebook or chapter another one has; a spec with a
-missing or inconsistent field fails when it is built, with one line naming the field.
+The id (``X1``) names the claim's modules and check ids (``x1``: :attr:`ClaimSpec.module`); the notebook
+(``07_benign_memorization``) its page and, without the number, its chapter (:attr:`ClaimSpec.chapter`).
+An amendment is data: a threshold holds its registered value and its values by amendment, keyed by
+protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it (``"7"`` is amendment
+1, ``"8"`` amendment 2). A bad spec fails when it is built, with one line naming the field; the
+registry refuses a second claim with the same id, module, notebook or chapter.
 """
 
 from __future__ import annotations
@@ -131,7 +125,7 @@ class ClaimSpec:
         if order != sorted(set(order)) or any(len(k) != 1 for k in order[1:]):
             yield "amendments must be whole sections (7, 8) after registered_in, in order"
         for name, t in self.thresholds.items():
-            if any(not within(self.registered_in, s) and s.split(".")[0] not in self.amendments for s, _ in t.values):
+            if any(not within(s, self.registered_in) and s.split(".")[0] not in self.amendments for s, _ in t.values):
                 yield f"threshold {name}: a section no amendment of the claim holds ({[s for s, _ in t.values]})"
 
     @property
@@ -202,9 +196,6 @@ class Table(Mapping):
 
     def __len__(self):
         return len(self._table())
-
-    def __repr__(self):
-        return repr(self._table())
 
 
 def _discover() -> None:

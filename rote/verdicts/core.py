@@ -1,32 +1,22 @@
-"""The verdict layer's core: the :class:`Check` every claim module builds, the two readings, one
-seed's verdict, the aggregate across seeds, and the records (claims C1-C5 in :mod:`rote.verdicts.c1`
-... :mod:`rote.verdicts.c5`, X1 in its own module).
+"""The verdict layer's core: the :class:`Check` every claim module builds, the readings, one seed's
+verdict, the aggregate across seeds, and the records (each claim's checks in its own module).
 
-A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to the claim's
-module's ``checks`` (:func:`rote.verdicts.c1.checks`, ...), which returns the claim's metrics and its checks
-(:class:`Check`: a stable ``id``, display ``name``, ``kind``, ``value``, ``threshold``, ``passed``,
-the required ``part`` it decides, ``section5`` and a one-line ``reason``). Amendment 2, section 8.1:
+A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to its claim module's
+``checks``, which returns the claim's metrics and its checks (:class:`Check`: a stable ``id``, display
+``name``, ``kind``, ``value``, ``threshold``, ``passed``, the required ``part`` it decides and a
+one-line ``reason``). Kinds (amendment 2, section 8.1): ``registered`` (as the claim registered it);
+``amended``, ``control`` (a specificity control the claim must beat), ``null`` (checks the amendments
+add or substitute); ``validity`` (a check of the instrument: it never decides; where it fails, the
+check it validates is superseded or unresolved, :func:`validate`); ``superseded`` (shown, not counted).
 
-- ``registered``: a check of section 5, exactly as written;
-- ``amended``, ``control`` (a specificity control the claim must beat), ``null``: checks the
-  amendments add or substitute;
-- ``validity``: a check of the instrument (can the statistic tell a known look-up apart; can a
-  true claim reach the threshold). It never decides: where it fails, the check it validates is
-  ``superseded`` or unresolved in the amended reading (:func:`validate`);
-- ``superseded``: shown, not counted in the amended reading, with its reason.
-
-An amendment is data: a check's ``history`` holds its kind from each protocol section on (the section
-that added it, then each one that superseded it or changed its kind), and a reading is the checks as of
-one section, counting the deciding kinds they had then. The **registered reading** reads them as of
-the claim's registration (section 5, X1's 9: the checks as written, also once superseded); the
-**amended reading** as of the latest amendment; a section (``"7"``) as of that amendment, under the
-verdict rule of its time (:func:`readings`, :func:`amendment_change`). The claim's thresholds carry
-their values by section alike (:class:`rote.spec.Threshold`). One seed's verdict in a reading is
-``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a required part of the
-claim (:data:`REQUIRED_PARTS`) has no counted check, else ``pass``. Across seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with
-its three counts; a single seed is labelled ``(1 seed)``.
-
-The analysis modules never import this layer; notebooks only show what it decides.
+An amendment is data: a check's ``history`` holds its kind from each protocol section on, and a
+reading counts the checks by the kind they had as of one section: the **registered reading** as of
+the claim's registration (section 5; X1's 9), the **amended reading** as of its latest amendment, a
+section (``"7"``) as of that amendment (:func:`readings`, :func:`amendment_change`). One seed's verdict
+in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
+required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else ``pass``. Across
+seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with its three counts;
+a single seed is labelled ``(1 seed)``. The analysis modules never import this layer.
 """
 
 from __future__ import annotations
@@ -43,11 +33,7 @@ from ..spec import amendment_names, section_key, spec_of, within
 
 
 KINDS = ("registered", "amended", "control", "null", "validity", "superseded")
-
-
 DECIDING = ("registered", "amended", "control", "null")  # amendment 2, 8.1: the kinds that decide
-
-
 READINGS = ("registered", "amended")  # the readings a record stores; a section reads as of an amendment
 CEILING = "ceiling"  # 7.5's kind of the split-half ceiling: it decided, passing wherever computed (8.1: validity)
 REQUIRED_PARTS_SECTION = "8.1"  # the rule of required parts; the stored readings follow the current rules
@@ -59,11 +45,13 @@ class Check:
     """One check of a claim on one seed.
 
     ``id`` is stable (``c4.k50``, ``c4.k50.lookup``, ``c5.share``): records, chapters, the scorecard
-    and tests find a check by it, never by its display ``name``. ``kind`` is its role (8.1);
-    ``section5`` marks a check of protocol section 5 as written, the checks the registered reading
-    counts (also once superseded). ``part`` is the required part of the claim it decides; ``reason``
-    says in one line why it is superseded or unresolved. ``passed`` is True, False or None
-    (unresolved)."""
+    and tests find a check by it, never by its display ``name``. ``kind`` is its role (8.1), ``part``
+    the required part of the claim it decides; ``reason`` says in one line why it is superseded or
+    unresolved. ``passed`` is True, False or None (unresolved). ``history``: ((section, kind), ...),
+    the section that added it with its kind, then each that changed its kind (the last is ``kind``);
+    the record keeps it as ``section5`` (it counts in the registered reading) and ``was``
+    (:data:`RECORD_WAS`: "" amendment 2 changed nothing, "new" it added the check, else the kind it
+    had under amendment 1), and keeps it whole only where those cannot say it."""
 
     id: str
     name: str
@@ -74,8 +62,6 @@ class Check:
     part: str = ""
     section5: bool | None = None
     reason: str = ""
-    # The record's form of the history (:data:`RECORD_WAS`): "" amendment 2 changed nothing; "new" it
-    # added the check; else the kind the check had under amendment 1.
     was: str = ""
     # Section 11: how far the value is from its threshold, signed so that a positive margin passes, in
     # the statistic's units (None where either is missing or the comparison has no single direction);
@@ -86,9 +72,7 @@ class Check:
     interval: tuple[float, float] | None = None
     method: str = ""
     near: bool | None = None
-    # ((section, kind), ...): the section that added the check and its kind, then each section that changed
-    # its kind; the last kind is ``kind``. Left empty, it is read off ``section5`` and ``was``.
-    history: tuple = ()
+    history: tuple = ()  # left empty: read off section5 and was
 
     def __post_init__(self):
         _check_id_and_kind(self.id, self.kind)
@@ -111,7 +95,6 @@ class Check:
                 object.__setattr__(self, "near", None if math.isnan(t) else bool(low <= t <= high))
 
     def to_dict(self) -> dict:
-        """The record's form: the history only where ``section5`` and ``was`` cannot say it."""
         out = asdict(self)
         history = out.pop("history")
         if _by_amendment(self.id, history) != _decode(self.id, self.kind, self.section5, self.was):
@@ -122,8 +105,7 @@ class Check:
         return dataclasses.replace(self, **changes)
 
     def since(self, section: str, kind: str | None = None) -> "Check":
-        """The check as of ``section`` on, with ``kind`` (default: its kind): added there where it has no history
-        before it, else changed there."""
+        """The check as added in ``section``, with ``kind`` (default: its kind)."""
         kind = kind or self.kind
         return self.replace(kind=kind, history=((section, kind),))
 
