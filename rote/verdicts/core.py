@@ -37,6 +37,7 @@ DECIDING = ("registered", "amended", "control", "null")  # amendment 2, 8.1: the
 READINGS = ("registered", "amended")  # the readings a record stores; a section reads as of an amendment
 CEILING = "ceiling"  # 7.5's kind of the split-half ceiling: it decided, passing wherever computed (8.1: validity)
 REQUIRED_PARTS_SECTION = "8.1"  # the rule of required parts; the stored readings follow the current rules
+UNMEASURED_SECTION = "8.5"  # the rule that leaves a check whose validity check was not measured unresolved
 RECORD_WAS = ("7", "8")  # a record's ``was``: the kind a check had as of the first where the second changed it
 
 
@@ -240,7 +241,8 @@ def supersede(check: Check, reason: str, section: str) -> Check:
 def validate(check: Check, validity: Check, on_fail: str, section: str) -> list[Check]:
     """Amendment 2, 8.1: ``check`` and the ``validity`` check of its instrument, as the amended reading
     takes them. A validity check never decides. Where it passes, ``check`` counts as it is. Where it
-    fails (or could not be measured), ``check`` stops counting from ``section`` on (the section of the rule):
+    fails, ``check`` stops counting from ``section`` on (the section of the rule; where it could not be
+    measured, from :data:`UNMEASURED_SECTION` on, unresolved):
 
     - ``on_fail="supersede"``: the statistic cannot discriminate (a known look-up passes it too): it
       is ``superseded``, shown and not counted;
@@ -258,6 +260,7 @@ def validate(check: Check, validity: Check, on_fail: str, section: str) -> list[
                               if validity.passed is False else f"{validity.id} could not be measured")
     if on_fail == "supersede" and validity.passed is False:
         return [supersede(check, why, section), validity]
+    section = section if on_fail == "unresolve" else UNMEASURED_SECTION
     stand_in = check.replace(id=f"{check.id}.amended").since(section, "amended" if check.section5 else check.kind)
     return [supersede(check, f"judged as {check.id}.amended", section), unresolved(stand_in, why), validity]
 
