@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from .. import claims, fmt
-from ..claims import FAILS_ONLY_ON, REQUIRED_PARTS, THRESHOLDS  # noqa: F401  (rote.verdicts.* names them)
+from ..claims import FAILS_ONLY_ON, REQUIRED_PARTS, THRESHOLDS
 from ..spec import amendment_names, section_key, spec_of, within
 
 
