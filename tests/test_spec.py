@@ -174,3 +174,10 @@ def test_a_real_claims_checks_keep_their_record_form():
     assert "history" not in check.to_dict()
     assert verdicts.Check(**check.to_dict()).history == (("5", "registered"), ("8", "superseded"))
     assert [verdicts.counts_in(check, r) for r in ("registered", "7", "amended")] == [True, True, False]
+
+
+def test_records_refuse_checks_of_another_claim():
+    unit = plan.units("smoke", ["fda"], [0])[0]
+    wrong = [verdicts.Check("c9.x", "x", "registered", 1.0, 0.5, True, "ordering")]
+    with pytest.raises(ValueError, match="the checks of C1, seed 0, are no claim's"):
+        verdicts.records("C1", "smoke", [verdicts.seed_result(unit, {}, wrong, [unit.noisy])])

@@ -376,9 +376,12 @@ def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
 
 def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimRecord]:
     """One record per (task, condition) from the seed results of :func:`seed_result`, with the
-    aggregate verdict of each reading (section 7.1)."""
+    aggregate verdict of each reading (section 7.1). Each seed's checks must be ``claim``'s (ids
+    ``<module>.*``): the required parts of another claim, or of none, would judge them."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
+        if r["checks"] and claim_of(r["checks"]) != claim:
+            raise ValueError(f"the checks of {claim}, seed {r['seed']}, are {claim_of(r['checks']) or 'no claim'}'s")
         groups.setdefault((r["task"], r["condition"]), []).append(r)
     out = []
     for (task, condition), group in groups.items():
