@@ -25,16 +25,7 @@ from .driver import (ChapterJob, ChapterResult, chapter_path, chapters, literal_
 
 # What each chapter trains: the parts of the plan (:data:`rote.plan.PARTS`) its notebook loads, for the
 # tasks of its ``tasks`` parameter. `rote book --chapter NAME` trains the union over the named chapters.
-CHAPTER_RUNS: dict[str, tuple[str, ...]] = {
-    "tasks": (),  # builds the datasets, trains nothing
-    "learning_dynamics": ("noisy", "twin", "sweep"),  # c1.load: each unit's noisy run and twin; c1.sweep
-    "intermediate_results": ("noisy",),  # c2.load: each unit's noisy run
-    "interventions": ("noisy",),  # c3.load
-    "distributed_encoding": ("noisy",),  # c4.load
-    "outlier_heuristics": ("noisy",),  # c5.load (its tasks: FDA)
-    "benign_memorization": ("x1",),  # X1's grid; without X1 asked for, only C1's FDA random units (x1.load)
-    "scorecard": (),  # reads records
-}
+CHAPTER_RUNS = claims.CHAPTER_RUNS  # derived from the claims' specs (rote/specs/<claim>.py)
 X1_CHAPTER = "benign_memorization"
 
 
@@ -227,8 +218,7 @@ def _render(profile: str) -> int:
 
 
 # -- stability (protocol 10) --------------------------------------------------------------------------
-CLAIM_CHAPTERS = {"C1": "learning_dynamics", "C2": "intermediate_results", "C3": "interventions",
-                  "C4": "distributed_encoding", "C5": "outlier_heuristics"}  # X1: not run (below)
+CLAIM_CHAPTERS = claims.CLAIM_CHAPTERS  # the claims whose spec says protocol 10 reruns them (not X1)
 
 
 def stability_root(change: str) -> Path:

@@ -1,5 +1,5 @@
-"""The pre-registered thresholds of protocol section 5 (and section 9 for X1), in one place, and the
-claim record format.
+"""The tables of claims (derived from their specs, :mod:`rote.spec`: thresholds, tasks, pages, parts) and
+the claim record format.
 
 A chapter hands its analysis outputs to :mod:`rote.verdicts`, which computes the checks and
 builds the records (:func:`rote.verdicts.records`); the chapter saves them with :func:`save`, and
@@ -26,88 +26,32 @@ from pathlib import Path
 from typing import Any
 
 from .config import PROJECT_ROOT
+from .spec import PAPER_GROUP, SPECS, Table, specs
 
-CLAIMS = {
-    "C1": "Generalize first, then memorize; the memorization is benign",
-    "C2": "Intermediate results are still computed on memorized examples",
-    "C3": "Intervening on the reasoning hurts memorization; the circuits overlap",
-    "C4": "Distributed encoding, not a look-up",
-    "C5": "FDA outlier heuristics",
-    "X1": "When is memorization benign? The gen cost against model width",
-}
-CLAIM_TASKS = {"C1": ("fda", "thr"), "C2": ("fda", "thr"), "C3": ("fda", "thr"), "C4": ("fda", "thr"),
-               "C5": ("fda",), "X1": ("fda",)}
-CLAIM_CONDITIONS = {"X1": ("random",)}  # protocol 9: X1 is FDA random noise only; others: conditions(task)
-# The scorecard's groups: the paper's claims, then the questions the book adds (protocol 9).
-PAPER_GROUP, BEYOND_GROUP = "Claims of the paper", "Beyond the paper"
-CLAIM_GROUPS = {"X1": BEYOND_GROUP}
-UNAMENDED = ("X1",)  # claims no amendment touches: their amended reading is the registered one
+# Every table of claims is derived from the specs (rote/specs/<claim>.py), never written here.
+CLAIMS = Table(lambda s: (s.id, s.title))
+CLAIM_TASKS = Table(lambda s: (s.id, s.tasks))
+CLAIM_CONDITIONS = Table(lambda s: (s.id, s.conditions) if s.conditions else None)  # others: conditions(task)
+CLAIM_GROUPS = Table(lambda s: (s.id, s.group) if s.group != PAPER_GROUP else None)
+UNAMENDED = Table(lambda s: (s.id, True) if not s.amendments else None)  # one reading: the registered one
+THRESHOLDS = Table(lambda s: (s.id, s.values()))  # the values in force (the latest amendment's), by claim
+CLAIM_PAGES = Table(lambda s: (s.id, s.notebook))  # the chapter that computes each
+REQUIRED_PARTS = Table(lambda s: (s.id, s.parts))
+FAILS_ONLY_ON = Table(lambda s: (s.id, s.fails_only_on) if s.fails_only_on else None)
+CLAIM_CHAPTERS = Table(lambda s: (s.id, s.chapter) if s.stability else None)  # the chapters protocol 10 reruns
+# What each chapter trains: the parts of the plan (rote.plan.PARTS) its notebook loads; the tasks chapter
+# builds datasets and the scorecard reads records
+CHAPTER_RUNS = Table(lambda s: (s.chapter, s.runs), before={"tasks": ()}, after={"scorecard": ()})
 
-# -- thresholds (protocol section 5); never moved after seeing a result -------------------------
-THRESHOLDS: dict[str, dict[str, float]] = {
-    "C1": {
-        "t_gen_level": 0.9,  # t_gen = first evaluated step with gen >= 0.9
-        "t_mem_level": 0.5,  # t_mem = first evaluated step with mem >= 0.5
-        "final_mem_min": 0.9,
-        "final_gen_min": 0.9,
-        "benign_gen_drop_max": 0.05,  # gen(noisy run) >= gen(noise-free run) - 0.05
-    },
-    "C2": {
-        "probe_ratio_min": 0.8,  # probe accuracy on M >= 0.8 x accuracy on C
-        "probe_over_chance_min": 5.0,  # ... and >= 5 x chance
-        # amendment 1, 7.4: the lens share's 95% binomial (Wilson) interval must lie above the
-        # training-label prior's share
-        "lens_interval_level": 0.95,
-    },
-    "C3": {
-        "erasure_mem_drop_over_control_min": 0.3,
-        "overlap_min": 0.5,
-        "overlap_over_random_min": 3.0,
-        "top_fraction": 0.05,
-        # amendment 1, 7.5: gen sanity check: erasure lowers gen on C by more than the larger
-        # control (random, information-matched) does: gen drop over that control > 0 (strictly)
-        "gen_drop_over_control_above": 0.0,
-        # amendment 1, 7.5: where the split-half ceiling J(C, C') is below overlap_min, the overlap
-        # check becomes J(M, C) >= 0.5 x J(C, C') (logit-difference attribution)
-        "ceiling_ratio_min": 0.5,
-        "bootstrap_level": 0.95,  # amendment 1, 7.5: the bootstrap interval of J(M, C) shown (over examples)
-    },
-    "C4": {
-        "k50_ratio_min": 0.5,  # median k50 on M >= 0.5 x median k50 on C
-        "activity_fraction_min": 0.05,
-        "activity_quantile": 0.9,
-        "top_neurons": 10,
-        "drop_min": 0.2,  # an input position / the intermediate result removes >= 20% of P(noisy label)
-        "positions_min": 2,
-        # amendment 1, 7.6: INLP's drop of P(noisy label) minus the information-matched control's drop
-        "intermediate_over_matched_min": 0.2,
-    },
-    "C5": {
-        "heuristic_coverage_min": 0.8,
-        "heuristic_fraction_min": 0.2,
-        "z_ratio_min": 2.0,
-        "pattern_corr_min": 0.5,
-        "patch_revert_min": 0.5,
-        "control_revert_max": 0.1,
-        # amendment 1, 7.7: m50 is the smallest m of this grid whose top-m patch reverts >= patch_revert_min
-        "m_grid": (1, 2, 5, 10, 25, 50, 100, 200),
-        # amendment 1, 7.7: the heuristic share must also be >= 2 x the untrained model's share
-        "untrained_share_factor_min": 2.0,
-        # amendment 2, 8.3: a heuristic unit's best-feature score exceeds this quantile of the scores of
-        # the units at its layer and answer position in an untrained model (model seed s + 1000)
-        "untrained_cut_quantile": 0.99,
-        "untrained_cut_seed_offset": 1000,
-    },
-    "X1": {  # protocol 9 (registered 2026-12-01, before any run)
-        "cost_largest_max": 0.05,  # gen cost (twin gen - noisy gen, mean of last 5) at the largest width <= 0.05
-        "rise_max": 0.02,  # each step up in width lowers the cost or leaves it within 0.02
-        "final_mem_min": 0.9,  # a width whose final mem is below 0.9 is unresolved
-    },
-}
 
-CLAIM_PAGES = {"C1": "02_learning_dynamics", "C2": "03_intermediate_results", "C3": "04_interventions",
-               "C4": "05_distributed_encoding", "C5": "06_outlier_heuristics",
-               "X1": "07_benign_memorization"}  # the chapter that computes each
+def threshold_rows() -> list[dict]:
+    """Every threshold with its registered value and section, and its value as amended with the sections
+    that moved it (the registered value where none did): the scorecard's threshold table."""
+    return [{"claim": s.id, "threshold": name, "registered": t.value, "section": t.section,
+             "amended": t.as_of(), "amended in": ", ".join(x for x, _ in t.moved)}
+            for s in specs() for name, t in s.thresholds.items()]
+
+
 VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" section (its HTML id)
 NOT_RUN = "not run"
 
@@ -204,7 +148,7 @@ def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
     keys = rec.run_keys
     if not keys:
         return None
-    if rec.claim == "X1":  # its grid of widths and noise ratios (protocol 9)
+    if "x1" in SPECS[rec.claim].runs:  # its grid of widths and noise ratios (protocol 9)
         mine = [u for group_units in x1_units(rec.profile, seeds=list(rec.seeds)) for u in group_units]
     else:
         mine = [u for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition]

@@ -54,4 +54,4 @@ def test_plan_and_timings_do_not_import_each_other():
 def test_the_import_reader_sees_lazy_and_relative_imports():
     assert {"site", "claims", "plan"} <= imported(ROTE / "staging.py")
     assert "runs" in imported(ROTE / "engine.py")  # imported inside functions only
-    assert {"analysis", "claims", "verdicts"} <= imported(ROTE / "chapters" / "c1.py")
+    assert {"analysis", "specs", "verdicts"} <= imported(ROTE / "chapters" / "c1.py")

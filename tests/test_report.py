@@ -125,7 +125,7 @@ def test_registered_not_passed_lists_each_check_with_its_seeds():
             1: [_check(True, "c4.k50", kind="registered")],
             2: [_check(None, "c4.k50", kind="registered")]}
     assert report.registered_not_passed(some) == "Registered checks not passed: c4.k50 (seeds 0, 2)."
-    superseded = {0: [verdicts.supersede(_check(False, "c5.z.registered", kind="registered"), "8.4")]}
+    superseded = {0: [verdicts.supersede(_check(False, "c5.z.registered", kind="registered"), "8.4", "8.4")]}
     assert report.registered_not_passed(superseded, key="name", note=" (superseded by 8.4)") == \
         "Registered checks not passed (superseded by 8.4): display name of c5.z.registered (seed 0)."
 
@@ -160,7 +160,7 @@ def test_part_outcome_follows_the_seed_verdict_rule_within_the_part():
     assert report.part_outcome(_seed(True, False, None), "erasure") == "fail"  # a fail outweighs unresolved
     assert report.part_outcome(_seed(True, None), "erasure") == "unresolved"
     assert report.part_outcome(_seed(True), "overlap") == "unresolved"  # no counted check of the part
-    superseded = [verdicts.supersede(_check(False, "c3.old", kind="registered"), "7.5"), _check(True, "c3.new")]
+    superseded = [verdicts.supersede(_check(False, "c3.old", kind="registered"), "7.5", "7.5"), _check(True, "c3.new")]
     assert report.part_outcome(superseded, "erasure") == "pass"  # a superseded check does not count
     assert report.part_outcome(superseded, "erasure", "registered") == "fail"  # ... in the registered reading it does
     validity = [_check(False, "c3.ceiling", kind="validity"), _check(True, "c3.new")]
@@ -195,7 +195,7 @@ def test_part_verdict_reads_stored_records_too():
 
 
 def test_a_part_no_check_decides_is_unresolved_only_where_the_claim_requires_it():
-    lookup_passes = [verdicts.supersede(_check(True, "c4.k50", kind="registered", part="k50"), "8.1"),
+    lookup_passes = [verdicts.supersede(_check(True, "c4.k50", kind="registered", part="k50"), "8.1", "8.1"),
                      _check(False, "c4.k50.lookup", kind="validity", part="k50")]
     assert report.part_outcome(lookup_passes, "k50") == "not counted"  # C4 does not require its look-up statistics
     assert report.part_outcome(lookup_passes, "intermediate") == "unresolved"  # ... but requires this part

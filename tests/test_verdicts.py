@@ -132,7 +132,7 @@ def test_a_failing_validity_check_alone_never_fails_the_claim():
     assert verdicts.seed_verdict(checks, "registered") == "pass"  # not a section-5 check either
     # ... but what it validates stops counting, and with it the claim can no longer pass on that check
     statistic = Check("c3.overlap.registered", "overlap", "registered", 0.3, 0.5, False, "overlap")
-    judged = verdicts.validate(statistic, validity, "supersede")
+    judged = verdicts.validate(statistic, validity, "supersede", "7.5")
     assert [c.kind for c in judged] == ["superseded", "validity"] and judged[0].reason
     assert verdicts.seed_verdict(_c3_checks() + judged, "amended") == "pass"
     assert verdicts.seed_verdict(_c3_checks() + judged, "registered") == "fail"  # section 5 still counts it
@@ -143,21 +143,21 @@ def test_an_out_of_reach_threshold_is_unresolved_and_never_a_pass():
     for passed in (True, False):  # whatever the treatment does, the amended reading cannot decide on it
         statistic = Check("c3.overlap.registered", "overlap", "registered", 0.6 if passed else 0.1, 0.5, passed,
                           "overlap")
-        judged = verdicts.validate(statistic, out_of_reach, "unresolve")
+        judged = verdicts.validate(statistic, out_of_reach, "unresolve", "8.2")
         amended = verdicts.find(judged, "c3.overlap.registered.amended")
         assert amended.passed is None and amended.kind == "amended" and "out of reach" not in amended.id
         assert verdicts.seed_verdict(_c3_checks() + judged, "amended") == "unresolved"
         assert verdicts.seed_verdict(_c3_checks() + judged, "registered") == ("pass" if passed else "fail")
     # an amended check keeps its kind in its stand-in; the original keeps its outcome for the record
     own = Check("c3.overlap", "overlap", "amended", 0.9, 0.5, True, "overlap")
-    judged = verdicts.validate(own, out_of_reach, "unresolve")
+    judged = verdicts.validate(own, out_of_reach, "unresolve", "8.2")
     assert [(c.id, c.kind, c.passed) for c in judged] == [("c3.overlap", "superseded", True),
                                                          ("c3.overlap.amended", "amended", None),
                                                          ("c3.overlap.ceiling", "validity", False)]
     assert judged[0].was == "amended" and judged[1].was == "new"
     # a validity check that passes changes nothing
     ok = out_of_reach.replace(value=0.7, passed=True)
-    assert verdicts.validate(own, ok, "unresolve") == [own, ok]
+    assert verdicts.validate(own, ok, "unresolve", "8.2") == [own, ok]
 
 
 def test_a_required_part_without_a_deciding_check_is_unresolved():
@@ -178,13 +178,13 @@ def test_the_amendment1_reading_shows_what_amendment_2_moved():
     stat = Check("c4.positions", "positions", "registered", 8, 2, True, "positions")
     validity = Check("c4.positions.lookup", "look-up", "validity", 8, 2, False, "positions", was="control")
     intermediate = Check("c4.intermediate", "over matched", "amended", 0.5, 0.2, True, "intermediate")
-    checks = verdicts.validate(stat, validity, "supersede") + [intermediate]
+    checks = verdicts.validate(stat, validity, "supersede", "7.5") + [intermediate]
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"
+    assert verdicts.seed_verdict(checks, "7") == "fail"
     # an added check does not count in the amendment-1 reading
     added = Check("c4.extra", "x", "amended", 0.0, 0.2, False, "intermediate", was="new")
-    assert verdicts.seed_verdict(checks[:2] + [intermediate, added], verdicts.AMENDMENT1) == "fail"
-    assert verdicts.seed_verdict([intermediate, added], verdicts.AMENDMENT1) == "pass"
+    assert verdicts.seed_verdict(checks[:2] + [intermediate, added], "7") == "fail"
+    assert verdicts.seed_verdict([intermediate, added], "7") == "pass"
 
 
 def test_deciding_names_failed_then_unresolved_checks_with_reasons():
@@ -335,17 +335,17 @@ def test_amendment2_change_names_what_moved_a_verdict():
     validity = Check("c4.positions.lookup", "look-up", "validity", 8, 2, False, "positions",
                      reason="8.1: a known look-up passes it too", was="control")
     intermediate = Check("c4.intermediate", "over matched", "amended", 0.5, 0.2, True, "intermediate")
-    checks = verdicts.validate(stat, validity, "supersede") + [intermediate]
+    checks = verdicts.validate(stat, validity, "supersede", "7.5") + [intermediate]
     results = [verdicts.seed_result(SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, [])
                for s in range(3)]
     rec = verdicts.records("C4", "smoke", results)[0]
-    change = verdicts.amendment2_change(rec)
+    change = verdicts.amendment_change(rec)
     assert change["amendment1"] == "fails" and change["amendment2"] == "holds"
     assert change["why"] == "no longer deciding: c4.positions.lookup (8.1: a known look-up passes it too)"
     # nothing moved: no reason
     plain = verdicts.records("C4", "smoke", [verdicts.seed_result(
         SimpleNamespace(task="fda", condition="random", seed=0), {}, [intermediate], [])])[0]
-    assert verdicts.amendment2_change(plain) == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
+    assert verdicts.amendment_change(plain) == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
                                                  "why": ""}
 
 
@@ -354,9 +354,9 @@ def test_amendment2_change_gives_the_reason_of_an_out_of_reach_threshold():
                          reason="8.2: out of reach", was="new")
     statistic = Check("c3.overlap.registered", "overlap", "registered", 0.1, 0.5, False, "overlap")
     erasure = Check("c3.erasure", "erasure", "amended", 0.5, 0.3, True, "erasure")
-    checks = verdicts.validate(statistic, out_of_reach, "unresolve") + [erasure]
+    checks = verdicts.validate(statistic, out_of_reach, "unresolve", "8.2") + [erasure]
     rec = verdicts.records("C3", "smoke", [verdicts.seed_result(
         SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, []) for s in (0, 1)])[0]
-    change = verdicts.amendment2_change(rec)
+    change = verdicts.amendment_change(rec)
     assert (change["amendment1"], change["amendment2"]) == ("fails", "unresolved")
     assert change["why"] == "no longer deciding: c3.overlap.registered (8.2: out of reach)"

@@ -93,7 +93,7 @@ def test_the_section5_pattern_correlation_is_superseded_by_the_reading_at_jstar(
     assert "8.5" in c.reason and "c5.pattern.jstar" in c.reason
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert verdicts.seed_verdict(checks, "registered") == "fail"  # section 5 as written
-    assert verdicts.seed_verdict(checks, verdicts.AMENDMENT1) == "fail"  # amendment 1 counted it
+    assert verdicts.seed_verdict(checks, "7") == "fail"  # amendment 1 counted it
     _, checks = verdicts.c5.checks(_metrics(pattern_corr_M=0.9, jstar_pattern_corr_M=0.3))
     assert _check(checks, "c5.pattern.jstar").passed is False and verdicts.seed_verdict(checks, "amended") == "fail"
 

@@ -9,6 +9,7 @@ import pytest
 from rote import claims, plan, timings, verdicts
 from rote.chapters import x1
 from rote.config import ConfigError, make_config
+from rote.spec import BEYOND_GROUP
 
 SMOKE_WIDTHS = plan.X1_WIDTHS["smoke"]
 
@@ -265,7 +266,7 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
 
     placeholders = {(r.claim, r.task, r.condition) for r in claims.expected("quick")}
     assert ("X1", "fda", "random") in placeholders and ("X1", "fda", "digit") not in placeholders
-    assert claims.group("X1") == claims.BEYOND_GROUP and claims.group("C1") == claims.PAPER_GROUP
+    assert claims.group("X1") == BEYOND_GROUP and claims.group("C1") == claims.PAPER_GROUP
     with pytest.raises(ValueError, match="no condition 'digit'"):
         claims.ClaimRecord("X1", "fda", "digit", "smoke", [], "", "", "")
     rec = _verdict(_study([[0.13, 0.12, 0.13]] * 2, seeds=(0, 1)))
@@ -274,9 +275,9 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     assert loaded.verdict_registered == "fails" and loaded.page == "07_benign_memorization"
     table = site.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
     row = table[table.claim == "X1"].iloc[0]
-    assert row["group"] == claims.BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
-    assert list(table.group).index(claims.BEYOND_GROUP) == len(table) - 1  # below the paper's claims
-    assert verdicts.amendment2_change(loaded)["why"] == ""
+    assert row["group"] == BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
+    assert list(table.group).index(BEYOND_GROUP) == len(table) - 1  # below the paper's claims
+    assert verdicts.amendment_change(loaded)["why"] == ""
     box = site.verdict_box([loaded], claims.CLAIMS)
     assert "**X1 · FDA · random noise**: registered **fails** (X1 has no amendment" in box
     assert "`x1.cost_largest`" in box and "amended **" not in box

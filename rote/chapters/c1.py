@@ -13,14 +13,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import claims, plan, plots, verdicts
+from .. import plan, plots, verdicts
 from ..analysis import curves
 from ..report import each_seed, where
 from ..runs import get_or_train
+from ..specs.c1 import SPEC
 from . import Build as ChapterBuild, ClaimResult, glue_values
 from .params import ChapterParams, mapping, noise_ratios, param, seed_list, task_list
 
-T = claims.THRESHOLDS["C1"]
+T = SPEC.values()  # the thresholds in force
 
 
 @dataclass(frozen=True)
@@ -164,5 +165,5 @@ def evaluate(build: Build, sections: C1Sections) -> ClaimResult:
     """C1 on every unit's learning curves (:func:`rote.verdicts.c1.checks`): its metrics and checks."""
     judged = {u: verdicts.c1.checks(sections.noisy_curves[u], sections.clean_curves[u], u.noisy.train.eval_every,
                                     *sections.sizes.get(u, (None, None))) for u in build.units}
-    return ClaimResult("C1", metrics={u: m for u, (m, _) in judged.items()},
+    return ClaimResult(SPEC.id, metrics={u: m for u, (m, _) in judged.items()},
                        checks={u: checks for u, (_, checks) in judged.items()})

@@ -18,15 +18,16 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from .. import analysis_cache, claims, plan, plots, verdicts
+from .. import analysis_cache, plan, plots, verdicts
 from ..analysis import intervals, lens, probes as probe_analysis, targets
 from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
 from ..runs import get_or_train
+from ..specs.c2 import SPEC
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, mapping, param, positions_by_task, seed_list, task_list, whole
 
-T = claims.THRESHOLDS["C2"]
+T = SPEC.values()  # the thresholds in force
 
 
 @dataclass(frozen=True)
@@ -643,4 +644,4 @@ def evaluate(build: Build, sections: C2Sections) -> ClaimResult:
             lens_result.verdicts[u], lens_result.tables[u], share=None if prior is None else prior.shares[u])
         metrics[u], checks[u] = verdicts.c2.checks(u.task, len(build.sets[u]["M"]), len(build.sets[u]["C"]),
                                                    probe_reads, lens_reads)
-    return ClaimResult("C2", metrics, checks)
+    return ClaimResult(SPEC.id, metrics, checks)

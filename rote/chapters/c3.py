@@ -23,10 +23,11 @@ from ..analysis.sets import correct, memorized
 from ..analysis.sweep_table import sweep_accuracy
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
+from ..specs.c3 import SPEC
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
 
-T = claims.THRESHOLDS["C3"]
+T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # where C2 finds a result: the erasure sites
 SET_NAMES = {"mem": "mem on M", "gen": "gen on C", "mem_unconnected": "mem, unconnected part of M"}
 METHODS = ("INLP", "random", "matched")
@@ -511,4 +512,4 @@ def evaluate(build: Build, sections: C3Sections) -> ClaimResult:
         metrics[u] = dataclasses.replace(measured, erasure_layers=site["layers"], erasure_positions=site["positions"],
                                          overlap_neurons=neurons["jaccard"], overlap_neurons_random=neurons["random"],
                                          **ablation)
-    return ClaimResult("C3", metrics, checks)
+    return ClaimResult(SPEC.id, metrics, checks)

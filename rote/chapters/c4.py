@@ -20,10 +20,11 @@ from ..analysis import erasure, inlp, lookup, neurons, patching
 from ..analysis.sets import correct, memorized
 from ..report import choose_by, each_seed, label, measured, num, registered_not_passed, seeds_head, values, where
 from ..runs import get_or_train
+from ..specs.c4 import SPEC
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, mapping, param, seed_list, task_list, whole
 
-T = claims.THRESHOLDS["C4"]
+T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # the erasure sites of chapter C3's rule
 LOOKUP_COLOR, DISTRIBUTED_COLOR = "#c0392b", "#2471a3"
 
@@ -484,4 +485,4 @@ def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
                                         "n_clean": len(build.sets[u]["C"]), "n_positions": len(summary["position_drops"]),
                                         "erasure_layers": depends.sites[u]["layers"], "erasure_rank": depends.rank,
                                         "matched_available": _matched(depends, u)}, sections.lookups[u])
-    return ClaimResult("C4", {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})
+    return ClaimResult(SPEC.id, {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})

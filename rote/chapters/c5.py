@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import claims, plan, plots, verdicts
+from .. import plan, plots, verdicts
 from ..analysis import fda_features, heuristics, neuron_patching, outliers as outlier_analysis
 from ..analysis.sets import memorized
 from ..report import (chance_side, choose_by, each_seed, label, measured, per_seed, registered_not_passed, seeds_head,
@@ -25,10 +25,11 @@ from ..report import (chance_side, choose_by, each_seed, label, measured, per_se
 from ..runs import get_or_train
 from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
+from ..specs.c5 import SPEC
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, at_most, mapping, number, param, seed_list, task_list, whole
 
-T = claims.THRESHOLDS["C5"]
+T = SPEC.values()  # the thresholds in force
 CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["control"], "mismatched": "#7570b3"}
 
 
@@ -881,5 +882,5 @@ def evaluate(build: Build, sections: C5Sections) -> ClaimResult:
             heuristics_control_revert_last=patch["heuristics_control_reverted"],
             layer_revert_last=patch["all_reverted"], layer_recover_last=patch["all_recovered"], last_layer=last,
             **s.cut.metrics[u], **s.jstar.metrics[u])
-    return ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
+    return ClaimResult(SPEC.id, metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
 

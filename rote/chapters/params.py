@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..analysis.ranges import is_whole
 from ..config import PROFILES, TASKS, ConfigError
+from ..spec import Table
 
 
 # -- rules --------------------------------------------------------------------------------------
@@ -178,16 +179,9 @@ class ScorecardParams(ChapterParams):
 
 
 # -- chapter name -> its class ---------------------------------------------------------------------
-CHAPTER_PARAMS = {  # book name (rote.driver.chapters) -> "module:class", imported when asked for
-    "tasks": "params:TasksParams",
-    "learning_dynamics": "c1:Params",
-    "intermediate_results": "c2:Params",
-    "interventions": "c3:Params",
-    "distributed_encoding": "c4:Params",
-    "outlier_heuristics": "c5:Params",
-    "benign_memorization": "x1:Params",
-    "scorecard": "params:ScorecardParams",
-}
+# book name (rote.driver.chapters) -> "module:class", imported when asked for: a claim's from its spec
+CHAPTER_PARAMS = Table(lambda s: (s.chapter, f"{s.module}:Params"), before={"tasks": "params:TasksParams"},
+                       after={"scorecard": "params:ScorecardParams"})
 
 
 def chapter_params(name: str) -> type[ChapterParams]:

@@ -56,12 +56,13 @@ from ..analysis import curves
 from ..claims import THRESHOLDS
 from ..config import ConfigError, RunConfig
 from ..plan import Unit
+from ..specs.x1 import SPEC
 from ..report import num, seeds_head
 from ..verdicts import Check
 from ..verdicts.x1 import DECIMALS, NOT_TRAINED
 from .params import ChapterParams, checked_elsewhere, flag, mapping, param, seed_list, task_list
 
-CLAIM = "X1"
+CLAIM = SPEC.id
 
 
 def _rounded(x: float) -> float:
@@ -235,7 +236,7 @@ class Study:
         if default and g.seeds == list(range(len(g.seeds))):
             return shlex.join(["python", "-m", "rote", "train", "--plan", "--x1", "--profile", g.profile,
                                "--seeds", str(len(g.seeds))])
-        parts = ["python", "-m", "rote", "run", "benign_memorization", "--profile", g.profile,
+        parts = ["python", "-m", "rote", "run", SPEC.chapter, "--profile", g.profile,
                  "-p", "seeds", ",".join(str(s) for s in g.seeds),
                  "-p", "widths", ",".join(str(w) for w in g.widths),
                  "-p", "noise_ratios", ",".join(f"{r:g}" for r in g.noise_ratios)]
@@ -277,7 +278,7 @@ class Study:
         workers = timings.default_workers()
         seconds = [timings.estimate_seconds(c) for c in self.missing]
         head = (f"**X1's grid was not trained in this build** (it is trained only when asked for: `make book X1=1`, "
-                f"`python -m rote book --x1`, or this chapter named with `--chapter benign_memorization`). "
+                f"`python -m rote book --x1`, or this chapter named with `--chapter {SPEC.chapter}`). "
                 if not self.judged else "**Part of X1's grid is not trained.** ")
         return (head + f"The registered grid is widths {', '.join(str(w) for w in g.widths)} at noise ratio "
                 f"{g.noise_ratio:g}, and noise ratios {', '.join(f'{r:g}' for r in g.noise_ratios)} at width "
@@ -287,7 +288,7 @@ class Study:
                 f"`{self.train_command()}` trains them: about {timings.fmt_seconds(sum(seconds))} on one thread, "
                 f"~{timings.fmt_seconds(timings.pool_seconds(seconds, workers))} on {workers} worker"
                 f"{'s' if workers != 1 else ''}, estimated on the machine that built this page; then rebuild "
-                f"this page (`python -m rote run benign_memorization --profile {g.profile}`).")
+                f"this page (`python -m rote run {SPEC.chapter} --profile {g.profile}`).")
 
     # -- the gen cost against model width ----------------------------------------------------------
     def trend(self, seed: int) -> str:

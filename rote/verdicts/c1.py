@@ -122,10 +122,11 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
     registered_gap = None if t_gen is None or t_mem is None else t_mem - t_gen
     return (
         Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded", registered_gap, 0,
-              None if never["gen"] or never["mem"] else bool(registered_order), "ordering", section5=True,
+              None if never["gen"] or never["mem"] else bool(registered_order), "ordering",
               reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"
                      + (f"; {registered_reason}" if registered_reason else ""),
-              margin=None if registered_gap is None else float(registered_gap)),
+              margin=None if registered_gap is None else float(registered_gap),
+              history=(("5", "registered"), ("7.2", "superseded"))),
         Check("c1.order", "t_gen < t_mem (interpolated; unresolved within one evaluation)", "amended", gap, eval_every,
               order, "ordering", reason=order_reason, margin=None if gap is None else float(gap - eval_every)),
     )
@@ -173,14 +174,14 @@ def _final_checks(noisy: pd.DataFrame, clean: pd.DataFrame, m: C1Metrics) -> tup
     registered = [
         supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
                            m.last_mem, th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", 1),
-                           interval=_share(m.last_mem, m.n_noisy)), last),
+                           interval=_share(m.last_mem, m.n_noisy)), last, "7.1"),
         supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
                            m.last_gen, th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", 1),
-                           interval=_share(m.last_gen, m.n_test)), last),
+                           interval=_share(m.last_gen, m.n_test)), last, "7.1"),
         supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
                                       "benign gap"), m.last_gen, m.last_clean_gen - drop,
                            missing=_missing(noisy, "gen", "noisy run", 1) or _missing(clean, "gen", "noise-free twin", 1),
-                           interval=_gap(m.last_gen, m.n_test, m.last_clean_gen, m.clean_n_test)), last),
+                           interval=_gap(m.last_gen, m.n_test, m.last_clean_gen, m.clean_n_test)), last, "7.1"),
     ]
     amended = [
         at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), m.final_mem,

@@ -231,7 +231,7 @@ def checks(task: str, n_M: int, n_C: int, probes: ProbeReads, lens: LensReads | 
         metrics.update(_probe_read(key, read))
         if row.group in replaced:
             name, why = replaced[row.group]
-            checks += [supersede(c, why) for c in _c2_probe_pair(key, f"probe {name}", "registered", read,
+            checks += [supersede(c, why, "7.4") for c in _c2_probe_pair(key, f"probe {name}", "registered", read,
                                                                  validated=False)]
         else:
             checks += _c2_probe_pair(key, f"probe {row.group}", "registered", read)
@@ -385,11 +385,11 @@ def _c2_probe_pair(key: str, name: str, kind: str, row: dict, validated: bool = 
                                     f"{th['probe_over_chance_min']} x chance on C (can a true claim reach it?)",
                                     "validity", "probes"), acc_c_best, th["probe_over_chance_min"] * numeric(chance_c),
                          missing=no_c_best or (C2_NO_CHANCE_C if math.isnan(numeric(chance_c)) else None),
-                         interval=iv["C_best"]).replace(was="new")
+                         interval=iv["C_best"]).since("8.2")
     if reachable.passed is False:
         reachable = reachable.replace(reason=f"8.2: out of reach: C itself reaches {fmt.plain(reachable.value)} "
                                              f"< {fmt.plain(reachable.threshold)}")
-    return [ratio, *validate(over_chance, reachable, "unresolve")]
+    return [ratio, *validate(over_chance, reachable, "unresolve", "8.2")]
 
 
 def _probe_intervals(row: dict) -> dict[str, Interval | None]:

@@ -266,14 +266,14 @@ def _erasure_checks(inputs: _ErasureInputs, m: C3Metrics, task: str) -> list[Che
     gen = erasure_check(CheckLabel("c3.erasure.gen", "8.6 validity: erasure lowers gen on C more than the larger "
                                    "control (the rule is removed)", "validity", "erasure"),
                         "gen_drop_over_larger_control", "gen", C3_CONTROLS, compare=above,
-                        threshold=th["gen_drop_over_control_above"]).replace(was="amended")
+                        threshold=th["gen_drop_over_control_above"]).replace(history=(("7.5", "amended"), ("8.6", "validity")))
     if gen.passed is False:
         gen = gen.replace(reason=C3_GEN_NOT_LOWERED)
     if inputs.no_site:  # 8.5 already leaves every erasure check unresolved, with that reason
         return treated + [gen]
     # a check already unresolved (its own number missing) stays as it is: unresolved in either reading
     judged = [c for check in treated
-              for c in (validate(check, gen, "unresolve")[:-1] if check.passed is not None else [check])]
+              for c in (validate(check, gen, "unresolve", "8.6")[:-1] if check.passed is not None else [check])]
     return judged + [gen]
 
 
@@ -287,13 +287,13 @@ def _overlap_checks(m: C3Metrics, overlap: dict, stats: dict) -> list[Check]:
     validity = at_least(CheckLabel("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap "
                                    "threshold", "validity", "overlap"), ceiling, th["overlap_min"],
                         missing="the split-half ceiling was not computed")
-    validity = validity.replace(was="ceiling")
+    validity = validity.replace(history=(("7.5", "ceiling"), ("8.1", "validity")))
     if validity.passed is False:
         validity = validity.replace(reason=f"7.5: out of reach: two halves of C overlap only {fmt.plain(ceiling)}")
     no_overlap = ("the circuit overlap was not given to the verdict" if not overlap else
                   "the circuit overlap could not be computed: M or C has no example to attribute")
     registered = validate(at_least(CheckLabel("c3.overlap.registered", C3_OVERLAP, "registered", "overlap"), m.overlap,
-                                   th["overlap_min"], missing=no_overlap), validity, "supersede")
+                                   th["overlap_min"], missing=no_overlap), validity, "supersede", "7.5")
     checks = [*registered, at_least(CheckLabel("c3.overlap.random",
                                                f"circuit overlap vs {th['overlap_over_random_min']} x random",
                                                "registered", "overlap"),

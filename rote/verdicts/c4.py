@@ -177,21 +177,21 @@ def _statistic_checks(m: C4Metrics, stat: str, interval, lookup_interval) -> lis
     on_lookup = at_least(CheckLabel(f"c4.{stat}.lookup", name, "validity", stat), on_l, thr_l,
                          missing=not_measured, interval=lookup_interval)  # True: the look-up passes
     validity = Check(f"c4.{stat}.lookup", f"7.6 look-up control: {short} on a known look-up fails the statistic",
-                     "validity", on_lookup.value, on_lookup.threshold, None, stat, was="control",
+                     "validity", on_lookup.value, on_lookup.threshold, None, stat, history=(("7.6", "control"), ("8.1", "validity")),
                      margin=None if on_lookup.margin is None else 0.0 - on_lookup.margin,  # > 0: the look-up fails it
                      interval=on_lookup.interval, method=on_lookup.method)
     if not m.lookup_measured or on_lookup.passed is None:
         # 8.5: a statistic whose control was not measured does not decide, and does not make the seed
         # unresolved: it is superseded (shown, counted in the registered reading only)
         return [supersede(treatment, f"8.5: its look-up control was not measured ({not_measured}); a statistic "
-                                     "the control does not validate does not count", amendment2=True),
+                                     "the control does not validate does not count", "8.5"),
                 unresolved(validity, not_measured)]
     if on_lookup.passed:
         passes = f"{fmt.plain(on_lookup.value)} vs {fmt.plain(on_lookup.threshold)}"
         validity = validity.replace(passed=False, reason=f"8.1: a known look-up passes it too ({passes})")
     else:
         validity = validity.replace(passed=True)
-    return validate(treatment, validity, "supersede")
+    return validate(treatment, validity, "supersede", "7.6")
 
 
 def _intermediate_checks(m: C4Metrics, intervals: dict) -> list[Check]:

@@ -249,14 +249,14 @@ def _share_checks(m: C5Metrics, why: dict) -> list[Check]:
                                       "registered", "heuristic share"),
                            m.heuristic_fraction, share_min, missing=why["share.registered"],
                            interval=_share(m.heuristic_fraction, m.n_neurons)),
-                  C5_REASONS["8.3"], amendment2=True),
+                  C5_REASONS["8.3"], "8.3"),
         supersede(at_least(CheckLabel("c5.share.untrained",
                                       f"7.7: heuristic share of neurons vs {factor:g} x the untrained model",
                                       "null", "heuristic share"),
                            m.heuristic_fraction, factor * numeric(m.untrained_heuristic_fraction),
                            missing=why["share.untrained"],
                            interval=_over_null(m.heuristic_fraction, m.untrained_heuristic_fraction, m.n_neurons,
-                                               factor)), C5_REASONS["8.3"], amendment2=True),
+                                               factor)), C5_REASONS["8.3"], "8.3"),
         at_least(CheckLabel("c5.share", "8.3: heuristic share of neurons (cut: 99th percentile of an untrained model)",
                             "amended", "heuristic share"),
                  m.cut_heuristic_fraction, share_min, missing=why["share"],
@@ -279,17 +279,17 @@ def _outlier_checks(m: C5Metrics, why: dict) -> list[Check]:
     z_min, corr_min = th["z_ratio_min"], th["pattern_corr_min"]
     return [
         supersede(at_least(CheckLabel("c5.z.registered", "median |z| on M over clean", "registered", "outlier |z|"),
-                           m.z_ratio, z_min, missing=why["z.registered"]), C5_REASONS["8.4"], amendment2=True),
+                           m.z_ratio, z_min, missing=why["z.registered"]), C5_REASONS["8.4"], "8.4"),
         supersede(at_least(CheckLabel("c5.z.untrained_labels", "7.7: median |z| on M over never-trained noisy labels",
                                       "null", "outlier |z|"),
                            m.z_null_ratio, z_min, missing=why["z.untrained_labels"]),
-                  C5_REASONS["8.4"], amendment2=True),
+                  C5_REASONS["8.4"], "8.4"),
         at_least(CheckLabel("c5.z", "8.4: largest |z| over heuristic units at j*, median on M over clean", "amended",
                             "outlier |z|"),
                  m.jstar_z_ratio, z_min, missing=why["z"], interval=m.jstar_z_ratio_interval),
         supersede(at_least(CheckLabel("c5.pattern", "pattern correlation on M", "registered", "outlier |z|"),
                            m.pattern_corr_M, corr_min, missing=why["pattern"]),
-                  C5_REASONS["8.5"], amendment2=True),
+                  C5_REASONS["8.5"], "8.5"),
         at_least(CheckLabel("c5.pattern.jstar", "8.4: pattern correlation on M at j*", "amended", "outlier |z|"),
                  m.jstar_pattern_corr_M, corr_min, missing=why["pattern.jstar"]),
     ]
@@ -304,22 +304,22 @@ def _patching_checks(m: C5Metrics, why: dict) -> list[Check]:
         supersede(at_least(CheckLabel("c5.patch.registered", "patching the last layer reverts M", "registered",
                                       "specificity"),
                            m.patch_revert_last, revert_min, missing=why["patch"],
-                           interval=_share(m.patch_revert_last, m.n_memorized)), C5_REASONS["7.7"]),
+                           interval=_share(m.patch_revert_last, m.n_memorized)), C5_REASONS["7.7"], "7.7"),
         supersede(below(CheckLabel("c5.patch.random.registered", "random control reverts M", "registered",
                                    "specificity"),
                         m.control_revert_last, control_max, missing=why["patch"],
-                        interval=_share(m.control_revert_last, m.n_memorized)), C5_REASONS["7.7"]),
+                        interval=_share(m.control_revert_last, m.n_memorized)), C5_REASONS["7.7"], "7.7"),
         supersede(at_least(CheckLabel("c5.dose.top", "7.7: top-m patch of the last layer reverts M at some m "
                                       "(m50 exists)", "amended", "specificity"),
                            m.top_revert_max, revert_min, missing=why["dose.top"],
-                           interval=_share(m.top_revert_max, m.dose_n)), C5_REASONS["8.4"], amendment2=True),
+                           interval=_share(m.top_revert_max, m.dose_n)), C5_REASONS["8.4"], "8.4"),
         supersede(below(CheckLabel("c5.dose.random", "7.7: m random neurons at m50 revert M", "control", "specificity"),
                         m.random_revert_m50, control_max, missing=why["dose.control"],
-                        interval=_share(m.random_revert_m50, m.dose_n)), C5_REASONS["8.4"], amendment2=True),
+                        interval=_share(m.random_revert_m50, m.dose_n)), C5_REASONS["8.4"], "8.4"),
         supersede(below(CheckLabel("c5.dose.mismatched", "7.7: another example's top m at m50 revert M", "control",
                                    "specificity"),
                         m.mismatched_revert_m50, control_max, missing=why["dose.mismatched"],
-                        interval=_share(m.mismatched_revert_m50, m.dose_n)), C5_REASONS["8.4"], amendment2=True),
+                        interval=_share(m.mismatched_revert_m50, m.dose_n)), C5_REASONS["8.4"], "8.4"),
     ]
 
 
@@ -380,6 +380,6 @@ def checks(metrics: C5Metrics) -> tuple[C5Metrics, list[Check]]:
     why = _c5_missing(metrics)
     checks = (_share_checks(metrics, why) + _outlier_checks(metrics, why) + _patching_checks(metrics, why)
               + _specificity_checks(metrics, why))
-    new = ("c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity", "c5.specificity.random",
-           "c5.specificity.mismatched")  # added by amendment 2 (8.3, 8.4)
-    return metrics, [c.replace(was="new") if c.id in new else c for c in checks]
+    added = {"c5.share": "8.3", "c5.share.null": "8.3", "c5.z": "8.4", "c5.pattern.jstar": "8.4", "c5.specificity": "8.4",
+             "c5.specificity.random": "8.4", "c5.specificity.mismatched": "8.4"}  # the section that added each
+    return metrics, [c.since(added[c.id]) if c.id in added else c for c in checks]

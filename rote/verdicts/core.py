@@ -1,28 +1,22 @@
-"""The verdict layer's core: the :class:`Check` every claim module builds, the two readings, one
-seed's verdict, the aggregate across seeds, and the records (claims C1-C5 in :mod:`rote.verdicts.c1`
-... :mod:`rote.verdicts.c5`, X1 in its own module).
+"""The verdict layer's core: the :class:`Check` every claim module builds, the readings, one seed's
+verdict, the aggregate across seeds, and the records (each claim's checks in its own module).
 
-A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to the claim's
-module's ``checks`` (:func:`rote.verdicts.c1.checks`, ...), which returns the claim's metrics and its checks
-(:class:`Check`: a stable ``id``, display ``name``, ``kind``, ``value``, ``threshold``, ``passed``,
-the required ``part`` it decides, ``section5`` and a one-line ``reason``). Amendment 2, section 8.1:
+A chapter hands the outputs of its analyses (tables and numbers, no verdicts) to its claim module's
+``checks``, which returns the claim's metrics and its checks (:class:`Check`: a stable ``id``, display
+``name``, ``kind``, ``value``, ``threshold``, ``passed``, the required ``part`` it decides and a
+one-line ``reason``). Kinds (amendment 2, section 8.1): ``registered`` (as the claim registered it);
+``amended``, ``control`` (a specificity control the claim must beat), ``null`` (checks the amendments
+add or substitute); ``validity`` (a check of the instrument: it never decides; where it fails, the
+check it validates is superseded or unresolved, :func:`validate`); ``superseded`` (shown, not counted).
 
-- ``registered``: a check of section 5, exactly as written;
-- ``amended``, ``control`` (a specificity control the claim must beat), ``null``: checks the
-  amendments add or substitute;
-- ``validity``: a check of the instrument (can the statistic tell a known look-up apart; can a
-  true claim reach the threshold). It never decides: where it fails, the check it validates is
-  ``superseded`` or unresolved in the amended reading (:func:`validate`);
-- ``superseded``: shown, not counted in the amended reading, with its reason.
-
-The **registered reading** counts the checks of section 5 as written (``section5``, also once
-superseded); the **amended reading** counts ``registered``, ``amended``, ``control`` and ``null``.
-One seed's verdict in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is
-unresolved or a required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else
-``pass``. Across seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with
-its three counts; a single seed is labelled ``(1 seed)``.
-
-The analysis modules never import this layer; notebooks only show what it decides.
+An amendment is data: a check's ``history`` holds its kind from each protocol section on, and a
+reading counts the checks by the kind they had as of one section: the **registered reading** as of
+the claim's registration (section 5; X1's 9), the **amended reading** as of its latest amendment, a
+section (``"7"``) as of that amendment (:func:`readings`, :func:`amendment_change`). One seed's verdict
+in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
+required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else ``pass``. Across
+seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with its three counts;
+a single seed is labelled ``(1 seed)``. The analysis modules never import this layer.
 """
 
 from __future__ import annotations
@@ -34,35 +28,17 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from .. import claims, fmt
-from ..claims import THRESHOLDS
+from ..claims import FAILS_ONLY_ON, REQUIRED_PARTS, THRESHOLDS
+from ..spec import amendment_names, section_key, spec_of, within
 
 
 KINDS = ("registered", "amended", "control", "null", "validity", "superseded")
-
-
 DECIDING = ("registered", "amended", "control", "null")  # amendment 2, 8.1: the kinds that decide
-
-
-READINGS = ("registered", "amended")
-
-
-# Amendment 2, 8.1: a seed is unresolved when one of its claim's required parts has no deciding check
-# left. Each check names its part; C4's look-up statistics decide only where their control validates
-# them, so they are not a required part.
-REQUIRED_PARTS = {
-    "C1": ("ordering", "final mem", "final gen", "benign gap"),
-    "C2": ("probes", "lens"),
-    "C3": ("erasure", "overlap"),
-    "C4": ("intermediate",),
-    "C5": ("heuristic share", "outlier |z|", "specificity"),
-    "X1": ("memorization", "cost at the largest width", "not rising"),
-}
-
-
-# Where the protocol registers what "fails" means across seeds more narrowly than "every seed fails":
-# X1 fails only when the cost at the largest width is too high on every seed (protocol 9); seeds that
-# fail only because the cost rises with width make it mixed (:func:`aggregate`'s ``failing``).
-FAILS_ONLY_ON = {"X1": "x1.cost_largest"}
+READINGS = ("registered", "amended")  # the readings a record stores; a section reads as of an amendment
+CEILING = "ceiling"  # 7.5's kind of the split-half ceiling: it decided, passing wherever computed (8.1: validity)
+REQUIRED_PARTS_SECTION = "8.1"  # the rule of required parts; the stored readings follow the current rules
+UNMEASURED_SECTION = "8.5"  # the rule that leaves a check whose validity check was not measured unresolved
+RECORD_WAS = ("7", "8")  # a record's ``was``: the kind a check had as of the first where the second changed it
 
 
 @dataclass(frozen=True)
@@ -70,11 +46,13 @@ class Check:
     """One check of a claim on one seed.
 
     ``id`` is stable (``c4.k50``, ``c4.k50.lookup``, ``c5.share``): records, chapters, the scorecard
-    and tests find a check by it, never by its display ``name``. ``kind`` is its role (8.1);
-    ``section5`` marks a check of protocol section 5 as written, the checks the registered reading
-    counts (also once superseded). ``part`` is the required part of the claim it decides; ``reason``
-    says in one line why it is superseded or unresolved. ``passed`` is True, False or None
-    (unresolved)."""
+    and tests find a check by it, never by its display ``name``. ``kind`` is its role (8.1), ``part``
+    the required part of the claim it decides; ``reason`` says in one line why it is superseded or
+    unresolved. ``passed`` is True, False or None (unresolved). ``history``: ((section, kind), ...),
+    the section that added it with its kind, then each that changed its kind (the last is ``kind``);
+    the record keeps it as ``section5`` (it counts in the registered reading) and ``was``
+    (:data:`RECORD_WAS`: "" amendment 2 changed nothing, "new" it added the check, else the kind it
+    had under amendment 1), and keeps it whole only where those cannot say it."""
 
     id: str
     name: str
@@ -85,8 +63,6 @@ class Check:
     part: str = ""
     section5: bool | None = None
     reason: str = ""
-    # What amendment 2 changed: "" nothing; "new" it added the check; else the kind the check had
-    # under amendment 1 (the "amendment 1" reading counts it as that, to show what moved).
     was: str = ""
     # Section 11: how far the value is from its threshold, signed so that a positive margin passes, in
     # the statistic's units (None where either is missing or the comparison has no single direction);
@@ -97,11 +73,18 @@ class Check:
     interval: tuple[float, float] | None = None
     method: str = ""
     near: bool | None = None
+    history: tuple = ()  # left empty: read off section5 and was
 
     def __post_init__(self):
         _check_id_and_kind(self.id, self.kind)
-        if self.section5 is None:
-            object.__setattr__(self, "section5", self.kind == "registered")
+        section5 = self.kind == "registered" if self.section5 is None else self.section5
+        history = tuple(tuple(e) for e in self.history) or _decode(self.id, self.kind, section5, self.was)
+        if history[-1][1] != self.kind or any(k not in KINDS + (CEILING,) for _, k in history):
+            raise ValueError(f"{self.id}: its history {history!r} must end with its kind {self.kind!r}")
+        object.__setattr__(self, "history", history)
+        object.__setattr__(self, "section5", kind_as_of(self, _registered_in(self.id)) == "registered")
+        before, after = (kind_as_of(self, s) for s in RECORD_WAS)
+        object.__setattr__(self, "was", "" if before == after else "new" if before is None else before)
         if self.interval is not None:
             low, high = (float(x) for x in self.interval)
             if not (math.isfinite(low) and math.isfinite(high) and low <= high) or not self.method:
@@ -113,10 +96,60 @@ class Check:
                 object.__setattr__(self, "near", None if math.isnan(t) else bool(low <= t <= high))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        history = out.pop("history")
+        if _by_amendment(self.id, history) != _decode(self.id, self.kind, self.section5, self.was):
+            out["history"] = [list(e) for e in history]
+        return out
 
     def replace(self, **changes) -> "Check":
         return dataclasses.replace(self, **changes)
+
+    def since(self, section: str, kind: str | None = None) -> "Check":
+        """The check as added in ``section``, with ``kind`` (default: its kind)."""
+        kind = kind or self.kind
+        return self.replace(kind=kind, history=((section, kind),))
+
+
+def _registered_in(check_id: str) -> str:
+    spec = spec_of(check_id)
+    return spec.registered_in if spec else "5"
+
+
+def _decode(check_id: str, kind: str, section5: bool, was: str) -> tuple:
+    """A check's history from its record fields (:data:`RECORD_WAS`): in the registration where ``section5``,
+    with its ``was`` kind as of the first amendment (none where ``was`` is "new"), its ``kind`` after."""
+    out = [(_registered_in(check_id), "registered")] if section5 else []
+    before = None if was == "new" else was or kind
+    if before and (not out or out[-1][1] != before):
+        out.append((RECORD_WAS[0], before))
+    return tuple(out + ([(RECORD_WAS[1], kind)] if kind != before else []))
+
+
+def _by_amendment(check_id: str, history) -> tuple:
+    """A history with each section read as its amendment (the registration's sections as the registration)."""
+    registered, out = _registered_in(check_id), []
+    for section, kind in history:
+        level = registered if within(section, registered) else section.split(".")[0]
+        if out and out[-1][0] == level:
+            out[-1] = (level, kind)
+        elif not out or out[-1][1] != kind:
+            out.append((level, kind))
+    return tuple(out)
+
+
+def _history(check) -> tuple:
+    if not isinstance(check, dict):
+        return check.history
+    if check.get("history"):
+        return tuple(tuple(e) for e in check["history"])
+    return _decode(check["id"], check["kind"], check.get("section5", check["kind"] == "registered"), check.get("was", ""))
+
+
+def kind_as_of(check, section: str | None) -> str | None:
+    """The kind a check had as of ``section`` (None: the latest), None before it was added."""
+    found = [k for s, k in _history(check) if within(s, section)]
+    return found[-1] if found else None
 
 
 def _check_id_and_kind(check_id: str, kind: str) -> None:
@@ -196,20 +229,20 @@ def unresolved(check: Check, reason: str) -> Check:
     return check.replace(passed=None, reason=reason)
 
 
-def supersede(check: Check, reason: str, amendment2: bool = False) -> Check:
-    """``check`` kept in the record and shown, but no longer counted in the amended reading
-    (``amendment2``: superseded by amendment 2, which records the kind it had before). An unresolved
-    or failed check keeps the reason it had (why its value is missing, the rule it fails by) after
-    the new one."""
+def supersede(check: Check, reason: str, section: str) -> Check:
+    """``check`` kept in the record and shown, but no longer counted from ``section`` (the protocol section that
+    superseded it) on. An unresolved or failed check keeps the reason it had (why its value is missing, the
+    rule it fails by) after the new one."""
     keep = check.reason if check.reason and check.passed is not True else ""
     return check.replace(kind="superseded", reason=f"{reason}; {keep}" if keep else reason,
-                         was=check.kind if amendment2 else check.was)
+                         history=check.history + ((section, "superseded"),))
 
 
-def validate(check: Check, validity: Check, on_fail: str) -> list[Check]:
+def validate(check: Check, validity: Check, on_fail: str, section: str) -> list[Check]:
     """Amendment 2, 8.1: ``check`` and the ``validity`` check of its instrument, as the amended reading
     takes them. A validity check never decides. Where it passes, ``check`` counts as it is. Where it
-    fails (or could not be measured), ``check`` stops counting in the amended reading:
+    fails, ``check`` stops counting from ``section`` on (the section of the rule; where it could not be
+    measured, from :data:`UNMEASURED_SECTION` on, unresolved):
 
     - ``on_fail="supersede"``: the statistic cannot discriminate (a known look-up passes it too): it
       is ``superseded``, shown and not counted;
@@ -226,10 +259,10 @@ def validate(check: Check, validity: Check, on_fail: str) -> list[Check]:
     why = validity.reason or (f"{validity.id} failed: {fmt.plain(validity.value)} vs {fmt.plain(validity.threshold)}"
                               if validity.passed is False else f"{validity.id} could not be measured")
     if on_fail == "supersede" and validity.passed is False:
-        return [supersede(check, why), validity]
-    stand_in = check.replace(id=f"{check.id}.amended", kind="amended" if check.section5 else check.kind,
-                             section5=False, was="new")
-    return [supersede(check, f"judged as {check.id}.amended", amendment2=True), unresolved(stand_in, why), validity]
+        return [supersede(check, why, section), validity]
+    section = section if on_fail == "unresolve" else UNMEASURED_SECTION
+    stand_in = check.replace(id=f"{check.id}.amended").since(section, "amended" if check.section5 else check.kind)
+    return [supersede(check, f"judged as {check.id}.amended", section), unresolved(stand_in, why), validity]
 
 
 def find(checks: Iterable[Check | dict], check_id: str) -> Check | dict | None:
@@ -241,24 +274,25 @@ def _get(check, key):
     return check.get(key) if isinstance(check, dict) else getattr(check, key)
 
 
-def counts_in(check: Check | dict, reading: str) -> bool:
-    """Whether ``check`` counts in ``reading``: the registered reading counts the checks of section 5
-    as written; the amended reading counts the deciding kinds (8.1), never validity or superseded."""
+def _as_of(check, reading: str) -> str | None:
+    """The section a reading reads a check as of: the claim's registration (``registered``), the latest
+    (``amended``: None), or the reading itself, a section (``"7"``: the checks as of amendment 1)."""
     if reading == "registered":
-        return bool(_get(check, "section5"))
+        return _registered_in(_get(check, "id"))
     if reading == "amended":
-        return _get(check, "kind") in DECIDING
-    if reading == AMENDMENT1:  # what amendment 1 counted, to show what amendment 2 moved
-        was = _get(check, "was") or ""
-        return (was == "" and _get(check, "kind") in DECIDING) or was in DECIDING or was == "ceiling"
-    raise ValueError(f"reading must be one of {READINGS + (AMENDMENT1,)}, got {reading!r}")
+        return None
+    section_key(reading)  # a reading must be one of READINGS or a section
+    return reading
 
 
-AMENDMENT1 = "amendment 1"  # a reading for the record of what moved: section 7 without section 8
+def counts_in(check: Check | dict, reading: str) -> bool:
+    """Whether ``check`` counts in ``reading``: its kind as of the reading's section decides (8.1's deciding
+    kinds; 7.5's ceiling as of amendment 1), never validity or superseded."""
+    return kind_as_of(check, _as_of(check, reading)) in DECIDING + (CEILING,)
 
 
 def _outcome(check: Check | dict, reading: str) -> bool | None:
-    if reading == AMENDMENT1 and _get(check, "was") == "ceiling":  # 7.5's ceiling passed whenever computed
+    if kind_as_of(check, _as_of(check, reading)) == CEILING:  # 7.5's ceiling passed whenever computed
         return None if _get(check, "value") is None else True
     return _get(check, "passed")
 
@@ -285,7 +319,8 @@ def seed_verdict(checks: Iterable[Check | dict], reading: str) -> str:
     if any(r is False for r in results):
         return "fail"
     parts = {_get(c, "part") for c in counted}
-    required = set(REQUIRED_PARTS.get(claim_of(checks), ())) if reading != AMENDMENT1 else set()
+    current_rule = reading in READINGS or within(REQUIRED_PARTS_SECTION, reading)
+    required = set(REQUIRED_PARTS.get(claim_of(checks), ())) if current_rule else set()
     if any(r is None for r in results) or required - parts:
         return "unresolved"
     return "pass"
@@ -341,9 +376,12 @@ def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
 
 def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimRecord]:
     """One record per (task, condition) from the seed results of :func:`seed_result`, with the
-    aggregate verdict of each reading (section 7.1)."""
+    aggregate verdict of each reading (section 7.1). Each seed's checks must be ``claim``'s (ids
+    ``<module>.*``): the required parts of another claim, or of none, would judge them."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
+        if r["checks"] and claim_of(r["checks"]) != claim:
+            raise ValueError(f"the checks of {claim}, seed {r['seed']}, are {claim_of(r['checks']) or 'no claim'}'s")
         groups.setdefault((r["task"], r["condition"]), []).append(r)
     out = []
     for (task, condition), group in groups.items():
@@ -420,35 +458,51 @@ def deciding(rec: claims.ClaimRecord) -> str:
     return " | ".join(parts)
 
 
-def amendment2_change(rec: claims.ClaimRecord) -> dict:
-    """What amendment 2 did to a record's amended verdict: the verdict amendment 1 gives on the same
-    checks (``amendment1``), the amended verdict (``amendment2``), and ``why``, one line: the checks
-    that decided amendment 1 and no longer count (with their reasons), and the checks amendment 2
-    added that do not pass. Empty ``why`` where nothing moved."""
-    seeds = rec.per_seed or []
-    if rec.claim in claims.UNAMENDED:  # no amendment reads it: nothing moved
-        return {"amendment1": rec.verdict_amended, "amendment2": rec.verdict_amended, "why": ""}
-    before = aggregate([seed_verdict(s["checks"], AMENDMENT1) for s in seeds], failing(rec.claim, seeds))
-    after = rec.verdict_amended
+def readings(rec: claims.ClaimRecord) -> dict[str, str]:
+    """A record's verdict in each of its readings, by name: the registered one, then as of each amendment that
+    touches its claim (the last is the amended verdict)."""
+    seeds, amendments = rec.per_seed or [], claims.SPECS[rec.claim].amendments
+    names = amendment_names()
+    return {name: aggregate([seed_verdict(s["checks"], reading) for s in seeds], failing(rec.claim, seeds))
+            for name, reading in [("registered", "registered"), *((names[a], a) for a in amendments[:-1]),
+                                  *((names[a], "amended") for a in amendments[-1:])]}
+
+
+def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dict:
+    """What the amendment of ``section`` (default: the latest) did to a record's verdict: the verdict as of the
+    amendment before it (or the registered one) and as of it, keyed by their names without spaces
+    (``amendment1``, ``amendment2``), and ``why``, one line: the checks that decided before and no longer
+    count (with their reasons), and the checks it added that do not pass. Empty ``why`` where nothing moved."""
+    names = amendment_names()
+    order = list(names)
+    section = section or order[-1]
+    previous = order[order.index(section) - 1] if order.index(section) else "registered"
+    keys = (names.get(previous, previous).replace(" ", ""), names[section].replace(" ", ""))
+    seeds, spec = rec.per_seed or [], claims.SPECS.get(rec.claim)
+    if spec is None or section not in spec.amendments:  # no such amendment reads it: nothing moved
+        return {keys[0]: rec.verdict_amended, keys[1]: rec.verdict_amended, "why": ""}
+    before, after = (aggregate([seed_verdict(s["checks"], r) for s in seeds], failing(rec.claim, seeds))
+                     for r in (previous, "amended" if section == spec.amendments[-1] else section))
     if before == after:
-        return {"amendment1": before, "amendment2": after, "why": ""}
+        return {keys[0]: before, keys[1]: after, "why": ""}
     dropped: dict[str, str] = {}
     added: dict[str, list[str]] = {}
     for s in seeds:
         for c in s["checks"]:
-            was = c.get("was") or ""
-            if was not in ("", "new") and counts_in(c, AMENDMENT1) and _outcome(c, AMENDMENT1) is not True:
+            was, now = kind_as_of(c, _as_of(c, previous)), kind_as_of(c, section)
+            if was is not None and was != now and counts_in(c, previous) and _outcome(c, previous) is not True:
                 stand_in = find(s["checks"], f"{c['id']}.amended")  # unresolved in its place: its reason says why
                 dropped.setdefault(c["id"], (stand_in or c).get("reason") or "")
-            elif was == "new" and counts_in(c, "amended") and c.get("passed") is not True \
+            elif was is None and counts_in(c, section) and c.get("passed") is not True \
                     and not str(c["id"]).endswith(".amended"):
                 added.setdefault(c["id"], []).append(OUTCOME_WORDS[c.get("passed")])
     parts = []
     if dropped:
         parts.append("no longer deciding: " + "; ".join(f"{i} ({r})" if r else i for i, r in dropped.items()))
     if added:
-        parts.append("added by amendment 2: " + "; ".join(f"{i} ({', '.join(sorted(set(o)))})" for i, o in added.items()))
-    return {"amendment1": before, "amendment2": after, "why": ". ".join(parts) or "required parts (8.1)"}
+        parts.append(f"added by {names[section]}: " + "; ".join(f"{i} ({', '.join(sorted(set(o)))})"
+                                                                for i, o in added.items()))
+    return {keys[0]: before, keys[1]: after, "why": ". ".join(parts) or f"required parts ({REQUIRED_PARTS_SECTION})"}
 
 
 OUTCOME_WORDS = {True: "pass", False: "fail", None: "unresolved"}

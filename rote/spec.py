@@ -1,0 +1,213 @@
+"""A claim declared once: its :class:`ClaimSpec` (``SPEC`` in ``rote/specs/<claim>.py``), its
+:class:`Threshold` values by protocol section, and the registry every table of claims is derived from.
+
+The id (``X1``) names the claim's modules and check ids (``x1``: :attr:`ClaimSpec.module`); the notebook
+(``07_benign_memorization``) its page and, without the number, its chapter (:attr:`ClaimSpec.chapter`).
+An amendment is data: a threshold holds its registered value and its values by amendment, keyed by
+protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it (``"7"`` is amendment
+1, ``"8"`` amendment 2). A bad spec fails when it is built, with one line naming the field; the
+registry refuses a second claim with the same id, module, notebook or chapter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .config import TASKS
+
+PAPER_GROUP, BEYOND_GROUP = "Claims of the paper", "Beyond the paper"  # the scorecard's groups, in order
+
+
+def section_key(section: str) -> tuple[int, ...]:
+    """``"7.5"`` -> (7, 5): sections in protocol order."""
+    if not isinstance(section, str) or not re.fullmatch(r"\d+(\.\d+)*", section):
+        raise ValueError(f"a protocol section is written like '5' or '7.5', got {section!r}")
+    return tuple(int(x) for x in section.split("."))
+
+
+def within(section: str, as_of: str | None) -> bool:
+    """Whether ``section`` is in force as of ``as_of`` (None: as of the latest section): ``"7.5"`` is
+    as of ``"7"`` and of ``"8.1"``, not as of ``"5"``."""
+    if as_of is None:
+        return True
+    k = section_key(as_of)
+    return section_key(section)[:len(k)] <= k
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A threshold's value as its claim registered it in ``section`` (an amendment's section where an
+    amendment added it) and ``moved``: (section, value) for each amendment that moved it, in order."""
+
+    value: Any
+    section: str = "5"
+    moved: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self):
+        sections = [self.section, *(s for s, _ in self.moved)]
+        keys = [section_key(s) for s in sections]
+        if keys != sorted(set(keys)):
+            raise ValueError(f"a threshold's sections must increase, got {sections}")
+
+    @property
+    def values(self) -> tuple[tuple[str, Any], ...]:
+        """(section, value): the registered one, then one per amendment that moved it."""
+        return ((self.section, self.value), *self.moved)
+
+    def as_of(self, section: str | None = None) -> Any:
+        """The value in force as of ``section`` (None: the latest; also None before it was registered)."""
+        found = [v for s, v in self.values if within(s, section)]
+        return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """Everything the book, the plan, the verdicts and the scorecard need to know about one claim.
+
+    ``runs``: the parts of the plan (:data:`rote.plan.PARTS`) its chapter trains; ``parts``: its
+    required parts (8.1: a seed without a deciding check for one is unresolved); ``thresholds``: name ->
+    value or :class:`Threshold` (a plain value is registered in ``registered_in``); ``conditions``: the
+    noise conditions it is judged in (None: every condition of each task, 7.3); ``amendments``: the
+    sections of the amendments that touch it; ``fails_only_on``: the check whose failure on every seed
+    alone makes the claim fail across seeds (X1, protocol 9); ``stability``: protocol 10 reruns it."""
+
+    id: str
+    title: str
+    tasks: tuple[str, ...]
+    notebook: str
+    runs: tuple[str, ...]
+    parts: tuple[str, ...]
+    thresholds: dict[str, Any]
+    conditions: tuple[str, ...] | None = None
+    registered_in: str = "5"
+    amendments: tuple[str, ...] = ()
+    group: str = PAPER_GROUP
+    fails_only_on: str = ""
+    stability: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "thresholds", {k: v if isinstance(v, Threshold) else Threshold(v, self.registered_in)
+                                                for k, v in dict(self.thresholds or {}).items()})
+        for problem in self._problems():
+            raise ValueError(f"ClaimSpec {self.id!r}: {problem}")
+
+    def _problems(self):
+        words = lambda v: isinstance(v, tuple) and v and all(isinstance(x, str) and x for x in v)  # noqa: E731
+        if not isinstance(self.id, str) or not re.fullmatch(r"[A-Z]\d+", self.id):
+            yield "id must be a capital letter and a number (C1, X1)"
+        if not isinstance(self.title, str) or not self.title.strip():
+            yield "title is missing"
+        if not words(self.tasks) or not set(self.tasks) <= set(TASKS):
+            yield f"tasks must be a non-empty tuple of {', '.join(TASKS)}"
+        if self.conditions is not None and not words(self.conditions):
+            yield "conditions must be None or a non-empty tuple of noise conditions"
+        if not isinstance(self.notebook, str) or not re.fullmatch(r"\d\d_[a-z0-9_]+", self.notebook):
+            yield "notebook must be the notebook's stem in book/, e.g. 02_learning_dynamics"
+        for name in ("runs", "parts"):
+            if not words(getattr(self, name)) or len(set(getattr(self, name))) != len(getattr(self, name)):
+                yield f"{name} must be a non-empty tuple of distinct names"
+        if not self.thresholds:
+            yield "thresholds are missing"
+        if self.group not in (PAPER_GROUP, BEYOND_GROUP):
+            yield f"group must be {PAPER_GROUP!r} or {BEYOND_GROUP!r}"
+        if self.fails_only_on and not self.fails_only_on.startswith(f"{self.module}."):
+            yield f"fails_only_on must be a check id of the claim ({self.module}.*)"
+        try:
+            order = [section_key(s) for s in (self.registered_in, *self.amendments)]
+        except ValueError as e:
+            yield f"registered_in / amendments: {e}"
+            return
+        if order != sorted(set(order)) or any(len(k) != 1 for k in order[1:]):
+            yield "amendments must be whole sections (7, 8) after registered_in, in order"
+        for name, t in self.thresholds.items():
+            if any(not within(s, self.registered_in) and s.split(".")[0] not in self.amendments for s, _ in t.values):
+                yield f"threshold {name}: a section no amendment of the claim holds ({[s for s, _ in t.values]})"
+
+    @property
+    def module(self) -> str:
+        """The claim's module name (``rote/specs``, ``rote/verdicts``, ``rote/chapters``) and check-id prefix."""
+        return self.id.lower()
+
+    @property
+    def chapter(self) -> str:
+        """The chapter's name in the book (``rote book --chapter``): the notebook without its number."""
+        return self.notebook.split("_", 1)[1]
+
+    def values(self, section: str | None = None) -> dict[str, Any]:
+        """Threshold name -> value as of ``section`` (None: the latest), as the records carry them."""
+        return {k: t.as_of(section) for k, t in self.thresholds.items() if t.as_of(section) is not None}
+
+
+SPECS: dict[str, ClaimSpec] = {}
+
+
+def register(spec: ClaimSpec) -> ClaimSpec:
+    """Add a spec to the registry; refuses one whose id, module, notebook or chapter is taken."""
+    for other in SPECS.values():
+        for what in ("id", "module", "notebook", "chapter"):
+            if getattr(other, what) == getattr(spec, what):
+                raise ValueError(f"ClaimSpec {spec.id!r}: {what} {getattr(spec, what)!r} is already {other.id}'s")
+    SPECS[spec.id] = spec
+    return spec
+
+
+def unregister(claim: str) -> None:
+    SPECS.pop(claim, None)
+
+
+def specs() -> list[ClaimSpec]:
+    """Every registered spec, in the order of their notebooks (the book's reading order)."""
+    return sorted(SPECS.values(), key=lambda s: s.notebook)
+
+
+def spec_of(check_id: str) -> ClaimSpec | None:
+    """The spec a check id belongs to (``c4.k50`` -> C4's), None for no registered claim."""
+    return SPECS.get(str(check_id).split(".")[0].upper())
+
+
+def amendment_names() -> dict[str, str]:
+    """Amendment section -> its name (``{"7": "amendment 1", "8": "amendment 2"}``), over every spec."""
+    sections = sorted({s for spec in SPECS.values() for s in spec.amendments}, key=section_key)
+    return {s: f"amendment {i}" for i, s in enumerate(sections, 1)}
+
+
+class Table(Mapping):
+    """A table derived from the registered specs, read afresh at every access (so a spec registered
+    later, such as a test's planted claim, is in it at once): ``row(spec)`` gives (key, value), or None
+    to leave the spec out; ``before`` and ``after`` are fixed rows around the specs' rows."""
+
+    def __init__(self, row: Callable[[ClaimSpec], tuple | None], before: dict | None = None,
+                 after: dict | None = None):
+        self._row, self._before, self._after = row, before or {}, after or {}
+
+    def _table(self) -> dict:
+        return {**self._before, **dict(r for r in map(self._row, specs()) if r is not None), **self._after}
+
+    def __getitem__(self, key):
+        return self._table()[key]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self):
+        return len(self._table())
+
+
+def _discover() -> None:
+    """Register the spec of every module of :mod:`rote.specs` (its ``SPEC``)."""
+    from . import specs as package
+
+    for found in pkgutil.iter_modules(package.__path__):
+        spec = importlib.import_module(f"{package.__name__}.{found.name}").SPEC
+        if spec.module != found.name:
+            raise ValueError(f"ClaimSpec {spec.id!r}: declared in rote/specs/{found.name}.py, not {spec.module}.py")
+        if spec.id not in SPECS:
+            register(spec)
+
+
+_discover()
