@@ -21,13 +21,13 @@ URL = "https://github.com/example-org/rote"
 
 
 @pytest.fixture
-def staging(tmp_path, monkeypatch):
+def stage(tmp_path, monkeypatch):
     """stage_site into tmp_path, no chapter executed, no record; the URL from the environment, if given."""
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path / "results"))
     monkeypatch.delenv(publish.ENV, raising=False)
 
-    def stage(name: str, url: str | None = None) -> Path:
+    def stage_into(name: str, url: str | None = None) -> Path:
         monkeypatch.setenv("ROTE_SITE", str(tmp_path / name))
         if url is None:
             monkeypatch.delenv(publish.ENV, raising=False)
@@ -35,7 +35,7 @@ def staging(tmp_path, monkeypatch):
             monkeypatch.setenv(publish.ENV, url)
         return staging.stage_site("smoke")
 
-    return stage
+    return stage_into
 
 
 # -- the setting ---------------------------------------------------------------------------------
@@ -67,16 +67,16 @@ def test_the_committed_config_uses_jupyter_books_key():
     assert config["repository"]["branch"] == "main"
 
 
-def test_staged_config_without_a_url_has_no_button(staging):
-    config = yaml.safe_load((staging("off") / "_config.yml").read_text())
+def test_staged_config_without_a_url_has_no_button(stage):
+    config = yaml.safe_load((stage("off") / "_config.yml").read_text())
     assert config["repository"]["url"] == ""  # not Jupyter Book's default, its own repository
     assert not any(config["html"].get(k) for k in ("use_repository_button", "use_issues_button", "use_edit_page_button"))
     assert not any(v for k, v in config["launch_buttons"].items() if k != "notebook_interface")
     assert config["title"] == yaml.safe_load((ROOT / "_config.yml").read_text())["title"]  # the rest as committed
 
 
-def test_staged_config_with_a_url_has_the_buttons(staging):
-    config = yaml.safe_load((staging("on", URL + "/") / "_config.yml").read_text())
+def test_staged_config_with_a_url_has_the_buttons(stage):
+    config = yaml.safe_load((stage("on", URL + "/") / "_config.yml").read_text())
     assert config["repository"] == {"url": URL, "branch": "main", "path_to_book": ""}
     assert config["html"]["use_repository_button"] is config["html"]["use_issues_button"] is True
     assert config["launch_buttons"]["colab_url"] == publish.COLAB_URL
@@ -168,7 +168,7 @@ def test_the_site_never_shows_the_colab_cell():
 # -- the rendered site, both ways ----------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_site_shows_the_repository_buttons_exactly_when_the_url_is_set(staging, tmp_path):
+def test_the_site_shows_the_repository_buttons_exactly_when_the_url_is_set(stage, tmp_path):
     """Two small sites rendered by Jupyter Book from the staged sources (one chapter, unexecuted): the
     repository, issue and Colab buttons with the URL, none without it, and Jupyter Book's own
     repository on no page either way."""
@@ -176,11 +176,11 @@ def test_the_site_shows_the_repository_buttons_exactly_when_the_url_is_set(stagi
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the Sphinx extension rote.site of this checkout
     builds = {}
     for name, url in (("off", None), ("on", URL)):
-        site = staging(name, url)
+        source = stage(name, url)
         # the chapter and the references page: a {cite} resolves only where a {bibliography} is built
-        (site / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/01_tasks",
+        (source / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/01_tasks",
                                                        "chapters": [{"file": "book/references"}]}))
-        builds[name] = subprocess.Popen([jupyter_book, "build", str(site), "--path-output", str(tmp_path / name),
+        builds[name] = subprocess.Popen([jupyter_book, "build", str(source), "--path-output", str(tmp_path / name),
                                          "--all", "-W"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True)
     for name, proc in builds.items():  # both at once: each is mostly Sphinx's start
