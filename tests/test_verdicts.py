@@ -360,3 +360,23 @@ def test_amendment2_change_gives_the_reason_of_an_out_of_reach_threshold():
     change = verdicts.amendment_change(rec)
     assert (change["amendment1"], change["amendment2"]) == ("fails", "unresolved")
     assert change["why"] == "no longer deciding: c3.overlap.registered (8.2: out of reach)"
+
+
+def test_flat_inlines_groups_in_field_order():
+    from dataclasses import dataclass
+    from rote.verdicts import flat, group
+
+    @dataclass(frozen=True)
+    class Part:
+        b: float | None = None
+        c: list | None = None
+
+    @dataclass(frozen=True)
+    class Whole:
+        a: int = 1
+        part: Part = group(Part)
+        d: str = "x"
+
+    assert list(flat(Whole(part=Part(b=0.5, c=[1])))) == ["a", "b", "c", "d"]
+    assert flat(Whole()) == {"a": 1, "b": None, "c": None, "d": "x"}
+    assert flat({"k": 1}) == {"k": 1}

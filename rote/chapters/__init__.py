@@ -74,17 +74,11 @@ class ClaimResult:
 
     @property
     def evaluations(self) -> dict:
-        """unit -> (metrics as the record stores them, checks): the form the chapter's sentences and
-        figures read. A metrics class whose fields do not all apply to every unit (C2, C3) says which
-        do in its ``record()``; the others are stored whole (``dataclasses.asdict``)."""
-        from dataclasses import asdict, is_dataclass
+        """unit -> (metrics as the record stores them, :func:`rote.verdicts.core.flat`, checks): the form
+        the chapter's sentences and figures read."""
+        from ..verdicts.core import flat
 
-        def as_record(m):
-            if hasattr(m, "record"):
-                return m.record()
-            return asdict(m) if is_dataclass(m) else m
-
-        return {u: (as_record(m), self.checks[u]) for u, m in self.metrics.items()}
+        return {u: (flat(m), self.checks[u]) for u, m in self.metrics.items()}
 
 
 def glue_values(values: dict) -> None:

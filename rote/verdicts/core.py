@@ -355,11 +355,34 @@ def aggregate(verdicts: list[str], failing: list[bool] | None = None) -> str:
 
 
 # -- records ----------------------------------------------------------------------------------
+def group(cls):
+    """A metrics field that holds an analysis's own result (a dataclass ``cls``, all fields None when the
+    analysis was not given): its fields are the record's, inline (:func:`flat`)."""
+    return dataclasses.field(default_factory=cls, metadata={"flat": True})
+
+
+def flat(metrics) -> dict:
+    """A claim's metrics as its record stores them: a dataclass's fields in order (``asdict``), each
+    :func:`group` field replaced by its own fields, flattened alike; a class with its own ``record()``
+    says which fields apply (C2, C3). A dict passes as is."""
+    if hasattr(metrics, "record"):
+        return metrics.record()
+    if not dataclasses.is_dataclass(metrics):
+        return metrics
+    out = {}
+    for f in dataclasses.fields(metrics):
+        value = getattr(metrics, f.name)
+        if f.metadata.get("flat"):
+            out.update(flat(value))
+        else:
+            out[f.name] = asdict(value) if dataclasses.is_dataclass(value) else value
+    return out
+
+
 def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
     """One seed's part of a record: ``unit`` has ``task``, ``condition`` and ``seed`` (a
-    :class:`rote.plan.Unit`); ``metrics`` is the claim's metrics dataclass (stored as its dict, so
-    that a record's JSON is the same as when metrics were plain dicts) or a dict; ``configs`` are the
-    runs its numbers come from (noisy run first)."""
+    :class:`rote.plan.Unit`); ``metrics`` is the claim's metrics dataclass (stored as :func:`flat`) or a
+    dict; ``configs`` are the runs its numbers come from (noisy run first)."""
     checks = list(checks)
     ids = [c.id for c in checks]
     if len(set(ids)) != len(ids):
@@ -370,7 +393,7 @@ def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
             "missing_parts": missing_parts(checks, "amended"),
             "near": near_checks(checks),
             "precision": configs[0].train.precision if configs else None,
-            "metrics": asdict(metrics) if dataclasses.is_dataclass(metrics) else metrics,
+            "metrics": flat(metrics),
             "checks": [c.to_dict() for c in checks], "run_keys": [c.key for c in configs]}
 
 
