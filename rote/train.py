@@ -170,11 +170,9 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
         optimizer.load_state_dict(resume["optimizer"])
         step, metrics = resume["step"], list(resume["metrics"])
         elapsed = metrics[-1]["seconds"] if metrics else 0.0
-    # the train-loss sum and count since the last evaluation: part of the resume state, so that a run
-    # resumed between two evaluations logs the same mean train loss as one that never stopped
+    # the train-loss sum and count since the last evaluation, resumed with the run (the same mean train loss)
     running, count = (float(resume["loss_window"][0]), int(resume["loss_window"][1])) \
         if resume is not None and "loss_window" in resume else (0.0, 0)
-
     inputs, targets = data.training_sequences()
     inputs, targets = inputs.to(device), targets.to(device)
     generator = torch.Generator()
@@ -182,15 +180,13 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
 
     def log(step: int, loss: float) -> None:
         row = {"step": step, "lr": tc.lr_at(max(step - 1, 0)), "train_loss": loss,
-               **evaluate(model, data, tc.fit_eval_size),
-               "seconds": time.perf_counter() - t0}
+               **evaluate(model, data, tc.fit_eval_size), "seconds": time.perf_counter() - t0}
         metrics.append(row)
         bar.set_postfix(gen=f"{row['gen']:.2f}", mem=f"{row['mem']:.2f}", refresh=False)
         if on_eval is not None:
             on_eval(row)
 
     model.train()
-    # In notebooks executed by the book build, a plain text bar updated every 30 s keeps pages tidy.
     plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS"))
     bar = (text_tqdm if plain else tqdm)(
         total=tc.steps, initial=step, desc=f"train {config.task} {config.key[:8]}", disable=not progress,

@@ -181,3 +181,12 @@ def test_records_refuse_checks_of_another_claim():
     wrong = [verdicts.Check("c9.x", "x", "registered", 1.0, 0.5, True, "ordering")]
     with pytest.raises(ValueError, match="the checks of C1, seed 0, are no claim's"):
         verdicts.records("C1", "smoke", [verdicts.seed_result(unit, {}, wrong, [unit.noisy])])
+
+
+def test_one_spec_module_imported_alone_registers_every_spec():
+    import subprocess
+    import sys
+
+    code = "from rote.specs import c5; from rote.spec import SPECS; print(c5.SPEC.id, len(SPECS))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "C5" and int(out[1]) >= 6
