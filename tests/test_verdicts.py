@@ -251,7 +251,7 @@ def test_c2_checks_on_made_up_probe_and_lens_outputs():
     digits = _by(checks, "c2.probe.answer_digits.ratio")
     assert digits.passed is False and digits.threshold == pytest.approx(0.72)
     assert verdicts.seed_verdict(checks, "registered") == "fail"
-    assert metrics.carries_acc_M == 0.85
+    assert metrics.carries.acc_M == 0.85
 
 
 def test_c3_c4_c5_checks_read_their_inputs():
