@@ -20,7 +20,7 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
-from ..analysis.sweep_table import sweep_accuracy
+from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
@@ -134,8 +134,9 @@ class Erasure:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
-    def accuracy(self, u, s: str, method: str, rank: int) -> float:
-        return sweep_accuracy(self.sweeps[u], s, method, rank)
+    def at(self, u, s: str) -> SetErasure:
+        """Set ``s`` of unit ``u`` at the judged rank (NaN where the sweep does not hold it)."""
+        return SetErasure.of(self.sweeps[u], s, self.rank)
 
 
 def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
@@ -185,8 +186,8 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
 def controls_figure(build: Build, result: Erasure):
     """Each set's accuracy drop at the judged rank under INLP and both controls, one point per seed."""
     rows = [{"where": where(u.task, u.condition), "set": SET_NAMES[s], "erasure": m, "seed": str(u.seed),
-             "drop": result.accuracy(u, s, "INLP", 0) - result.accuracy(u, s, m, result.rank)}
-            for u in build.units for s in build.sets[u] for m in METHODS]
+             "drop": e.before - getattr(e, m.lower())}
+            for u in build.units for s in build.sets[u] for e in [result.at(u, s)] for m in METHODS]
     drops = pd.DataFrame(rows).dropna()
     present = [n for n in SET_NAMES.values() if n in set(drops.set)]
     fig, axes = plt.subplots(1, max(1, len(present)), figsize=(4.6 * max(1, len(present)), 3.6), squeeze=False,
@@ -223,8 +224,8 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
 
         parts = []
         for s in [x for x in SET_NAMES if x in build.sets[members[0]]]:
-            before, inlp, rand, mat = ([result.accuracy(u, s, m, r) for u in members]
-                                       for m, r in (("INLP", 0), ("INLP", rank), ("random", rank), ("matched", rank)))
+            before, inlp, rand, mat = ([getattr(result.at(u, s), k) for u in members]
+                                       for k in ("before", "inlp", "random", "matched"))
             parts.append(f"{SET_NAMES[s]} goes from {values(before)} to {values(inlp)} under INLP, to {values(rand)} "
                          f"under the random control and to {values(mat)} under the information-matched control")
         text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}; rank {rank}): "
@@ -247,7 +248,7 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
                 f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on "
                 "that seed (amendment 2, 8.5), not failed.")
         lines.append(text)
-    pairs = [(result.accuracy(u, "mem", "matched", rank), result.accuracy(u, "mem", "random", rank)) for u in build.units]
+    pairs = [(result.at(u, "mem").matched, result.at(u, "mem").random) for u in build.units]
     pairs = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b))]
     matched_worse = sum(a < b for a, b in pairs)
     lines.append(f"\nThe information-matched control lowers mem more than the random subspace on {matched_worse} of "
@@ -478,8 +479,8 @@ def ceiling_text(groups_: dict, result: Circuits) -> str:
 
 
 def results(build: Build, claim: ClaimResult) -> list[dict]:
-    """Each unit's seed result for the record (its metrics as :meth:`rote.verdicts.c3.C3Metrics.record`)."""
-    return [verdicts.seed_result(u, claim.metrics[u].record(), claim.checks[u], configs=[u.noisy]) for u in build.units]
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, claim.metrics[u], claim.checks[u], configs=[u.noisy]) for u in build.units]
 
 
 # -- the claim's checks --------------------------------------------------------------------------------
@@ -507,9 +508,8 @@ def evaluate(build: Build, sections: C3Sections) -> ClaimResult:
         site, neurons = sections.sites[u], circuit.overlaps[u]["neurons"]
         measured, checks[u] = verdicts.c3.checks(result.sweep(u), result.rank, circuit.overlaps[u]["all"], u.task,
                                                  circuit.stats[u], erasure_layers=site["layers"])
-        ablation = {f"ablate_{k.split()[0]}_neurons_{s}": float(v)  # rows after "none": top, random neurons
-                    for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}
+        top, rand = (verdicts.c3.Ablation.of(circuit.ablations[u], row) for row in verdicts.c3.ABLATIONS.values())
         metrics[u] = dataclasses.replace(measured, erasure_layers=site["layers"], erasure_positions=site["positions"],
                                          overlap_neurons=neurons["jaccard"], overlap_neurons_random=neurons["random"],
-                                         **ablation)
+                                         ablate_top=top, ablate_random=rand)
     return ClaimResult(SPEC.id, metrics, checks)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,7 @@ def prefixed_record(metrics, absent) -> dict:
     out = {}
     for f in fields(metrics):
         value = getattr(metrics, f.name)
-        if "prefix" in f.metadata and value is not absent:
+        if "prefix" in f.metadata and is_dataclass(value):
             out.update({f.metadata["prefix"] + k: v for k, v in prefixed_record(value, absent).items()})
         elif value is not absent:
             out[f.name] = value
