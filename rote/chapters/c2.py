@@ -313,9 +313,8 @@ def masked_tail_figure(shown: list, result: MaskedTail):
 
 
 def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
-    """The masked read (judged), the unmasked one (superseded), and how often the unmasked probe
-    answers the noisy label; where the chance check is out of reach from ``claim``'s metrics
-    (:func:`evaluate`)."""
+    """The masked read (judged), the unmasked one (superseded) and how often the unmasked probe answers the
+    noisy label. Generated: which seeds are out of reach, which way the reads go."""
     units = result.units
     if not units:
         return "No THR run in this build."
@@ -504,9 +503,8 @@ def lens_prior_text(groups_: dict, claim: ClaimResult) -> str:
 
 # -- worked examples ----------------------------------------------------------------------------------
 def worked_examples(build: Build, lens_result: Lens) -> dict:
-    """Per unit of the first seed: the memorized example whose true answer is most visible at an
-    intermediate layer (THR: among the noisy labels unconnected to the bridge) and its lens trace;
-    (None, None) when there is none."""
+    """Per unit of the first seed: the memorized example whose true answer is most visible at an intermediate
+    layer (THR: among those unconnected to the bridge) and its lens trace; (None, None) without one."""
     out = {}
     for u in build.shown:
         run, M = build.runs[u], build.sets[u]["M"]
@@ -573,10 +571,7 @@ def results(build: Build, claim: ClaimResult) -> list[dict]:
 # -- the claim's checks ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class C2Sections:
-    """The section results the claim's checks read: the probes, the THR bridge at r2 and masked true
-    tail, the logit lens on M and its share against the prior. A section not given (None) leaves its
-    checks unresolved ("not given to the verdict"): the probe sections' paragraphs read their reads'
-    metrics (where the chance check is out of reach) before the lens is computed."""
+    """The sections the checks read; one not given (None) leaves its checks unresolved."""
 
     probes: Probes
     bridge: Bridge | None = None
