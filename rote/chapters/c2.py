@@ -315,25 +315,21 @@ def masked_tail_figure(shown: list, result: MaskedTail):
 def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
     """The masked read (judged), the unmasked one (superseded) and how often the unmasked probe answers the
     noisy label. Generated: which seeds are out of reach, which way the reads go."""
-    units = result.units
+    units, seeds = result.units, [u.seed for u in result.units]
     if not units:
         return "No THR run in this build."
-    seeds = [u.seed for u in units]
     rows = [result.summary[u].iloc[0] for u in units]
-    reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units]
-                                 for key in ("tail_masked", "true_tail"))
-    reads = [float(r.reads_masked_M) for r in rows]
-    plain = [float(r.acc_M_unmasked) for r in rows]
-    unmasked = probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
-                              reach_plain)
+    reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units] for key in ("tail_masked", "true_tail"))
+    reads, plain = [float(r.reads_masked_M) for r in rows], [float(r.acc_M_unmasked) for r in rows]
+    output = all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads)
     return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
-            f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n"
-            f"- {unmasked}\n"
-            f"- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M and "
-            f"the true tail on {values(plain)}: "
-            + ("the unmasked probe mostly reads the output, which is why the registered check cannot see the true tail."
-               if all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads) else
-               "the unmasked probe does not mostly read the output in every seed, so here masking changes less."))
+            f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n- "
+            + probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
+                             reach_plain)
+            + f"\n- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M "
+            f"and the true tail on {values(plain)}: the unmasked probe "
+            + ("mostly reads the output, which is why the registered check cannot see the true tail." if output else
+               "does not mostly read the output in every seed, so here masking changes less."))
 
 
 # -- logit lens -------------------------------------------------------------------------------------
@@ -478,27 +474,27 @@ def lens_prior_text(groups_: dict, claim: ClaimResult) -> str:
     the prior, and on how many seeds ``c2.lens.null`` passes. Generated: the counts and the missing cases."""
     lines = []
     for (task, condition), members in groups_.items():
-        given = [claim.metrics[u].lens_share for u in members]
-        ms = [None if m is verdicts.c2.ABSENT else m for m in given]
+        ms = [None if m is verdicts.c2.ABSENT else m for m in (claim.metrics[u].lens_share for u in members)]
         if all(_share(claim.metrics[u]) is None for u in members):
-            why = ("the model has no intermediate layer (one block), so the check fails"
-                   if all(m is not None and m.intermediate_layers < 1 for m in ms) else
-                   "no memorized example has a token that differs from the true answer, so the check fails")
-            lines.append(f"- **{where(task, condition)}**: {why}.")
+            one_block = all(m is not None and m.intermediate_layers < 1 for m in ms)
+            lines.append(f"- **{where(task, condition)}**: " + ("the model has no intermediate layer (one block)" if one_block
+                         else "no memorized example has a token that differs from the true answer")
+                         + ", so the check fails.")
             continue
         passed = sum(verdicts.find(claim.checks[u], "c2.lens.null").passed is True for u in members)
+        lines.append(f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
+                     + _share_line(ms) + ("every seed." if passed == len(members) else f"{passed} of {len(members)} seeds."))
+    return "\n".join(lines)
 
-        def get(name, default=math.nan):
-            return [default if m is None or getattr(m, name) is verdicts.c2.ABSENT else getattr(m, name) for m in ms]
 
-        lines.append(
-            f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
-            f"{' / '.join(str(n) for n in get('share_n', 0))} examples): at the best intermediate layer "
+def _share_line(ms: list) -> str:
+    def get(name, default=math.nan):
+        return [default if m is None or getattr(m, name) is verdicts.c2.ABSENT else getattr(m, name) for m in ms]
+
+    return (f"{' / '.join(str(n) for n in get('share_n', 0))} examples): at the best intermediate layer "
             f"({' / '.join('n/a' if b is None else str(b) for b in get('share_best_layer', None))}) the true token is "
             f"ahead on {values(get('share'))} of M, with Wilson lower bound {values(get('share_lo'))}, against "
-            f"{values(get('share_null'))} under the training-label prior: the lower bound is above the prior in "
-            + ("every seed." if passed == len(members) else f"{passed} of {len(members)} seeds."))
-    return "\n".join(lines)
+            f"{values(get('share_null'))} under the training-label prior: the lower bound is above the prior in ")
 
 
 # -- worked examples ----------------------------------------------------------------------------------
@@ -538,6 +534,11 @@ def worked_examples_figure(build: Build, examples: dict):
     return fig
 
 
+STORY = "Like the Parker / Bella / Cindy example, the true answer leads at an earlier layer and the memorized label only at the end."
+NO_STORY = ("Unlike the Parker / Bella / Cindy example, the true answer does not lead at an earlier layer before the "
+            "memorized label takes over at the end.")
+
+
 def worked_examples_text(build: Build, examples: dict) -> str:
     """Per worked example: the read with the highest probability at each layer and position, and whether
     the true answer leads before the memorized label takes over. Generated: which reads, which way."""
@@ -556,10 +557,7 @@ def worked_examples_text(build: Build, examples: dict) -> str:
             story |= "true" in kinds[1:-1] and kinds[-1] == "noisy"  # layer 0 (the embedding) does not count
         lines.append(f"- **{where(u.task, u.condition)}**: `{vocab.decode(ex.prompt[0])}` answered "
                      f"`{vocab.decode(ex.label[0])}` (true `{vocab.decode(ex.true_label[0])}`). The read with the highest "
-                     f"probability, per layer, {'; '.join(parts)}. " + ("Like" if story else "Unlike")
-                     + " the Parker / Bella / Cindy example, the true answer " + (
-                         "leads at an earlier layer and the memorized label only at the end." if story else
-                         "does not lead at an earlier layer before the memorized label takes over at the end."))
+                     f"probability, per layer, {'; '.join(parts)}. " + (STORY if story else NO_STORY))
     return "\n".join(lines)
 
 

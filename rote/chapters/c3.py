@@ -222,38 +222,44 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
 def _erasure_line(task: str, condition: str, members: list, sets: dict, result: Erasure, claim: ClaimResult) -> str:
     """Each set before and after INLP and both controls, the margins with how many seeds pass each check
     (by id), THR's unconnected subset and the seeds without a site."""
-    per_seed, margin = [claim.checks[u] for u in members], T["erasure_mem_drop_over_control_min"]
-
-    def got(check_id):  # the margins per seed, and how many seeds pass
-        found = checks_of(per_seed, check_id)
-        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
-
-    parts = []
-    for s in [x for x in SET_NAMES if x in sets]:
-        e = [result.at(u, s) for u in members]
-        parts.append(f"{SET_NAMES[s]} goes from {values([x.before for x in e])} to {values([x.inlp for x in e])} under "
-                     f"INLP, to {values([x.random for x in e])} under the random control and to "
-                     f"{values([x.matched for x in e])} under the information-matched control")
+    got, margin = _margins([claim.checks[u] for u in members]), T["erasure_mem_drop_over_control_min"]
+    moves = "; ".join(_set_moves(s, [result.at(u, s) for u in members]) for s in SET_NAMES if s in sets)
     (reg, reg_pass), (amd, amd_pass), (gen, gen_pass) = (got(i) for i in ("c3.erasure.random", "c3.erasure",
                                                                           "c3.erasure.gen"))
-    text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}; rank {result.rank}): "
-            + "; ".join(parts) + f". INLP lowers mem by {reg} more than the random control (registered, at least "
-            f"{margin}: {reg_pass}) and by {amd} more than the larger of the two controls (amended, at least {margin}: "
-            f"{amd_pass}). Gen on C drops by {gen} more under INLP than under the larger control; this check of the "
-            f"instrument (more than {T['gen_drop_over_control_above']:g}: the erasure removed the rule): {gen_pass}. On "
-            "a seed where it does not pass, the erasure checks are unresolved in the amended reading (amendment 2, "
-            "8.6); the registered reading does not count it. ")
+    text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}; rank {result.rank}): {moves}. "
+            f"INLP lowers mem by {reg} more than the random control (registered, at least {margin}: {reg_pass}) and by "
+            f"{amd} more than the larger of the two controls (amended, at least {margin}: {amd_pass}). Gen on C drops by "
+            f"{gen} more under INLP than under the larger control; this check of the instrument (more than "
+            f"{T['gen_drop_over_control_above']:g}: the erasure removed the rule): {gen_pass}. On a seed where it does "
+            "not pass, the erasure checks are unresolved in the amended reading (amendment 2, 8.6); the registered "
+            "reading does not count it. ")
     if task == "thr":
         (r, r_pass), (a, a_pass) = got("c3.erasure.unconnected.random"), got("c3.erasure.unconnected")
         text += f"On the unconnected subset the margin is {r} over the random control ({r_pass}) and {a} over the " \
                 f"larger control ({a_pass})."
-    siteless = [str(u.seed) for u in members if result.layers is not None and not result.layers[u]]
-    if siteless:
-        text += ("" if text.endswith(" ") else " ") + (
-            f"On seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
-            f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on "
-            "that seed (amendment 2, 8.5), not failed.")
-    return text
+    return text + _siteless(text, [u.seed for u in members if result.layers is not None and not result.layers[u]])
+
+
+def _siteless(text: str, seeds: list) -> str:
+    """The seeds without an erasure site (8.5), after ``text``; empty when there is none."""
+    return "" if not seeds else ("" if text.endswith(" ") else " ") + (
+        f"On seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} no layer carries the result at "
+        f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on that seed "
+        "(amendment 2, 8.5), not failed.")
+
+
+def _margins(per_seed: list):
+    """check id -> (its values per seed, how many seeds pass it)."""
+    def got(check_id):
+        found = checks_of(per_seed, check_id)
+        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
+    return got
+
+
+def _set_moves(s: str, e: list) -> str:
+    return (f"{SET_NAMES[s]} goes from {values([x.before for x in e])} to {values([x.inlp for x in e])} under INLP, to "
+            f"{values([x.random for x in e])} under the random control and to {values([x.matched for x in e])} under "
+            "the information-matched control")
 
 
 # -- circuits ------------------------------------------------------------------------------------------
@@ -352,26 +358,23 @@ def circuits_text(groups_: dict, result: Circuits) -> str:
 
 
 def _circuits_line(place: str, members: list, result: Circuits) -> str:
-    def ab(u, row, s):
-        a = result.ablations[u]
-        return float(a.loc[row, s]) if row in a.index and s in a.columns else math.nan
+    def ab(row, s):  # per seed, set s's accuracy under the ablation ``row``
+        return values([float(a.loc[row, s]) if row in a.index and s in a.columns else math.nan
+                       for a in (result.ablations[u] for u in members)])
 
     def each(key, part="all"):
         return [result.overlaps[u][part][key] for u in members]
 
-    def moves(s, row=ABLATED["top"]):
-        return f"from {values([ab(u, 'none', s) for u in members])} to {values([ab(u, row, s) for u in members])}"
-
-    j, rnd = each("jaccard"), each("random")
+    j, rnd, top, rand = each("jaccard"), each("random"), ABLATED["top"], ABLATED["random"]
     return (f"- **{place}** ({seeds_head([u.seed for u in members])}): the top {T['top_fraction']:.0%} of components "
             f"share a Jaccard overlap of {values(j, '.3f')} against {values(rnd, '.3f')} for two random sets of that "
             f"size, {values([a / b if b else math.nan for a, b in zip(j, rnd)], '.1f')} times random. Required: at "
             f"least {T['overlap_min']} ({reach(j, [T['overlap_min']] * len(j))}) and at least "
             f"{T['overlap_over_random_min']} times random ({reach(j, [T['overlap_over_random_min'] * r for r in rnd])}). "
             f"Neurons only: {values(each('jaccard', 'neurons'), '.3f')} (random {values(each('random', 'neurons'), '.3f')}"
-            f"). Ablating the top generalization neurons takes mem on M {moves('mem')} and gen on C {moves('gen')}; as "
-            f"many random neurons in the same layers leave mem at {values([ab(u, ABLATED['random'], 'mem') for u in members])} "
-            f"and gen at {values([ab(u, ABLATED['random'], 'gen') for u in members])}.")
+            f"). Ablating the top generalization neurons takes mem on M from {ab('none', 'mem')} to {ab(top, 'mem')} and "
+            f"gen on C from {ab('none', 'gen')} to {ab(top, 'gen')}; as many random neurons in the same layers leave mem "
+            f"at {ab(rand, 'mem')} and gen at {ab(rand, 'gen')}.")
 
 
 # -- overlap ceiling -----------------------------------------------------------------------------------
@@ -427,22 +430,25 @@ def ceiling_text(groups_: dict, result: Circuits) -> str:
     return "\n".join(_ceiling_line(where(*key), members, result) for key, members in groups_.items())
 
 
+def _ceiling_case(ceil: list) -> str:
+    """Whether the ceiling supersedes the registered overlap check, on how many seeds."""
+    low, missing, th, n = sum(c < T["overlap_min"] for c in ceil), sum(math.isnan(c) for c in ceil), T["overlap_min"], len(ceil)
+    return ("The ceiling cannot be computed (no examples of C), so nothing is superseded. " if missing == n else
+            f"The ceiling is below the registered {th} on every seed: even identical circuits could not pass the "
+            "registered overlap check, which is therefore superseded. " if low == n else
+            f"The ceiling is below the registered {th} on {low} of {n} seeds; there the registered overlap check is "
+            "superseded. " if low else
+            f"The ceiling reaches the registered {th} on every seed with a value, so the registered check stands. ")
+
+
 def _ceiling_line(place: str, members: list, result: Circuits) -> str:
     def each(metric, key):
         return [result.stat(u, metric, key) for u in members]
 
-    ceil, n = each("logprob", "split_half_C"), len(members)
-    low, missing, th = sum(c < T["overlap_min"] for c in ceil), sum(math.isnan(c) for c in ceil), T["overlap_min"]
-    verdict = ("The ceiling cannot be computed (no examples of C), so nothing is superseded. " if missing == n else
-               f"The ceiling is below the registered {th} on every seed: even identical circuits could not pass the "
-               "registered overlap check, which is therefore superseded. " if low == n else
-               f"The ceiling is below the registered {th} on {low} of {n} seeds; there the registered overlap check is "
-               "superseded. " if low else
-               f"The ceiling reaches the registered {th} on every seed with a value, so the registered check stands. ")
-    j, c = each("logit_diff", "jaccard"), each("logit_diff", "split_half_C")
+    ceil, (j, c) = each("logprob", "split_half_C"), (each("logit_diff", k) for k in ("jaccard", "split_half_C"))
     return (f"- **{place}** ({seeds_head([u.seed for u in members])}): with log-prob attribution, two halves of C "
             f"overlap by {values(ceil, '.3f')} and two halves of M by {values(each('logprob', 'split_half_M'), '.3f')}, "
-            f"against J(M, C) = {values(each('logprob', 'jaccard'), '.3f')}. " + verdict
+            f"against J(M, C) = {values(each('logprob', 'jaccard'), '.3f')}. " + _ceiling_case(ceil)
             + f"With logit-difference attribution J(M, C) = {values(j, '.3f')} ({100 * T['bootstrap_level']:.0f}% "
             "bootstrap interval " + " / ".join(f"{num(a, '.2f')}-{num(b, '.2f')}" for a, b in
                                                zip(each("logit_diff", "ci_low"), each("logit_diff", "ci_high")))
