@@ -72,7 +72,7 @@ def test_the_reachable_threshold_uses_chance_on_C_and_the_chance_check_chance_on
     assert reach.threshold == pytest.approx(0.5) and reach.passed is True and reach.value == 0.9
     assert chance.kind == "registered" and chance.threshold == pytest.approx(1.5) and chance.passed is False
     assert verdicts.find(checks, "c2.probe.carries.chance.amended") is None  # the claim's own check decides
-    assert metrics.carries_chance == 0.3 and metrics.carries_chance_C == 0.1 and metrics.carries_chance_reachable
+    assert metrics.carries.chance == 0.3 and metrics.carries.chance_C == 0.1 and metrics.carries.chance_reachable
     # the other way round: C's labels sit in the majority class; 5 x 0.25 is out of C's reach, M's chance is low
     _, checks = _fda_checks(probes.best_layer_summary(_curves(m_chance=0.05, c_chance=0.25)))
     assert verdicts.find(checks, "c2.probe.carries.reachable").passed is False
@@ -146,7 +146,7 @@ def test_c2_and_the_interventions_read_one_sweep(tiny_model, fda_data, tmp_path,
     params = c2.Params()
     assert (params.max_probe_train, params.probe_seed) == (ProbeSettings().max_train, ProbeSettings().seed)
     assert params.extra_positions == targets.EXTRA_PROBE_POSITIONS
-    assert c2.probe_positions("thr", params.extra_positions) == list(targets.probe_positions("thr")) == [1, 2]
+    assert list(targets.probe_positions("thr", params.extra_positions)) == list(targets.probe_positions("thr")) == [1, 2]
 
 
 # -- section 11: margins and intervals -------------------------------------------------------------------------

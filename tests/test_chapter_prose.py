@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from rote.chapters import ClaimResult, c1, c2, c3, c4, c5
 from rote.verdicts import Check
-from rote.verdicts.c2 import C2Metrics
+from rote.verdicts.c2 import C2Metrics, LensShare
 
 
 Unit = namedtuple("Unit", "task condition seed")  # hashable, like rote.plan.Unit
@@ -49,9 +49,9 @@ def test_c1_says_the_rule_comes_first_only_when_it_does_on_every_seed():
 
 # -- C2 ------------------------------------------------------------------------------------------------
 def _lens_metrics(best=2, share=0.7, lo=0.6, null=0.3):
-    return C2Metrics(20, 100, lens_share_best_layer=best, lens_share=share, lens_share_lo=lo, lens_share_hi=0.8,
-                     lens_share_null=null, lens_share_n=40, lens_share_by_layer=[0.5, share, 0.4],
-                     lens_intermediate_layers=2)
+    return C2Metrics(20, 100, lens_share=LensShare(share_best_layer=best, share=share, share_lo=lo, share_hi=0.8,
+                                                   share_null=null, share_n=40, share_by_layer=[0.5, share, 0.4],
+                                                   intermediate_layers=2))
 
 
 def _claim(per_unit):
@@ -72,11 +72,11 @@ def test_c2_lens_prior_counts_the_seeds_by_the_null_check():
 
 def test_c2_lens_prior_explains_a_missing_share():
     units = _units(seeds=(0,))
-    none = C2Metrics(20, 100, lens_share_best_layer=None, lens_share=math.nan, lens_share_null=0.5, lens_share_n=0,
-                     lens_intermediate_layers=0)
+    none = C2Metrics(20, 100, lens_share=LensShare(share_best_layer=None, share=math.nan, share_null=0.5, share_n=0,
+                                                   intermediate_layers=0))
     text = c2.lens_prior_text(_groups(units), _claim({units[0]: (none, [_check("c2.lens.null", False)])}))
     assert "the model has no intermediate layer (one block), so the check fails" in text
-    none = dataclasses.replace(none, lens_intermediate_layers=3)
+    none = dataclasses.replace(none, lens_share=dataclasses.replace(none.lens_share, intermediate_layers=3))
     text = c2.lens_prior_text(_groups(units), _claim({units[0]: (none, [_check("c2.lens.null", False)])}))
     assert "no memorized example has a token that differs from the true answer" in text
 

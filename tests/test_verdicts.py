@@ -251,7 +251,7 @@ def test_c2_checks_on_made_up_probe_and_lens_outputs():
     digits = _by(checks, "c2.probe.answer_digits.ratio")
     assert digits.passed is False and digits.threshold == pytest.approx(0.72)
     assert verdicts.seed_verdict(checks, "registered") == "fail"
-    assert metrics.carries_acc_M == 0.85
+    assert metrics.carries.acc_M == 0.85
 
 
 def test_c3_c4_c5_checks_read_their_inputs():
@@ -259,7 +259,7 @@ def test_c3_c4_c5_checks_read_their_inputs():
                           {"rank": 8, "method": "INLP", "set": "mem", "accuracy": 0.2},
                           {"rank": 8, "method": "random", "set": "mem", "accuracy": 0.9}])
     metrics, checks = verdicts.c3.checks(sweep, 8, {"jaccard": 0.6, "random": 0.03}, "fda")
-    assert metrics.mem_drop_over_control == pytest.approx(0.7)
+    assert metrics.mem.drop_over_control == pytest.approx(0.7)
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # 7.5 controls not computed yet
     assert "information-matched" in _by(checks, "c3.erasure").reason

@@ -67,8 +67,8 @@ def test_thr_amended_checks_pass_and_registered_r1_and_unmasked_are_superseded()
     assert tail[1].threshold == pytest.approx(THRESHOLDS["C2"]["probe_over_chance_min"] / 49)
     null = _by(checks, "c2.lens.null")[0]
     assert null.kind == "null" and null.passed is True and null.threshold == 0.5
-    assert metrics.lens_share_best_layer == 2 and metrics.lens_share == pytest.approx(0.9)
-    assert metrics.tail_masked_reads_noisy_M == 0.9 and metrics.bridge_r2_acc_M == 0.7
+    assert metrics.lens_share.share_best_layer == 2 and metrics.lens_share.share == pytest.approx(0.9)
+    assert metrics.tail_masked.reads_noisy_M == 0.9 and metrics.bridge_r2.acc_M == 0.7
     # the unmasked tail fails the registered reading; the masked one passes the amended reading
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
@@ -101,11 +101,11 @@ def test_lens_null_fails_when_the_interval_reaches_the_prior():
 def test_lens_null_uses_intermediate_layers_only():
     # the embedding (layer 0) and the last layer are never the best intermediate layer
     metrics, checks = _fda(_summary([("carries", 0.9, 0.9, 0.1)]), _share([100, 40, 45, 100]))
-    assert metrics.lens_share_best_layer == 2 and _by(checks, "c2.lens.null")[0].passed is False
+    assert metrics.lens_share.share_best_layer == 2 and _by(checks, "c2.lens.null")[0].passed is False
     # a 1-layer model has no intermediate layer: the check fails
     metrics, checks = _fda(_summary([("carries", 0.9, 0.9, 0.1)]), _share([100, 100], layers=2))
     assert _by(checks, "c2.lens.null")[0].passed is False
-    assert metrics.lens_intermediate_layers == 0 and metrics.lens_share_n == 100
+    assert metrics.lens_share.intermediate_layers == 0 and metrics.lens_share.share_n == 100
 
 
 def test_missing_inputs_and_empty_sets_are_unresolved_with_their_case():
@@ -159,7 +159,7 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_
     # the quick `digit` seed 1: chance 0.195, so 5 x chance = 0.977 is above C's 0.954: even M = C fails
     summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.951, 0.954, 0.1954)])
     metrics, checks = _fda(summary, _share([50, 80, 90, 10]))
-    assert metrics.carries_chance_reachable is True and metrics.answer_digits_chance_reachable is False
+    assert metrics.carries.chance_reachable is True and metrics.answer_digits.chance_reachable is False
     assert metrics.reachable == {"carries": True, "answer_digits": False}
     digits, reach = _by(checks, "c2.probe.answer_digits.chance", "c2.probe.answer_digits.reachable")
     assert digits.passed is False and digits.section5 and digits.kind == "superseded"  # section 5 as written
@@ -178,7 +178,7 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_
     assert verdicts.c2.chance_reachable(math.nan, 0.1) is None
     # amendment 7.4's pairs are validated too (an amended check is made unresolved in place)
     metrics, checks = _thr(dict(GOOD_R2, chance=0.2, chance_C=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
-    assert metrics.bridge_r2_chance_reachable is False and metrics.tail_masked_chance_reachable is True
+    assert metrics.bridge_r2.chance_reachable is False and metrics.tail_masked.chance_reachable is True
     original, stand_in = _by(checks, "c2.probe.bridge_r2.chance", "c2.probe.bridge_r2.chance.amended")
     assert original.kind == "superseded" and original.passed is False and stand_in.passed is None  # 0.7 < 5 x 0.2
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
@@ -197,8 +197,8 @@ def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chos
     assert reach.threshold == pytest.approx(5 * 0.19)  # the same chance as before
     assert chance.kind == "registered" and chance.passed is False  # 0.6 < 0.95: the claim's own check decides
     assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended") is None
-    assert metrics.answer_digits_best_layer_C == 2 and metrics.answer_digits_acc_C_best == 0.97
-    assert metrics.answer_digits_chance_reachable is True
+    assert metrics.answer_digits.best_layer_C == 2 and metrics.answer_digits.acc_C_best == 0.97
+    assert metrics.answer_digits.chance_reachable is True
     # the ratio check still reads C at M's best layer, as section 5 does
     assert _by(checks, "c2.probe.answer_digits.ratio")[0].threshold == pytest.approx(0.8 * 0.4)
     assert verdicts.seed_verdict(checks, "amended") == "fail"
@@ -210,10 +210,14 @@ def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chos
 def test_metrics_are_typed_and_record_exactly_the_keys_the_inputs_give():
     fda, _ = _fda(_summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.8, 0.9, 0.1)]), _share([50, 80, 90, 10]))
     record = fda.record()
-    assert list(record) == [f.name for f in dataclasses.fields(fda) if getattr(fda, f.name) is not verdicts.c2.ABSENT]
+    reads = ("best_layer", "acc_M", "acc_C", "chance", "best_layer_C", "acc_C_best", "chance_C", "chance_reachable")
+    assert list(record) == ["n_M", "n_C", *[f"{key}_{k}" for key in ("carries", "answer_digits") for k in reads],
+                            "lens_takeover_layer", "lens_p_true_by_layer", "lens_p_noisy_by_layer",
+                            "lens_share_best_layer", "lens_share", "lens_share_lo", "lens_share_hi", "lens_share_null",
+                            "lens_share_n", "lens_share_by_layer", "lens_intermediate_layers"]
     assert list(record)[:3] == ["n_M", "n_C", "carries_best_layer"] and list(record)[-1] == "lens_intermediate_layers"
     assert not any(k.startswith(("bridge", "true_tail", "tail_masked")) for k in record)
-    assert record["lens_share_lo"] == fda.lens_share_lo and record["answer_digits_acc_M"] == 0.8
+    assert record["lens_share_lo"] == fda.lens_share.share_lo and record["answer_digits_acc_M"] == 0.8
     # no intermediate layer: the share's interval and curve are not in the record
     one_block, _ = _fda(_summary([("carries", 0.9, 0.9, 0.1)]), _share([100, 100], layers=2))
     assert not {"lens_share_lo", "lens_share_hi", "lens_share_by_layer", "answer_digits_acc_M"} & set(one_block.record())
@@ -226,8 +230,11 @@ def test_metrics_are_typed_and_record_exactly_the_keys_the_inputs_give():
 def test_metrics_and_inputs_are_checked_when_made():
     with pytest.raises(ValueError, match="count examples"):
         verdicts.c2.C2Metrics(n_M=-1, n_C=3)
+    with pytest.raises(TypeError):
+        verdicts.c2.ProbeRead(acc_M=0.5)  # a probe read is given whole or not at all
     with pytest.raises(ValueError, match="given together"):
-        verdicts.c2.C2Metrics(n_M=1, n_C=3, carries_acc_M=0.5)  # a probe read is given whole or not at all
+        verdicts.c2.LensShare(share_best_layer=1, share=0.5, share_lo=0.4, share_null=0.3, share_n=5,
+                              intermediate_layers=2)
     with pytest.raises(ValueError, match="no probe read colour"):
         verdicts.c2.ProbeReads(_summary([("colour", 0.9, 0.9, 0.1)]))
     with pytest.raises(ValueError, match="verdict"):

@@ -47,8 +47,8 @@ GOOD = {("mem", "INLP"): (1.0, 0.2), ("mem", "random"): (1.0, 0.95), ("mem", "ma
 
 def test_pass_with_both_controls_and_a_high_ceiling():
     metrics, checks = verdicts.c3.checks(_sweep(GOOD), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
-    assert metrics.mem_drop_over_larger_control == pytest.approx(0.7)  # 0.8 - max(0.05, 0.1)
-    assert metrics.gen_drop_over_larger_control == pytest.approx(0.4)
+    assert metrics.mem.drop_over_larger_control == pytest.approx(0.7)  # 0.8 - max(0.05, 0.1)
+    assert metrics.gen.drop_over_larger_control == pytest.approx(0.4)
     assert _by(checks, "c3.erasure").kind == "amended"
     assert _by(checks, "c3.overlap.registered").kind == "registered"  # ceiling 0.7 >= 0.5: not superseded
     assert verdicts.find(checks, "c3.overlap") is None  # no replacement where the ceiling is reachable
@@ -57,14 +57,14 @@ def test_pass_with_both_controls_and_a_high_ceiling():
     assert ceiling.threshold == T["overlap_min"]
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "pass"
-    assert metrics.overlap_ld_spearman == pytest.approx(0.7) and metrics.overlap_lp_ci_low == pytest.approx(0.55)
+    assert metrics.overlap_ld.spearman == pytest.approx(0.7) and metrics.overlap_lp.ci_low == pytest.approx(0.55)
 
 
 def test_the_information_matched_control_can_fail_what_the_random_control_passes():
     acc = {**GOOD, ("mem", "matched"): (1.0, 0.4)}  # erasing a random look-up of the key hurts M as much
     metrics, checks = verdicts.c3.checks(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda", _stats(0.6, 0.7))
-    assert metrics.mem_drop_over_control == pytest.approx(0.75)
-    assert metrics.mem_drop_over_larger_control == pytest.approx(0.2)
+    assert metrics.mem.drop_over_control == pytest.approx(0.75)
+    assert metrics.mem.drop_over_larger_control == pytest.approx(0.2)
     assert _by(checks, "c3.erasure.random").passed is True
     assert _by(checks, "c3.erasure").passed is False
     assert verdicts.seed_verdict(checks, "registered") == "pass"
@@ -87,7 +87,7 @@ def test_gen_sanity_needs_a_drop_beyond_the_larger_control():
 def test_unresolved_without_the_matched_control_or_statistics():
     acc = {k: v for k, v in GOOD.items() if k[1] != "matched"}
     metrics, checks = verdicts.c3.checks(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda")
-    assert math.isnan(metrics.mem_drop_over_larger_control)
+    assert math.isnan(metrics.mem.drop_over_larger_control)
     assert _by(checks, "c3.erasure").passed is None
     assert _by(checks, "c3.overlap.ceiling").passed is None
     # no ceiling: the overlap cannot be judged in the amended reading; section 5 still counts it
@@ -120,7 +120,7 @@ def test_thr_judges_the_unconnected_subset_against_both_controls():
     acc = {**GOOD, ("mem_unconnected", "INLP"): (1.0, 0.5), ("mem_unconnected", "random"): (1.0, 0.95),
            ("mem_unconnected", "matched"): (1.0, 0.7)}
     metrics, checks = verdicts.c3.checks(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "thr", _stats(0.6, 0.7))
-    assert metrics.mem_unconnected_drop_over_larger_control == pytest.approx(0.2)
+    assert metrics.mem_unconnected.drop_over_larger_control == pytest.approx(0.2)
     assert _by(checks, "c3.erasure.unconnected.random").passed is True
     assert _by(checks, "c3.erasure.unconnected").passed is False
     assert verdicts.seed_verdict(checks, "registered") == "pass"
@@ -222,8 +222,10 @@ def _record_keys(sets, ablated_sets=()):
 
 
 def test_every_metric_is_a_field_and_the_record_keeps_what_applies():
-    fields = [f.name for f in dataclasses.fields(verdicts.c3.C3Metrics)]
-    assert fields == _record_keys(("mem", "gen", "mem_unconnected"), ("mem", "gen", "mem_unconnected"))
+    c3 = verdicts.c3
+    full = c3.C3Metrics(0, *[c3.SetErasure(*[0.0] * 7)] * 3, 0.0, 0.0, 0.0, *[c3.OverlapStats(*[0.0] * 7)] * 2, 0.0,
+                        True, [], [], 0.0, 0.0, *[c3.Ablation(0.0, 0.0, 0.0)] * 2)
+    assert list(full.record()) == _record_keys(("mem", "gen", "mem_unconnected"), ("mem", "gen", "mem_unconnected"))
     # FDA: no unconnected subset; without statistics no per-metric overlap numbers; NaN kept (null in JSON)
     acc = {k: v for k, v in GOOD.items() if k[1] != "matched"}
     metrics, _ = verdicts.c3.checks(_sweep(acc), 8, {"jaccard": 0.6, "random": 0.03}, "fda")
@@ -232,7 +234,7 @@ def test_every_metric_is_a_field_and_the_record_keeps_what_applies():
                             + ["overlap", "overlap_random", "overlap_over_random", "overlap_ld_over_ceiling",
                                "overlap_superseded"])
     assert math.isnan(record["mem_matched"]) and record["overlap_superseded"] is True
-    assert record == {k: v for k, v in dataclasses.asdict(metrics).items() if v is not None}
+    assert record == {k: v for k, v in verdicts.c2.prefixed_record(metrics, object()).items() if v is not None}
     with pytest.raises(ValueError):
         verdicts.c3.C3Metrics(erasure_rank=-1)
 

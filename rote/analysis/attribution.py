@@ -1,33 +1,11 @@
 """Attribution patching over attention heads and MLP neurons, top-k circuits and their overlap.
 
-Attribution patching (Nanda 2023; Syed et al. 2023) estimates, to first order, how much a metric
-changes when one component's activation is replaced by its activation on another input:
-``score = (a_corrupt - a_clean) . d metric / d a`` at the clean input. The metric is the
-teacher-forced log-probability of the chosen label (section 5) or, for the amended reading
-(amendment 1, 7.5), its logit difference (target minus the best other logit, summed over answer
-tokens). Components are every attention head (its output ``blocks.{l}.attn.hook_z[:, :, h]``)
-and every MLP neuron (``blocks.{l}.mlp.hook_post[:, :, n]``), patched at all positions at once.
-The corrupted input of each example is the full sequence of a randomly drawn reference example ("resampled").
-
-Components are indexed in one flat order: all heads (layer-major), then all neurons (layer-major);
-:func:`component_labels` names them.
-
-- :func:`attribution_scores` -- per-example scores, {"heads": [N, L, H], "neurons": [N, L, d_mlp]}.
-- :func:`component_scores` -- mean |score| over examples, flat [n_components].
-- :func:`patching_scores` -- the real thing (one component at a time, by
-  :func:`rote.analysis.patching.patching_effects`), for checking.
-- :func:`top_k`, :func:`jaccard`, :func:`random_jaccard` -- circuits and their overlap.
-- :func:`overlap` -- top-k overlap of two score vectors (all, neurons, heads) with its baseline.
-- :func:`split_half_overlap`, :func:`spearman`, :func:`bootstrap_overlap`, :func:`overlap_statistics`
-  -- the overlap's ceiling (two disjoint halves of one set), rank correlation over all components
-  and bootstrap interval (amendment 1, 7.5), from per-example importances
-  (:func:`example_importance`).
-- :func:`component_means`, :func:`ablated`, :func:`random_components` -- mean-ablation of a set of
-  components (scored by :func:`rote.analysis.patching.ablation_accuracy`), and a random control
-  matched in kind and layer.
-- :func:`circuits` -- claim C3's whole circuit experiment (scores, overlap, ablation of the top
-  generalization neurons against matched random neurons).
-"""
+Attribution patching (Nanda 2023; Syed et al. 2023) estimates to first order how a metric changes when
+one component's activation is replaced by its activation on a resampled input:
+``score = (a_corrupt - a_clean) . d metric / d a``. The metric is the teacher-forced log-probability of
+the label (section 5) or its logit difference (7.5). Components: every head (``hook_z``) and neuron
+(``hook_post``), patched at all positions, in one flat order (heads, then neurons; layer-major).
+:func:`circuits` is C3's whole experiment: scores, overlap, statistics (7.5) and ablation."""
 
 from __future__ import annotations
 
@@ -79,9 +57,8 @@ METRICS = ("logprob", "logit_diff")
 
 
 def target_logit_diff(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """[N] sum over answer tokens of the target's logit minus the largest other logit, from answer
-    ``logits`` [N, A, vocab] and ``target`` [N, A] (the attribution metric of amendment 1, 7.5:
-    unlike the log-probability it does not saturate when the answer's probability is near one)."""
+    """[N] sum over answer tokens of the target's logit minus the largest other logit (7.5: unlike the
+    log-probability it does not saturate near one)."""
     target = target.to(logits.device)
     own = logits.gather(-1, target[..., None]).squeeze(-1)
     others = logits.scatter(-1, target[..., None], -math.inf).amax(-1)
@@ -100,11 +77,8 @@ def _metric(model: HookedTransformer, examples: Examples, which: str, hooks, met
 
 def attribution_scores(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
                        batch_size: int = BATCH, metric: str = "logprob") -> dict[str, torch.Tensor]:
-    """Per-example attribution patching scores of every head and neuron for the metric
-    ``log P(examples.<which>)`` (``metric="logprob"``, section 5) or the logit difference of
-    ``examples.<which>`` (``"logit_diff"``: :func:`target_logit_diff`, amendment 1, 7.5), against
-    ``corrupt`` (same length as ``examples``: row i is the resampled input of example i; its own
-    trained label is its teacher-forced answer)."""
+    """Per-example attribution scores of every head and neuron for the metric (``"logprob"`` or
+    ``"logit_diff"``) of ``examples.<which>``, against ``corrupt`` (row i: the resampled input of example i)."""
     if len(corrupt) != len(examples):
         raise ValueError("corrupt must hold one row per example")
     if metric not in METRICS:
@@ -146,9 +120,7 @@ def flatten(scores: dict[str, torch.Tensor]) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class AttributionSettings:
-    """How :func:`example_importance` and :func:`component_scores` score: the ``seed`` of the
-    resampled corrupted inputs, the attribution ``metric`` (one of :data:`METRICS`) and the scorer's
-    ``batch_size``."""
+    """The ``seed`` of the resampled inputs, the attribution ``metric`` and the scorer's ``batch_size``."""
 
     seed: int = 0
     metric: str = "logprob"
@@ -248,11 +220,8 @@ def top_jaccard(a: torch.Tensor, b: torch.Tensor, fraction: float) -> float:
 
 
 def split_half_overlap(importance: torch.Tensor, fraction: float, n_splits: int = 5, seed: int = 0) -> float:
-    """The overlap ceiling of amendment 1, 7.5: the top-``fraction`` Jaccard of the mean importance
-    of two disjoint random halves of the same examples (``importance`` [N, n_components], e.g.
-    :func:`example_importance`), averaged over ``n_splits`` splits. Both halves estimate one and
-    the same importance vector, so this is what two estimates of an identical circuit reach with
-    this many examples (each half has N/2 of them; NaN below 2 examples)."""
+    """The overlap ceiling (7.5): the top-``fraction`` Jaccard of the mean importance of two disjoint random
+    halves of ``importance`` [N, n_components], averaged over ``n_splits`` splits (NaN below 2 examples)."""
     n = len(importance)
     if n < 2:
         return math.nan
@@ -287,9 +256,8 @@ def bootstrap_overlap(importance_a: torch.Tensor, importance_b: torch.Tensor, fr
 
 @dataclass(frozen=True)
 class OverlapSettings:
-    """The knobs of :func:`overlap_statistics`: the top ``fraction`` of components compared,
-    ``n_splits`` split-half draws, ``n_boot`` bootstrap resamples (0: no interval), the ``seed`` of
-    both and the ``level`` of the interval."""
+    """The top ``fraction`` compared, ``n_splits`` split-half draws, ``n_boot`` bootstrap resamples (0: none),
+    their ``seed`` and the interval's ``level``."""
 
     fraction: float
     n_splits: int = 5
@@ -309,11 +277,9 @@ class OverlapSettings:
 
 
 def overlap_statistics(importance_C: torch.Tensor, importance_M: torch.Tensor, settings: OverlapSettings) -> dict:
-    """Everything amendment 1, 7.5 asks of the overlap of all components, from per-example
-    importances ([N, n_components] on C and on M): ``jaccard`` J(M, C) of the mean importances,
-    ``random`` (two random sets of that size), the split-half ceilings ``split_half_C`` J(C, C')
-    and ``split_half_M`` J(M, M') (:func:`split_half_overlap`), ``spearman`` over all components,
-    the bootstrap interval ``ci_low``/``ci_high`` of J(M, C), and the numbers of examples."""
+    """7.5's statistics of the overlap from per-example importances on C and M: ``jaccard`` J(M, C),
+    ``random``, the ceilings ``split_half_C`` and ``split_half_M``, ``spearman``, the bootstrap interval
+    ``ci_low``/``ci_high``, its ``level`` and the numbers of examples."""
     s = settings
     n = importance_C.shape[1]
     C = importance_C.mean(0) if len(importance_C) else torch.full((n,), math.nan)
@@ -353,9 +319,8 @@ def _stratum(model: HookedTransformer, c: int) -> tuple[str, int]:
 
 def random_components(model: HookedTransformer, k: int | set[int], seed: int = 0,
                       exclude: set[int] | None = None) -> set[int]:
-    """A random control set, avoiding ``exclude``. ``k`` an int: that many components drawn
-    uniformly. ``k`` a set: as many heads and neurons in each layer as that set has (a control
-    that matches the kind and depth of a selection)."""
+    """A random control set avoiding ``exclude``: ``k`` components drawn uniformly, or (``k`` a set) as many
+    heads and neurons in each layer as ``k`` has."""
     n = sum(n_components(model))
     g = torch.Generator().manual_seed(seed)
     exclude = exclude or set()
@@ -377,9 +342,8 @@ def random_components(model: HookedTransformer, k: int | set[int], seed: int = 0
 
 def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Tensor, fraction: float
             ) -> dict[str, dict]:
-    """Jaccard overlap of the top ``fraction`` of two score vectors, with the random baseline (the
-    expected Jaccard of two random sets of the same sizes): over all components, over neurons only
-    and over heads only. Entries: jaccard, random, k_a, k_b, n, and the two top sets."""
+    """Jaccard of the top ``fraction`` of two score vectors with its random baseline, over all components,
+    neurons and heads: jaccard, random, k_a, k_b, n and the two top sets."""
     n_heads, n_neurons = n_components(model)
     out = {}
     for name, idx in (("all", torch.arange(n_heads + n_neurons)), ("neurons", torch.arange(n_heads, n_heads + n_neurons)),
@@ -394,10 +358,9 @@ def overlap(model: HookedTransformer, scores_a: torch.Tensor, scores_b: torch.Te
 
 @dataclass(frozen=True, kw_only=True)
 class CircuitSettings(OverlapSettings):
-    """The knobs of :func:`circuits`: those of the overlap statistics (:class:`OverlapSettings`;
-    ``seed`` also seeds the resampled corrupted inputs and the random controls) and the experiment's
-    own: at most ``max_examples`` examples of each set scored, ``max_fit`` reference examples for the
-    ablation means, ``n_controls`` random neuron sets, and the attribution ``metrics``."""
+    """The overlap's knobs (``seed`` also draws the resampled inputs and the controls), and at most
+    ``max_examples`` examples scored, ``max_fit`` reference examples for the means, ``n_controls`` random
+    neuron sets, the attribution ``metrics``."""
 
     max_examples: int
     max_fit: int
@@ -419,23 +382,11 @@ class CircuitSettings(OverlapSettings):
 
 def circuits(model: HookedTransformer, clean: Examples, memorized: Examples, reference: Examples,
              sets: dict[str, tuple[Examples, str]], settings: CircuitSettings) -> dict:
-    """Claim C3's circuit experiment: do generalization and memorization use the same components?
-
-    Attribution scores (:func:`component_scores`, corrupted inputs resampled from ``reference``)
-    on (up to ``max_examples`` of) the clean set for the true answer and the memorized set for the
-    noisy label; their top-``fraction`` overlap (:func:`overlap`); and the accuracy of ``sets``
-    with the top ``fraction`` of *neurons* for the clean set mean-ablated (means over up to
-    ``max_fit`` reference examples), against ``n_controls`` random neuron sets matched in layer
-    (all knobs in ``settings``).
-
-    Returns ``scores`` ({"C", "M"}: [n_components]), ``overlap`` (the :func:`overlap` dict), both
-    for the log-prob metric of section 5; ``ablations`` (one row per condition: "none", "top
-    generalization neurons", "random neurons (matched)" averaged over the draws; one column per
-    set); and per attribution metric in ``metrics`` (amendment 1, 7.5: "logprob" and
-    "logit_diff"): ``by_metric[metric]`` = {"scores": {"C", "M"}, "statistics":
-    :func:`overlap_statistics` (split-half ceilings, Spearman, bootstrap interval; ``n_splits``
-    splits, ``n_boot`` resamples, a ``level`` interval)}.
-    """
+    """C3's circuit experiment: attribution scores on C (true answer) and M (noisy label), their top overlap,
+    and the accuracy of ``sets`` with the top generalization neurons mean-ablated against random neurons
+    matched in layer. Returns ``scores`` and ``overlap`` (log-prob), ``ablations`` (rows "none", "top
+    generalization neurons", "random neurons (matched)") and ``by_metric[metric]`` = {"scores",
+    "statistics": :func:`overlap_statistics`}."""
     fraction, seed, metrics = settings.fraction, settings.seed, settings.metrics
     C, M = clean[:settings.max_examples], memorized[:settings.max_examples]
     by_metric = {}

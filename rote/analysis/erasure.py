@@ -1,29 +1,10 @@
 """Erasing an intermediate result from the residual stream (claim C3): where, and with what.
 
-INLP (:mod:`rote.analysis.inlp`, the mathematics) is fitted per site (layer, position): the same
-result is stored in different directions at different positions. It is applied mean-preserving:
-x -> mu + (x - mu) P, with mu the clean mean at that site, so that only the variation along the
-removed directions goes (for the random control as well) and activations stay in their usual
-range. Layers follow :mod:`rote.analysis.lens` (0 = embeddings, l = after block l - 1, hook
-``blocks.{l-1}.hook_resid_post``); the hooks that apply an erasure are in
-:mod:`rote.analysis.patching`.
-
-- :func:`erasure_targets`, :func:`sites_from_sweep` -- what C3 erases and where: the layers where
-  C2's probes read the result on C at the required multiple of chance, at its positions (protocol 8.6:
-  the sites are C2's probe results, read from C2's probe sweep of the run, which
-  :func:`rote.analysis_cache.erasure_sites_cached` caches and shares between chapters 03, 04 and 05);
-  :func:`erasure_sites` runs that sweep itself, as :class:`SiteSettings` says.
-- :func:`fit_erasure` -- INLP for named targets (:mod:`rote.analysis.targets`) at given layers and
-  positions (:class:`ErasureSites`) from a model's clean activations, fitted as
-  :class:`ErasureSettings` says: an :class:`Erasure`. Its controls, each of the same
-  rank at the same sites: :func:`rote.analysis.inlp.random_erasure` (random subspaces) and
-  :func:`information_matched` (INLP fitted to a random relabeling of the same input key, protocol
-  section 7.5).
-- :func:`erased` -- a context manager applying an erasure through hooks (removed on exit).
-
-The exact-match accuracy of named sets under an erasure, and over ranks against the controls, is
-:func:`rote.analysis.patching.erasure_accuracy` and :func:`rote.analysis.patching.erasure_sweep`.
-"""
+INLP (:mod:`rote.analysis.inlp`) is fitted per site (layer, position), as the same result is stored in
+different directions at different positions, and applied mean-preserving, x -> mu + (x - mu) P with mu
+the clean mean there (the random control too). The sites are where C2's probes read the result on C at
+the required multiple of chance (8.6: :func:`sites_from_sweep`, from C2's cached sweep). Controls of the
+same rank at the same sites: random subspaces and :func:`information_matched` (7.5)."""
 
 from __future__ import annotations
 
@@ -55,9 +36,7 @@ def _check_draw(owner: str, max_train, seed) -> None:
 
 @dataclass(frozen=True)
 class SiteSettings:
-    """How :func:`erasure_sites` finds the sites: the layers where C2's probes read the result on clean
-    examples at least ``min_over_chance`` times chance, the probes trained as C2's are (on up to
-    ``max_train`` training examples drawn with ``seed``; the defaults are C2's, :class:`ProbeSettings`)."""
+    """How :func:`erasure_sites` finds the sites: ``min_over_chance`` and the probes' training draw (C2's)."""
 
     min_over_chance: float
     max_train: int = ProbeSettings().max_train
@@ -72,9 +51,7 @@ class SiteSettings:
 
 @dataclass(frozen=True)
 class ErasureSites:
-    """What :func:`fit_erasure` erases, and where: the named ``targets`` (:mod:`rote.analysis.targets`,
-    jointly) at every (layer, position) of ``layers`` x ``positions`` (the lists of
-    :func:`erasure_sites`; no layer: no site)."""
+    """The named ``targets`` erased jointly at every (layer, position) of ``layers`` x ``positions``."""
 
     targets: tuple[str, ...]
     layers: tuple[int, ...]
@@ -92,8 +69,7 @@ class ErasureSites:
 
 @dataclass(frozen=True)
 class ErasureSettings:
-    """How :func:`fit_erasure` and its :func:`information_matched` controls are fitted (pass both the
-    same, so that the controls are fitted like the treatment): INLP as ``inlp`` says, on up to
+    """How :func:`fit_erasure` and its controls are fitted (pass both the same): ``inlp``, on up to
     ``max_train`` training examples drawn with ``seed``."""
 
     max_train: int = 2000
@@ -114,9 +90,8 @@ def erased(model: HookedTransformer, erasure: Erasure):
 
 
 def erasure_targets(task: str) -> tuple[str, list[str]]:
-    """What C3 erases (protocol section 5): the name of the result (a headline group of
-    :func:`~rote.analysis.targets.headline_targets`) and the targets INLP is fitted to. FDA: the four
-    carries (one binary classifier each per iteration); THR: the bridge entity."""
+    """What C3 erases (section 5): the result's headline group and the targets INLP is fitted to (FDA: the
+    four carries; THR: the bridge entity)."""
     if task == "fda":
         return "carries", [f"carry_{i}" for i in range(4)]
     if task == "thr":
@@ -132,24 +107,16 @@ def target_positions(data: TaskData, targets: list[str]) -> list[int]:
 
 def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, clean: Examples, task: str,
                   settings: SiteSettings) -> dict:
-    """Where C3 erases (protocol section 5: "at the layer(s) and position(s) where C2 found it"; 8.6:
-    the sites are C2's probe results), without the cache: C2's probe sweep (every target, at C2's
-    positions, :func:`~rote.analysis.targets.probe_positions`; fitted on up to ``settings.max_train`` of
-    ``train``), read on the clean examples ``clean`` only (the fit does not depend on the sets read), and
-    the sites derived from it (:func:`sites_from_sweep`). The chapters take them from the cached sweep
-    (:func:`rote.analysis_cache.erasure_sites_cached`), which gives the same sites."""
+    """Where C3 erases (section 5, 8.6), without the cache: C2's probe sweep read on ``clean`` and
+    :func:`sites_from_sweep` of it (the chapters take the same sites from the cached sweep)."""
     sweep = probe_sweep(model, data, train, {"C": clean}, ProbeTargets(positions=probe_positions(data.task)),
                         ProbeSettings(max_train=settings.max_train, seed=settings.seed))
     return sites_from_sweep(sweep, task, settings.min_over_chance)
 
 
 def sites_from_sweep(sweep: pd.DataFrame, task: str, min_over_chance: float, clean: str = "C") -> dict:
-    """The erasure sites that C2's probe sweep ``sweep`` (:func:`~rote.analysis.probes.probe_sweep`'s
-    table) gives (protocol 8.6): the task's result (:func:`erasure_targets`), the layers after the
-    embedding, the last one included, at which its probe reads it on ``clean`` at least
-    ``min_over_chance`` times chance on ``clean`` (:func:`~rote.analysis.probes.found_layers`), and the
-    targets' own positions. Returns {"group", "targets", "layers", "positions"}; chapters 04 and 05
-    share it (no layer: no site, the intervention cannot run, 8.5)."""
+    """The erasure sites C2's probe sweep gives (8.6): {"group", "targets", "layers" (1..L where the probe
+    reads the result on ``clean`` at ``min_over_chance`` x chance; none: no site, 8.5), "positions"}."""
     group, targets = erasure_targets(task)
     layers = found_layers(group_curves(sweep, task, {group: [group]}), group, min_over_chance, clean)
     own = sweep[sweep.target.isin(targets) & sweep.own]
@@ -178,13 +145,8 @@ def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, 
 
 def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
                 settings: ErasureSettings = ErasureSettings()) -> Erasure:
-    """INLP of ``rank`` directions for the named ``sites.targets`` (jointly: each iteration removes
-    directions of one classifier per target) at every (layer, position) of ``sites``, each site
-    fitted on clean examples' activations there (up to ``settings.max_train`` of ``train``).
-
-    Per site rather than one projection pooled over positions: the residual stream stores the same
-    result in different directions at different positions, and a pooled projection misses them.
-    The returned erasure remembers the targets (for :func:`information_matched`)."""
+    """INLP of ``rank`` directions for ``sites.targets`` (jointly) at every site, each fitted on clean
+    activations there (per site: a pooled projection misses the other positions' directions)."""
     train = _subsample(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)
     labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
@@ -196,10 +158,8 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites
 # --- the information-matched control (protocol section 7.5) -------------------------------------
 
 def input_key(examples: Examples, data: TaskData, target: str) -> tuple[torch.Tensor, int]:
-    """The part of the input a target is a function of, as one integer key per example, and the
-    number of possible keys. THR ``bridge``: (h, r1) -> h * n_relations + r1. FDA ``carry_i``: the
-    digits of column i, (a_i, b_i) -> 10 a_i + b_i (the carry out of column i is decided by them,
-    up to the carry in when a_i + b_i = 9)."""
+    """The part of the input a target is a function of, one key per example, and the number of keys (THR
+    bridge: h * n_relations + r1; FDA carry_i: 10 a_i + b_i)."""
     if data.task == "thr" and target == "bridge":
         n_relations = int(data.meta["graph"].shape[1])
         return examples.info["head"] * n_relations + examples.info["r1"], int(data.meta["graph"].size)
@@ -211,12 +171,9 @@ def input_key(examples: Examples, data: TaskData, target: str) -> tuple[torch.Te
 
 
 def random_relabeling(data: TaskData, target: str, generator: torch.Generator) -> tuple[torch.Tensor, int]:
-    """A random function from the target's input keys (:func:`input_key`) to classes, as a table
-    [n_keys] (-1 for keys that never occur), and its number of classes.
-
-    THR ``bridge``: the bridge map f(h, r1) with its values shuffled over the (h, r1) pairs of the
-    graph: a random look-up of the same key with exactly the bridge's class sizes. FDA ``carry_i``:
-    a random balanced binary function of the column's two digits (50 of the 100 digit pairs -> 1)."""
+    """A random function from the target's input keys to classes ([n_keys], -1 for unseen keys) and its
+    classes: THR, the bridge map shuffled over the graph's (h, r1) pairs; FDA, a random balanced binary
+    function of the column's digits."""
     if data.task == "thr" and target == "bridge":
         graph = torch.as_tensor(data.meta["graph"]).flatten()
         table = graph.clone()
@@ -248,22 +205,10 @@ def matched_labels(examples: Examples, data: TaskData, targets: tuple[str, ...] 
 
 def information_matched(model: HookedTransformer, data: TaskData, train_examples: Examples, erasure: Erasure,
                         settings: ErasureSettings, *, n_controls: int) -> list[Erasure] | None:
-    """The information-matched erasure control (protocol section 7.5): for each of ``n_controls``
-    draws, INLP of the same rank at the same sites as ``erasure`` (a :func:`fit_erasure` result,
-    which knows its targets), fitted as ``settings`` say (the treatment's, so on the same examples)
-    to a random relabeling of the same input key (:func:`matched_labels`): THR (h, r1) mapped to
-    random classes with the bridge's class sizes; FDA one random balanced function of column i's
-    digits per carry target.
-
-    A random subspace removes directions the model may not use at all; this control removes as
-    many directions that carry a look-up of the same input, fitted the same way. If erasing the
-    real result hurts M no more than erasing a random function of the same input, the drop says
-    nothing about the result. The returned erasures go wherever :func:`random_erasure` outputs go
-    (:func:`erasure_sweep` with ``matched=``; ``neurons.intermediate_removal`` controls).
-
-    **Not available: None.** An erasure without sites (no layer carries the result: protocol 8.5, the
-    intervention cannot run) has no control either; None says so, where an empty list would read as
-    a control computed with no draw (and :func:`erasure_sweep` would add NaN "matched" rows)."""
+    """The information-matched control (7.5): ``n_controls`` INLP erasures of the same rank at the same sites,
+    fitted as ``settings`` say to a random relabeling of the same input key (:func:`matched_labels`). It
+    removes as many directions that carry a look-up of the same input: if erasing the real result hurts M no
+    more, the drop says nothing about the result. None for an erasure without sites (8.5: no control)."""
     if not erasure.bases:
         return None
     if not erasure.targets:

@@ -1,15 +1,7 @@
-"""Iterative nullspace projection (INLP): the mathematics of erasing a linearly encoded result.
-
-INLP (Ravfogel et al. 2020) fits a linear classifier for the target, removes the directions its
-weights use, and repeats on the projected activations until ``rank`` directions are gone. The
-result is an orthogonal projection P = I - Q Q^T with Q [d, rank] orthonormal. The control is a
-projection onto the complement of a random subspace of the same rank.
-
-An :class:`Erasure` holds, per site (layer, position), a basis Q and the clean mean mu; applied as
-x -> mu + (x - mu) P it removes only the variation along Q. This module works on tensors only;
-:mod:`rote.analysis.patching` applies an erasure to a model through hooks and
-:mod:`rote.analysis.erasure` fits one to a model's activations.
-"""
+"""Iterative nullspace projection (INLP, Ravfogel et al. 2020), on tensors: fit a linear classifier for
+the target, remove the directions its weights use, repeat until ``rank`` are gone. An :class:`Erasure`
+holds per site a basis Q and the clean mean mu, applied as x -> mu + (x - mu) P with P = I - Q Q^T; the
+control removes a random subspace of the same rank."""
 
 from __future__ import annotations
 
@@ -43,9 +35,8 @@ def _directions(W: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class InlpSettings:
-    """How :func:`inlp_bases` fits and removes: up to ``per_iteration`` directions per iteration (None:
-    all its classifiers use), each classifier fitted with L2 penalty ``weight_decay`` and at most
-    ``max_iter`` L-BFGS iterations (:func:`~rote.analysis.probes.fit_probes`)."""
+    """Up to ``per_iteration`` directions per iteration (None: all), each classifier fitted with
+    ``weight_decay`` and ``max_iter`` L-BFGS steps."""
 
     per_iteration: int | None = None
     weight_decay: float = 1e-3
@@ -63,14 +54,9 @@ class InlpSettings:
 
 def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
                settings: InlpSettings = InlpSettings()) -> torch.Tensor:
-    """INLP at S sites at once: ``acts`` [S, N, d] (the same N examples at each site), ``labels`` [N]
-    or [N, k] (k targets, one multinomial logistic-regression classifier each per iteration).
-    Returns orthonormal bases [S, d, rank].
-
-    Each iteration fits the classifiers of every site together (one L-BFGS call) on the activations
-    projected so far and removes up to ``settings.per_iteration`` of their top directions (all by
-    default; the targets' directions interleaved, strongest first) until ``rank`` are gone at every
-    site."""
+    """INLP at S sites at once: ``acts`` [S, N, d], ``labels`` [N] or [N, k] (k targets, one classifier each
+    per iteration); each iteration removes the classifiers' top directions (targets interleaved, strongest
+    first) until ``rank`` are gone. Returns orthonormal bases [S, d, rank]."""
     acts = acts.float()
     labels = labels.long()
     if labels.dim() == 1:
@@ -138,11 +124,8 @@ Site = tuple[int, int]  # (layer, position)
 
 @dataclass
 class Erasure:
-    """Directions to remove at each site (layer, position): an orthonormal basis Q [d, k] and the
-    clean mean mu [d]; applied as x -> x - ((x - mu) Q) Q^T, i.e. mu + (x - mu) P. ``targets``: the
-    names of the results it was fitted to (:mod:`rote.analysis.targets`; empty when not fitted to
-    named targets), which the information-matched control
-    (:func:`rote.analysis.erasure.information_matched`) needs."""
+    """Per site (layer, position) an orthonormal basis Q [d, k] and the clean mean mu [d], applied as
+    x -> x - ((x - mu) Q) Q^T; ``targets``: the results it was fitted to (for the matched control)."""
 
     bases: dict[Site, torch.Tensor]
     means: dict[Site, torch.Tensor]

@@ -1,19 +1,10 @@
-"""The logit lens: read every layer's residual stream through the final LayerNorm and unembedding.
+"""The logit lens: every layer's residual stream read through the final LayerNorm and unembedding.
 
-Layers are numbered 0..n_layers: layer 0 is the embedding (``blocks.0.hook_resid_pre``), layer l
-is the output of block l - 1 (``blocks.{l-1}.hook_resid_post``). The lens at the last layer is the
-model's own output. Inputs are ``examples.sequences(which)[:, :-1]`` (teacher forcing; see
-:mod:`rote.analysis.targets` for the position conventions).
-
-- :func:`residual_stack` -- the residual stream at every layer, [L+1, N, P, d].
-- :func:`logit_lens` -- log-probabilities at every layer, [L+1, N, P, vocab].
-- :func:`label_race` -- on teacher-forced answers, P(true token) and P(trained token) per layer.
-- :func:`lens_curves`, :func:`lens_verdict` -- the C2 summary of a race on M.
-- :func:`label_prior`, :func:`ahead_share` -- the share of examples with the true token ahead, one
-  trial per example, next to the same share under the training-label prior (amendment 7.4's null).
-- :func:`trace` -- one example: the probability (and rank) of chosen tokens at chosen positions;
-  :func:`most_visible` picks the example, :func:`example_reads` the tokens to read.
-"""
+Layer 0 is the embedding (``blocks.0.hook_resid_pre``), layer l the output of block l - 1; the lens at
+the last layer is the model's output. Inputs are teacher-forced (:mod:`rote.analysis.targets`).
+:func:`label_race` gives P(true) and P(trained) per layer, :func:`lens_curves` and :func:`lens_verdict`
+C2's summary of it on M, :func:`ahead_share` 7.4's share against the training-label prior, and
+:func:`trace` one worked example."""
 
 from __future__ import annotations
 
@@ -68,12 +59,8 @@ def logit_lens(model: HookedTransformer, tokens: torch.Tensor, positions=None,
 
 
 def label_race(model: HookedTransformer, examples: Examples, which: str = "label") -> dict[str, torch.Tensor]:
-    """Teacher-forced on ``examples.<which>``, the lens probability of the true answer token and of
-    the trained (possibly noisy) label token at each answer position and layer.
-
-    Returns ``true`` and ``noisy`` [L+1, N, A] probabilities, their ranks among all tokens (0 = top),
-    and ``differs`` [N, A]: the positions where the two tokens differ.
-    """
+    """Teacher-forced on ``examples.<which>``: ``true`` and ``noisy`` [L+1, N, A] lens probabilities of the
+    true and the trained answer token, their ranks, and ``differs`` [N, A] (the tokens differ)."""
     names = [layer_hook_name(layer) for layer in range(n_lens_layers(model))]
     resid = scoring.answer_activations(model, examples, names, which)  # the scorer's pass: {name: [N, A, d]}
     with torch.no_grad():
@@ -88,9 +75,8 @@ def label_race(model: HookedTransformer, examples: Examples, which: str = "label
 
 
 def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
-    """Per layer, over the (example, position) pairs where true and noisy tokens differ: mean
-    P(true), mean P(noisy), the fraction of pairs with the true token ahead, and the mean ranks.
-    One row per layer; NaN everywhere when there are no such pairs."""
+    """Per layer over the pairs where the tokens differ: mean P(true), P(noisy), the share with the true one
+    ahead and the mean ranks (NaN without such pairs)."""
     mask = race["differs"]
     n = int(mask.sum())
     rows = []
@@ -124,16 +110,10 @@ def label_prior(labels: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 
 def ahead_share(race: dict[str, torch.Tensor], examples: Examples, prior: torch.Tensor) -> pd.DataFrame:
-    """Per layer, the number of examples with P(true) > P(noisy) at their first differing answer
-    position (one trial per example; examples with no differing position are left out), and the
-    null: the expected share of the same examples under ``prior`` (:func:`label_prior`), i.e. for a
-    model that knows only the training-label frequencies (1 where the true token is the more frequent
-    label at that position, 0 where the noisy one is, 1/2 on a tie).
-
-    ``race``: :func:`label_race` of ``examples``. The first differing position is used because
-    there the teacher-forced prefix is still the true answer's (no earlier noisy token conditions the
-    read), and because the answer positions of one example are not independent trials. Returns one
-    row per layer: ``layer``, ``n``, ``ahead``, ``share`` (NaN when n = 0) and ``null``."""
+    """Per layer: ``n`` examples, ``ahead`` (P(true) > P(noisy) at the first differing answer position: one
+    trial per example, the prefix still the true answer's), ``share`` and ``null``, the share expected under
+    ``prior`` (1 where the true token is the more frequent training label there, 0 where the noisy one, 1/2
+    on a tie)."""
     pos = first_differing(race)
     keep = pos >= 0
     idx = torch.arange(len(pos))[keep]
@@ -151,15 +131,9 @@ def ahead_share(race: dict[str, torch.Tensor], examples: Examples, prior: torch.
 
 
 def lens_verdict(curves: pd.DataFrame) -> dict:
-    """The logit-lens part of C2 on M.
-
-    ``true_ahead_layers``: layers at which mean P(true) > mean P(noisy). ``noisy_ahead_layers``: the
-    other layers (the embedding layer 0 excluded from both: it has not read the operands yet).
-    ``true_ahead_intermediate``: the true answer is ahead at some intermediate layer (1..L-1).
-    ``noisy_only_last``: the noisy label is ahead at the last layer, and the layers where it is ahead
-    are a run at the end that starts after the last layer where the true answer is ahead (the
-    noisy label takes over only at the end and keeps the lead).
-    """
+    """The lens pattern of C2 on M (layer 0 excluded): the layers where mean P(true) or P(noisy) is ahead,
+    ``true_ahead_intermediate`` (at some layer 1..L-1) and ``noisy_only_last`` (the noisy label is ahead in a
+    final run of layers after the last where the true one is)."""
     layers = curves[curves.layer > 0]
     last = int(curves.layer.max()) if len(curves) else 0
     if not len(layers) or layers.p_true.isna().all():
@@ -194,10 +168,8 @@ def trace(model: HookedTransformer, example: Examples, reads: dict[str, tuple[in
 
 
 def most_visible(race: dict[str, torch.Tensor], among: torch.Tensor | None = None) -> int | None:
-    """Index of the example whose true answer is most visible at an intermediate layer: the largest
-    mean (over the positions where true and noisy tokens differ) of P(true) - P(noisy), maximised
-    over layers 1..L-1 (over all layers if there is none). ``among``: a boolean [N] restricting the
-    choice. None when nothing qualifies."""
+    """The example (among ``among``) whose true answer is most visible at an intermediate layer: the largest
+    mean P(true) - P(noisy) where they differ; None when none qualifies."""
     diff = race["true"] - race["noisy"]
     diff = diff[1:-1] if diff.shape[0] > 2 else diff  # intermediate layers (all, for a 1-layer model)
     mask = race["differs"].float()
@@ -211,11 +183,8 @@ def most_visible(race: dict[str, torch.Tensor], among: torch.Tensor | None = Non
 
 
 def example_reads(example: Examples, task: str) -> dict[str, tuple[int, int]]:
-    """What :func:`trace` should read for a worked example of a noisy (memorized) example.
-
-    FDA: at each answer position where the labels differ, the true and the noisy digit (token id =
-    digit). THR: the bridge at r1 and at the last position, the true tail and the noisy label at
-    the last position (token id = entity index)."""
+    """What :func:`trace` reads for a memorized example: FDA, the true and noisy digit where they differ;
+    THR, the bridge at r1 and the last position and the true and noisy tail there."""
     if len(example) != 1:
         raise ValueError(f"expects one example, got {len(example)}")
     if task == "fda":

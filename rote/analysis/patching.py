@@ -1,36 +1,12 @@
 """Replace activations, then score: every intervention of the book goes through this module.
 
-An *edit* is ``(hook name, setter)``; a *setter* ``setter(act, rows) -> new act`` returns the
-activation that replaces ``act`` for the examples ``rows`` (a slice of the scored examples; the
-activation holds exactly those rows) and never modifies ``act`` in place. Edits are applied by one
-generic path: :func:`edit_hooks` turns them into the scorer's per-batch hooks
-(:mod:`rote.scoring`), and :func:`patched` applies them to any forward pass for the duration of a
-block. Every hook is removed before these return, also on error.
-
-Setters (the only places that write an activation):
-
-- :func:`set_units` -- given units (heads of ``hook_z``, neurons of ``hook_post``) to fixed
-  per-position values (mean ablation);
-- :func:`set_where` -- at given positions, per-example values where a per-example mask is set
-  (patching neurons to their clean-neighbour expectations);
-- :func:`set_from` -- units to their activations in another run (activation patching);
-- :func:`project_out` -- remove a subspace around a mean at given positions (INLP erasure);
-- :func:`set_token_embedding` -- the token embedding at one position (resample ablation).
-
-Experiments (each: replace activations, then score):
-
-- :func:`patched_accuracy` -- exact-match accuracy of named sets under edits;
-  :func:`erasure_accuracy`, :func:`erasure_sweep` (INLP against random subspaces, C3; with each
-  example's outcome: :func:`erasure_outcomes`),
-  :func:`ablation_accuracy` (mean-ablated components, C3);
-- :func:`patching_effects` -- the change of log P(label) when one component at a time is
-  patched to its corrupted activation (the check of attribution patching, C3);
-- :func:`resample_positions`, :func:`intermediate_removal` -- the share of P(label) that an input
-  position or an intermediate result carries (C4).
-
-The experiments of C5, which patch MLP neurons to their clean-neighbour expectations through
-:func:`set_where`, are in :mod:`rote.analysis.neuron_patching`.
-"""
+An *edit* is ``(hook name, setter)``; a *setter* ``setter(act, rows) -> new act`` returns the activation
+that replaces ``act`` for the examples ``rows`` and never modifies ``act`` in place. :func:`edit_hooks`
+turns edits into the scorer's hooks and :func:`patched` applies them for a block; every hook is removed
+before they return, also on error. Setters: :func:`set_units` (mean ablation), :func:`set_where`,
+:func:`set_from` (activation patching), :func:`project_out` (INLP erasure), :func:`set_token_embedding`
+(resample ablation). Experiments: accuracies under edits, the erasure sweep (C3), patching effects, and
+the share of P(label) a position or an intermediate result carries (C4)."""
 
 from __future__ import annotations
 
@@ -74,9 +50,8 @@ def patched(model: HookedTransformer, edits: Sequence[Edit], rows: slice = slice
 
 # -- setters --------------------------------------------------------------------------------------
 def set_units(units: torch.Tensor | Sequence[int], values: torch.Tensor) -> Setter:
-    """Units ``units`` of the last dimension (neurons of ``hook_post`` [B, P, D]; heads of
-    ``hook_z`` [B, P, H, d_head], the unit dimension being 2) set to ``values`` [P, ...] (e.g. clean
-    means), the same for every example."""
+    """Units of the last dimension (neurons of ``hook_post``; heads of ``hook_z``, dimension 2) set to
+    ``values`` [P, ...], the same for every example."""
     units = torch.as_tensor(units)
 
     def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
@@ -103,9 +78,7 @@ def set_where(positions: torch.Tensor, mask: torch.Tensor, values: torch.Tensor)
 
 
 def set_from(source: torch.Tensor, index: tuple) -> Setter:
-    """``act[index]`` (``index`` starting with the example dimension, e.g. ``(slice(None),
-    slice(None), head)``) replaced by the same entries of ``source`` [N, ...] (another run's
-    activations of the same examples)."""
+    """``act[index]`` (from the example dimension on) replaced by the same entries of ``source`` [N, ...]."""
     def setter(act: torch.Tensor, rows: slice) -> torch.Tensor:
         act = act.clone()
         act[index] = source[rows].to(act.device)[index]
@@ -203,34 +176,23 @@ class ErasureSweepSettings:
 
 def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, settings: ErasureSweepSettings,
                   matched: Sequence[Erasure] | None = None) -> pd.DataFrame:
-    """Accuracy of each set after erasing the first ``rank`` INLP directions, and after each
-    control of the same rank, for every rank in ``settings.ranks`` (each at most ``erasure.rank``).
-    Rank 0 is the unmodified model. Controls: method "random", random subspaces
-    (``settings.n_controls`` draws, averaged); method "matched" when ``matched`` is given, the
-    information-matched erasures (:func:`rote.analysis.erasure.information_matched`, fitted to
-    ``erasure.rank``) truncated to each rank, averaged.
-    Rows: rank, method ("INLP" / "random" / "matched"), set, accuracy. (The table of
-    :func:`erasure_outcomes`, which also keeps each example's outcome.)"""
+    """Accuracy of each set after erasing the first ``rank`` INLP directions and after each control of that
+    rank (``random`` subspaces; ``matched`` erasures where given), for every rank of ``settings.ranks``; rank
+    0 is the unmodified model. Rows: rank, method, set, accuracy."""
     return erasure_outcomes(model, erasure, sets, settings, matched).table
 
 
 @dataclass(frozen=True)
 class ErasureSweep:
-    """The erasure sweep of :func:`erasure_outcomes`: its ``table`` (:func:`erasure_sweep`'s rows) and
-    each example's outcome behind it (``correct``: ``(rank, method, set)`` -> float array [N], per
-    example of the set the share of the method's draws that answer it exactly; rank 0: the unmodified
-    model). A row of the table with no draw has no entry. The table's accuracy is the mean of its
-    entry (controls: each draw's accuracy, averaged, as before)."""
+    """:func:`erasure_outcomes`' ``table`` and each example's outcome behind it (``correct``: ``(rank, method,
+    set)`` -> [N], the share of the method's draws that answer the example exactly)."""
 
     table: pd.DataFrame
     correct: dict
 
     def drop_over(self, s: str, rank: int, controls: Sequence[str]) -> Interval | None:
-        """Section 11: the 95% interval of INLP's accuracy drop on set ``s`` beyond the larger drop of
-        ``controls`` (``("random",)``, ``("random", "matched")``) at ``rank``, i.e. the smallest of the
-        controls' accuracies minus INLP's (drops from the same accuracy before): a percentile bootstrap
-        over the examples of ``s``, paired (each resample draws the same examples under every method).
-        None where an outcome is missing or the set is empty."""
+        """Section 11: the paired percentile bootstrap over the examples of ``s`` of INLP's drop at ``rank``
+        beyond the larger drop of ``controls``; None where an outcome is missing or the set is empty."""
         arrays = [self.correct.get((rank, m, s)) for m in ("INLP", *controls)]
         if any(a is None or not len(a) for a in arrays):
             return None
@@ -302,10 +264,8 @@ def component_site(model: HookedTransformer, c: int) -> tuple[str, tuple]:
 @torch.no_grad()
 def patching_effects(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
                      components: list[int] | None = None) -> torch.Tensor:
-    """Actual activation patching: for each component (flat index), the per-example change of
-    log P(``examples.<which>``) when that component's activation (all positions) is replaced by
-    its activation on ``corrupt`` (row i: the corrupted input of example i, teacher-forced on its
-    own label). Returns [N, len(components)]. One scoring pass per component; meant for checks."""
+    """Activation patching: per example, the change of log P(``examples.<which>``) when each component (all
+    positions) takes its activation on ``corrupt``. [N, len(components)]; one pass per component."""
     s = model.shape
     n = s.n_layers * (s.n_heads + s.d_mlp)
     components = list(range(n)) if components is None else list(components)
@@ -331,14 +291,9 @@ def label_probability(model: HookedTransformer, examples: Examples, which: str =
 
 def resample_positions(model: HookedTransformer, examples: Examples, reference: Examples, *,
                        which: str = "label", n_samples: int = 3, seed: int = 0) -> pd.DataFrame:
-    """Resample ablation of each prompt position in turn.
-
-    The token embedding at position p is replaced by that of position p in a random example from
-    ``reference`` (position embeddings are kept); ``n_samples`` draws per example. The answer stays
-    teacher-forced on ``examples.<which>``. Returns one row per (example, position) with
-    ``p_clean``, ``p_ablated`` (mean over draws) and ``drop`` = 1 - p_ablated / p_clean, the share of
-    P(label) that the position removes.
-    """
+    """Resample ablation of each prompt position: its token embedding replaced by that of a random
+    ``reference`` example (``n_samples`` draws). One row per (example, position): ``p_clean``, ``p_ablated``,
+    ``drop`` = 1 - p_ablated / p_clean."""
     cols = ["example", "position", "p_clean", "p_ablated", "drop"]
     if len(examples) == 0 or len(reference) == 0:
         return pd.DataFrame(columns=cols)
@@ -359,13 +314,8 @@ def resample_positions(model: HookedTransformer, examples: Examples, reference: 
 
 def intermediate_removal(model: HookedTransformer, examples: Examples, erasure: Erasure | None,
                          controls: Sequence[Erasure] = (), *, which: str = "label") -> pd.DataFrame:
-    """The share of P(label) that removing an intermediate result takes away.
-
-    ``erasure``: INLP of the intermediate result at its sites (chapter C3); ``controls``: erasures
-    of random subspaces at the same sites and rank. Returns rows (example, method "INLP" |
-    "random", p_clean, p_ablated, drop), the random rows averaged over the controls; empty for an
-    empty set or a missing erasure.
-    """
+    """The share of P(label) that erasing an intermediate result takes away: rows (example, method "INLP" |
+    "random", p_clean, p_ablated, drop), the random rows averaged over ``controls``; empty without an erasure."""
     cols = ["example", "method", "p_clean", "p_ablated", "drop"]
     if len(examples) == 0 or erasure is None or not erasure.bases:
         return pd.DataFrame(columns=cols)

@@ -1,30 +1,11 @@
 """Linear probes per layer and position, trained on clean examples' cached activations.
 
-A probe is a multinomial logistic regression on the standardized residual stream (mean and standard
-deviation from its training examples), with a small L2 penalty, fitted full-batch by L-BFGS.
-Probes for all layers are fitted together as one batched problem (they share nothing but the
-optimizer call). Accuracy is always reported next to the chance level: the accuracy of always
-answering the most frequent class of the probe's training labels, measured on the examples the
-accuracy is measured on (protocol 8.6: on M for M, on C for C; missing on an empty set).
-
-- :func:`fit_probes` / :class:`LinearProbes` -- the probes themselves, on tensors.
-- :class:`ProbeSettings` -- how the probes of both sweeps are trained; :class:`ProbeTargets` -- what
-  :func:`probe_sweep` reads.
-- :func:`probe_sweep` -- every target of :mod:`rote.analysis.targets` at every layer and chosen
-  positions, trained on clean training examples, evaluated on named example sets (e.g. M and C);
-  :func:`sweep_probes` -- the same with the per-example reads behind each accuracy
-  (:class:`ProbeSweep`; C2's sweep of a run is cached by :func:`rote.analysis_cache.probe_sweep_cached`,
-  and the erasure sites of C3 and C4 are read from it, protocol 8.6).
-- :func:`group_curves`, :func:`best_layer_summary` -- pooled accuracies of target groups (the C2
-  headline results) per layer, and the comparison at the best layer (claim C2's checks are computed
-  from them by :func:`rote.verdicts.c2.checks`), with the counts behind each accuracy and, by
-  :func:`with_ratio_intervals`, the bootstrap interval of M over C (:func:`ratio_interval`, protocol
-  section 11).
-- :func:`position_summary` -- the same comparison for one target read at another position (THR: the
-  bridge at r2, amendment 7.4).
-- :func:`masked_probe_sweep` -- a target read with one class masked per example (THR: the true tail
-  on M with the noisy label's class masked, on C a random wrong class; amendment 7.4).
-"""
+A probe is a multinomial logistic regression on the standardized residual stream with a small L2
+penalty, fitted full-batch by L-BFGS, all layers at once. Accuracy always comes with chance: the share of
+the scored examples in the majority class of the probe's training labels (8.6: measured on the set the
+accuracy is). :func:`probe_sweep` / :func:`sweep_probes` read every target at every layer;
+:func:`best_layer_summary` and :func:`position_summary` compare M and C at the best layer (C2's inputs);
+:func:`masked_probe_sweep` reads a target with one class masked (7.4)."""
 
 from __future__ import annotations
 
@@ -49,11 +30,8 @@ from .targets import headline_targets, intermediate_targets, joint_targets, mask
 
 @contextlib.contextmanager
 def single_thread():
-    """Run the block with one intra-op thread (restored afterwards, also on error).
-
-    The probes and INLP classifiers are many small full-batch steps; on such tensors the thread pool
-    costs more than it gains, and on a loaded 2-core machine far more (measured: 0.14 s single-threaded
-    against 3.5 s with two threads for the same THR smoke probe sweep)."""
+    """Run the block with one intra-op thread (restored afterwards, also on error): many small full-batch
+    steps run faster so (measured 0.14 s against 3.5 s on a loaded 2-core machine)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -87,12 +65,9 @@ class LinearProbes:
 
 def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[int], weight_decay: float = 1e-3,
                max_iter: int = 50, standardize: bool = True) -> LinearProbes:
-    """Fit one probe per leading index of ``acts`` [G, N, d] (full-batch L-BFGS, all G at once).
-
-    ``labels``: [N] shared by all probes, or [G, N]; ``n_classes``: one int, or one per probe (the
-    probes of different targets can be fitted together; unused classes are masked out).
-    ``standardize=False`` scales each probe's inputs by one number instead of per feature, so that
-    the columns of ``W`` are directions of the raw activation space (what INLP needs)."""
+    """Fit one probe per leading index of ``acts`` [G, N, d] (full-batch L-BFGS, all G at once); ``labels``
+    [N] or [G, N], ``n_classes`` one int or one per probe. ``standardize=False`` scales by one number per probe,
+    so that the columns of ``W`` are directions of the raw activation space (what INLP needs)."""
     acts = acts.float()
     if acts.dim() == 2:
         acts = acts[None]
@@ -129,9 +104,8 @@ def fit_probes(acts: torch.Tensor, labels: torch.Tensor, n_classes: int | list[i
 
 
 def chance_accuracy(labels: torch.Tensor) -> float:
-    """The majority-class share of ``labels``: chance on the examples an accuracy is measured on (protocol
-    8.6: C's for the reachable check, M's for the check on M; 8.5: NaN on an empty set). Never 0 on a
-    non-empty set, so 5 x chance is a threshold a probe can fail."""
+    """The majority-class share of ``labels`` (8.6: on the set the accuracy is measured on; NaN on an empty
+    set, never 0 on a non-empty one)."""
     if len(labels) == 0:
         return math.nan
     return (torch.unique(labels, return_counts=True)[1].max() / len(labels)).item()
@@ -146,11 +120,8 @@ def probe_training_set(train: Examples, max_train: int, seed: int) -> Examples:
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """How the probes of :func:`probe_sweep` and :func:`masked_probe_sweep` are trained: on up to
-    ``max_train`` training examples drawn with ``seed`` (:func:`probe_training_set`), with L2 penalty
-    ``weight_decay`` and at most ``max_iter`` L-BFGS iterations (:func:`fit_probes`). ``chunk``: at most
-    this many probes per L-BFGS call (:func:`probe_sweep`); ``mask_seed``: draws the wrong class masked
-    on clean examples (:func:`masked_probe_sweep`)."""
+    """How the probes are trained: up to ``max_train`` examples drawn with ``seed``, L2 ``weight_decay``,
+    ``max_iter`` L-BFGS steps, ``chunk`` probes per call; ``mask_seed`` draws the class masked on clean examples."""
 
     max_train: int = 3000
     seed: int = 0
@@ -171,10 +142,8 @@ class ProbeSettings:
 
 @dataclass(frozen=True)
 class ProbeTargets:
-    """What :func:`probe_sweep` reads: the targets ``names`` of
-    :func:`~rote.analysis.targets.intermediate_targets` (None: all), each at its own position and at
-    every one of ``positions``, and the ``joint`` targets (results read jointly by several targets;
-    None: :func:`~rote.analysis.targets.joint_targets` whose members are all probed)."""
+    """What :func:`probe_sweep` reads: ``names`` (None: all targets), each at its own position and at every
+    one of ``positions``, and the ``joint`` targets (None: those whose members are all probed)."""
 
     names: tuple[str, ...] | None = None
     positions: tuple[int, ...] = ()
@@ -200,11 +169,8 @@ def _evaluation_mask(target, examples: Examples) -> torch.Tensor:
 
 @dataclass(frozen=True, eq=False)
 class ProbeSweep:
-    """What :func:`sweep_probes` measured: ``table`` (:func:`probe_sweep`'s rows) and, per row group
-    ``(target, position, set)`` (``position`` -1 for a joint target), the per-example reads behind it:
-    ``hits[key] = (correct, scored)``, ``correct`` [L+1, N] (the probe's read of example i at each layer
-    is right) and ``scored`` [N] (example i is scored, :func:`_evaluation_mask`), both numpy bools. The
-    per-example reads are what section 11's bootstrap intervals resample (:func:`ratio_interval`)."""
+    """:func:`probe_sweep`'s ``table`` and, per ``(target, position, set)``, the per-example reads behind it:
+    ``hits[key] = (correct [L+1, N], scored [N])`` (numpy bools), what section 11's bootstrap resamples."""
 
     table: pd.DataFrame
     hits: dict
@@ -215,9 +181,8 @@ class ProbeSweep:
         return None if not len(own) else int(own.position.iloc[0])
 
     def counts(self, members, set_name: str, position: int | None = None) -> tuple | None:
-        """Per example of ``set_name``: right reads [L+1, N] and scored reads [N] (ints), summed over the
-        ``members`` (targets or joint targets), each at its own position or all at ``position``
-        (None where a member was not probed there)."""
+        """Right reads [L+1, N] and scored reads [N] of ``set_name``, summed over ``members``, each at its own
+        position or at ``position`` (None where a member was not probed there)."""
         right = scored = None
         for name in members:
             key = (name, self.own_position(name) if position is None else position, set_name)
@@ -257,21 +222,9 @@ SWEEP_COLUMNS = ["target", "layer", "position", "own", "set", "n", "correct", "a
 
 def probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
                 targets: ProbeTargets = ProbeTargets(), settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
-    """Probe each target at every layer, trained on (up to ``settings.max_train`` of) ``train``.
-
-    ``targets.names``: names from :func:`~rote.analysis.targets.intermediate_targets` (all by default).
-    ``targets.positions``: probe every target also at each of these positions (always at its own).
-    ``targets.joint``: extra rows for results read jointly by several targets at their own
-    positions (default :func:`~rote.analysis.targets.joint_targets`, where all members are probed);
-    their ``position`` is -1. Probes with the same number of classes are fitted together, up to
-    ``settings.chunk`` per L-BFGS call (on small problems a call costs mostly fixed overhead). Returns
-    one row per (target, layer, position, set)
-    with ``n`` (examples scored), ``correct``, ``accuracy``, ``chance`` (NaN accuracy for an empty
-    set) and ``own`` (the row is at the target's own position, or is a joint target). Chance is
-    measured on the examples the accuracy is measured on (protocol 8.6): the share of the set's scored
-    examples whose label is the most frequent class of the probe's training labels (NaN on an empty
-    set). :func:`sweep_probes` returns the same table with the per-example reads behind it.
-    """
+    """Probe each target (``targets``) at every layer, trained on up to ``settings.max_train`` of ``train``;
+    one row per (target, layer, position, set) with ``n``, ``correct``, ``accuracy``, ``chance`` and ``own``
+    (its own position, or a joint target at position -1). :func:`sweep_probes` also keeps the reads."""
     return sweep_probes(model, data, train, sets, targets, settings).table
 
 
@@ -365,17 +318,9 @@ def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | 
 
 
 def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
-    """For each group, the layer where the probe reads it best on the memorized set, and there:
-    accuracy on M and on C, chance on M, acc_M / acc_C and acc_M / chance (NaN when M is empty).
-
-    Beside them, read on C alone (protocol 8.5: C2's reachable check reads C at C's own best layer,
-    never a layer chosen by M): ``best_layer_C``, the layer where the probe reads the group best on
-    the clean set, ``acc_C_best``, its accuracy there (None / NaN when C is empty), and ``chance_C``,
-    chance measured on C (8.6: the reachable check reads C's chance; NaN on an empty C).
-
-    The counts behind the accuracies (section 11's Wilson intervals): ``n_M`` and ``n_C``, the reads
-    scored on each set, and ``k_M`` (right on M at M's best layer), ``k_C`` (on C at that layer) and
-    ``k_C_best`` (on C at C's own best layer)."""
+    """Per group, the layer where the probe reads it best on M and there: accuracy on M and C, chance on M,
+    their ratios; C's own best layer, accuracy and chance (8.5, 8.6); and the counts behind them (``n_M``,
+    ``n_C``, ``k_M``, ``k_C``, ``k_C_best``) for section 11's intervals."""
     rows = []
     for group, g in curves.groupby("group", sort=False):
         m = g[g.set == memorized].set_index("layer")
@@ -409,11 +354,8 @@ def _count(accuracy: float, n: int) -> float:
 
 
 def ratio_interval(m_counts: tuple | None, c_counts: tuple | None, layer) -> Interval | None:
-    """Section 11's interval of acc_M / acc_C at ``layer``: a percentile bootstrap over examples
-    (:func:`rote.analysis.intervals.bootstrap`), M's and C's examples each resampled on their own, an
-    example's reads kept together (a pooled group reads several targets of one example). ``*_counts``:
-    :meth:`ProbeSweep.counts` of each set (right reads [L+1, N], scored reads [N]). None where a set
-    has no scored example, the layer is missing, or the ratio is undefined (acc_C = 0)."""
+    """Section 11's percentile bootstrap of acc_M / acc_C at ``layer``, M and C resampled on their own, an
+    example's reads kept together (``*_counts``: :meth:`ProbeSweep.counts`); None where it is undefined."""
     if m_counts is None or c_counts is None or layer is None or (isinstance(layer, float) and math.isnan(layer)):
         return None
     (rm, sm), (rc, sc) = m_counts, c_counts
@@ -442,11 +384,8 @@ def bernoulli_counts(k, n) -> tuple | None:
 
 def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[str, list[str]],
                          position: int | None = None, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
-    """``summary`` (:func:`best_layer_summary` or :func:`position_summary` of ``sweep``'s table) with the
-    bootstrap interval of acc_M / acc_C at each row's best layer on M (:func:`ratio_interval`):
-    ``ratio_M_C_lo``, ``ratio_M_C_hi`` (NaN where there is none). ``groups``: each row's targets (its
-    group's members, :func:`~rote.analysis.targets.headline_targets`), read at their own positions or at
-    ``position``."""
+    """``summary`` with the bootstrap interval of acc_M / acc_C at each row's best layer on M
+    (``ratio_M_C_lo``, ``ratio_M_C_hi``); ``groups``: each row's targets, at their own positions or ``position``."""
     lo, hi = [], []
     for row in summary.itertuples():
         members = groups.get(row.group, [])
@@ -459,9 +398,8 @@ def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[
 
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None,
                      memorized: str = "M", clean: str = "C") -> pd.DataFrame:
-    """:func:`best_layer_summary` for ``target`` read at ``position`` (a row of
-    :func:`probe_sweep` with ``targets.positions`` including it), e.g. the THR bridge at r2. One row, group
-    ``group`` (default ``"<target> at <position>"``); NaN accuracies when the position was not probed."""
+    """:func:`best_layer_summary` of ``target`` read at ``position`` (e.g. THR's bridge at r2): one row,
+    NaN where the position was not probed."""
     part = sweep[(sweep.target == target) & (sweep.position == position)]
     curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
                                                                     "chance"]]
@@ -474,21 +412,10 @@ def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str
 
 def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
                        target: str = "tail", settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
-    """Read ``target`` at its own position with one class masked per example (amendment 7.4).
-
-    The probes (one per layer) are trained exactly as in :func:`probe_sweep` (same training draw for
-    the same ``settings.max_train`` and ``settings.seed``), without any mask. On each set, each example's
-    prediction is the top-1 over the classes other than :func:`~rote.analysis.targets.masked_class` (noisy
-    examples: their trained label's class; clean ones: a random wrong class drawn with
-    ``settings.mask_seed``). Scored
-    on the examples of :func:`probe_sweep` (on noisy ones, only where the true answer differs from the
-    label). Chance is 1 / (n_classes - 1): with one wrong class hidden, a guess among the rest (NaN on a
-    set with no scored example: protocol 8.6, chance is measured on the examples the accuracy is).
-
-    Returns one row per (layer, set): ``n``, ``correct`` and ``accuracy`` (masked), ``accuracy_unmasked``
-    (the plain top-1, as in :func:`probe_sweep`), ``reads_masked`` (share of examples whose plain top-1
-    is the masked class: on M, how often the probe reads the model's output, the noisy label, instead
-    of the true answer) and ``chance``."""
+    """Read ``target`` with one class masked per example (7.4): the probes of :func:`probe_sweep`, top-1
+    over the classes other than :func:`~rote.analysis.targets.masked_class`; chance 1 / (n_classes - 1). One
+    row per (layer, set): ``n``, ``correct``, ``accuracy``, ``accuracy_unmasked``, ``reads_masked`` (the plain
+    read is the masked class: on M, the output) and ``chance``."""
     train = probe_training_set(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)[target]
     acts = residual_stack(model, model_inputs(train), [tt.position])[:, :, 0]  # [L+1, N, d]
@@ -518,11 +445,8 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
 
 def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked", memorized: str = "M",
                    clean: str = "C") -> pd.DataFrame:
-    """:func:`best_layer_summary` of :func:`masked_probe_sweep` (best layer = best masked accuracy on
-    M), with, at that layer, ``acc_M_unmasked`` and ``reads_masked_M`` (share of M whose unmasked read
-    is the masked, i.e. the noisy, class), and the bootstrap interval of acc_M / acc_C there
-    (``ratio_M_C_lo``, ``ratio_M_C_hi``: :func:`ratio_interval`; one read per example, so the counts
-    give the examples' reads, :func:`bernoulli_counts`)."""
+    """:func:`best_layer_summary` of :func:`masked_probe_sweep`, with ``acc_M_unmasked`` and ``reads_masked_M``
+    at the best layer and the bootstrap interval of acc_M / acc_C there (one read per example)."""
     out = best_layer_summary(sweep.assign(group=group), memorized, clean)
     row = out.iloc[0]
     layer = row.best_layer
@@ -538,10 +462,8 @@ def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked", memori
 
 
 def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_name: str = "C") -> list[int]:
-    """The layers after the embedding (1..L, the last layer included: protocol 8.6, the layers C2's probes
-    read) at which the probe reads ``group`` on ``set_name`` at least ``min_over_chance`` times its
-    chance level on that set: where the model holds the result (C3 and C4 erase there). Layer 0, the
-    embedding, holds the input tokens, not a computed result: erasing there removes the input."""
+    """The layers 1..L (8.6; the embedding holds the input, not a result) where the probe reads ``group`` on
+    ``set_name`` at least ``min_over_chance`` times chance: where C3 and C4 erase."""
     part = curves[(curves.group == group) & (curves.set == set_name)]
     ok = part[(part.layer > 0) & (part.accuracy > 0) & (part.accuracy >= min_over_chance * part.chance)]
     return sorted(int(l) for l in ok.layer)

@@ -107,17 +107,14 @@ def intermediate_targets(examples: Examples, data: TaskData) -> dict[str, Target
 
 
 def joint_targets(task: str) -> dict[str, list[str]]:
-    """Results that are read by several targets at once: an example counts as read correctly only
-    when every member target is (each at its own position, all at the same layer). FDA
-    ``carries``: the four carries, each where it is first needed; its chance level is that of the
-    most frequent carry pattern, so it can be compared with chance like a 16-class target."""
+    """Results read by several targets at once (each at its own position, one layer): an example counts only
+    when every member is right (FDA ``carries``; chance: the most frequent carry pattern)."""
     return {"carries": [f"carry_{i}" for i in range(4)]} if task == "fda" else {}
 
 
 def headline_targets(task: str) -> dict[str, list[str]]:
-    """The intermediate results that claim C2 checks (protocol section 5), each a group of targets
-    (or joint targets) whose accuracies are pooled: FDA carries (joint) and the true answer digits
-    (pooled over the five digits), THR bridge and true tail."""
+    """The results C2 checks (section 5), each a group of pooled targets: FDA carries and answer digits,
+    THR bridge and true tail."""
     if task == "fda":
         return {"carries": ["carries"], "answer digits": [f"digit_{j}" for j in range(fda_task.ANSWER_LEN)]}
     if task == "thr":
@@ -126,18 +123,14 @@ def headline_targets(task: str) -> dict[str, list[str]]:
 
 
 def probe_positions(task: str, extra: dict | None = None) -> tuple[int, ...]:
-    """The positions at which C2's probe sweep reads every target besides its own: ``extra``'s for the
-    task (default :data:`EXTRA_PROBE_POSITIONS`), plus r2 for THR (amendment 7.4 judges the bridge
-    there). The erasure sites of C3 and C4 come from the same sweep (protocol 8.6)."""
+    """The positions C2's sweep reads every target at besides its own: ``extra``'s, plus r2 for THR (7.4)."""
     extra = EXTRA_PROBE_POSITIONS if extra is None else extra
     return tuple(sorted(set(extra.get(task, [])) | ({THR_LAST} if task == "thr" else set())))
 
 
 def masked_class(target: Target, examples: Examples, answer_index: int = 0, seed: int = 0) -> torch.Tensor:
-    """The class that a masked read-out of ``target`` (the true answer) hides, per example (amendment
-    7.4): on a noisy example, the class of its trained (noisy) label at answer token ``answer_index``;
-    on a clean example, one class drawn uniformly among the wrong ones (never the true class), so that
-    M and C are read with one class removed alike. Returns [N] long."""
+    """The class a masked read of ``target`` hides (7.4): a noisy example's trained label at
+    ``answer_index``, a clean one's a random wrong class. [N] long."""
     labels, k = target.labels, target.n_classes
     gen = torch.Generator().manual_seed(seed)
     draw = torch.randint(0, k - 1, (len(labels),), generator=gen)

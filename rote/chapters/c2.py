@@ -1,12 +1,8 @@
 """Chapter 03, claim C2: intermediate results survive memorization.
 
-Sections, each a call here: the example sets (:func:`load`), probes at every layer
-(:func:`probes`), the THR bridge at r2 (:func:`bridge`), the THR true tail with the noisy class
-masked (:func:`masked_tail`), the logit lens (:func:`lens_race`), the lens share against the
-training-label prior (:func:`lens_prior`), and worked examples (:func:`worked_examples`). The claim's
-checks are :func:`evaluate` (at the end), the only caller of :mod:`rote.verdicts.c2`. The ``*_text``
-functions write each section's paragraph from plain tables and numbers and the claim's metrics
-(:class:`rote.chapters.ClaimResult`), the ``*_figure`` functions draw its figure."""
+One call per section (:func:`load`, :func:`probes`, :func:`bridge`, :func:`masked_tail`, :func:`lens_race`,
+:func:`lens_prior`, :func:`worked_examples`), each with its figure; :func:`evaluate` judges them once (the
+only caller of :mod:`rote.verdicts.c2`) and the ``*_text`` paragraphs read its result."""
 
 from __future__ import annotations
 
@@ -64,11 +60,8 @@ def load(profile: str, tasks, seeds, overrides) -> Build:
 # -- probes ---------------------------------------------------------------------------------------
 @dataclass
 class Probes:
-    """Per unit: every probe's accuracy by layer and set (``sweeps``), the claim's result groups by
-    layer (``curves``) and each group at its best layer on M (``summary``, with the counts and the
-    bootstrap interval of M over C that section 11's intervals read), and the sweep with its
-    per-example reads (``full``: :class:`rote.analysis.probes.ProbeSweep`, the cached entry the erasure
-    sites of chapters 04 and 05 come from)."""
+    """Per unit: every probe's accuracy by layer and set (``sweeps``), the result groups by layer
+    (``curves``), each at its best layer on M (``summary``) and the cached sweep (``full``)."""
 
     sweeps: dict
     curves: dict
@@ -83,17 +76,11 @@ class Probes:
         return every.pivot_table(index=["run", "target", "position", "set"], columns="layer", values="accuracy").round(2)
 
 
-def probe_positions(task: str, extra_positions: dict) -> list[int]:
-    """The extra positions of the parameter, plus r2 for THR (amendment 7.4 judges the bridge there)."""
-    return list(targets.probe_positions(task, extra_positions))
-
-
 def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Probes:
-    """Probes fitted on clean training examples, read on M and C at every layer and position: the run's
-    probe sweep from the analysis cache (computed once per run; chapters 04 and 05 derive their erasure
-    sites from the same entry, protocol 8.6), with each result group's summary at its best layer on M."""
+    """Probes fitted on clean training examples, read on M and C at every layer and position (the cached
+    sweep chapters 04 and 05 take their erasure sites from, 8.6), each group at its best layer on M."""
     settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
-    full = {u: analysis_cache.probe_sweep_cached(r, positions=probe_positions(u.task, extra_positions),
+    full = {u: analysis_cache.probe_sweep_cached(r, positions=list(targets.probe_positions(u.task, extra_positions)),
                                                  settings=settings) for u, r in build.runs.items()}
     sweeps = {u: full[u].table for u in build.units}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
@@ -129,10 +116,8 @@ def probes_figure(shown: list, result: Probes):
 
 
 def out_of_reach(reachable, seeds) -> str:
-    """A sentence naming the seeds where C itself is below the chance threshold; empty when there is
-    none. ``reachable``: per seed, whether a true claim can pass the chance check
-    (:attr:`rote.verdicts.c2.C2Metrics.reachable` of the read; 8.5: it reads C at C's own best layer,
-    never a layer chosen by M; None: a number it reads is missing)."""
+    """A sentence naming the seeds where C itself is below the chance threshold (``reachable``: per seed,
+    :attr:`rote.verdicts.c2.C2Metrics.reachable`); empty when there is none. Generated: which seeds."""
     hit = [str(s) for s, ok in zip(seeds, reachable) if ok is False]
     if not hit:
         return ""
@@ -161,50 +146,42 @@ def _thresholds_text(acc_m, acc_c, chance, sep: str, chance_spec: str = "") -> s
 
 
 def probes_text(groups_: dict, result: Probes, claim: ClaimResult) -> str:
-    """Per task, condition and result group: the best layer on M, M against C and chance, how many
-    seeds reach each threshold, the seeds where the chance threshold is out of reach (``claim``'s
-    metrics, :func:`evaluate`), and for THR the bridge read at the last position."""
-    summary, sweeps = result.summary, result.sweeps
+    """Per task, condition and result group, one line (:func:`probe_sentence`), and for THR the bridge read
+    at the last position. Generated: one line per group, each naming its seeds."""
     lines = []
     for (task, condition), members in groups_.items():
-        for g in summary[members[0]].group:
-            rows = [summary[u].set_index("group").loc[g] for u in members]
-            replaced = task == "thr" and g in verdicts.c2.C2_SUPERSEDED  # judged differently by amendment 7.4
-            acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
+        for g in result.summary[members[0]].group:
+            rows = [result.summary[u].set_index("group").loc[g] for u in members]
             reachable = [claim.metrics[u].reachable.get(g.replace(" ", "_")) for u in members]
-            lines.append(
-                f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): read best on M at layer "
-                f"{_best_layers(rows)}, with accuracy {values(acc_m)} on M against {values(acc_c)} on C and chance "
-                f"{values(chance)}. " + _thresholds_text(acc_m, acc_c, chance, ". ")
-                + out_of_reach(reachable, [u.seed for u in members])
-                + (f" This is the registered check, superseded by amendment 7.4 ({verdicts.c2.C2_SUPERSEDED[g][1]})."
-                   if replaced else ""))
+            replaced = task == "thr" and g in verdicts.c2.C2_SUPERSEDED  # judged differently by amendment 7.4
+            lines.append(f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): "
+                         + probe_sentence(rows, "", [u.seed for u in members], reachable, ". ")
+                         + (f" This is the registered check, superseded by amendment 7.4 "
+                            f"({verdicts.c2.C2_SUPERSEDED[g][1]})." if replaced else ""))
         if task == "thr":
-            reads = []
-            for u in members:
-                sw = sweeps[u]
-                part = sw[(sw.target == "bridge") & (sw.position == targets.THR_LAST)]
-                m = part[part.set == "M"].set_index("layer").accuracy
-                c = part[part.set == "C"].set_index("layer").accuracy
-                if m.notna().any():
-                    best = int(m.idxmax())
-                    reads.append(f"accuracy {num(float(m[best]))} on M (C: {num(float(c.get(best, math.nan)))}) at "
-                                 f"layer {best} (seed {u.seed})")
-                else:
-                    reads.append(f"no memorized examples (seed {u.seed})")
             lines.append("- **THR, bridge at the last position** (amendment 7.4 judges it here; see the next section): "
-                         "read best on M with " + "; ".join(reads) + ".")
-    return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
+                         "read best on M with " + "; ".join(_bridge_last(u, result.sweeps[u]) for u in members) + ".")
+    return "\n".join(lines)
 
 
-def probe_sentence(rows, what: str, seeds, reachable) -> str:
-    """What the seeds show for one probe read (one summary row per seed; ``reachable``: per seed, from
-    the claim's metrics), judged as the verdict is."""
+def _bridge_last(u, sweep: pd.DataFrame) -> str:
+    """The bridge read at THR's last position at its best layer on M, for one seed."""
+    part = sweep[(sweep.target == "bridge") & (sweep.position == targets.THR_LAST)]
+    m, c = (part[part.set == s].set_index("layer").accuracy for s in ("M", "C"))
+    if not m.notna().any():
+        return f"no memorized examples (seed {u.seed})"
+    best = int(m.idxmax())
+    return f"accuracy {num(float(m[best]))} on M (C: {num(float(c.get(best, math.nan)))}) at layer {best} (seed {u.seed})"
+
+
+def probe_sentence(rows, what: str, seeds, reachable, sep: str = "; ") -> str:
+    """What the seeds show for one probe read (one summary row per seed), judged as the verdict is.
+    Generated: how many seeds reach each threshold, which are out of reach."""
     acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
-    return (f"{what}: read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} on M against "
-            f"{values(acc_c)} on C and chance {values(chance, '.3f')}. "
-            + _thresholds_text(acc_m, acc_c, chance, "; ", "g")
-            + out_of_reach(reachable, seeds))
+    spec = "g" if sep == "; " else ""
+    return (f"{what}{': ' if what else ''}read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} "
+            f"on M against {values(acc_c)} on C and chance {values(chance, '.3f' if spec else '.2f')}. "
+            + _thresholds_text(acc_m, acc_c, chance, sep, spec) + out_of_reach(reachable, seeds))
 
 
 # -- THR: bridge at r2, true tail masked ----------------------------------------------------------------
@@ -336,28 +313,23 @@ def masked_tail_figure(shown: list, result: MaskedTail):
 
 
 def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
-    """The masked read (judged), the unmasked one (superseded), and how often the unmasked probe
-    answers the noisy label; where the chance check is out of reach from ``claim``'s metrics
-    (:func:`evaluate`)."""
-    units = result.units
+    """The masked read (judged), the unmasked one (superseded) and how often the unmasked probe answers the
+    noisy label. Generated: which seeds are out of reach, which way the reads go."""
+    units, seeds = result.units, [u.seed for u in result.units]
     if not units:
         return "No THR run in this build."
-    seeds = [u.seed for u in units]
     rows = [result.summary[u].iloc[0] for u in units]
-    reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units]
-                                 for key in ("tail_masked", "true_tail"))
-    reads = [float(r.reads_masked_M) for r in rows]
-    plain = [float(r.acc_M_unmasked) for r in rows]
-    unmasked = probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
-                              reach_plain)
+    reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units] for key in ("tail_masked", "true_tail"))
+    reads, plain = [float(r.reads_masked_M) for r in rows], [float(r.acc_M_unmasked) for r in rows]
+    output = all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads)
     return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
-            f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n"
-            f"- {unmasked}\n"
-            f"- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M and "
-            f"the true tail on {values(plain)}: "
-            + ("the unmasked probe mostly reads the output, which is why the registered check cannot see the true tail."
-               if all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads) else
-               "the unmasked probe does not mostly read the output in every seed, so here masking changes less."))
+            f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n- "
+            + probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
+                             reach_plain)
+            + f"\n- At the masked read's best layer, the unmasked probe answers the noisy label on {values(reads)} of M "
+            f"and the true tail on {values(plain)}: the unmasked probe "
+            + ("mostly reads the output, which is why the registered check cannot see the true tail." if output else
+               "does not mostly read the output in every seed, so here masking changes less."))
 
 
 # -- logit lens -------------------------------------------------------------------------------------
@@ -402,36 +374,29 @@ def lens_figure(shown: list, result: Lens):
 
 
 def lens_text(groups_: dict, tables: dict, lens_verdicts: dict) -> str:
-    """Per unit: the layers where each token is ahead, the largest lead of the true token at an
-    intermediate layer, the final layer's probabilities, and whether the claim's lens pattern is there."""
-    lines = []
-    pattern = "The lens pattern of the claim (true ahead in the middle, noisy ahead only in a final run of layers) is"
-    for (task, condition), members in groups_.items():
-        for u in members:
-            tab, v = tables[u], lens_verdicts[u]
-            last = int(tab.layer.max())
-            if tab.p_true.isna().all():
-                lines.append(f"- **{where(task, condition)}, seed {u.seed}**: no memorized positions where the true and "
-                             "the noisy token differ.")
-                continue
-            inner = tab[(tab.layer > 0) & (tab.layer < last)]
-            lead = (inner.p_true - inner.p_noisy) if len(inner) else pd.Series(dtype=float)
-            if len(lead) and lead.max() > 0:
-                r = inner.loc[lead.idxmax()]
-                best = (f"its largest lead at an intermediate layer is at layer {int(r.layer)}: mean P(true) "
-                        f"{num(r.p_true)} against P(noisy) {num(r.p_noisy)}, with the true token ahead at "
-                        f"{num(r.true_ahead)} of the positions")
-            else:
-                best = "it is ahead at no intermediate layer"
-            holds = v["true_ahead_intermediate"] and v["noisy_only_last"]
-            lines.append(
-                f"- **{where(task, condition)}, seed {u.seed}** (last layer {last}; n = {int(tab.n.max())} positions): "
-                f"the true answer is ahead at {layers_text(v['true_ahead_layers'])}, the noisy label at "
-                f"{layers_text(v['noisy_ahead_layers'])}; {best}. The final layer gives mean P(true) "
-                f"{num(tab.p_true.iloc[-1])} against P(noisy) {num(tab.p_noisy.iloc[-1])}. "
-                + f"{pattern} {'there' if holds else 'not there'}.")
-    return ("**What this build shows.** A lead at a layer where both probabilities are close to uniform is weak "
-            "evidence, so the probabilities are given with the layers.\n\n" + "\n".join(lines))
+    """Per unit: the layers where each token is ahead, the true token's largest lead at an intermediate
+    layer, the final layer, and whether the claim's pattern is there. Generated: which layers, which way."""
+    return "\n".join(f"- **{where(task, condition)}, seed {u.seed}**" + _lens_line(tables[u], lens_verdicts[u])
+                     for (task, condition), members in groups_.items() for u in members)
+
+
+def _lens_line(tab: pd.DataFrame, v: dict) -> str:
+    last = int(tab.layer.max())
+    if tab.p_true.isna().all():
+        return ": no memorized positions where the true and the noisy token differ."
+    inner = tab[(tab.layer > 0) & (tab.layer < last)]
+    lead = (inner.p_true - inner.p_noisy) if len(inner) else pd.Series(dtype=float)
+    best = "it is ahead at no intermediate layer"
+    if len(lead) and lead.max() > 0:
+        r = inner.loc[lead.idxmax()]
+        best = (f"its largest lead at an intermediate layer is at layer {int(r.layer)}: mean P(true) {num(r.p_true)} "
+                f"against P(noisy) {num(r.p_noisy)}, with the true token ahead at {num(r.true_ahead)} of the positions")
+    holds = v["true_ahead_intermediate"] and v["noisy_only_last"]
+    return (f" (last layer {last}; n = {int(tab.n.max())} positions): the true answer is ahead at "
+            f"{layers_text(v['true_ahead_layers'])}, the noisy label at {layers_text(v['noisy_ahead_layers'])}; {best}. "
+            f"The final layer gives mean P(true) {num(tab.p_true.iloc[-1])} against P(noisy) {num(tab.p_noisy.iloc[-1])}. "
+            "The lens pattern of the claim (true ahead in the middle, noisy ahead only in a final run of layers) is "
+            f"{'there' if holds else 'not there'}.")
 
 
 # -- lens share against the prior ---------------------------------------------------------------------
@@ -452,9 +417,10 @@ def lens_prior(build: Build, lens_result: Lens) -> LensPrior:
     return LensPrior({u: lens.ahead_share(lens_result.races[u], build.sets[u]["M"], priors[u]) for u in build.units})
 
 
-def _given(value, default=None):
-    """A metric of :class:`rote.verdicts.c2.C2Metrics`, or ``default`` where the seed's inputs do not give it."""
-    return default if value is verdicts.c2.ABSENT else value
+def _share(m) -> "verdicts.c2.LensShare | None":
+    """A seed's lens share (:class:`rote.verdicts.c2.LensShare`) where it has a best layer, else None."""
+    share = m.lens_share
+    return None if share is verdicts.c2.ABSENT or share.share_best_layer is None else share
 
 
 def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
@@ -482,15 +448,14 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     for i, key in enumerate(names):
         members = build.groups[key]
         for j, u in enumerate(members):
-            m = claim.metrics[u]
-            if _given(m.lens_share_best_layer) is None:
+            m = _share(claim.metrics[u])
+            if m is None:
                 continue
             x = i + 0.15 * (j - (len(members) - 1) / 2)
-            axes[1].errorbar([x], [m.lens_share], yerr=[[max(0.0, m.lens_share - m.lens_share_lo)],
-                                                        [max(0.0, m.lens_share_hi - m.lens_share)]],
+            axes[1].errorbar([x], [m.share], yerr=[[max(0.0, m.share - m.share_lo)], [max(0.0, m.share_hi - m.share)]],
                              marker="o", color=plots.GROUP_COLORS["M"], capsize=3,
                              label="M share (Wilson)" if i == j == 0 else None)
-            axes[1].hlines(m.lens_share_null, x - 0.06, x + 0.06, color="k", lw=2,
+            axes[1].hlines(m.share_null, x - 0.06, x + 0.06, color="k", lw=2,
                            label="prior (null)" if i == j == 0 else None)
     axes[1].set(xticks=range(len(names)), xticklabels=[where(*k) for k in names], xlim=(-0.5, len(names) - 0.5),
                 ylim=(-0.02, 1.02), title="best intermediate layer, one point per seed")
@@ -505,39 +470,37 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
 
 
 def lens_prior_text(groups_: dict, claim: ClaimResult) -> str:
-    """Per task and condition: the share at the best intermediate layer with its Wilson lower bound
-    against the prior, and on how many seeds the check ``c2.lens.null`` passes (``claim``: :func:`evaluate`)."""
+    """Per task and condition: the share at the best intermediate layer with its Wilson lower bound against
+    the prior, and on how many seeds ``c2.lens.null`` passes. Generated: the counts and the missing cases."""
     lines = []
     for (task, condition), members in groups_.items():
-        ms = [claim.metrics[u] for u in members]
-        checks = [verdicts.find(claim.checks[u], "c2.lens.null") for u in members]
-        if all(_given(m.lens_share_best_layer) is None for m in ms):
-            why = ("the model has no intermediate layer (one block), so the check fails"
-                   if all(_given(m.lens_intermediate_layers, 1) < 1 for m in ms) else
-                   "no memorized example has a token that differs from the true answer, so the check fails")
-            lines.append(f"- **{where(task, condition)}**: {why}.")
+        ms = [None if m is verdicts.c2.ABSENT else m for m in (claim.metrics[u].lens_share for u in members)]
+        if all(_share(claim.metrics[u]) is None for u in members):
+            one_block = all(m is not None and m.intermediate_layers < 1 for m in ms)
+            lines.append(f"- **{where(task, condition)}**: " + ("the model has no intermediate layer (one block)" if one_block
+                         else "no memorized example has a token that differs from the true answer")
+                         + ", so the check fails.")
             continue
-        passed = sum(c.passed is True for c in checks)
-        best = [_given(m.lens_share_best_layer) for m in ms]
-        lines.append(
-            f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
-            f"{' / '.join(str(_given(m.lens_share_n, 0)) for m in ms)} examples): at the best intermediate layer "
-            f"({' / '.join('n/a' if b is None else str(b) for b in best)}) "
-            f"the true token is ahead on {values([_given(m.lens_share, math.nan) for m in ms])} of M, with Wilson lower "
-            f"bound {values([_given(m.lens_share_lo, math.nan) for m in ms])}, against "
-            f"{values([_given(m.lens_share_null, math.nan) for m in ms])} under the training-label prior: "
-            + ("the lower bound is above the prior in every seed." if passed == len(members) else
-               f"the lower bound is above the prior in {passed} of {len(members)} seeds."))
-    return (f"**What this build shows** ({100 * T['lens_interval_level']:g}% Wilson intervals; the best intermediate "
-            "layer is the one with the largest share, so the interval is slightly optimistic where there are several):"
-            "\n\n" + "\n".join(lines))
+        passed = sum(verdicts.find(claim.checks[u], "c2.lens.null").passed is True for u in members)
+        lines.append(f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
+                     + _share_line(ms) + ("every seed." if passed == len(members) else f"{passed} of {len(members)} seeds."))
+    return "\n".join(lines)
+
+
+def _share_line(ms: list) -> str:
+    def get(name, default=math.nan):
+        return [default if m is None or getattr(m, name) is verdicts.c2.ABSENT else getattr(m, name) for m in ms]
+
+    return (f"{' / '.join(str(n) for n in get('share_n', 0))} examples): at the best intermediate layer "
+            f"({' / '.join('n/a' if b is None else str(b) for b in get('share_best_layer', None))}) the true token is "
+            f"ahead on {values(get('share'))} of M, with Wilson lower bound {values(get('share_lo'))}, against "
+            f"{values(get('share_null'))} under the training-label prior: the lower bound is above the prior in ")
 
 
 # -- worked examples ----------------------------------------------------------------------------------
 def worked_examples(build: Build, lens_result: Lens) -> dict:
-    """Per unit of the first seed: the memorized example whose true answer is most visible at an
-    intermediate layer (THR: among the noisy labels unconnected to the bridge) and its lens trace;
-    (None, None) when there is none."""
+    """Per unit of the first seed: the memorized example whose true answer is most visible at an intermediate
+    layer (THR: among those unconnected to the bridge) and its lens trace; (None, None) without one."""
     out = {}
     for u in build.shown:
         run, M = build.runs[u], build.sets[u]["M"]
@@ -571,49 +534,42 @@ def worked_examples_figure(build: Build, examples: dict):
     return fig
 
 
+STORY = "Like the Parker / Bella / Cindy example, the true answer leads at an earlier layer and the memorized label only at the end."
+NO_STORY = ("Unlike the Parker / Bella / Cindy example, the true answer does not lead at an earlier layer before the "
+            "memorized label takes over at the end.")
+
+
 def worked_examples_text(build: Build, examples: dict) -> str:
-    """Per worked example: the read with the highest probability at each layer and position, and
-    whether the true answer leads before the memorized label takes over."""
+    """Per worked example: the read with the highest probability at each layer and position, and whether
+    the true answer leads before the memorized label takes over. Generated: which reads, which way."""
     lines = []
     for u in build.shown:
         ex, tr = examples[u]
         if ex is None:
             lines.append(f"- **{where(u.task, u.condition)}**: no memorized example to trace.")
             continue
-        vocab = build.runs[u].data.vocab
-        parts, story = [], False
+        vocab, parts, story = build.runs[u].data.vocab, [], False
         for position, g in tr.groupby("position", sort=True):
             top = g.loc[g.groupby("layer").prob.idxmax()].sort_values("layer")
             parts.append(f"at position {position}, " + ", ".join(
                 f"layer {int(r.layer)}: {r.read.split(' @')[0]} ({num(r.prob)})" for r in top.itertuples()))
             kinds = top.read.str.split().str[0].tolist()
-            if "true" in kinds[1:-1] and kinds[-1] == "noisy":  # layer 0 (the embedding) does not count
-                story = True
-        lines.append(
-            f"- **{where(u.task, u.condition)}**: `{vocab.decode(ex.prompt[0])}` answered `{vocab.decode(ex.label[0])}` "
-            f"(true `{vocab.decode(ex.true_label[0])}`). The read with the highest probability, per layer, "
-            f"{'; '.join(parts)}. "
-            + ("Like the Parker / Bella / Cindy example, the true answer leads at an earlier layer and the memorized label "
-               "only at the end." if story else
-               "Unlike the Parker / Bella / Cindy example, the true answer does not lead at an earlier layer before the "
-               "memorized label takes over at the end."))
-    return ("**What this build shows** (first seed; these are the clearest cases by the selection rule above, "
-            "the averages are in the figures before):\n\n" + "\n".join(lines))
+            story |= "true" in kinds[1:-1] and kinds[-1] == "noisy"  # layer 0 (the embedding) does not count
+        lines.append(f"- **{where(u.task, u.condition)}**: `{vocab.decode(ex.prompt[0])}` answered "
+                     f"`{vocab.decode(ex.label[0])}` (true `{vocab.decode(ex.true_label[0])}`). The read with the highest "
+                     f"probability, per layer, {'; '.join(parts)}. " + (STORY if story else NO_STORY))
+    return "\n".join(lines)
 
 
 def results(build: Build, claim: ClaimResult) -> list[dict]:
-    """Each unit's seed result for the record (its metrics as the record stores them,
-    :meth:`rote.verdicts.c2.C2Metrics.record`)."""
-    return [verdicts.seed_result(u, claim.metrics[u].record(), claim.checks[u], configs=[u.noisy]) for u in build.units]
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, claim.metrics[u], claim.checks[u], configs=[u.noisy]) for u in build.units]
 
 
 # -- the claim's checks ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class C2Sections:
-    """The section results the claim's checks read: the probes, the THR bridge at r2 and masked true
-    tail, the logit lens on M and its share against the prior. A section not given (None) leaves its
-    checks unresolved ("not given to the verdict"): the probe sections' paragraphs read their reads'
-    metrics (where the chance check is out of reach) before the lens is computed."""
+    """The sections the checks read; one not given (None) leaves its checks unresolved."""
 
     probes: Probes
     bridge: Bridge | None = None

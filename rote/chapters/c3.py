@@ -1,10 +1,8 @@
 """Chapter 04, claim C3: intervening on the reasoning hurts memorization; the circuits overlap.
 
-Sections, each a call here: the example sets (:func:`load`), the erasure sites and the INLP
-erasure against both controls (:func:`erasure`), the circuit overlap and the ablation
-(:func:`circuits`, optionally checked by real activation patching: :func:`patching_check`), the
-overlap ceiling (:func:`ceiling_text`), and the claim's checks (:func:`evaluate`, the only caller of
-:mod:`rote.verdicts.c3`). The analyses' settings travel together as one :class:`Analysis`."""
+One call per section (:func:`load`, :func:`sites`, :func:`erasure`, :func:`circuits`, optionally
+:func:`patching_check`), each with its figure; :func:`evaluate` judges them once (the only caller of
+:mod:`rote.verdicts.c3`) and the ``*_text`` paragraphs read its result."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
-from ..analysis.sweep_table import sweep_accuracy
+from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
@@ -31,6 +29,7 @@ T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # where C2 finds a result: the erasure sites
 SET_NAMES = {"mem": "mem on M", "gen": "gen on C", "mem_unconnected": "mem, unconnected part of M"}
 METHODS = ("INLP", "random", "matched")
+ABLATED = verdicts.c3.ABLATIONS  # the ablation's rows after "none": top, random neurons
 
 
 @dataclass(frozen=True)
@@ -62,11 +61,8 @@ def glue_thresholds() -> None:
 
 @dataclass(frozen=True)
 class Analysis:
-    """The settings of the chapter's analyses (from its parameters cell): the rank the claim is judged
-    at and the ranks of the erasure sweep, the draws of each control (random subspaces and random
-    neurons: ``n_controls``; information-matched erasures: ``n_matched``), the split-half and bootstrap
-    draws of the overlap, the examples used for attribution patching (``max_examples``) and for fitting
-    probes, INLP and means (``max_fit``), and the seed of every draw."""
+    """The analyses' settings (the parameters cell): the judged rank and the sweep's ranks, the control draws,
+    the overlap's split-half and bootstrap draws, the examples attributed and fitted on, and the seed."""
 
     erasure_rank: int
     sweep_ranks: tuple[int, ...]
@@ -89,9 +85,8 @@ class Analysis:
 
 
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
-    """Every unit's noisy run and its sets, each with the label it is scored on: ``mem`` (M, noisy
-    label), ``gen`` (C, true label) and for THR ``mem_unconnected`` (the part of M whose noisy label no
-    relation connects to the bridge). Seeds torch's generator first, as the analyses draw from it."""
+    """Every unit's noisy run and its sets with the label each is scored on: ``mem`` (M), ``gen`` (C) and for
+    THR ``mem_unconnected``. Seeds torch's generator first, as the analyses draw from it."""
     torch.manual_seed(seed)
     units = plan.units(profile, tasks, seeds, overrides)
     runs = {u: get_or_train(u.noisy) for u in units}
@@ -114,11 +109,8 @@ def sites(build: Build, analysis: Analysis) -> dict:
 
 @dataclass
 class Erasure:
-    """Per unit: accuracy of each set after INLP and after both controls at every rank (``sweeps``;
-    rank 0: before), and the INLP erasure fitted to the largest rank (``inlp``, a
-    :class:`rote.analysis.inlp.Erasure`: per site its basis and clean mean). ``outcomes``: per unit the
-    sweep with each example's outcome (:class:`rote.analysis.patching.ErasureSweep`), from which the
-    erasure checks take their sampling intervals (section 11); None: not kept (margins only)."""
+    """Per unit: the sweep over ranks (``sweeps``; rank 0: before), the INLP erasure fitted to the largest rank
+    (``inlp``), the sites' layers and the per-example ``outcomes`` behind the checks' intervals (None: not kept)."""
 
     rank: int
     sweeps: dict
@@ -134,8 +126,9 @@ class Erasure:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
-    def accuracy(self, u, s: str, method: str, rank: int) -> float:
-        return sweep_accuracy(self.sweeps[u], s, method, rank)
+    def at(self, u, s: str) -> SetErasure:
+        """Set ``s`` of unit ``u`` at the judged rank (NaN where the sweep does not hold it)."""
+        return SetErasure.of(self.sweeps[u], s, self.rank)
 
 
 def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
@@ -185,8 +178,8 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
 def controls_figure(build: Build, result: Erasure):
     """Each set's accuracy drop at the judged rank under INLP and both controls, one point per seed."""
     rows = [{"where": where(u.task, u.condition), "set": SET_NAMES[s], "erasure": m, "seed": str(u.seed),
-             "drop": result.accuracy(u, s, "INLP", 0) - result.accuracy(u, s, m, result.rank)}
-            for u in build.units for s in build.sets[u] for m in METHODS]
+             "drop": e.before - getattr(e, m.lower())}
+            for u in build.units for s in build.sets[u] for e in [result.at(u, s)] for m in METHODS]
     drops = pd.DataFrame(rows).dropna()
     present = [n for n in SET_NAMES.values() if n in set(drops.set)]
     fig, axes = plt.subplots(1, max(1, len(present)), figsize=(4.6 * max(1, len(present)), 3.6), squeeze=False,
@@ -206,48 +199,12 @@ def controls_figure(build: Build, result: Erasure):
 
 
 def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
-    """Per task and condition: each set before and after INLP and both controls, the registered and
-    the amended margins with how many seeds pass them (by check id, from ``claim``, :func:`evaluate`),
-    the sanity check on gen, THR's unconnected subset; then which control is the larger, and the
-    judged rank against the width."""
-    rank, margin = result.rank, T["erasure_mem_drop_over_control_min"]
-    lines = []
-    for (task, condition), members in build.groups.items():
-        per_seed = [claim.checks[u] for u in members]
-
-        def margins(check_id):
-            return values([math.nan if c is None or c.value is None else c.value for c in checks_of(per_seed, check_id)])
-
-        def passing(check_id):
-            return passes(checks_of(per_seed, check_id))
-
-        parts = []
-        for s in [x for x in SET_NAMES if x in build.sets[members[0]]]:
-            before, inlp, rand, mat = ([result.accuracy(u, s, m, r) for u in members]
-                                       for m, r in (("INLP", 0), ("INLP", rank), ("random", rank), ("matched", rank)))
-            parts.append(f"{SET_NAMES[s]} goes from {values(before)} to {values(inlp)} under INLP, to {values(rand)} "
-                         f"under the random control and to {values(mat)} under the information-matched control")
-        text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}; rank {rank}): "
-                + "; ".join(parts) + ". "
-                f"INLP lowers mem by {margins('c3.erasure.random')} more than the random control (registered, at least "
-                f"{margin}: {passing('c3.erasure.random')}) and by {margins('c3.erasure')} more than the larger of the "
-                f"two controls (amended, at least {margin}: {passing('c3.erasure')}). ")
-        text += (f"Gen on C drops by {margins('c3.erasure.gen')} more under INLP than under the larger control; this "
-                 f"check of the instrument (more than {T['gen_drop_over_control_above']:g}: the erasure removed the "
-                 f"rule): {passing('c3.erasure.gen')}. On a seed where it does not pass, the erasure checks are "
-                 "unresolved in the amended reading (amendment 2, 8.6); the registered reading does not count it. ")
-        if task == "thr":
-            text += (f"On the unconnected subset the margin is {margins('c3.erasure.unconnected.random')} over the random "
-                     f"control ({passing('c3.erasure.unconnected.random')}) and {margins('c3.erasure.unconnected')} over "
-                     f"the larger control ({passing('c3.erasure.unconnected')}).")
-        siteless = [str(u.seed) for u in members if result.layers is not None and not result.layers[u]]
-        if siteless:
-            text += ("" if text.endswith(" ") else " ") + (
-                f"On seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
-                f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on "
-                "that seed (amendment 2, 8.5), not failed.")
-        lines.append(text)
-    pairs = [(result.accuracy(u, "mem", "matched", rank), result.accuracy(u, "mem", "random", rank)) for u in build.units]
+    """Per task and condition, :func:`_erasure_line`; then which control is the larger and the judged rank
+    against the width. Generated: how many seeds and runs, which control."""
+    rank = result.rank
+    lines = [_erasure_line(task, condition, members, build.sets[members[0]], result, claim)
+             for (task, condition), members in build.groups.items()]
+    pairs = [(result.at(u, "mem").matched, result.at(u, "mem").random) for u in build.units]
     pairs = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b))]
     matched_worse = sum(a < b for a, b in pairs)
     lines.append(f"\nThe information-matched control lowers mem more than the random subspace on {matched_worse} of "
@@ -259,16 +216,57 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
                  + " / ".join(f"{rank / w:.3g} of a residual width of {w}" for w in widths)
                  + ") was chosen after a first look at FDA and before the THR runs were analysed; the figure shows how "
                  "the gap to the controls depends on the rank.")
-    return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
+    return "\n".join(lines)
+
+
+def _erasure_line(task: str, condition: str, members: list, sets: dict, result: Erasure, claim: ClaimResult) -> str:
+    """Each set before and after INLP and both controls, the margins with how many seeds pass each check
+    (by id), THR's unconnected subset and the seeds without a site."""
+    got, margin = _margins([claim.checks[u] for u in members]), T["erasure_mem_drop_over_control_min"]
+    moves = "; ".join(_set_moves(s, [result.at(u, s) for u in members]) for s in SET_NAMES if s in sets)
+    (reg, reg_pass), (amd, amd_pass), (gen, gen_pass) = (got(i) for i in ("c3.erasure.random", "c3.erasure",
+                                                                          "c3.erasure.gen"))
+    text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}; rank {result.rank}): {moves}. "
+            f"INLP lowers mem by {reg} more than the random control (registered, at least {margin}: {reg_pass}) and by "
+            f"{amd} more than the larger of the two controls (amended, at least {margin}: {amd_pass}). Gen on C drops by "
+            f"{gen} more under INLP than under the larger control; this check of the instrument (more than "
+            f"{T['gen_drop_over_control_above']:g}: the erasure removed the rule): {gen_pass}. On a seed where it does "
+            "not pass, the erasure checks are unresolved in the amended reading (amendment 2, 8.6); the registered "
+            "reading does not count it. ")
+    if task == "thr":
+        (r, r_pass), (a, a_pass) = got("c3.erasure.unconnected.random"), got("c3.erasure.unconnected")
+        text += f"On the unconnected subset the margin is {r} over the random control ({r_pass}) and {a} over the " \
+                f"larger control ({a_pass})."
+    return text + _siteless(text, [u.seed for u in members if result.layers is not None and not result.layers[u]])
+
+
+def _siteless(text: str, seeds: list) -> str:
+    """The seeds without an erasure site (8.5), after ``text``; empty when there is none."""
+    return "" if not seeds else ("" if text.endswith(" ") else " ") + (
+        f"On seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} no layer carries the result at "
+        f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on that seed "
+        "(amendment 2, 8.5), not failed.")
+
+
+def _margins(per_seed: list):
+    """check id -> (its values per seed, how many seeds pass it)."""
+    def got(check_id):
+        found = checks_of(per_seed, check_id)
+        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
+    return got
+
+
+def _set_moves(s: str, e: list) -> str:
+    return (f"{SET_NAMES[s]} goes from {values([x.before for x in e])} to {values([x.inlp for x in e])} under INLP, to "
+            f"{values([x.random for x in e])} under the random control and to {values([x.matched for x in e])} under "
+            "the information-matched control")
 
 
 # -- circuits ------------------------------------------------------------------------------------------
 @dataclass
 class Circuits:
-    """Per unit: attribution scores on C and M (log-prob, section 5: ``scores``), the overlap of their
-    top fractions (``overlaps``: all components and neurons only), the ablation of the top
-    generalization neurons against random ones (``ablations``), and amendment 7.5's overlap statistics
-    per attribution metric (``stats``)."""
+    """Per unit: attribution scores on C and M (``scores``), their top overlaps (``overlaps``: all, neurons),
+    the ablation (``ablations``) and 7.5's statistics per attribution metric (``stats``)."""
 
     scores: dict
     overlaps: dict
@@ -354,39 +352,29 @@ def patching_check(build: Build, result: Circuits, n_examples: int, seed: int) -
 
 
 def circuits_text(groups_: dict, result: Circuits) -> str:
-    """Per task and condition: the overlap against random sets and both registered thresholds (how
-    many seeds reach each), neurons only, and what ablating the top generalization neurons does to
-    mem and gen against random neurons."""
-    overlaps, frac = result.overlaps, T["top_fraction"]
+    """Per task and condition: the overlap against random sets and both registered thresholds, neurons only,
+    and the ablation of the top generalization neurons against random ones. Generated: how many seeds reach."""
+    return "\n".join(_circuits_line(where(*key), members, result) for key, members in groups_.items())
 
-    def ab(u, row, s):
-        a = result.ablations[u]
-        return float(a.loc[row, s]) if row in a.index and s in a.columns else math.nan
 
-    lines = []
-    for (task, condition), members in groups_.items():
-        j = [overlaps[u]["all"]["jaccard"] for u in members]
-        rnd = [overlaps[u]["all"]["random"] for u in members]
-        over = [a / b if b else math.nan for a, b in zip(j, rnd)]
-        top, rand, none = "top generalization neurons", "random neurons (matched)", "none"
+def _circuits_line(place: str, members: list, result: Circuits) -> str:
+    def ab(row, s):  # per seed, set s's accuracy under the ablation ``row``
+        return values([float(a.loc[row, s]) if row in a.index and s in a.columns else math.nan
+                       for a in (result.ablations[u] for u in members)])
 
-        def moves(s):
-            return f"from {values([ab(u, none, s) for u in members])} to {values([ab(u, top, s) for u in members])}"
+    def each(key, part="all"):
+        return [result.overlaps[u][part][key] for u in members]
 
-        def control(s):
-            return values([ab(u, rand, s) for u in members])
-
-        lines.append(
-            f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}): the top {frac:.0%} of components "
+    j, rnd, top, rand = each("jaccard"), each("random"), ABLATED["top"], ABLATED["random"]
+    return (f"- **{place}** ({seeds_head([u.seed for u in members])}): the top {T['top_fraction']:.0%} of components "
             f"share a Jaccard overlap of {values(j, '.3f')} against {values(rnd, '.3f')} for two random sets of that "
-            f"size, {values(over, '.1f')} times random. Required: at least {T['overlap_min']} "
-            f"({reach(j, [T['overlap_min']] * len(j))}) and at least {T['overlap_over_random_min']} times random "
-            f"({reach(j, [T['overlap_over_random_min'] * r for r in rnd])}). Neurons only: "
-            f"{values([overlaps[u]['neurons']['jaccard'] for u in members], '.3f')} (random "
-            f"{values([overlaps[u]['neurons']['random'] for u in members], '.3f')}). "
-            f"Ablating the top generalization neurons takes mem on M {moves('mem')} and gen on C {moves('gen')}; "
-            f"as many random neurons in the same layers leave mem at {control('mem')} and gen at {control('gen')}.")
-    return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
+            f"size, {values([a / b if b else math.nan for a, b in zip(j, rnd)], '.1f')} times random. Required: at "
+            f"least {T['overlap_min']} ({reach(j, [T['overlap_min']] * len(j))}) and at least "
+            f"{T['overlap_over_random_min']} times random ({reach(j, [T['overlap_over_random_min'] * r for r in rnd])}). "
+            f"Neurons only: {values(each('jaccard', 'neurons'), '.3f')} (random {values(each('random', 'neurons'), '.3f')}"
+            f"). Ablating the top generalization neurons takes mem on M from {ab('none', 'mem')} to {ab(top, 'mem')} and "
+            f"gen on C from {ab('none', 'gen')} to {ab(top, 'gen')}; as many random neurons in the same layers leave mem "
+            f"at {ab(rand, 'mem')} and gen at {ab(rand, 'gen')}.")
 
 
 # -- overlap ceiling -----------------------------------------------------------------------------------
@@ -396,9 +384,8 @@ QUANTITIES = {"jaccard": "J(M, C)", "split_half_C": "J(C, C')", "split_half_M": 
 
 @plots.seeded_jitter
 def ceiling_figure(build: Build, result: Circuits):
-    """Top: J(M, C) beside both split-half ceilings and the Spearman correlation, both attribution
-    metrics, one point per seed; bottom: the amended check, J(M, C) (logit difference) with its
-    bootstrap interval against its threshold (a fraction of the ceiling J(C, C'))."""
+    """Top: J(M, C) beside both ceilings and the Spearman correlation, both metrics, one point per seed;
+    bottom: the amended check, J(M, C) (logit difference) with its interval against its threshold."""
     stats = result.stats
     ov = pd.DataFrame([{"where": where(u.task, u.condition), "seed": str(u.seed), "metric": METRIC_NAMES[m],
                         "quantity": QUANTITIES[q], "value": st[q]}
@@ -438,48 +425,43 @@ def ceiling_figure(build: Build, result: Circuits):
 
 
 def ceiling_text(groups_: dict, result: Circuits) -> str:
-    """Per task and condition: the split-half ceilings against J(M, C) (log-prob), on how many seeds
-    the ceiling is below the registered threshold (there the registered check is superseded), and the
-    amended check on logit-difference attribution with its bootstrap interval."""
-    stat = result.stat
-    lines = []
-    for (task, condition), members in groups_.items():
-        ceil = [stat(u, "logprob", "split_half_C") for u in members]
-        low = sum(c < T["overlap_min"] for c in ceil)
-        missing = sum(math.isnan(c) for c in ceil)
-        text = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members])}): with log-prob attribution, "
-                f"two halves of C overlap by {values(ceil, '.3f')} and two halves of M by "
-                f"{values([stat(u, 'logprob', 'split_half_M') for u in members], '.3f')}, against J(M, C) = "
-                f"{values([stat(u, 'logprob', 'jaccard') for u in members], '.3f')}. ")
-        if missing == len(members):
-            text += "The ceiling cannot be computed (no examples of C), so nothing is superseded. "
-        elif low == len(members):
-            text += (f"The ceiling is below the registered {T['overlap_min']} on every seed: even identical circuits "
-                     "could not pass the registered overlap check, which is therefore superseded. ")
-        elif low:
-            text += (f"The ceiling is below the registered {T['overlap_min']} on {low} of {len(members)} seeds; there "
-                     "the registered overlap check is superseded. ")
-        else:
-            text += (f"The ceiling reaches the registered {T['overlap_min']} on every seed with a value, so the "
-                     "registered check stands. ")
-        j = [stat(u, "logit_diff", "jaccard") for u in members]
-        c = [stat(u, "logit_diff", "split_half_C") for u in members]
-        lo, hi = [stat(u, "logit_diff", "ci_low") for u in members], [stat(u, "logit_diff", "ci_high") for u in members]
-        text += (f"With logit-difference attribution J(M, C) = {values(j, '.3f')} ({100 * T['bootstrap_level']:.0f}% "
-                 "bootstrap interval " + " / ".join(f"{num(a, '.2f')}-{num(b, '.2f')}" for a, b in zip(lo, hi))
-                 + f") against a ceiling J(C, C') = {values(c, '.3f')}: "
-                 f"{values([a / b if b else math.nan for a, b in zip(j, c)])} of the ceiling, where the amended check "
-                 f"asks for at least {T['ceiling_ratio_min']} ({reach(j, [T['ceiling_ratio_min'] * x for x in c])}). "
-                 "Spearman correlation of the importances over all components: "
-                 f"{values([stat(u, 'logit_diff', 'spearman') for u in members])} (logit difference), "
-                 f"{values([stat(u, 'logprob', 'spearman') for u in members])} (log-prob).")
-        lines.append(text)
-    return "**What this build shows** (one number per seed):\n\n" + "\n".join(lines)
+    """Per task and condition: the split-half ceilings against J(M, C) (log-prob), where the registered check is
+    superseded, and the amended check (logit difference). Generated: on how many seeds, which case."""
+    return "\n".join(_ceiling_line(where(*key), members, result) for key, members in groups_.items())
+
+
+def _ceiling_case(ceil: list) -> str:
+    """Whether the ceiling supersedes the registered overlap check, on how many seeds."""
+    low, missing, th, n = sum(c < T["overlap_min"] for c in ceil), sum(math.isnan(c) for c in ceil), T["overlap_min"], len(ceil)
+    return ("The ceiling cannot be computed (no examples of C), so nothing is superseded. " if missing == n else
+            f"The ceiling is below the registered {th} on every seed: even identical circuits could not pass the "
+            "registered overlap check, which is therefore superseded. " if low == n else
+            f"The ceiling is below the registered {th} on {low} of {n} seeds; there the registered overlap check is "
+            "superseded. " if low else
+            f"The ceiling reaches the registered {th} on every seed with a value, so the registered check stands. ")
+
+
+def _ceiling_line(place: str, members: list, result: Circuits) -> str:
+    def each(metric, key):
+        return [result.stat(u, metric, key) for u in members]
+
+    ceil, (j, c) = each("logprob", "split_half_C"), (each("logit_diff", k) for k in ("jaccard", "split_half_C"))
+    return (f"- **{place}** ({seeds_head([u.seed for u in members])}): with log-prob attribution, two halves of C "
+            f"overlap by {values(ceil, '.3f')} and two halves of M by {values(each('logprob', 'split_half_M'), '.3f')}, "
+            f"against J(M, C) = {values(each('logprob', 'jaccard'), '.3f')}. " + _ceiling_case(ceil)
+            + f"With logit-difference attribution J(M, C) = {values(j, '.3f')} ({100 * T['bootstrap_level']:.0f}% "
+            "bootstrap interval " + " / ".join(f"{num(a, '.2f')}-{num(b, '.2f')}" for a, b in
+                                               zip(each("logit_diff", "ci_low"), each("logit_diff", "ci_high")))
+            + f") against a ceiling J(C, C') = {values(c, '.3f')}: {values([a / b if b else math.nan for a, b in zip(j, c)])}"
+            f" of the ceiling, where the amended check asks for at least {T['ceiling_ratio_min']} "
+            f"({reach(j, [T['ceiling_ratio_min'] * x for x in c])}). Spearman correlation of the importances over all "
+            f"components: {values(each('logit_diff', 'spearman'))} (logit difference), "
+            f"{values(each('logprob', 'spearman'))} (log-prob).")
 
 
 def results(build: Build, claim: ClaimResult) -> list[dict]:
-    """Each unit's seed result for the record (its metrics as :meth:`rote.verdicts.c3.C3Metrics.record`)."""
-    return [verdicts.seed_result(u, claim.metrics[u].record(), claim.checks[u], configs=[u.noisy]) for u in build.units]
+    """Each unit's seed result for the record."""
+    return [verdicts.seed_result(u, claim.metrics[u], claim.checks[u], configs=[u.noisy]) for u in build.units]
 
 
 # -- the claim's checks --------------------------------------------------------------------------------
@@ -498,18 +480,16 @@ class C3Sections:
 
 
 def evaluate(build: Build, sections: C3Sections) -> ClaimResult:
-    """Per unit: :func:`rote.verdicts.c3.checks` on the erasure sweep, the overlap and its statistics,
-    with the sites, the neurons-only overlap and the ablation added to the metrics. The only caller
-    of :mod:`rote.verdicts.c3`."""
+    """Per unit, :func:`rote.verdicts.c3.checks` with the sites, the neurons-only overlap and the ablation
+    added to the metrics: the chapter's only verdict call."""
     result, circuit = sections.erasure, sections.circuits
     metrics, checks = {}, {}
     for u in build.units:
         site, neurons = sections.sites[u], circuit.overlaps[u]["neurons"]
         measured, checks[u] = verdicts.c3.checks(result.sweep(u), result.rank, circuit.overlaps[u]["all"], u.task,
                                                  circuit.stats[u], erasure_layers=site["layers"])
-        ablation = {f"ablate_{k.split()[0]}_neurons_{s}": float(v)  # rows after "none": top, random neurons
-                    for k, row in circuit.ablations[u].iloc[1:].iterrows() for s, v in row.items()}
+        top, rand = (verdicts.c3.Ablation.of(circuit.ablations[u], row) for row in verdicts.c3.ABLATIONS.values())
         metrics[u] = dataclasses.replace(measured, erasure_layers=site["layers"], erasure_positions=site["positions"],
                                          overlap_neurons=neurons["jaccard"], overlap_neurons_random=neurons["random"],
-                                         **ablation)
+                                         ablate_top=top, ablate_random=rand)
     return ClaimResult(SPEC.id, metrics, checks)

@@ -1,18 +1,19 @@
 """Claim C3's checks (protocol section 5, amendment 7.5): the erasure sweep against its random and
-information-matched controls, and the circuit overlap against its split-half ceiling. Its only
-caller is :func:`rote.chapters.c3.evaluate`."""
+information-matched controls, and the circuit overlap against its split-half ceiling; called only by
+:func:`rote.chapters.c3.evaluate`."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .. import fmt
-from ..analysis.sweep_table import sweep_accuracy
+from ..analysis.sweep_table import SetErasure
 from ..claims import THRESHOLDS
+from .c2 import part, prefixed_record
 from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
 
 if TYPE_CHECKING:  # the verdict layer imports no torch (rote.site shows records without it)
@@ -20,98 +21,76 @@ if TYPE_CHECKING:  # the verdict layer imports no torch (rote.site shows records
 
 
 C3_CONTROLS = ("random", "matched")  # erasure controls of the sweep: random subspace; information-matched (7.5)
-
-
 C3_OVERLAP = "circuit overlap (Jaccard of top 5%)"  # the registered overlap check (superseded below its ceiling)
-
-
 C3_NO_SITE = ("8.5: the intervention cannot run: no layer carries the intermediate result at 5 x chance on C "
               "(no erasure site)")
-
-
 C3_EMPTY = {"mem": "no memorized example (M is empty)", "gen": "no correctly answered example (C is empty)",
             "mem_unconnected": "no memorized example whose noisy label is unconnected to the bridge"}
-
-
 C3_NO_CONTROL = {"random": "the random-subspace control was not computed",
                  "matched": "the information-matched control was not computed"}
-
-
 SETS = ("mem", "gen", "mem_unconnected")  # the sets the erasure sweep may hold, in the record's order
-STATISTICS = ("jaccard", "random", "split_half_C", "split_half_M", "spearman", "ci_low", "ci_high")  # kept per metric
+ABLATIONS = {"top": "top generalization neurons", "random": "random neurons (matched)"}  # ablation rows
+
+
+@dataclass(frozen=True)
+class OverlapStats:
+    """Amendment 7.5's overlap statistics for one attribution metric
+    (:func:`rote.analysis.attribution.overlap_statistics`); None: not given."""
+
+    jaccard: float | None = None
+    random: float | None = None
+    split_half_C: float | None = None
+    split_half_M: float | None = None
+    spearman: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @classmethod
+    def of(cls, stats: dict | None) -> "OverlapStats | None":
+        return None if not stats else cls(*[numeric(stats[k]) if k in stats else None for k in cls.__dataclass_fields__])
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Each set's accuracy with a set of neurons mean-ablated (None: the set is not in the ablation)."""
+
+    mem: float | None = None
+    gen: float | None = None
+    mem_unconnected: float | None = None
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, row: str) -> "Ablation | None":
+        if row not in table.index:
+            return None
+        return cls(*[float(table.loc[row, s]) if s in table.columns else None for s in SETS])
 
 
 @dataclass(frozen=True)
 class C3Metrics:
-    """One seed's numbers for claim C3: the ``metrics`` of its record.
-
-    The erasure at the judged rank ``erasure_rank``, per set (``mem``: M, ``gen``: C,
-    ``mem_unconnected``: THR's memorized examples unconnected to the bridge): accuracy before, after
-    INLP and after each control, and INLP's drop beyond the drop of the random control
-    (``drop_over_control``), of the information-matched control and of the larger of the two. The
-    circuit overlap of section 5 (Jaccard of the top components, log-prob attribution) against two
-    random sets, and amendment 7.5's statistics per attribution metric (``lp``: log-prob, ``ld``:
-    logit difference; :func:`rote.analysis.attribution.overlap_statistics`). Then what the chapter
-    adds (:func:`rote.chapters.c3.evaluate`): the erasure sites, the neurons-only overlap and the
-    accuracy of each set with the top generalization neurons (``top``) or as many random ones
-    (``random``) mean-ablated.
-
-    None: the number does not apply to this seed and is left out of the record (:meth:`record`): the
-    unconnected subset outside THR, overlap statistics not given, an ablation that did not run (no top
-    neurons), the chapter's numbers before :func:`~rote.chapters.c3.evaluate` adds them. NaN: it applies
-    but could not be computed (null in the record)."""
+    """One seed's C3 numbers, in the record's order: the erasure at the judged rank per set (``mem``: M,
+    ``gen``: C, ``mem_unconnected``: THR's part of M unconnected to the bridge), the overlap of section 5
+    against random sets, 7.5's statistics per attribution metric (``overlap_lp``: log-prob,
+    ``overlap_ld``: logit difference), whether the registered overlap check is superseded, then what the
+    chapter adds: the erasure sites, the neurons-only overlap and the ablation of the top generalization
+    neurons against random ones. None: does not apply (left out of :meth:`record`); NaN: not computed."""
 
     erasure_rank: int
-    mem_before: float | None = None
-    mem_inlp: float | None = None
-    mem_random: float | None = None
-    mem_matched: float | None = None
-    mem_drop_over_control: float | None = None
-    mem_drop_over_matched: float | None = None
-    mem_drop_over_larger_control: float | None = None
-    gen_before: float | None = None
-    gen_inlp: float | None = None
-    gen_random: float | None = None
-    gen_matched: float | None = None
-    gen_drop_over_control: float | None = None
-    gen_drop_over_matched: float | None = None
-    gen_drop_over_larger_control: float | None = None
-    mem_unconnected_before: float | None = None
-    mem_unconnected_inlp: float | None = None
-    mem_unconnected_random: float | None = None
-    mem_unconnected_matched: float | None = None
-    mem_unconnected_drop_over_control: float | None = None
-    mem_unconnected_drop_over_matched: float | None = None
-    mem_unconnected_drop_over_larger_control: float | None = None
+    mem: SetErasure | None = part("mem_", None)
+    gen: SetErasure | None = part("gen_", None)
+    mem_unconnected: SetErasure | None = part("mem_unconnected_", None)
     overlap: float | None = None
     overlap_random: float | None = None
     overlap_over_random: float | None = None
-    overlap_lp_jaccard: float | None = None
-    overlap_lp_random: float | None = None
-    overlap_lp_split_half_C: float | None = None
-    overlap_lp_split_half_M: float | None = None
-    overlap_lp_spearman: float | None = None
-    overlap_lp_ci_low: float | None = None
-    overlap_lp_ci_high: float | None = None
-    overlap_ld_jaccard: float | None = None
-    overlap_ld_random: float | None = None
-    overlap_ld_split_half_C: float | None = None
-    overlap_ld_split_half_M: float | None = None
-    overlap_ld_spearman: float | None = None
-    overlap_ld_ci_low: float | None = None
-    overlap_ld_ci_high: float | None = None
+    overlap_lp: OverlapStats | None = part("overlap_lp_", None)
+    overlap_ld: OverlapStats | None = part("overlap_ld_", None)
     overlap_ld_over_ceiling: float | None = None
     overlap_superseded: bool | None = None  # the registered overlap check superseded (a ceiling below its threshold)
     erasure_layers: list | None = None  # the erasure sites' layers (empty: no site, 8.5)
     erasure_positions: list | None = None
     overlap_neurons: float | None = None
     overlap_neurons_random: float | None = None
-    ablate_top_neurons_mem: float | None = None
-    ablate_top_neurons_gen: float | None = None
-    ablate_top_neurons_mem_unconnected: float | None = None
-    ablate_random_neurons_mem: float | None = None
-    ablate_random_neurons_gen: float | None = None
-    ablate_random_neurons_mem_unconnected: float | None = None
+    ablate_top: Ablation | None = part("ablate_top_neurons_", None)
+    ablate_random: Ablation | None = part("ablate_random_neurons_", None)
 
     def __post_init__(self):
         if isinstance(self.erasure_rank, bool) or not isinstance(self.erasure_rank, int) or self.erasure_rank < 0:
@@ -123,81 +102,46 @@ class C3Metrics:
                 raise ValueError(f"{name} must be a list or None, got {getattr(self, name)!r}")
 
     def record(self) -> dict:
-        """The record's ``metrics``: every number that applies (None fields left out), in field order."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """The record's ``metrics``: every number that applies (None left out), in field order."""
+        return prefixed_record(self, None)
 
-
-def _given(x) -> float:
-    """A number that may not apply (None) as a float: NaN where it does not."""
-    return math.nan if x is None else x
+    def erasure(self, s: str) -> SetErasure:
+        """The erasure numbers of set ``s`` (NaN where the sweep does not hold it)."""
+        return getattr(self, s) or SetErasure(*[math.nan] * 7)
 
 
 def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | None = None,
             erasure_layers: list | None = None) -> C3Metrics:
-    """C3's numbers from the erasure sweep, the overlap and its statistics (the inputs of :func:`checks`),
-    without ``overlap_superseded``, which the checks decide, and without the chapter's numbers."""
-    def acc(s, method, r):
-        return sweep_accuracy(sweep, s, method, r)
-
-    erasure = {}
-    for s in [x for x in SETS if x in set(sweep.set)]:
-        before, inlp = acc(s, "INLP", 0), acc(s, "INLP", rank)
-        drops = {m: before - acc(s, m, rank) for m in C3_CONTROLS}
-        larger = max(drops.values()) if not any(math.isnan(d) for d in drops.values()) else math.nan
-        erasure.update({f"{s}_before": before, f"{s}_inlp": inlp, f"{s}_random": acc(s, "random", rank),
-                        f"{s}_matched": acc(s, "matched", rank),
-                        f"{s}_drop_over_control": (before - inlp) - drops["random"],
-                        f"{s}_drop_over_matched": (before - inlp) - drops["matched"],
-                        f"{s}_drop_over_larger_control": (before - inlp) - larger})
+    """C3's numbers from the inputs of :func:`checks`, without ``overlap_superseded`` (the checks decide
+    it) and the chapter's numbers."""
+    erasure = {s: SetErasure.of(sweep, s, rank) if s in set(sweep.set) else None for s in SETS}
     stats = statistics or {}
-    given = {f"overlap_{short}_{key}": numeric(value) for metric, short in (("logprob", "lp"), ("logit_diff", "ld"))
-             for key, value in (stats.get(metric) or {}).items() if key in STATISTICS}
+    lp, ld = OverlapStats.of(stats.get("logprob")), OverlapStats.of(stats.get("logit_diff"))
     j, rand = numeric(overlap.get("jaccard")), numeric(overlap.get("random"))
-    ceiling_ld = given.get("overlap_ld_split_half_C", math.nan)
-    return C3Metrics(erasure_rank=rank, **erasure, overlap=j, overlap_random=rand,
-                     overlap_over_random=j / rand if rand else math.nan, **given,
-                     overlap_ld_over_ceiling=given.get("overlap_ld_jaccard", math.nan) / ceiling_ld if ceiling_ld
-                     else math.nan,
+    ceiling_ld = math.nan if ld is None or ld.split_half_C is None else ld.split_half_C
+    j_ld = math.nan if ld is None or ld.jaccard is None else ld.jaccard
+    return C3Metrics(rank, erasure["mem"], erasure["gen"], erasure["mem_unconnected"], overlap=j, overlap_random=rand,
+                     overlap_over_random=j / rand if rand else math.nan, overlap_lp=lp, overlap_ld=ld,
+                     overlap_ld_over_ceiling=j_ld / ceiling_ld if ceiling_ld else math.nan,
                      erasure_layers=None if erasure_layers is None else list(erasure_layers))
 
 
 def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: str,
            statistics: dict | None = None, erasure_layers: list | None = None) -> tuple[C3Metrics, list[Check]]:
-    """C3 from the erasure sweep (rows rank, method INLP / random / matched, set mem / gen /
-    mem_unconnected, accuracy; rank 0 = before; or a :class:`rote.analysis.patching.ErasureSweep`, the
-    table with each example's outcome, from which the erasure checks take their sampling intervals,
-    section 11), the all-component overlap of section 5 (``jaccard``, ``random``: log-prob
-    attribution) and ``statistics``, the overlap statistics of amendment 1, 7.5 per attribution
-    metric ({"logprob": ..., "logit_diff": ...}, each
-    :func:`rote.analysis.attribution.overlap_statistics`: ``jaccard``, ``split_half_C``,
-    ``split_half_M``, ``spearman``, ``ci_low``, ``ci_high``). ``erasure_layers``: the erasure sites'
-    layers (where C2's probes find the result at 5 x chance on C); None: not given. Returns the
-    numbers (:class:`C3Metrics`, from :func:`measure`) and the checks.
+    """C3 from the erasure sweep (a table with rows rank / method / set / accuracy, rank 0 = before, or a
+    :class:`rote.analysis.patching.ErasureSweep` whose outcomes give the erasure checks' intervals), the
+    overlap of section 5 (``jaccard``, ``random``) and 7.5's ``statistics`` per attribution metric
+    (``logprob``, ``logit_diff``). ``erasure_layers``: the sites' layers (``[]``: no site, 8.5; None: not given).
 
-    Registered (section 5): mem drop over the random control >= 0.3 (THR: also on the unconnected
-    subset); overlap >= 0.5; overlap >= 3 x random. Amended (7.5): the same margin over the larger
-    of the two controls' drops (random, information-matched). The gen check of 7.5 (gen on C drops
-    more under INLP than under the larger control, > 0) is a ``validity`` check (amendment 2, 8.6: a
-    check of the instrument): where the erasure does not lower gen beyond its controls, it did not
-    remove the rule, and every erasure check is unresolved in the amended reading (``<id>.amended``
-    stands for it, :func:`rote.verdicts.core.validate`); section 5 named it a sanity check, so the
-    registered reading shows it and does not count it. The split-half ceiling J(C, C') is a
-    ``validity`` check (8.1: what identical circuits reach, against the overlap threshold); where it
-    is below 0.5 the registered overlap check is ``superseded`` by J(M, C) >= 0.5 x J(C, C') on the
-    logit-difference attribution (``amended``).
-
-    Section 11: every check has its margin; the erasure checks and the gen check also the 95%
-    bootstrap interval over the examples of their set (:meth:`ErasureSweep.drop_over`) where the sweep
-    kept its outcomes; the overlap checks have no per-example sample (margin only).
-
-    Missing values (8.5): with no erasure site (``erasure_layers == []``) the intervention cannot
-    run, and every erasure check, registered and amended, is unresolved with that reason. Otherwise a
-    check whose number is missing is unresolved with its case: an empty set, a control not computed
-    (no matched control in the sweep), the overlap not computed (M or C empty), no statistics."""
+    Registered: mem drop over the random control >= 0.3 (THR: also the unconnected subset); overlap >= 0.5
+    and >= 3 x random. Amended (7.5): the same margin over the larger control. The gen check (8.6,
+    ``validity``) leaves the erasure checks unresolved in the amended reading where it fails; the split-half
+    ceiling (8.1, ``validity``) supersedes the registered overlap check below 0.5 by the logit-difference
+    J(M, C) >= 0.5 x J(C, C'). A missing number leaves its check unresolved with the case (8.5)."""
     table, outcomes = (sweep, None) if isinstance(sweep, pd.DataFrame) else (sweep.table, sweep)
     m = measure(table, rank, overlap, statistics, erasure_layers)
     no_site = erasure_layers is not None and not list(erasure_layers)
-    erasure = _erasure_checks(_ErasureInputs(table, outcomes, rank, no_site), m, task)
+    erasure = _erasure_checks(_ErasureInputs(table, outcomes, rank, no_site, m), task)
     overlaps = _overlap_checks(m, overlap, statistics or {})
     return replace(m, overlap_superseded=overlaps[0].kind == "superseded"), erasure + overlaps
 
@@ -205,15 +149,13 @@ def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: s
 @dataclass(frozen=True)
 class _ErasureInputs:
     """What the erasure checks read: the sweep's table, its per-example outcomes (None: not kept), the
-    judged rank, and whether there is no erasure site (8.5)."""
+    judged rank, whether there is no erasure site (8.5), and the numbers measured from them."""
 
     table: pd.DataFrame
     outcomes: ErasureSweep | None
     rank: int
     no_site: bool
-
-    def accuracy(self, s: str, method: str, rank: int) -> float:
-        return sweep_accuracy(self.table, s, method, rank)
+    metrics: C3Metrics
 
     def why(self, s: str, controls: tuple) -> str | None:
         """Why the erasure check on set ``s`` against ``controls`` has no value, naming the case."""
@@ -221,10 +163,9 @@ class _ErasureInputs:
             return C3_NO_SITE
         if s not in set(self.table.set):
             return f"the set {s} is not in the erasure sweep" if s != "mem_unconnected" else C3_EMPTY[s]
-        return missing_reason((self.accuracy(s, "INLP", 0), C3_EMPTY[s]),
-                              (self.accuracy(s, "INLP", self.rank), f"the INLP erasure was not computed at rank "
-                                                                    f"{self.rank}"),
-                              *[(self.accuracy(s, c, self.rank), C3_NO_CONTROL[c]) for c in controls])
+        e = self.metrics.erasure(s)
+        return missing_reason((e.before, C3_EMPTY[s]), (e.inlp, f"the INLP erasure was not computed at rank {self.rank}"),
+                              *[(getattr(e, c), C3_NO_CONTROL[c]) for c in controls])
 
     def interval(self, s: str, controls: tuple):
         """Section 11: the bootstrap interval of INLP's drop on ``s`` beyond the larger of ``controls``."""
@@ -236,17 +177,17 @@ C3_GEN_NOT_LOWERED = ("8.6: the erasure did not lower gen on C more than its lar
                       "the rule does to memorization")
 
 
-def _erasure_checks(inputs: _ErasureInputs, m: C3Metrics, task: str) -> list[Check]:
+def _erasure_checks(inputs: _ErasureInputs, task: str) -> list[Check]:
     """The erasure checks on M (and THR's unconnected subset), validated by the gen check (8.6)."""
     th = THRESHOLDS["C3"]
     no_matched = None if "matched" in set(inputs.table.method) else C3_NO_CONTROL["matched"]
 
-    def erasure_check(label: CheckLabel, number: str, s: str, controls: tuple, compare=at_least,
+    def erasure_check(label: CheckLabel, s: str, number: str, controls: tuple, compare=at_least,
                       threshold=th["erasure_mem_drop_over_control_min"]) -> Check:
-        """The check ``label`` of the metric ``number`` on set ``s`` against ``controls``."""
+        """The check ``label`` of set ``s``'s ``number`` against ``controls``."""
         reason = inputs.why(s, controls)
-        check = compare(label, getattr(m, number), threshold, missing=reason or f"{number} could not be computed",
-                        interval=inputs.interval(s, controls))
+        check = compare(label, getattr(inputs.metrics.erasure(s), number), threshold,
+                        missing=reason or f"{s}_{number} could not be computed", interval=inputs.interval(s, controls))
         if inputs.no_site:  # 8.5: unresolved whatever the sweep holds
             return unresolved(check.replace(value=None, margin=None, interval=None, method="", near=None), C3_NO_SITE)
         if "matched" in controls and no_matched:  # a control the amended check needs was not run
@@ -257,15 +198,13 @@ def _erasure_checks(inputs: _ErasureInputs, m: C3Metrics, task: str) -> list[Che
     treated = []
     for s, suffix, words in sets:
         treated += [erasure_check(CheckLabel(f"c3.erasure{suffix}.random", f"erasure: {words} drop over random control",
-                                             "registered", "erasure"),
-                                  f"{s}_drop_over_control", s, ("random",)),
+                                             "registered", "erasure"), s, "drop_over_control", ("random",)),
                     erasure_check(CheckLabel(f"c3.erasure{suffix}", f"erasure: {words} drop over the larger control"
                                              + (" (random, information-matched)" if s == "mem" else ""),
-                                             "amended", "erasure"),
-                                  f"{s}_drop_over_larger_control", s, C3_CONTROLS)]
+                                             "amended", "erasure"), s, "drop_over_larger_control", C3_CONTROLS)]
     gen = erasure_check(CheckLabel("c3.erasure.gen", "8.6 validity: erasure lowers gen on C more than the larger "
                                    "control (the rule is removed)", "validity", "erasure"),
-                        "gen_drop_over_larger_control", "gen", C3_CONTROLS, compare=above,
+                        "gen", "drop_over_larger_control", C3_CONTROLS, compare=above,
                         threshold=th["gen_drop_over_control_above"]).replace(history=(("7.5", "amended"), ("8.6", "validity")))
     if gen.passed is False:
         gen = gen.replace(reason=C3_GEN_NOT_LOWERED)
@@ -277,13 +216,17 @@ def _erasure_checks(inputs: _ErasureInputs, m: C3Metrics, task: str) -> list[Che
     return judged + [gen]
 
 
+def _stat(stats: OverlapStats | None, name: str) -> float:
+    value = None if stats is None else getattr(stats, name)
+    return math.nan if value is None else value
+
+
 def _overlap_checks(m: C3Metrics, overlap: dict, stats: dict) -> list[Check]:
-    """The registered overlap checks, the split-half ceiling (validity) and, below it, the amended
-    overlap check; margins only (section 11: an overlap has no per-example sample). The first check
-    is the registered overlap check (superseded or not)."""
+    """The registered overlap checks (the first one superseded or not), the split-half ceiling (validity)
+    and, below it, the amended overlap check; margins only (an overlap has no per-example sample)."""
     th = THRESHOLDS["C3"]
-    ceiling = _given(m.overlap_lp_split_half_C)  # what identical circuits reach with the registered metric
-    ceiling_ld, j_ld = _given(m.overlap_ld_split_half_C), _given(m.overlap_ld_jaccard)
+    ceiling = _stat(m.overlap_lp, "split_half_C")  # what identical circuits reach with the registered metric
+    ceiling_ld, j_ld = _stat(m.overlap_ld, "split_half_C"), _stat(m.overlap_ld, "jaccard")
     validity = at_least(CheckLabel("c3.overlap.ceiling", "split-half ceiling J(C, C') (log-prob) reaches the overlap "
                                    "threshold", "validity", "overlap"), ceiling, th["overlap_min"],
                         missing="the split-half ceiling was not computed")
