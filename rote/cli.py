@@ -1,9 +1,7 @@
 """Command line: ``python -m rote plan|train|run|book|claims``.
 
-Errors in the arguments (unknown task, profile or parameter, wrong type, value out of range,
-``--workers 0``, ``--executor slurm`` without Slurm) are reported on one line with exit code 2,
-before anything is trained or written. Runs that fail while training are named on stderr and the
-command exits 1; Ctrl-C stops every worker and exits 130.
+Bad arguments are reported on one line with exit code 2 before anything trains or is written; failed
+runs are named on stderr (exit 1); Ctrl-C stops every worker (exit 130).
 """
 
 from __future__ import annotations
@@ -34,6 +32,12 @@ def _params(pairs: list[list[str]] | None) -> dict[str, str]:
     return out
 
 
+def _at_least_one(args, *names: str) -> None:
+    for name in names:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
+
+
 def _summary(run) -> dict:
     from .analysis.curves import first_evaluated as first_step
     from .claims import THRESHOLDS
@@ -53,10 +57,7 @@ def _engine_options(args):
     """Validate --workers / --executor (and the Slurm options) before anything runs."""
     from .engine import SlurmOptions, check_executor
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "workers", "seeds")
     check_executor(args.executor)
     return SlurmOptions(partition=args.partition, time_min=args.time_min, mem_gb=args.mem_gb, gpus=args.gpus)
 
@@ -112,10 +113,7 @@ def cmd_plan(args) -> int:
     from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "workers", "seeds")
     seeds = seed_list(args.profile, args.seeds)
     configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None, x1=args.x1)
     if args.stability:  # protocol 10: the precision twins (where bf16 is native) and seeds 3 and 4
@@ -163,8 +161,7 @@ def cmd_claims(args) -> int:
     from .claims import load_all, other_records
     from .plan import seed_list
 
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "seeds")
     seeds = None if args.seeds is None else seed_list(args.profile or "quick", args.seeds)
     records = load_all(args.profile, seeds=seeds)
     if args.json:
@@ -192,8 +189,7 @@ def cmd_book(args) -> int:
 
 
 def cmd_run(args) -> int:
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "seeds")
     from .driver import run_chapter_cli
 
     return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
@@ -287,20 +283,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM (a scheduler's or CI's timeout) stops the workers like Ctrl-C does."""
-    import signal
-    import threading
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: list[str] | None = None) -> int:
-    _sigterm_as_interrupt()
+    from .engine import sigterm_as_interrupt
+
+    sigterm_as_interrupt()
     try:
         args = parser().parse_args(argv)
         if getattr(args, "precision", None):  # --precision X is -p precision X
