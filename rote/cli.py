@@ -195,40 +195,35 @@ def cmd_run(args) -> int:
     return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
 
 
-def _common_args(sp) -> None:
-    sp.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
-    sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                    help="override a parameter (repeatable)")
-    sp.add_argument("--precision", choices=("auto", "fp32", "bf16"), default=None,
-                    help="training precision (default auto: bf16 where the device computes it natively, "
-                         "else fp32); the same as -p precision VALUE")
+_ARGS = {  # option groups shared by the subcommands: name -> [(flags, keywords)]
+    "common": [(("--profile",), dict(default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")),
+               (("-p", "--param"), dict(nargs=2, action="append", metavar=("NAME", "VALUE"),
+                                        help="override a parameter (repeatable)")),
+               (("--precision",), dict(choices=("auto", "fp32", "bf16"), default=None,
+                                       help="training precision (default auto: bf16 where the device computes it "
+                                            "natively, else fp32); the same as -p precision VALUE"))],
+    "seeds": [(("--seeds",), dict(type=int, default=None,
+                                  help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the "
+                                       "protocol's; 1 is the quick look)"))],
+    "x1": [(("--x1",), dict(action="store_true", help="also X1's grid (chapter benign_memorization: other widths "
+                                                     "and noise ratios; left out by default)"))],
+    "stability": [(("--stability",), dict(action="store_true",
+                                          help="also the stability build of protocol 10: every C1-C5 run in the "
+                                               "other precision and seeds 3 and 4, their chapters, and each row's "
+                                               "stable / fragile entry"))],
+    "engine": [(("--workers",), dict(type=int, default=None, help="runs trained at once (default: the cores)")),
+               (("--executor",), dict(default="local", help="local (default), slurm, or submitit-local")),
+               (("--partition",), dict(default=None, help="Slurm partition")),
+               (("--time-min",), dict(type=int, default=120, help="Slurm time limit per run, minutes")),
+               (("--mem-gb",), dict(type=float, default=8.0, help="Slurm memory per run, GB")),
+               (("--gpus",), dict(type=int, default=0, help="Slurm GPUs per run"))],
+}
 
 
-def _seeds_args(sp) -> None:
-    sp.add_argument("--seeds", type=int, default=None,
-                    help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the protocol's; "
-                         "1 is the quick look)")
-
-
-def _x1_args(sp) -> None:
-    sp.add_argument("--x1", action="store_true",
-                    help="also X1's grid (chapter benign_memorization: other widths and noise ratios; "
-                         "left out by default)")
-
-
-def _stability_args(sp) -> None:
-    sp.add_argument("--stability", action="store_true",
-                    help="also the stability build of protocol 10: every C1-C5 run in the other precision and "
-                         "seeds 3 and 4, their chapters, and each row's stable / fragile entry")
-
-
-def _engine_args(sp) -> None:
-    sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
-    sp.add_argument("--executor", default="local", help="local (default), slurm, or submitit-local")
-    sp.add_argument("--partition", default=None, help="Slurm partition")
-    sp.add_argument("--time-min", type=int, default=120, help="Slurm time limit per run, minutes")
-    sp.add_argument("--mem-gb", type=float, default=8.0, help="Slurm memory per run, GB")
-    sp.add_argument("--gpus", type=int, default=0, help="Slurm GPUs per run")
+def _add(sp, *groups: str) -> None:
+    for group in groups:
+        for flags, keywords in _ARGS[group]:
+            sp.add_argument(*flags, **keywords)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -236,10 +231,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     pl = sub.add_parser("plan", help="list the runs the book's chapters need, cached or not, with estimated times")
-    _common_args(pl)
-    _seeds_args(pl)
-    _x1_args(pl)
-    _stability_args(pl)
+    _add(pl, "common", "seeds", "x1", "stability")
     pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
     pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
     pl.add_argument("--json", action="store_true")
@@ -247,23 +239,17 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train runs, or reuse cached ones; prints final metrics as JSON (one line a run)")
     t.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)}")
-    _common_args(t)
-    _seeds_args(t)
+    _add(t, "common", "seeds")
     t.add_argument("--plan", action="store_true",
                    help="train every run of the book's plan (conditions, noise-free twins, sweep; X1's grid "
                         "with --x1), not only the given configuration")
-    _x1_args(t)
-    _engine_args(t)
+    _add(t, "x1", "engine")
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     t.add_argument("--quiet", action="store_true", help="no progress display")
     t.set_defaults(func=cmd_train)
 
     b = sub.add_parser("book", help="train the plan's missing runs, execute the chapters, render the site")
-    _common_args(b)
-    _seeds_args(b)
-    _engine_args(b)
-    _x1_args(b)
-    _stability_args(b)
+    _add(b, "common", "seeds", "engine", "x1", "stability")
     b.add_argument("--chapter", action="append",
                    help="only this chapter (repeatable); trains only the runs the named chapters need")
     b.add_argument("--no-render", action="store_true", help="execute only, do not run jupyter-book")
@@ -271,13 +257,12 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="rerun one chapter with new parameters, reusing cached runs")
     r.add_argument("chapter")
-    _common_args(r)
-    _seeds_args(r)
+    _add(r, "common", "seeds")
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("claims", help="print the claim scorecard")
     c.add_argument("--profile", default=None)
-    _seeds_args(c)
+    _add(c, "seeds")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_claims)
     return p

@@ -119,6 +119,14 @@ def _example(prefix: list[str], name: str, default, valid: str) -> str:
 
 
 # -- chapter parameters --------------------------------------------------------------------------
+def _declared() -> list[str]:
+    """The chapters with a parameter dataclass, in book order."""
+    from .chapters.params import CHAPTER_PARAMS
+    from .driver import chapters
+
+    return [n for n in chapters() if n in CHAPTER_PARAMS]
+
+
 def _type_text(field) -> str:
     return field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
 
@@ -133,10 +141,9 @@ def _value_text(value) -> str:
 
 def chapter_rows() -> list[Row]:
     """One row per chapter parameter and distinct declaration, in the chapters' (book) order."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, chapter_params
+    from .chapters.params import chapter_params
 
-    names = [n for n in chapters() if n in CHAPTER_PARAMS]
+    names = _declared()
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, object] = {}
     for chapter in names:
@@ -164,11 +171,10 @@ def chapter_rows() -> list[Row]:
 
 def chapter_checks() -> list[tuple[str, list[str]]]:
     """(chapter, checks) per ``check_together``: each ``at_most`` as "name <= bound", and its docstring."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, ChapterParams, chapter_params
+    from .chapters.params import ChapterParams, chapter_params
 
     out = []
-    for chapter in [n for n in chapters() if n in CHAPTER_PARAMS]:
+    for chapter in _declared():
         method = chapter_params(chapter).check_together
         if method is ChapterParams.check_together:
             continue
@@ -262,15 +268,14 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
 
 def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
     """The chapters that take a run parameter (``overrides`` and one of ``tasks``); none for a seed."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, chapter_params
+    from .chapters.params import chapter_params
     from .config import TASKS
     from .plan import SEED_NAMES
 
     if name in SEED_NAMES:
         return []
     out = []
-    for chapter in [n for n in chapters() if n in CHAPTER_PARAMS]:
+    for chapter in _declared():
         defaults = chapter_params(chapter).defaults()
         if "overrides" in defaults and set(defaults.get("tasks") or TASKS) & set(tasks):
             out.append(chapter)

@@ -404,25 +404,17 @@ def _visible(output) -> bool:
     return True  # errors
 
 
-def _imports_only(source: str) -> bool:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return bool(tree.body) and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
-
-
 BOILERPLATE_HEADERS = {"parameters": "# Parameters (the chapter's defaults)",
                        "injected-parameters": "# Parameters papermill injected for this build"}
 
 
-def _starts_with_imports(source: str) -> bool:
-    """A setup cell: its code opens with an import (its output, if any, stays in view)."""
+def _imports(source: str) -> tuple[bool, bool]:
+    """Whether a cell's code opens with an import (a setup cell), and whether it only imports."""
     try:
-        tree = ast.parse(source)
+        found = [isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(source).body]
     except SyntaxError:
-        return False
-    return bool(tree.body) and isinstance(tree.body[0], (ast.Import, ast.ImportFrom))
+        return False, False
+    return bool(found) and found[0], bool(found) and all(found)
 
 
 def hide_boilerplate(nb) -> int:
@@ -437,8 +429,8 @@ def hide_boilerplate(nb) -> int:
             continue
         tags = cell.get("metadata", {}).get("tags", [])
         visible = any(_visible(o) for o in cell.get("outputs", []))
-        boiler = (any(t in tags for t in BOILERPLATE_TAGS) or _imports_only(cell.source)
-                  or (not seen_output and (not visible or _starts_with_imports(cell.source))))
+        opens, only = _imports(cell.source)
+        boiler = any(t in tags for t in BOILERPLATE_TAGS) or only or (not seen_output and (not visible or opens))
         seen_output = seen_output or visible
         already = any(t in tags for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell"))
         marked.append(boiler and not already)
@@ -451,10 +443,9 @@ def hide_boilerplate(nb) -> int:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         header = next((BOILERPLATE_HEADERS[t] for t in BOILERPLATE_TAGS if t in tags), None)
         source = f"{header}\n{cell.source}" if header else cell.source
-        previous = cells[-1] if cells else None
         mergeable = not any(_visible(o) for o in cell.get("outputs", []))
-        if (previous is not None and previous.cell_type == "code" and mergeable
-                and previous.metadata.get("rote_merged")):
+        if mergeable and cells and cells[-1].get("metadata", {}).get("rote_merged"):
+            previous = cells[-1]
             previous.source += "\n\n" + source
             previous.outputs += cell.get("outputs", [])  # stderr only: dropped on the page
             previous.execution_count = cell.get("execution_count")
