@@ -92,7 +92,7 @@ class BookOptions:
     stability: bool = False
 
     def __post_init__(self):
-        if self.seeds is not None and not plan._whole(self.seeds, 1):
+        if self.seeds is not None and not plan.at_least(self.seeds, 1):
             raise ConfigError(f"the number of seeds must be >= 1, got {self.seeds!r}")
 
 

@@ -112,11 +112,8 @@ def _named(row: Row, verdict_word: str) -> str:
     return where(row) + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _verb(verdict_word: str, one_seed: bool) -> str:
-    if verdict_word == "holds":
-        return "passes" if one_seed else "holds"
-    return {"fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
-            "not run": "has not run yet"}[verdict_word]
+VERBS = {"holds": "holds", "fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
+         "not run": "has not run yet"}
 
 
 def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]:
@@ -124,15 +121,11 @@ def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]
     for r in claim_rows:
         groups.setdefault(word(verdict_of(r)), []).append(r)
     clauses = []
-    for w in WORDS:
-        if w not in groups:
-            continue
+    for w in [w for w in WORDS if w in groups]:
         named = [_named(r, w) for r in groups[w]]
-        if len(groups) == 1 and len(claim_rows) > 1:
-            target = f"every task and condition ({', '.join(named)})"
-        else:
-            target = _join(named)
-        clauses.append(f"{_verb(w, one_seed)} for {target}")
+        every = len(groups) == 1 and len(claim_rows) > 1
+        target = f"every task and condition ({', '.join(named)})" if every else _join(named)
+        clauses.append(f"{'passes' if one_seed and w == 'holds' else VERBS[w]} for {target}")
     return clauses
 
 
@@ -206,17 +199,10 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
     """How long a cold build takes: the default plan's training on ``workers`` cores (default: this
     machine's) by ``estimator`` (default: the run cache's, never probing), and the chapters' execution."""
     from .plan import plan
-    from .timings import fmt_seconds, pool_seconds
+    from .timings import Estimator, default_workers, fmt_seconds, pool_seconds
 
-    if estimator is None:
-        from .runs import runs_root
-        from .timings import Estimator
-
-        estimator = Estimator(runs_root(), probe=False)
-    if workers is None:
-        from .timings import default_workers
-
-        workers = default_workers()
+    estimator = Estimator(probe=False) if estimator is None else estimator  # the run cache's, never probing
+    workers = default_workers() if workers is None else workers
     profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds
     configs = plan(profile, seeds)
     estimates = [estimator.estimate(c) for c in configs]

@@ -38,12 +38,13 @@ def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
                 raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
         else:
             n_seeds = DEFAULT_SEEDS
-    if not _whole(n_seeds, 1):
+    if not at_least(n_seeds, 1):
         raise ConfigError(f"the number of seeds must be >= 1, got {n_seeds!r}")
     return list(range(n_seeds))
 
 
-def _whole(n, least: int) -> bool:
+def at_least(n, least: int) -> bool:
+    """Whether ``n`` is a whole number (not a bool) >= ``least``."""
     return isinstance(n, int) and not isinstance(n, bool) and n >= least
 
 
@@ -88,7 +89,7 @@ def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] 
                           f"noise_seed = model_seed = s)")
     seeds = seed_list(profile) if seeds is None else list(seeds)
     for s in seeds:
-        if not _whole(s, 0):
+        if not at_least(s, 0):
             raise ConfigError(f"seeds must be whole numbers >= 0, got {s!r}")
     out = []
     for task in tasks:

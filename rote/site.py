@@ -177,16 +177,15 @@ def csv_rows(records) -> list[dict]:
         emitted = False
         for seed in _get(r, "per_seed") or []:
             for check in seed.get("checks", []):
-                value, threshold = check.get("value"), check.get("threshold")
+                low, high = check.get("interval") or (None, None)
                 rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
                              "seed_amended": seed.get("amended", ""), "check_id": check.get("id"),
                              "check": check.get("name"), "kind": check.get("kind"), "reason": check.get("reason"),
-                             "value": json.dumps(value) if isinstance(value, (list, dict)) else value,
-                             "threshold": json.dumps(threshold) if isinstance(threshold, (list, dict)) else threshold,
-                             "passed": check.get("passed"), "margin": check.get("margin"),
-                             "interval_low": (check.get("interval") or [None, None])[0],
-                             "interval_high": (check.get("interval") or [None, None])[1],
-                             "interval_method": check.get("method") or "", "near": check.get("near")})
+                             **{k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                                for k, v in (("value", check.get("value")), ("threshold", check.get("threshold")))},
+                             "passed": check.get("passed"), "margin": check.get("margin"), "interval_low": low,
+                             "interval_high": high, "interval_method": check.get("method") or "",
+                             "near": check.get("near")})
                 emitted = True
         if not emitted:
             rows.append({**base, "reason": _get(r, "reason", "") or ""})

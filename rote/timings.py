@@ -404,14 +404,12 @@ class Estimator:
         return store_path(self.root)
 
     def records(self) -> list[dict]:
-        if self._given is not None:
-            stamp = ("given", len(self._given), len(self._memory))
-        else:
-            try:
-                st = self.path.stat()
-                stamp = (st.st_size, st.st_mtime_ns, len(self._memory))
-            except OSError:
-                stamp = (None, len(self._memory))
+        try:
+            st = None if self._given is not None else self.path.stat()
+            stamp = ("given", len(self._given)) if st is None else (st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = (None,)
+        stamp += (len(self._memory),)
         if stamp != self._stamp:
             base = list(self._given) if self._given is not None else read(self.root)
             self._records = [r for r in base if r.get("key") not in self.exclude] + self._memory
