@@ -102,14 +102,13 @@ def refusal(default, perturbed, change: str) -> str:
 def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
     """The row under the precision change (``twin``: the record on the other precision's runs; a
     ``reason_not_run`` makes it not run). Moved: per seed, every check id whose outcome differs."""
-    if reason_not_run:
-        return ChangeResult("precision", "not run", None, reason_not_run)
-    if twin is None or not _get(twin, "per_seed"):
-        return ChangeResult("precision", "not run", None, "the runs in the other precision are not trained")
+    if reason_not_run or twin is None or not _get(twin, "per_seed"):
+        return ChangeResult("precision", NOT_RUN, None,
+                            reason_not_run or "the runs in the other precision are not trained")
     default_seeds = {s["seed"]: s for s in _get(default, "per_seed")}
     twin_seeds = {s["seed"]: s for s in _get(twin, "per_seed")}
     if sorted(default_seeds) != sorted(twin_seeds):
-        return ChangeResult("precision", "not run", None,
+        return ChangeResult("precision", NOT_RUN, None,
                             f"the other precision has seeds {sorted(twin_seeds)}, the default record {sorted(default_seeds)}")
     moved = []
     for seed in sorted(default_seeds):
@@ -127,15 +126,14 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
 def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
     """The row under the seeds change (``extra``: the record on seeds 3 and 4): the 5-seed verdict by
     8.1's rule; moved: each extra seed whose verdict is not the default word's, with its deciding checks."""
-    if reason_not_run:
-        return ChangeResult("seeds", "not run", None, reason_not_run)
-    if extra is None or not _get(extra, "per_seed"):
-        return ChangeResult("seeds", "not run", None, f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
+    if reason_not_run or extra is None or not _get(extra, "per_seed"):
+        return ChangeResult("seeds", NOT_RUN, None,
+                            reason_not_run or f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
     base = list(_get(default, "per_seed"))
     known = {s["seed"] for s in base}
     added = [s for s in _get(extra, "per_seed") if s["seed"] not in known]
     if not added:
-        return ChangeResult("seeds", "not run", None, "the extra record holds no seed beyond the default ones")
+        return ChangeResult("seeds", NOT_RUN, None, "the extra record holds no seed beyond the default ones")
     seeds = sorted(base + added, key=lambda s: s["seed"])
     verdict = aggregate([s["amended"] for s in seeds], failing(_get(default, "claim"), seeds))
     word = verdict_word(_get(default, "verdict_amended"))

@@ -393,11 +393,9 @@ class Estimator:
         self.root = None if root is None else Path(root)
         self.probing = (not no_probe()) if probe is None else probe
         self.workers, self.device, self.exclude = workers, device, set(exclude)
-        self._given, self._stamp, self._records = records, None, []
-        self._cache: dict[str, Estimate] = {}
-        self.probed_now: set[str] = set()  # shapes timed by this estimator
-        self.probe_seconds = 0.0  # wall seconds spent probing
-        self._memory: list[dict] = []  # probes that could not be stored
+        self._given, self._stamp, self._records, self._cache = records, None, [], {}
+        self.probed_now: set[str] = set()  # shapes timed by this estimator, in probe_seconds (wall)
+        self.probe_seconds, self._memory = 0.0, []  # _memory: probes that could not be stored
 
     @property
     def path(self) -> Path:
@@ -560,11 +558,8 @@ def formula_seconds(config: RunConfig) -> float:
 
 def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
     """Estimated seconds still to train, given :func:`rote.runs.status`."""
-    if status == "cached":
-        return 0.0
     done = int(status.split()[1]) if status.startswith("partial ") else 0
-    total = estimate_seconds(config, estimator)
-    return total * max(0.0, 1 - done / config.train.steps) if done else total
+    return 0.0 if status == "cached" else estimate_seconds(config, estimator) * max(0.0, 1 - done / config.train.steps)
 
 
 def default_workers() -> int:
