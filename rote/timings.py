@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import RunConfig
+from .fmt import say
 
 STORE = ".timings.jsonl"
 VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corrects it
@@ -459,10 +460,8 @@ class Estimator:
             try:
                 probes = [self._probe(config)]
             except Exception as err:  # an estimate never stops a command: the fallbacks remain
-                import sys
-
-                print(f"[rote] timing {config.task} {_key(shape(config))} failed ({type(err).__name__}: {err}); "
-                      f"estimating without it", file=sys.stderr, flush=True)
+                say(f"timing {config.task} {_key(shape(config))} failed ({type(err).__name__}: {err}); "
+                    f"estimating without it")
                 self.probing = False
         if probes:
             source = "probe_now" if _key(shape(config)) in self.probed_now else "probe"
