@@ -1,28 +1,9 @@
-"""Analysis results that several chapters share, computed once per run and stored beside the runs.
-
-The analyses themselves (:mod:`rote.analysis`) never touch files; this thin layer between them and
-the chapters does, for results that more than one chapter needs. Layout under the root
-(``$ROTE_ANALYSIS``, else ``_build/analysis`` in the project folder)::
-
-    <task>-<run key>/probe_sweep-<hash>.json       an entry, never modified after it appears
-    .corrupt/<task>-<run key>/<file>-<time>-<pid>  entries that failed verification, moved aside
-
-**The key** hashes the parameters and a *code fingerprint* of the sources that compute the value
-(:data:`PROBE_SWEEP_SOURCES` and every package module they import, transitively, taken as parse
-trees without docstrings: :func:`rote.config.fingerprint_sources`, the machinery of the run key).
-The run key already covers the model and the data. Editing the analysis code therefore changes the
-key, and results computed by the old code are never served; comments and docstrings do not count.
-
-**Safety.** An entry holds its parameters, its code fingerprint and the SHA-256 of its value; one
-that cannot be read, is truncated, or whose content does not match is reported on stderr, moved to
-``.corrupt`` (never deleted) and recomputed. A file is written to a temporary name, flushed to disk
-and renamed into place, so a reader never sees half of one; two processes computing the same entry
-write the same content.
-
-**What is stored.** C2's probe sweep of a run (:func:`probe_sweep_cached`): chapter 03 reads it, and
-the erasure sites of chapters 04 and 05 are derived from it (:func:`erasure_sites_cached`; protocol
-8.6: the sites are C2's probe results, the same fit, examples and layers), so that no chapter fits
-its own probes to find them.
+"""Analysis results that several chapters share, computed once per run and stored beside the runs
+(``$ROTE_ANALYSIS``, else ``_build/analysis``): ``<task>-<run key>/<name>-<hash>.json``, keyed by the
+parameters and a fingerprint of the computing code (:data:`PROBE_SWEEP_SOURCES` and their imports,
+docstrings aside). An entry that fails verification is moved to ``.corrupt/`` and recomputed; files are
+written atomically. Stored: C2's probe sweep of a run, from which chapters 04 and 05 derive their erasure
+sites (protocol 8.6: the sites are C2's probe results).
 """
 
 from __future__ import annotations
@@ -126,8 +107,7 @@ def _quarantine(root: Path, path: Path, reason: str) -> None:
 
 
 def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], root: Path | None = None):
-    """``compute()`` for ``run``, stored under (run, name, params, code fingerprint of ``sources``);
-    read back when a verified entry exists, recomputed (the damaged entry moved aside) otherwise."""
+    """``compute()`` for ``run``, stored under (run, name, params, code of ``sources``) and read back."""
     root = root or analysis_root()
     code = code_fingerprint(sources)
     path = _entry(run, name, params, code, root)
@@ -144,15 +124,9 @@ def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], r
 
 def probe_sweep_cached(run, *, positions=None, settings: ProbeSettings = ProbeSettings(),
                        root: Path | None = None) -> ProbeSweep:
-    """C2's probe sweep of a run (:func:`rote.analysis.probes.sweep_probes`), computed once and stored:
-    every target at every layer, at its own position and at ``positions`` (default: C2's,
-    :func:`rote.analysis.targets.probe_positions`), the probes fitted on the run's clean training
-    examples as ``settings`` say, read on M (the noisy training examples the model answers with their
-    noisy label, :func:`rote.analysis.sets.memorized`) and C (the test examples it answers correctly,
-    :func:`rote.analysis.sets.correct`), with the per-example reads behind each accuracy.
-
-    Chapter 03 (C2) reads its probes here; chapters 04 and 05 derive their erasure sites from the same
-    entry (:func:`erasure_sites_cached`)."""
+    """C2's probe sweep of a run (:func:`rote.analysis.probes.sweep_probes`), stored: every target at
+    every layer and ``positions`` (default C2's), fitted on clean training examples, read on M
+    (memorized) and C (correct on test)."""
     positions = probe_positions(run.config.task) if positions is None else tuple(sorted(set(positions)))
     params = {"positions": [int(p) for p in positions], "max_train": settings.max_train, "seed": settings.seed,
               "weight_decay": float(settings.weight_decay), "max_iter": settings.max_iter, "chunk": settings.chunk,
@@ -168,12 +142,8 @@ def probe_sweep_cached(run, *, positions=None, settings: ProbeSettings = ProbeSe
 
 def erasure_sites_cached(run, *, min_over_chance: float, positions=None, settings: ProbeSettings = ProbeSettings(),
                          root: Path | None = None) -> dict:
-    """Where chapters 04 (erasure, C3) and 05 (the intermediate result's share of P(noisy label), C4)
-    erase (protocol 8.6: the sites are C2's probe results): from C2's probe sweep of the run
-    (:func:`probe_sweep_cached`, the same entry chapter 03 reads: the same fit, examples and layers;
-    ``positions`` and ``settings`` default to C2's), the layers after the embedding, the last one
-    included, where the probe reads the result on C at least ``min_over_chance`` times chance on C, at
-    the result's own positions (:func:`rote.analysis.erasure.sites_from_sweep`). Returns {"group",
-    "targets", "layers", "positions"}."""
+    """Where chapters 04 and 05 erase (8.6): from C2's probe sweep entry, the layers after the embedding
+    where the probe reads the result on C at least ``min_over_chance`` times chance
+    (:func:`rote.analysis.erasure.sites_from_sweep`)."""
     sweep = probe_sweep_cached(run, positions=positions, settings=settings, root=root)
     return sites_from_sweep(sweep.table, run.config.task, float(min_over_chance))

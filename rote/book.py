@@ -1,45 +1,42 @@
-"""The book build: the runs the chapters need, trained, then the chapters executed and the site rendered.
-
-:func:`build_book` (``rote book``) trains the missing runs of the selected chapters (:func:`book_plan`,
-from :data:`CHAPTER_RUNS`), executes the chapters with the papermill driver (:mod:`rote.driver`) as
-cores free up, and renders the site (:mod:`rote.staging`); with ``stability``, also protocol 10's
-stability build (:func:`stability_jobs`, :func:`write_stability`). A failing chapter is reported with
-its cell, the other chapters still build, and the command exits non-zero.
-"""
+"""The book build (``rote book``): train the missing runs of the selected chapters (:func:`book_plan`),
+execute the chapters as cores free up (:mod:`rote.driver`), render the site (:mod:`rote.staging`); with
+``stability``, also protocol 10's stability build. A failing chapter is reported; the others still build."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import claims, driver, plan, site, staging
-from .config import TASKS, ConfigError, param_names
+from .config import TASKS, ConfigError
 from .driver import (ChapterJob, ChapterResult, chapter_path, chapters, literal_default, notebook_parameters,
-                     parse_value, resolve_parameters)
+                     parse_value, resolve_parameters, run_param_names)
+from .fmt import say
+from .spec import specs
 
 
-# What each chapter trains: the parts of the plan (:data:`rote.plan.PARTS`) its notebook loads, for the
-# tasks of its ``tasks`` parameter. `rote book --chapter NAME` trains the union over the named chapters.
-CHAPTER_RUNS = claims.CHAPTER_RUNS  # derived from the claims' specs (rote/specs/<claim>.py)
-X1_CHAPTER = "benign_memorization"
+# What each chapter trains: the parts of the plan (:data:`rote.plan.PARTS`) its notebook loads (the specs')
+CHAPTER_RUNS = claims.CHAPTER_RUNS
+CLAIM_CHAPTERS = claims.CLAIM_CHAPTERS  # the claims whose spec says protocol 10 reruns them
+
+
+def grid_chapters() -> set[str]:
+    """The chapters whose spec trains X1's grid (plan part ``x1``), only when asked for."""
+    return {spec.chapter for spec in specs() if "x1" in spec.runs}
 
 
 def _needs_runs(name: str) -> bool:
-    """Whether a chapter loads trained runs: it has a ``seeds`` parameter (the seed triples of its
-    runs). Declared, not guessed from the source: a chapter that loads its runs through a library
-    call names no run function."""
+    """Whether a chapter loads trained runs: it declares a ``seeds`` parameter."""
     return "seeds" in notebook_parameters(chapter_path(name))
 
 
 def chapter_runs(name: str, x1: bool = False) -> tuple[str, ...]:
-    """The parts of the plan a chapter needs (:data:`CHAPTER_RUNS`); X1's chapter needs its grid only
-    when X1 is asked for (``x1``), else the runs it shares with C1. A chapter not declared there that
-    loads runs gets the plan's C1-C5 parts."""
+    """The parts of the plan a chapter needs (:data:`CHAPTER_RUNS`; X1's grid only with ``x1``, else the
+    runs it shares with C1); an undeclared chapter that loads runs gets the C1-C5 parts."""
     if name not in CHAPTER_RUNS:
         return ("noisy", "twin", "sweep") if _needs_runs(name) else ()
     parts = CHAPTER_RUNS[name]
@@ -47,18 +44,17 @@ def chapter_runs(name: str, x1: bool = False) -> tuple[str, ...]:
 
 
 def x1_asked(names: list[str] | None, x1: bool = False) -> bool:
-    """Whether a book build trains X1's grid: asked for (``--x1``, ``make book X1=1``) or X1's chapter named."""
-    return bool(x1 or (names and X1_CHAPTER in names))
+    """Whether a book build trains X1's grid: asked for (``--x1``) or its chapter named."""
+    return bool(x1 or (names and grid_chapters() & set(names)))
 
 
 def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: list[int],
               x1: bool = False) -> list:
-    """The runs that the selected chapters need (the union of :func:`chapter_runs`, each for the
-    chapter's own tasks), with the run parameters of ``params``, in the plan's order; X1's grid only
-    with ``x1``."""
+    """The union of the selected chapters' runs (:func:`chapter_runs`, each for its own tasks) with the
+    run parameters of ``params``, in the plan's order."""
     from .plan import PlanGrid, runs
 
-    known_run = set(param_names("fda")) | set(param_names("thr"))
+    known_run = run_param_names()
     given = parse_value(params.get("overrides")) if "overrides" in params else None
     overrides = {**(given if isinstance(given, dict) else {}),
                  **{k: parse_value(v) for k, v in params.items() if k in known_run}}
@@ -86,10 +82,8 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
 
 @dataclass(frozen=True)
 class BookOptions:
-    """The choices of a book build (:func:`build_book`; ``rote book``'s options): ``render`` the site,
-    ``seeds`` (N: seeds 0 .. N-1; None: ``$ROTE_SEEDS``, else 3), ``engine``, how the missing runs train
-    (:class:`rote.engine.EngineSettings`: workers, executor, Slurm options; None: the defaults), ``x1``
-    (also X1's grid) and ``stability`` (also the stability build of protocol 10)."""
+    """``rote book``'s options: ``render`` the site, ``seeds`` (N; None: ``$ROTE_SEEDS``, else 3), how runs
+    train (``engine``: :class:`rote.engine.EngineSettings`), ``x1`` (X1's grid), ``stability`` (protocol 10)."""
 
     render: bool = True
     seeds: int | None = None
@@ -98,22 +92,15 @@ class BookOptions:
     stability: bool = False
 
     def __post_init__(self):
-        if self.seeds is not None and (isinstance(self.seeds, bool) or not isinstance(self.seeds, int)
-                                       or self.seeds < 1):
+        if self.seeds is not None and not plan.at_least(self.seeds, 1):
             raise ConfigError(f"the number of seeds must be >= 1, got {self.seeds!r}")
 
 
 def build_book(profile: str, names: list[str] | None, params: dict[str, object],
                options: BookOptions | None = None) -> int:
-    """Train the missing runs the chapters need (as ``options.engine`` says; :func:`book_plan`), execute
-    the chapters (all, or ``names``), which then only load runs, and render the site. Returns a process
-    exit code. ``options``: the build's choices (:class:`BookOptions`; None: the defaults).
-
-    ``seeds`` (N) sets ``$ROTE_SEEDS`` for the chapters and the site, whose ``seeds = None`` parameter
-    then means 0 .. N-1 (the value is not passed as a papermill parameter, so the pages stay the book's
-    own pages under ``_build/executed/<profile>/<chapter>``); the scorecard shows the records of those
-    seeds. X1's grid trains only when asked for (``x1``, or X1's chapter named in ``names``); else its
-    chapter runs with ``train_grid = False`` and shows what is missing."""
+    """Train the runs the chapters (all, or ``names``) need, execute them and render the site; the exit
+    code. ``options.seeds`` (N) reaches the chapters as ``$ROTE_SEEDS``, not a papermill parameter, so the
+    pages stay the book's own. Without X1 asked for, X1's chapter runs with ``train_grid = False``."""
     from .engine import EngineSettings
 
     options = options or BookOptions()
@@ -131,10 +118,10 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
 
 
 def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object], options: BookOptions):
-    """A build's seeds, the runs it trains and its chapter executions (:class:`rote.driver.ChapterJob`),
-    every chapter's parameters checked before any work; with ``options.stability``, protocol 10's too."""
+    """A build's seeds, runs and chapter jobs (protocol 10's too with ``options.stability``), every
+    chapter's parameters checked before any work."""
     selected = names or list(chapters())
-    known_run = set(param_names("fda")) | set(param_names("thr"))
+    known_run = run_param_names()
 
     def own(name):  # run parameters reach the chapters that run models; the scorecard only reads records
         takes_runs = "overrides" in notebook_parameters(chapter_path(name))
@@ -142,8 +129,9 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
 
     resolved = {name: resolve_parameters(name, profile, own(name)) for name in selected}  # errors before work
     with_x1 = x1_asked(names, options.x1)
-    if X1_CHAPTER in resolved and not with_x1 and "train_grid" in notebook_parameters(chapter_path(X1_CHAPTER)):
-        resolved[X1_CHAPTER]["train_grid"] = False
+    for name in set() if with_x1 else grid_chapters() & set(resolved):  # its chapter shows what is missing
+        if "train_grid" in notebook_parameters(chapter_path(name)):
+            resolved[name]["train_grid"] = False
     seed_values = plan.seed_list(profile, options.seeds)
     configs = book_plan(profile, selected, params, seed_values, x1=with_x1)
     jobs = [ChapterJob(name, resolved[name], last=(name == "scorecard")) for name in selected]
@@ -152,7 +140,7 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
 
         why_not = stab.precision_not_run()
         if why_not:  # said before anything trains
-            print(f"[rote] stability: {why_not}", file=sys.stderr, flush=True)
+            say(f"stability: {why_not}")
         failed: dict = {}  # the stability chapters that failed: their change is not run (8.6)
         extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not,
                                                    failed=failed)
@@ -167,12 +155,8 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
 
 def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list[ChapterJob], engine,
                        render: bool) -> int:
-    """Train ``configs`` and execute ``jobs``, then render the site (``render``); the exit code.
-
-    The chapters execute in book order, each in a process of its own, as many at once as training
-    leaves cores free (a run a chapter loads that is still training, it waits for under that run's
-    lock), so no core idles; the scorecard last. The records and pages are the same as executing
-    one after another after all training (the chapters only load runs)."""
+    """Train ``configs`` while executing ``jobs`` on the cores training leaves free (a chapter waits for
+    a run still training under its lock), then render the site; the exit code."""
     from .engine import report_failures, train_plan
     from .timings import default_workers
 
@@ -188,14 +172,14 @@ def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list
     try:
         executor_thread.start()
         if configs:
-            print(f"[rote] plan: {len(configs)} runs ({profile}, seeds {seeds})", file=sys.stderr, flush=True)
+            say(f"plan: {len(configs)} runs ({profile}, seeds {seeds})")
             failures = report_failures(train_plan(configs, settings=engine,
                                                   on_free=lambda n: free_slots.__setitem__("n", n)))
             if failures:
                 stop.set()
                 executor_thread.join()
-                print(f"[rote] chapters not executed: some runs of the plan failed "
-                      f"({len(results)} executed before the failure)", file=sys.stderr)
+                say(f"chapters not executed: some runs of the plan failed "
+                      f"({len(results)} executed before the failure)")
                 return failures
         free_slots["n"] = capacity
         executor_thread.join()
@@ -204,23 +188,20 @@ def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list
         stop.set()
     failed = [r for r in results if not r.ok]
     for r in failed:
-        print(f"[rote] chapter {r.name} FAILED at {r.error}; executed copy: {r.notebook}", file=sys.stderr)
+        say(f"chapter {r.name} FAILED at {r.error}; executed copy: {r.notebook}")
     return 1 if failed else code
 
 
 def _render(profile: str) -> int:
-    print("[rote] rendering the site with Jupyter Book ...", file=sys.stderr, flush=True)
+    say("rendering the site with Jupyter Book ...")
     if staging.render_site(profile) != 0:
-        print("[rote] Jupyter Book failed", file=sys.stderr)
+        say("Jupyter Book failed")
         return 1
-    print(f"[rote] site: {site.BUILD_DIR / 'html' / 'index.html'}", file=sys.stderr)
+    say(f"site: {site.BUILD_DIR / 'html' / 'index.html'}")
     return 0
 
 
 # -- stability (protocol 10) --------------------------------------------------------------------------
-CLAIM_CHAPTERS = claims.CLAIM_CHAPTERS  # the claims whose spec says protocol 10 reruns them (not X1)
-
-
 def stability_root(change: str) -> Path:
     """Where a stability change's records go: beside the book's, never over them."""
     return claims.results_root() / "stability" / change
@@ -228,12 +209,9 @@ def stability_root(change: str) -> Path:
 
 def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[int], precision: bool = True,
                    failed: dict | None = None):
-    """The runs and chapter executions of the two changes of protocol 10 for the selected claim chapters
-    (C1-C5): each task's runs in the other precision (seeds ``seeds``; a chapter executed once per task,
-    ``tasks`` that task alone, ``precision`` its other one), unless ``precision`` is False; and seeds 3
-    and 4 in the default precision. Their records go to :func:`stability_root`. The first of them starts
-    once every earlier job (the default chapters) has ended: a perturbed record counts only when it is
-    later than the default one (8.6). Each that fails is noted in ``failed`` (:func:`stability_failure`)."""
+    """The runs and chapter jobs of protocol 10's two changes for the selected claim chapters: each task
+    in its other precision (unless not ``precision``; one job per task) and seeds 3 and 4, recorded under
+    :func:`stability_root`; the first waits for the default chapters (8.6); failures go to ``failed``."""
     from . import stability as stab
 
     configs, jobs = [], []
@@ -263,27 +241,21 @@ def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[i
 
 
 def _note_failure(failed: dict | None, key: tuple) -> Callable[[ChapterResult], None] | None:
-    """A stability job's ``after``: note a failed chapter's error in ``failed`` under ``key`` (change, claim,
-    task; task None for the seeds change, whose chapter runs every task at once)."""
+    """A stability job's ``after``: a failed chapter's error into ``failed[key]`` (change, claim, task)."""
     if failed is None:
         return None
     return lambda result: None if result.ok else failed.setdefault(key, result.error or "it failed")
 
 
 def stability_failure(failed: dict | None, change: str, claim: str, task: str) -> str:
-    """Why ``change`` is not run for a row of ``claim`` on ``task`` whose chapter failed in this build ("" where
-    it did not)."""
+    """Why ``change`` is not run for a row whose chapter failed in this build ("" where it did not)."""
     error = (failed or {}).get((change, claim, task if change == "precision" else None))
     return f"its chapter failed in this build ({error}), so no {change} record of this build exists" if error else ""
 
 
 def write_stability(profile: str, seeds: list[int], precision_why_not: str = "", failed: dict | None = None) -> int:
-    """Compute each default record's stability entry (:func:`rote.stability.stability`) from the records
-    of the two changes and store it beside the record (:func:`rote.claims.save_stability`); the records
-    themselves are not touched. X1's stability is ``not run``. A change whose chapter failed in the build
-    (``failed``, :func:`stability_jobs`) is ``not run`` on its rows, whatever records its folder holds; a
-    record there counts only where it compares like with like (:func:`rote.stability.refusal`, 8.6).
-    Returns the number of entries written."""
+    """Store each default record's stability entry (:func:`rote.stability.stability`) beside it, from the
+    two changes' records; a claim protocol 10 does not rerun is ``not run``. Returns how many."""
     from . import stability as stab
 
     twins = {(r.claim, r.task, r.condition): r for r in claims.load_all(profile, stability_root("precision"), seeds)
@@ -295,8 +267,8 @@ def write_stability(profile: str, seeds: list[int], precision_why_not: str = "",
         if not rec.per_seed:
             continue
         key = (rec.claim, rec.task, rec.condition)
-        if rec.claim == "X1":
-            entry = stab.Stability(stab.NOT_RUN, "X1's grid is not part of the stability build (protocol 10 "
+        if rec.claim not in CLAIM_CHAPTERS:
+            entry = stab.Stability(stab.NOT_RUN, f"{rec.claim}'s grid is not part of the stability build (protocol 10 "
                                    "recomputes C1-C5's rows)", {})
         else:
             entry = stab.stability(rec, twins.get(key), extra.get(key),
@@ -304,5 +276,5 @@ def write_stability(profile: str, seeds: list[int], precision_why_not: str = "",
                                    stability_failure(failed, "seeds", rec.claim, rec.task))
         claims.save_stability(rec, entry.to_dict())
         written += 1
-    print(f"[rote] stability: {written} entries written", file=sys.stderr, flush=True)
+    say(f"stability: {written} entries written")
     return written

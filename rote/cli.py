@@ -1,9 +1,7 @@
 """Command line: ``python -m rote plan|train|run|book|claims``.
 
-Errors in the arguments (unknown task, profile or parameter, wrong type, value out of range,
-``--workers 0``, ``--executor slurm`` without Slurm) are reported on one line with exit code 2,
-before anything is trained or written. Runs that fail while training are named on stderr and the
-command exits 1; Ctrl-C stops every worker and exits 130.
+Bad arguments are reported on one line with exit code 2 before anything trains or is written; failed
+runs are named on stderr (exit 1); Ctrl-C stops every worker (exit 130).
 """
 
 from __future__ import annotations
@@ -34,6 +32,12 @@ def _params(pairs: list[list[str]] | None) -> dict[str, str]:
     return out
 
 
+def _at_least_one(args, *names: str) -> None:
+    for name in names:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
+
+
 def _summary(run) -> dict:
     from .analysis.curves import first_evaluated as first_step
     from .claims import THRESHOLDS
@@ -53,10 +57,7 @@ def _engine_options(args):
     """Validate --workers / --executor (and the Slurm options) before anything runs."""
     from .engine import SlurmOptions, check_executor
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "workers", "seeds")
     check_executor(args.executor)
     return SlurmOptions(partition=args.partition, time_min=args.time_min, mem_gb=args.mem_gb, gpus=args.gpus)
 
@@ -112,10 +113,7 @@ def cmd_plan(args) -> int:
     from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "workers", "seeds")
     seeds = seed_list(args.profile, args.seeds)
     configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None, x1=args.x1)
     if args.stability:  # protocol 10: the precision twins (where bf16 is native) and seeds 3 and 4
@@ -163,8 +161,7 @@ def cmd_claims(args) -> int:
     from .claims import load_all, other_records
     from .plan import seed_list
 
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "seeds")
     seeds = None if args.seeds is None else seed_list(args.profile or "quick", args.seeds)
     records = load_all(args.profile, seeds=seeds)
     if args.json:
@@ -192,47 +189,41 @@ def cmd_book(args) -> int:
 
 
 def cmd_run(args) -> int:
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1, got {args.seeds}")
+    _at_least_one(args, "seeds")
     from .driver import run_chapter_cli
 
     return run_chapter_cli(args.chapter, args.profile, _params(args.param), seeds=args.seeds)
 
 
-def _common_args(sp) -> None:
-    sp.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
-    sp.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                    help="override a parameter (repeatable)")
-    sp.add_argument("--precision", choices=("auto", "fp32", "bf16"), default=None,
-                    help="training precision (default auto: bf16 where the device computes it natively, "
-                         "else fp32); the same as -p precision VALUE")
+_ARGS = {  # option groups shared by the subcommands: name -> [(flags, keywords)]
+    "common": [(("--profile",), dict(default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")),
+               (("-p", "--param"), dict(nargs=2, action="append", metavar=("NAME", "VALUE"),
+                                        help="override a parameter (repeatable)")),
+               (("--precision",), dict(choices=("auto", "fp32", "bf16"), default=None,
+                                       help="training precision (default auto: bf16 where the device computes it "
+                                            "natively, else fp32); the same as -p precision VALUE"))],
+    "seeds": [(("--seeds",), dict(type=int, default=None,
+                                  help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the "
+                                       "protocol's; 1 is the quick look)"))],
+    "x1": [(("--x1",), dict(action="store_true", help="also X1's grid (chapter benign_memorization: other widths "
+                                                     "and noise ratios; left out by default)"))],
+    "stability": [(("--stability",), dict(action="store_true",
+                                          help="also the stability build of protocol 10: every C1-C5 run in the "
+                                               "other precision and seeds 3 and 4, their chapters, and each row's "
+                                               "stable / fragile entry"))],
+    "engine": [(("--workers",), dict(type=int, default=None, help="runs trained at once (default: the cores)")),
+               (("--executor",), dict(default="local", help="local (default), slurm, or submitit-local")),
+               (("--partition",), dict(default=None, help="Slurm partition")),
+               (("--time-min",), dict(type=int, default=120, help="Slurm time limit per run, minutes")),
+               (("--mem-gb",), dict(type=float, default=8.0, help="Slurm memory per run, GB")),
+               (("--gpus",), dict(type=int, default=0, help="Slurm GPUs per run"))],
+}
 
 
-def _seeds_args(sp) -> None:
-    sp.add_argument("--seeds", type=int, default=None,
-                    help="number of seed triples, s = 0 .. N-1 (default: $ROTE_SEEDS, else 3, the protocol's; "
-                         "1 is the quick look)")
-
-
-def _x1_args(sp) -> None:
-    sp.add_argument("--x1", action="store_true",
-                    help="also X1's grid (chapter benign_memorization: other widths and noise ratios; "
-                         "left out by default)")
-
-
-def _stability_args(sp) -> None:
-    sp.add_argument("--stability", action="store_true",
-                    help="also the stability build of protocol 10: every C1-C5 run in the other precision and "
-                         "seeds 3 and 4, their chapters, and each row's stable / fragile entry")
-
-
-def _engine_args(sp) -> None:
-    sp.add_argument("--workers", type=int, default=None, help="runs trained at once (default: the cores)")
-    sp.add_argument("--executor", default="local", help="local (default), slurm, or submitit-local")
-    sp.add_argument("--partition", default=None, help="Slurm partition")
-    sp.add_argument("--time-min", type=int, default=120, help="Slurm time limit per run, minutes")
-    sp.add_argument("--mem-gb", type=float, default=8.0, help="Slurm memory per run, GB")
-    sp.add_argument("--gpus", type=int, default=0, help="Slurm GPUs per run")
+def _add(sp, *groups: str) -> None:
+    for group in groups:
+        for flags, keywords in _ARGS[group]:
+            sp.add_argument(*flags, **keywords)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -240,10 +231,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     pl = sub.add_parser("plan", help="list the runs the book's chapters need, cached or not, with estimated times")
-    _common_args(pl)
-    _seeds_args(pl)
-    _x1_args(pl)
-    _stability_args(pl)
+    _add(pl, "common", "seeds", "x1", "stability")
     pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
     pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
     pl.add_argument("--json", action="store_true")
@@ -251,23 +239,17 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train runs, or reuse cached ones; prints final metrics as JSON (one line a run)")
     t.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)}")
-    _common_args(t)
-    _seeds_args(t)
+    _add(t, "common", "seeds")
     t.add_argument("--plan", action="store_true",
                    help="train every run of the book's plan (conditions, noise-free twins, sweep; X1's grid "
                         "with --x1), not only the given configuration")
-    _x1_args(t)
-    _engine_args(t)
+    _add(t, "x1", "engine")
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     t.add_argument("--quiet", action="store_true", help="no progress display")
     t.set_defaults(func=cmd_train)
 
     b = sub.add_parser("book", help="train the plan's missing runs, execute the chapters, render the site")
-    _common_args(b)
-    _seeds_args(b)
-    _engine_args(b)
-    _x1_args(b)
-    _stability_args(b)
+    _add(b, "common", "seeds", "engine", "x1", "stability")
     b.add_argument("--chapter", action="append",
                    help="only this chapter (repeatable); trains only the runs the named chapters need")
     b.add_argument("--no-render", action="store_true", help="execute only, do not run jupyter-book")
@@ -275,32 +257,21 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="rerun one chapter with new parameters, reusing cached runs")
     r.add_argument("chapter")
-    _common_args(r)
-    _seeds_args(r)
+    _add(r, "common", "seeds")
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("claims", help="print the claim scorecard")
     c.add_argument("--profile", default=None)
-    _seeds_args(c)
+    _add(c, "seeds")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_claims)
     return p
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM (a scheduler's or CI's timeout) stops the workers like Ctrl-C does."""
-    import signal
-    import threading
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: list[str] | None = None) -> int:
-    _sigterm_as_interrupt()
+    from .engine import sigterm_as_interrupt
+
+    sigterm_as_interrupt()
     try:
         args = parser().parse_args(argv)
         if getattr(args, "precision", None):  # --precision X is -p precision X

@@ -1,12 +1,7 @@
-"""The papermill driver: the book's chapters, their parameters, and executing them.
-
-Chapters are the numbered notebooks ``book/NN_name.ipynb`` (reading order) and ``book/scorecard.ipynb``
-(last). :func:`run_chapter` executes one with papermill into ``_build/executed/<profile>/<name>/``
-(notebook plus figures) and stamps the executed page with its profile, parameters and runtime; a
-failing chapter's page says it failed (never a stale page that looks current).
-:func:`execute_jobs` runs a build's chapters, each in a process of its own (``python -m rote.driver
-execute``). The book build that trains and then calls this is :mod:`rote.book`; the site staging,
-:mod:`rote.staging`.
+"""The papermill driver: the book's chapters (``book/NN_name.ipynb`` in reading order, then
+``book/scorecard.ipynb``), their parameters, and executing them: :func:`run_chapter` into
+``_build/executed/<profile>/<name>/`` with a stamp (a failed chapter's page says so), and
+:func:`execute_jobs` for a build, each chapter in a process of its own (``python -m rote.driver execute``).
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from typing import Callable
 
 from . import plan, provenance, site
 from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
+from .fmt import say
 
 KERNEL = "python3"
 STAMP_TAG = "rote-build-stamp"
@@ -62,22 +58,13 @@ def parse_value(text):
 
 
 def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> dict[str, object]:
-    """Papermill parameters for a chapter, validated before anything runs.
-
-    A name the chapter's ``parameters`` cell defines is passed as is (JSON-decoded where possible;
-    a comma list for a list parameter). A run parameter (``noise_ratio``, ``model_seed``, ...) goes
-    into the chapter's ``overrides`` dict and is checked against every task the chapter runs.
-    Anything else is an error that names the chapter's parameters.
-
-    The chapter's parameter dataclass (:func:`rote.chapters.params.chapter_params`, whose fields are the
-    cell's names and defaults) is then built from the defaults and the given values: a bad value (a
-    count of 0, a share out of range, an unknown task, ...) raises a ConfigError that names it, before
-    anything trains or executes. The values returned are the ones given, as parsed here.
-    """
+    """Papermill parameters for a chapter, checked before anything runs: a name of its ``parameters``
+    cell as given (JSON-decoded; comma text for a list), a run parameter into its ``overrides`` (checked
+    against its tasks), anything else an error; then its parameter dataclass is built from them."""
     declared, defaults = _declared_parameters(name)
     out: dict[str, object] = {"profile": profile}
     run_params: dict[str, object] = {}
-    known_run = set(param_names("fda")) | set(param_names("thr"))
+    known_run = run_param_names()
     for key, raw in params.items():
         value = parse_value(raw)
         if key == "profile":
@@ -121,10 +108,14 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     return out  # X1's grid was checked with its dataclass (rote.chapters.x1.Params)
 
 
+def run_param_names() -> set[str]:
+    """The run parameters of every task (what goes into a chapter's ``overrides``)."""
+    return {name for task in TASKS for name in param_names(task)}
+
+
 def _declared_parameters(name: str):
-    """The chapter's parameter dataclass and its defaults (name -> value, in the cell's order). A
-    notebook the book does not declare (a test's planted chapter) has no dataclass: its cell's names
-    and literal defaults, unchecked (tests/test_chapter_params.py: every chapter of book/ is declared)."""
+    """The chapter's parameter dataclass and defaults; an undeclared notebook (a test's) has no
+    dataclass, only its cell's literal defaults."""
     from .chapters.params import CHAPTER_PARAMS, chapter_params
 
     path = chapter_path(name)  # an unknown chapter: the error names the chapters
@@ -149,8 +140,7 @@ BUILD_PARAMETERS = ("profile", "train_grid")
 
 
 def output_dir(name: str, profile: str, params: dict[str, object]) -> Path:
-    """Where a chapter's executed notebook and figures go: one folder per (chapter, profile, parameters),
-    the build parameters (:data:`BUILD_PARAMETERS`) aside."""
+    """A chapter's output folder: one per (chapter, profile, parameters but :data:`BUILD_PARAMETERS`)."""
     extra = {k: v for k, v in params.items() if k not in BUILD_PARAMETERS}
     suffix = "-" + hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:8] if extra else ""
     return site.BUILD_DIR / "executed" / profile / f"{name}{suffix}"
@@ -171,8 +161,7 @@ def source_hash(path: Path) -> str:
 
 
 def _stamp(nb_path: Path, text: str, meta: dict) -> None:
-    """Insert (or replace) the build stamp after the notebook's title cell (as cell 1: above the title
-    when papermill put its error banner first; the site moves it under the title, ``stage_site``)."""
+    """Insert (or replace) the build stamp as cell 1 (the site moves it under the title)."""
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
@@ -186,26 +175,26 @@ def _stamp(nb_path: Path, text: str, meta: dict) -> None:
 
 
 def chapter_precision(params: dict[str, object]) -> str:
-    """The training precision of the runs a chapter loads, per task of its ``tasks`` parameter (all
-    tasks without one; "fda fp32, thr bf16"): its ``precision`` override, else what ``auto`` resolves
-    to for each task on this machine (:func:`chapter_precisions`)."""
-    from .config import AUTO_PRECISION, PRECISIONS
+    """The training precision of a chapter's runs: its ``precision`` override, else "fda fp32, thr bf16"."""
+    from .config import PRECISIONS
+
+    asked = _asked_precision(params)
+    return asked if asked in PRECISIONS else ", ".join(f"{t} {p}" for t, p in chapter_precisions(params).items())
+
+
+def _asked_precision(params: dict[str, object]) -> str:
+    from .config import AUTO_PRECISION
 
     overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
-    asked = str(overrides.get("precision", AUTO_PRECISION))
-    if asked in PRECISIONS:
-        return asked
-    return ", ".join(f"{task} {precision}" for task, precision in chapter_precisions(params).items())
+    return str(overrides.get("precision", AUTO_PRECISION))
 
 
 def chapter_precisions(params: dict[str, object]) -> dict[str, str]:
-    """Task -> the training precision of the runs a chapter loads, for each task of its ``tasks``
-    parameter (all tasks without one): its ``precision`` override, else what ``auto`` resolves to for
-    the task on this machine (:func:`rote.config.precision_for`)."""
-    from .config import AUTO_PRECISION, PRECISIONS, precision_for
+    """Task -> the training precision of a chapter's runs, per task of its ``tasks`` (all without one):
+    its ``precision`` override, else what ``auto`` resolves to here."""
+    from .config import PRECISIONS, precision_for
 
-    overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
-    asked = str(overrides.get("precision", AUTO_PRECISION))
+    asked = _asked_precision(params)
     tasks = params.get("tasks")
     tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS  # the chapter's own
     return {task: asked if asked in PRECISIONS else precision_for(task) for task in tasks}
@@ -264,8 +253,7 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
 
 
 def _record_build(profile: str, name: str, meta: dict) -> None:
-    """Add a chapter's entry to the build's ``build.json``, under a lock: chapters executing at once
-    (:func:`execute_jobs`) each add theirs."""
+    """Add a chapter's entry to the build's ``build.json``, under a lock (chapters execute at once)."""
     import fcntl
 
     path = site.BUILD_DIR / "executed" / profile / "build.json"
@@ -283,13 +271,9 @@ def _record_build(profile: str, name: str, meta: dict) -> None:
 
 @dataclass(frozen=True)
 class ChapterJob:
-    """One chapter execution of a build: the chapter, its resolved parameters, where its records go
-    (``results``: a ``$ROTE_RESULTS`` of its own, e.g. a stability change's; None: the book's), a label
-    for the log, whether it waits for every other job (the scorecard), and what runs first in this
-    process (``before``: e.g. the stability entries the scorecard shows). ``waits``: it starts once every
-    earlier job has ended, like ``last``, and later jobs follow it (a stability change's chapters, after
-    the default records they are compared with); ``after``: what runs in this process with its result
-    (e.g. noting a failed stability chapter)."""
+    """One chapter execution of a build: its parameters, its records' root (``results``; None: the
+    book's), a log label; ``last`` / ``waits``: it starts once every earlier job ended (``last``: the
+    scorecard); ``before`` / ``after``: what runs in this process before it / with its result."""
 
     name: str
     params: dict
@@ -302,9 +286,8 @@ class ChapterJob:
 
 
 def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
-    """Run one job's chapter in a process of its own (``python -m rote.driver``), so that chapters can
-    execute at once, each with its own environment (figures folder, results root); the process uses
-    this module's book and build folders."""
+    """Run one job's chapter in a process of its own (``python -m rote.driver``), with its own
+    environment and this module's book and build folders."""
     env = dict(os.environ, ROTE_BOOK_DIR=str(site.BOOK_DIR), ROTE_BUILD_DIR=str(site.BUILD_DIR))
     if job.results is not None:
         env["ROTE_RESULTS"] = str(Path(job.results).resolve())
@@ -319,11 +302,8 @@ def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
 
 def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int], stop: threading.Event,
                  capacity: int) -> list[ChapterResult]:
-    """Execute the jobs in order, at most ``slots()`` at once (the cores that training leaves free; it
-    grows as the plan's runs finish), ``capacity`` at the most; a ``last`` job starts once every
-    earlier job has ended. Each chapter runs in its own process, on the thread count it would have
-    alone (the records are those of executing one after another: chapters only load runs and
-    each writes its own records). Returns the results in the jobs' order."""
+    """Execute the jobs in order, at most ``min(slots(), capacity)`` at once (the cores training leaves
+    free); the results in the jobs' order, the same as executing one after another."""
     cond = threading.Condition()
     state = {"next": 0, "running": 0}
     results: dict[int, ChapterResult] = {}
@@ -346,11 +326,10 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                 if job.before is not None:
                     job.before()
                 what = f"{job.name}{f' ({job.label})' if job.label else ''}"
-                print(f"[rote] executing {what} ({profile}) ...", file=sys.stderr, flush=True)
+                say(f"executing {what} ({profile}) ...")
                 result = execute_job(job, profile)
                 status = "ok" if result.ok else f"FAILED: {result.error}"
-                print(f"[rote] {what}: {status} in {result.seconds:.1f} s -> {result.notebook}", file=sys.stderr,
-                      flush=True)
+                say(f"{what}: {status} in {result.seconds:.1f} s -> {result.notebook}")
             except Exception as err:  # a job that cannot start is a failed chapter, never a silent one
                 result = ChapterResult(job.name, False, 0.0, Path(), Path(), f"{type(err).__name__}: {err}")
             if job.after is not None:
@@ -370,8 +349,7 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
 
 
 def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
-    """Rerun one chapter (cached runs are reused; missing ones train in the chapter). ``seeds`` (N) is
-    passed as the chapter's ``seeds`` parameter (0 .. N-1) where it has one, and as ``$ROTE_SEEDS``."""
+    """Rerun one chapter (missing runs train in it); ``seeds`` (N): its ``seeds`` 0 .. N-1 and ``$ROTE_SEEDS``."""
     from .plan import seed_list
 
     resolved = resolve_parameters(name, profile, params)
@@ -392,8 +370,7 @@ def _report(result: ChapterResult) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m rote.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build, executed in
-    this process (:func:`execute_jobs`); its result as one JSON line on stdout."""
+    """``python -m rote.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build."""
     if len(argv) != 4 or argv[0] != "execute":
         print("usage: python -m rote.driver execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
         return 2

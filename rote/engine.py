@@ -1,37 +1,13 @@
 """The run engine: train the missing runs of a plan, W at a time, locally or on a Slurm cluster.
 
-A trained run is the unit of parallel work. Each run trains in its own process on one intra-op
-thread (``rote.train.TRAIN_THREADS``), so its numbers do not depend on how many runs train at
-once, on the machine or on the executor, and W workers on W cores give ~W times the throughput.
-
-Executors:
-
-- ``local`` (default): W worker processes on this machine (``python -m rote.engine worker``), each
-  logging to ``<runs>/.logs/<task>-<key>.log``.
-- ``slurm``: each missing run is one Slurm job submitted with ``submitit`` (partition, time, memory,
-  GPUs from options); every job trains into the same run cache, which must then lie on a shared
-  filesystem with atomic rename and cross-node ``flock`` (see :mod:`rote.runs`). Without ``sbatch``
-  on PATH the command stops with a one-line error before anything runs. A job is done when its result
-  file appears, or when ``squeue`` says it ended without one (cancelled, timed out, node failure);
-  ``sacct`` is never called, so clusters without accounting storage work too (:class:`_SlurmQueue`).
-  ``tests/test_slurm.py`` runs this path on a real one-node cluster (``tests/slurm_cluster.py``).
-- ``submitit-local``: the submitit code path with submitit's local executor (processes on this
-  machine): what the tests use, and a way to try the Slurm path without a cluster.
-
-Faults: a worker that dies (killed, out of memory) leaves its run in ``.partial`` to resume from its
-last checkpoint; the other runs go on; :func:`train_plan` returns the failures and the command
-names them and exits non-zero. Ctrl-C (or SIGTERM) stops every worker: the cache only ever gains
-finished entries, by one atomic rename, so nothing half-written appears in it.
-
-Progress: one overall display (runs done of total, the runs in training with their step, an
-estimate of the time left), read from the ``.progress`` files that training writes at every
-evaluation; redrawn every 2 s on a terminal, printed every 30 s otherwise (``ROTE_PLAIN_PROGRESS``).
-
-Timings: a worker that trains a run appends its time to ``<runs>/.timings.jsonl`` (:mod:`rote.timings`:
-the run's shape, precision, the machine, wall and CPU seconds), locally and as a Slurm job. The
-estimates (the order runs start in, the display, ``rote plan``) come from those records: this
-machine's, else a shape timed once here, else, with ``--executor slurm``, the workers' runs, else the
-static table of :mod:`rote.plan`. The first line says which.
+Each run trains in a process of its own on one intra-op thread (``rote.train.TRAIN_THREADS``), so its
+numbers do not depend on how many train at once. Executors: ``local`` (worker processes, ``python -m
+rote.engine worker``, logging to ``<runs>/.logs/``), ``slurm`` (one submitit job per run into a shared
+run cache; a job is done when its result file appears or ``squeue`` says it ended, never ``sacct``:
+:class:`_SlurmQueue`) and ``submitit-local`` (the Slurm code path on this machine, for tests). A worker
+that dies leaves its run in ``.partial`` to resume; the others go on and the failures are returned.
+Ctrl-C or SIGTERM stops every worker. Progress is read from the ``.progress`` files; run times go to
+the timings store (:mod:`rote.timings`), whose estimates order the runs and the display.
 """
 
 from __future__ import annotations
@@ -51,14 +27,9 @@ from pathlib import Path
 from typing import Callable
 
 from .config import ConfigError, RunConfig, code_fingerprint
-from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
+from .fmt import say as _say
+from .timings import default_workers, entry_name, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
-
-
-def entry_name(config: RunConfig) -> str:
-    from .runs import entry_name
-
-    return entry_name(config)
 
 
 EXECUTORS = ("local", "slurm", "submitit-local")
@@ -90,10 +61,8 @@ class SlurmOptions:
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """How :func:`train_plan` trains a plan: ``workers`` runs at a time (None: one per core locally, all
-    at once on Slurm), on ``executor`` (:data:`EXECUTORS`, checked by :func:`check_executor` when the plan
-    trains), each on ``device`` (None: the default), with ``slurm`` options on Slurm (None: the defaults),
-    and a progress display unless ``progress`` is False."""
+    """How :func:`train_plan` trains: ``workers`` at a time (None: one per core locally, all at once on
+    Slurm), on ``executor``, each on ``device``, with ``slurm`` options, with a display unless not ``progress``."""
 
     workers: int | None = None
     executor: str = "local"
@@ -125,11 +94,8 @@ class CodeChanged(RuntimeError):
 
 
 def train_one(config_dict: dict, root: str, device: str | None = None, fingerprint: str | None = None) -> dict:
-    """Train (or load) one run into ``root``; the body of a worker process and of a Slurm job.
-
-    ``fingerprint``: the code fingerprint of the process that made the plan; a worker running other
-    code (sources edited meanwhile, or another checkout on a node) refuses rather than store the run
-    under a key that the plan does not know."""
+    """Train (or load) one run into ``root``: a worker's and a Slurm job's body. A worker whose code
+    fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks."""
     from .runs import get_or_train
 
     if fingerprint is not None and code_fingerprint() != fingerprint:
@@ -155,8 +121,7 @@ def _cpu_seconds() -> float:
 
 
 def _start_timing(config: RunConfig, root: Path):
-    """Before training: the step an interrupted attempt resumes from, and a sampler of how many other
-    runs train beside this one on this host (:class:`rote.timings.ConcurrencySampler`). Never fails."""
+    """Before training: the step it resumes from, and a started :class:`rote.timings.ConcurrencySampler`."""
     try:
         from .runs import status
         from .timings import ConcurrencySampler
@@ -169,8 +134,7 @@ def _start_timing(config: RunConfig, root: Path):
 
 
 def _record_time(config, run, root, device, wall_s, cpu_s, resumed, sampler) -> None:
-    """Append the finished run's time to the store (:func:`rote.timings.record_run`); a failure to record
-    is reported on one line and never fails the run."""
+    """Append the run's time to the store (:func:`rote.timings.record_run`); a failure never fails the run."""
     try:
         from .timings import RunTiming, record_run
 
@@ -178,8 +142,7 @@ def _record_time(config, run, root, device, wall_s, cpu_s, resumed, sampler) -> 
         record_run(config, run, RunTiming(wall_s=wall_s, cpu_s=cpu_s, resumed=resumed, concurrent=concurrent),
                    root=root, device=device)
     except Exception as err:
-        print(f"[rote] could not record the time of {entry_name(config)}: {type(err).__name__}: {err}",
-              file=sys.stderr, flush=True)
+        _say(f"could not record the time of {entry_name(config)}: {type(err).__name__}: {err}")
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -259,11 +222,8 @@ class _SubmititJob:
             return False, f"job {self.job.job_id} failed ({type(err).__name__}): {_job_error(err)}"
 
     def _ended_without_result(self) -> tuple[bool, str] | None:
-        """On Slurm, a job is done once its result file exists (submitit writes it on success and on an
-        exception), or once the queue (squeue, never sacct) has said for RESULT_GRACE_S that the job
-        ended without one (cancelled, killed, timed out, its node failed). submitit's own watcher is not
-        used: it polls sacct, which fails at every poll on a cluster without accounting storage, and a
-        job killed before writing its result then never looks done."""
+        """A job whose result file is missing is done once squeue has said for RESULT_GRACE_S that it
+        ended (submitit's own watcher polls sacct, which fails without accounting storage)."""
         state = self.queue.state(self.job.job_id)
         if state not in SLURM_ENDED:  # queued, running, completing, requeued, or squeue did not answer
             self.ended_at = None
@@ -301,8 +261,7 @@ class _SubmititJob:
 
 
 def _job_error(err: Exception) -> str:
-    """The line that says what went wrong in a submitit error: the last line of the job's traceback
-    (submitit frames it between two lines of dashes, then names the log files), else the last line."""
+    """What went wrong in a submitit error: the traceback's last line (between submitit's dashes)."""
     lines = [line.rstrip() for line in str(err).strip().splitlines() if line.strip()]
     rules = [i for i, line in enumerate(lines) if set(line.strip()) == {"-"} and len(line.strip()) >= 10]
     if len(rules) >= 2 and rules[-1] - rules[0] > 1:
@@ -318,12 +277,8 @@ SQUEUE_EVERY_S = 5.0   # one squeue call for all jobs at most this often
 
 
 class _SlurmQueue:
-    """The states of the engine's Slurm jobs, from one ``squeue`` call for all of them every few seconds.
-
-    ``squeue --states=all`` lists finished jobs too, while slurmctld keeps them (``MinJobAge``, 300 s by
-    default); a job it no longer knows is "GONE". sacct is never used: it needs accounting storage
-    (slurmdbd), which many clusters, and the test cluster, do not have. When squeue fails, the states
-    stay unknown (None) and the engine keeps waiting; it says so once."""
+    """The engine's Slurm jobs' states, from one ``squeue --states=all`` for all every few seconds; a job
+    squeue no longer knows is "GONE"; when squeue fails the states stay unknown (None), said once."""
 
     def __init__(self):
         self.ids: set[str] = set()
@@ -358,8 +313,7 @@ class _SlurmQueue:
 
 
 def _die_with_parent() -> None:
-    """In a worker, before exec: SIGTERM when the engine dies, even by SIGKILL (Linux prctl), so that no
-    worker outlives the command that started it (a SIGTERM'd worker leaves its run resumable)."""
+    """In a worker, before exec: SIGTERM when the engine dies, even by SIGKILL (Linux prctl)."""
     with contextlib.suppress(Exception):
         import ctypes
 
@@ -437,27 +391,19 @@ class Display:
             self.bar.n = done
             self.bar.set_postfix_str(text.split("; ", 1)[1] if "; " in text else "", refresh=True)
         else:
-            print(f"[rote] {text}", file=sys.stderr, flush=True)
+            _say(text)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def _say(message: str) -> None:
-    print(f"[rote] {message}", file=sys.stderr, flush=True)
-
-
 # -- the engine ---------------------------------------------------------------------------------------
 def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None, *, root: Path | None = None,
                on_free: Callable[[int], None] | None = None) -> list[Outcome]:
-    """Train every run of ``configs`` that is not cached into ``root`` (None: the run cache), as
-    ``settings`` say (:class:`EngineSettings`: ``workers`` at a time, ...); return the outcomes of
-    the runs it trained (failed ones included). Raises KeyboardInterrupt after stopping every worker.
-
-    ``on_free(n)``: told, on every poll once no run is left to start and none has failed, how many
-    local worker slots are free (0 while all are busy), so that other work can use a core the plan
-    no longer needs (``rote book`` executes chapters there)."""
+    """Train the runs of ``configs`` not cached in ``root`` (None: the run cache) as ``settings`` say;
+    the outcomes of those it trained. ``on_free(n)``: once nothing is left to start and nothing failed,
+    told at every poll how many local slots are free (``rote book`` executes chapters there)."""
     settings = settings or EngineSettings()
     workers, executor, device = settings.workers, settings.executor, settings.device
     check_executor(executor)
@@ -469,9 +415,7 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     todo = [c for c in unique if status(c, root) != "cached"]
     if not todo:
         return []
-    # longest first: the greedy schedule then finishes close to the ideal makespan
-    # estimates from this machine's finished runs, else a probe of an unseen shape (before any worker starts,
-    # so that it times an idle core); on Slurm from the workers' runs, never probing the login node
+    # longest first (close to the ideal makespan); probes run before any worker, on an idle core
     from .timings import Estimator
 
     estimator = Estimator(root, workers=executor == "slurm", device=device)
@@ -506,7 +450,7 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
 
 
 def _start(config: RunConfig, running: dict, started: dict, outcomes: list, make_job) -> None:
-    """Start ``config``'s job (``make_job(config)``) into ``running``; a job that cannot start is a failed outcome."""
+    """Start ``make_job(config)`` into ``running``; one that cannot start is a failed outcome."""
     try:
         job = make_job(config)
     except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
@@ -547,24 +491,25 @@ def report_failures(outcomes: list[Outcome]) -> int:
     """Name the failed runs on stderr; 1 if any failed, else 0."""
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
-        print(f"[rote] FAILED {o.name} ({o.config.task}): {o.error}; log {o.log}", file=sys.stderr)
+        _say(f"FAILED {o.name} ({o.config.task}): {o.error}; log {o.log}")
     if failed:
-        print(f"[rote] {len(failed)} of {len(outcomes)} runs failed: {', '.join(o.name for o in failed)}; "
-              f"rerun the command to resume them", file=sys.stderr)
+        _say(f"{len(failed)} of {len(outcomes)} runs failed: {', '.join(o.name for o in failed)}; "
+             f"rerun the command to resume them")
     return 1 if failed else 0
 
 
-def _install_sigterm() -> None:
+def sigterm_as_interrupt() -> None:
+    """SIGTERM (a scheduler's or CI's timeout) stops the work like Ctrl-C (in the main thread)."""
     def handler(signum, frame):
         raise KeyboardInterrupt
 
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGTERM, handler)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        _install_sigterm()
+        sigterm_as_interrupt()
         sys.exit(_worker_main(sys.argv[2:]))
     print("usage: python -m rote.engine worker --root ROOT --config JSON", file=sys.stderr)
     sys.exit(2)

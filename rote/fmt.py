@@ -1,15 +1,14 @@
-"""How a value is written in a table cell, a page or a reason: one function, three named variants.
-They differ only where their readers differ: a missing value (None) is an empty cell in a scorecard
-table (:func:`cell`), "n/a" on a page (:func:`page`, which also writes yes/no and lists), and "None"
-in a reason stored in a record (:func:`plain`, whose text records keep). Floats take 3 significant
-digits everywhere."""
+"""How a value is written: in a scorecard cell (:func:`cell`, None empty), on a page (:func:`page`,
+None "n/a", yes/no, lists) and in a reason a record keeps (:func:`plain`, None "None"); floats .3g."""
 
 from __future__ import annotations
 
+import sys
+
 
 def text(value, none: str, yes_no: bool = False, lists: bool = False) -> str:
-    """``value`` as text: None as ``none``; booleans as yes/no where ``yes_no``, else True/False;
-    floats as ``.3g``; lists and tuples element by element where ``lists``; anything else ``str``."""
+    """``value`` as text: None as ``none``; booleans yes/no where ``yes_no``; floats ``.3g``; lists and
+    tuples element by element where ``lists``; anything else ``str``."""
     if value is None:
         return none
     if isinstance(value, bool):
@@ -22,17 +21,14 @@ def text(value, none: str, yes_no: bool = False, lists: bool = False) -> str:
 
 
 def cell(value) -> str:
-    """A scorecard table cell: None is empty."""
     return text(value, none="")
 
 
 def page(value) -> str:
-    """A value on a page: None is "n/a", booleans yes/no, lists element by element."""
     return text(value, none="n/a", yes_no=True, lists=True)
 
 
 def plain(value) -> str:
-    """A value in a reason stored in a record: None is "None" (the stored text must not change)."""
     return text(value, none="None")
 
 
@@ -45,3 +41,18 @@ def interval(check: dict) -> str:
     """A check's 95% sampling interval with its method, "[0.927, 0.956] wilson"; empty without one."""
     iv = check.get("interval")
     return "" if not iv else f"[{cell(iv[0])}, {cell(iv[1])}] {check.get('method', '')}".rstrip()
+
+
+def md_cell(value) -> str:
+    """Text for a markdown table cell: pipes escaped, on one line."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def get(rec, name, default=None):
+    """A record's field, from a ClaimRecord or its dict."""
+    return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
+
+
+def say(message: str) -> None:
+    """A ``[rote]`` line on stderr."""
+    print(f"[rote] {message}", file=sys.stderr, flush=True)

@@ -1,24 +1,10 @@
-"""The front page (``book/intro.md``) as the site stages it: what the build found, how long a build takes,
-and the protocol page its links point to (``rote.staging.stage_site``).
-
-The source page holds text and marked places, each a pair of HTML comments (invisible on the page)
-around text that reads sensibly without a build::
-
-    <!-- rote:results -->
-    ... (what the source says instead)
-    <!-- /rote:results -->
-
-Staging replaces what lies between a pair (:func:`fill`) with a section generated from the build's
-records (:func:`results_markdown`) or from the build's timings (:func:`build_time_markdown`); nothing
-of it is typed. Every word that a result chooses is chosen here, from the records' verdicts and
-stability entries only (:func:`claim_sentence`), and tested on planted records
-(``tests/test_frontpage.py``).
-
-The protocol lives beside the project (``shared/replication/protocol.md``), outside the book: staging
-copies it into the book as ``protocol.md`` with a MyST target before every numbered section
-(``protocol-7``, ``protocol-8-5``: :func:`protocol_anchor`), which the front page links with
-``{ref}``; where the file is missing, the staged page says so and still holds the targets the front
-page links (:data:`LINKED_SECTIONS`), so that the site builds.
+"""The front page (``book/intro.md``) as the site stages it. The source marks places with a pair of
+HTML comments (``<!-- rote:results -->`` ... ``<!-- /rote:results -->``) around text that reads well
+without a build; staging fills them (:func:`fill`) with what the build's records say
+(:func:`results_markdown`, every word chosen by :func:`claim_sentence`) and how long a build takes
+(:func:`build_time_markdown`). The protocol (``shared/replication/protocol.md``) is staged as a page
+with a target per numbered section (:func:`protocol_anchor`), or, missing, a page holding the targets
+the front page links (:data:`LINKED_SECTIONS`).
 """
 
 from __future__ import annotations
@@ -30,6 +16,7 @@ from typing import Iterable, Sequence
 
 from . import claims, fmt
 from .config import PROJECT_ROOT
+from .fmt import get as _get, md_cell
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
@@ -60,10 +47,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Build:
-    """What the front page reads from a build: its profile and seeds (and the protocol's, to say whether
-    they are those), its records (one per claim, task and condition, placeholders included:
-    :func:`rote.claims.load_all`), the chapters' execution seconds added up (None: none executed) and
-    the results root whose stability entries it reads (None: the default)."""
+    """What the front page reads from a build: profile, seeds (and the protocol's), records
+    (:func:`rote.claims.load_all`), chapter seconds added up, and the results root of stability entries."""
 
     profile: str
     seeds: tuple[int, ...]
@@ -73,13 +58,8 @@ class Build:
     results_root: Path | None = None
 
 
-def _get(rec, name, default=None):
-    return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
-
-
 def rows(records: Iterable, root: Path | None = None) -> list[Row]:
-    """The build's rows from its records (:func:`rote.claims.load_all`), in the records' order; each
-    record's stability entry (protocol 10) is read beside it (under ``root``, default the results root)."""
+    """The build's rows from its records, with each record's stability entry (under ``root``)."""
     from .stability import label
 
     out = []
@@ -121,8 +101,7 @@ def _join(items: Sequence[str]) -> str:
 
 
 def _named(row: Row, verdict_word: str) -> str:
-    """A row named in a sentence, with what its verdict word leaves out: a mixed row's counts, why a
-    row is not run, whether a stability build found it fragile."""
+    """A row named in a sentence, with a mixed row's counts, why not run, or under which change fragile."""
     notes = []
     if verdict_word == "mixed" and _counts(row):
         notes.append(_counts(row))
@@ -133,11 +112,8 @@ def _named(row: Row, verdict_word: str) -> str:
     return where(row) + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _verb(verdict_word: str, one_seed: bool) -> str:
-    if verdict_word == "holds":
-        return "passes" if one_seed else "holds"
-    return {"fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
-            "not run": "has not run yet"}[verdict_word]
+VERBS = {"holds": "holds", "fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
+         "not run": "has not run yet"}
 
 
 def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]:
@@ -145,25 +121,18 @@ def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]
     for r in claim_rows:
         groups.setdefault(word(verdict_of(r)), []).append(r)
     clauses = []
-    for w in WORDS:
-        if w not in groups:
-            continue
+    for w in [w for w in WORDS if w in groups]:
         named = [_named(r, w) for r in groups[w]]
-        if len(groups) == 1 and len(claim_rows) > 1:
-            target = f"every task and condition ({', '.join(named)})"
-        else:
-            target = _join(named)
-        clauses.append(f"{_verb(w, one_seed)} for {target}")
+        every = len(groups) == 1 and len(claim_rows) > 1
+        target = f"every task and condition ({', '.join(named)})" if every else _join(named)
+        clauses.append(f"{'passes' if one_seed and w == 'holds' else VERBS[w]} for {target}")
     return clauses
 
 
 def claim_sentence(claim: str, claim_rows: Sequence[Row], subject: str | None = None) -> str:
-    """One sentence on what holds and what does not for ``claim`` in the amended reading, its rows
-    grouped by verdict word: ``C1 holds for FDA `digit` and THR; it fails for FDA `random`.``. A mixed
-    row says its seed counts, a row not run why (where its chapter said), a fragile row (protocol 10)
-    under which change; a build of one seed says ``passes`` and ends ``(1 seed)``; rows whose
-    registered reading has another word are named at the end. ``subject``: how the
-    sentence names the claim (default: its id)."""
+    """One sentence on ``claim``'s amended reading, rows grouped by verdict word (``C1 holds for FDA
+    `digit` and THR; it fails for FDA `random`.``); one seed says ``passes`` and ends ``(1 seed)``; rows
+    whose registered reading has another word come last. ``subject``: how it names the claim."""
     subject = subject or claim
     claim_rows = [r for r in claim_rows if r.claim == claim]
     if not claim_rows:
@@ -179,13 +148,8 @@ def claim_sentence(claim: str, claim_rows: Sequence[Row], subject: str | None = 
 
 
 # -- the results section ---------------------------------------------------------------------------
-def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def results_table(build_rows: Sequence[Row]) -> list[str]:
-    """A markdown table, one line per row: claim (linked to its chapter), task, condition, amended and
-    registered verdict, and stability where a stability build computed any (protocol 10)."""
+    """A markdown table of the rows: claim (linked), task, condition, both verdicts, stability where any."""
     with_stability = any(r.stability for r in build_rows)
     head = ["claim", "task", "condition", "amended", "registered"] + (["stability"] if with_stability else [])
     lines = ["| " + " | ".join(head) + " |", "|" + ":--|" * len(head)]
@@ -194,7 +158,7 @@ def results_table(build_rows: Sequence[Row]) -> list[str]:
         cells = [claim, r.task.upper(), r.condition, r.amended, r.registered]
         if with_stability:
             cells.append(r.stability or (claims.NOT_RUN if r.seeds else ""))
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     return lines
 
 
@@ -204,8 +168,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 
 
 def results_markdown(build: Build) -> str:
-    """The front page's results: which records it reads, one sentence per claim (:func:`claim_sentence`)
-    and the table of every row (:func:`results_table`), from the build's records."""
+    """The front page's results: which records, one sentence per claim, and the table of every row."""
     build_rows = rows(build.records, build.results_root)
     seeds, protocol = list(build.seeds), list(build.protocol_seeds)
     n_run = sum(bool(r.seeds) for r in build_rows)
@@ -233,24 +196,13 @@ def results_markdown(build: Build) -> str:
 
 # -- how long a build takes ------------------------------------------------------------------------
 def build_time_markdown(build: Build, estimator=None, workers: int | None = None) -> str:
-    """How long a cold build of the build's profile and seeds takes, said as what it is: the training of
-    the default plan (:func:`rote.plan.plan`, X1's grid aside) on ``workers`` cores (default: this
-    machine's), each run estimated from this machine's timings store where it holds the run's shape,
-    else by the plan's fallbacks (``estimator``: a :class:`rote.timings.Estimator`; default: the run
-    cache's, never probing); and the chapters' execution, their wall times in their latest execution
-    added up (``build.chapter_seconds``, :func:`rote.site.build_times`)."""
+    """How long a cold build takes: the default plan's training on ``workers`` cores (default: this
+    machine's) by ``estimator`` (default: the run cache's, never probing), and the chapters' execution."""
     from .plan import plan
-    from .timings import fmt_seconds, pool_seconds
+    from .timings import Estimator, default_workers, fmt_seconds, pool_seconds
 
-    if estimator is None:
-        from .runs import runs_root
-        from .timings import Estimator
-
-        estimator = Estimator(runs_root(), probe=False)
-    if workers is None:
-        from .timings import default_workers
-
-        workers = default_workers()
+    estimator = Estimator(probe=False) if estimator is None else estimator  # the run cache's, never probing
+    workers = default_workers() if workers is None else workers
     profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds
     configs = plan(profile, seeds)
     estimates = [estimator.estimate(c) for c in configs]
@@ -277,9 +229,8 @@ def _pair(marker: str) -> tuple[str, str]:
 
 
 def fill(text: str, marker: str, content: str) -> str:
-    """``text`` with what lies between ``marker``'s pair of comments replaced by ``content`` (the
-    comments stay, so that a staged page can be filled again). A page without the pair is returned
-    unchanged; a pair that is not closed is an error."""
+    """``text`` with what lies between ``marker``'s pair of comments (kept) replaced by ``content``; a
+    page without the pair unchanged, an unclosed pair an error."""
     start, end = _pair(marker)
     if start not in text:
         return text
@@ -291,9 +242,7 @@ def fill(text: str, marker: str, content: str) -> str:
 
 
 def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
-    """The front page as the site shows it: ``text`` (``book/intro.md``) with its results section and
-    its build-time sentence generated from ``build`` (``estimator``, ``workers``: as
-    :func:`build_time_markdown` takes them)."""
+    """``book/intro.md``'s text with its results and build-time places filled from ``build``."""
     text = fill(text, RESULTS, results_markdown(build))
     if f"<!-- {BUILD_TIME} -->" in text:
         text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
@@ -309,9 +258,8 @@ SECTION_HEADING = re.compile(r"^#{2,6} (\d+(?:\.\d+)*)\.?\s")
 
 
 def protocol_markdown(source: Path | None = None) -> str:
-    """The protocol as a page of the book: the file as it is, a note under its title that says where it
-    comes from, and a target before every numbered section (:func:`protocol_anchor`). Where the file is
-    missing, a page that says so, with a short section per linked target (:data:`LINKED_SECTIONS`)."""
+    """The protocol as a page: the file with a note under its title and a target before every numbered
+    section; where it is missing, a page that says so, with the linked targets."""
     source = Path(source or PROTOCOL_SOURCE)
     note = ("```{note}\nThe project's replication protocol (`shared/replication/protocol.md`, beside the "
             "code), copied into the book when this site was built. Thresholds were registered in it before "

@@ -1,23 +1,10 @@
 """The run plan: every trained run a profile's chapters need, listed without training anything.
 
-One place decides which configurations the book trains: the chapters build their runs with
-:func:`units` and :func:`sweep_ratios`, and ``rote plan`` / ``rote train --plan`` / ``rote book``
-list and train :func:`plan`, which is made of the same calls, so the two cannot drift apart.
-
-- Seeds (protocol 7.1): a seed s sets data_seed = noise_seed = model_seed = s; a book of N seeds
-  uses s = 0 .. N-1 (N from the argument, else ``$ROTE_SEEDS``, else the protocol's 3,
-  :data:`DEFAULT_SEEDS`); N = 1 is the quick look, whose verdicts say ``(1 seed)``.
-- Conditions (protocol 7.3): FDA has two noise conditions, ``random`` (primary) and ``digit``
-  (secondary); THR has one, written ``-``. A unit is one (task, condition, seed): its noisy run
-  and its noise-free twin. A noise-free FDA run has no noise kind, so both conditions of a seed
-  share one twin (``FDAConfig`` canonicalizes it), and the plan lists it once.
-- The C1 sweep: runs that differ from each unit's noisy run only in the noise ratio.
-- X1 (protocol 9, :func:`x1_units`): FDA ``random`` at each model width of a grid, each with its noise-free
-  twin, and noise ratios at the profile's width; runs that another chapter also needs (the profile's
-  width is C1's FDA ``random`` unit) are listed once. X1's own runs are in the plan only when asked for
-  (``plan(..., x1=True)``: ``rote plan/train --plan/book --x1``, ``make book X1=1``, or naming its chapter).
-- What each chapter trains is declared by the parts of :func:`runs` it needs (``rote.book.CHAPTER_RUNS``):
-  ``rote book --chapter NAME`` trains the union of its chapters' parts and nothing else.
+The chapters build their runs with :func:`units` and :func:`sweep_ratios`, and ``rote plan`` / ``train
+--plan`` / ``book`` list :func:`plan`, made of the same calls. A seed s sets data, noise and model seed
+(protocol 7.1; N seeds: 0 .. N-1). A unit is one (task, condition, seed): its noisy run and its
+noise-free twin (both FDA conditions share one twin). The C1 sweep varies the noise ratio; X1's grid
+(protocol 9, :func:`x1_units`) varies the width and the noise ratio, and is listed only when asked for.
 """
 
 from __future__ import annotations
@@ -32,13 +19,11 @@ from .config import TASKS, ConfigError, RunConfig, make_config, param_names
 CONDITIONS: dict[str, tuple[str, ...]] = {"fda": ("random", "digit"), "thr": ("-",)}  # primary first (7.3)
 SEED_NAMES = ("data_seed", "noise_seed", "model_seed")
 PAPER_SWEEP = (0.0, 0.05, 0.1, 0.2)
-# X1 (protocol 9): model widths (d_model) of the judged grid per profile, the profile's own width among
-# them, so that its runs are C1's; and the noise ratios of the gen-cost sweep at the profile's width.
+# X1 (protocol 9): the widths per profile (its own among them: those runs are C1's); the noise ratios at its width
 X1_WIDTHS = {"smoke": (16, 32), "quick": (64, 128, 256), "paper": (128, 256, 512)}
 X1_NOISE_RATIOS = (0.05, 0.1, 0.2)
 DEFAULT_SEEDS = 3  # protocol 7.1: the protocol's verdicts are the 3-seed ones (seeds 0, 1, 2)
-# The parts of the plan (:func:`runs`): each unit's noisy run, its noise-free twin, the C1 sweep, X1's grid,
-# and of X1's grid only the runs C1 trains too (FDA random at the profile's width: C1's units).
+# The parts of the plan (:func:`runs`); "x1-shared": of X1's grid only the runs C1 trains too
 PARTS = ("noisy", "twin", "sweep", "x1", "x1-shared")
 
 
@@ -53,14 +38,18 @@ def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
                 raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
         else:
             n_seeds = DEFAULT_SEEDS
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
+    if not at_least(n_seeds, 1):
         raise ConfigError(f"the number of seeds must be >= 1, got {n_seeds!r}")
     return list(range(n_seeds))
 
 
+def at_least(n, least: int) -> bool:
+    """Whether ``n`` is a whole number (not a bool) >= ``least``."""
+    return isinstance(n, int) and not isinstance(n, bool) and n >= least
+
+
 def protocol_seeds(profile: str) -> list[int]:
-    """The protocol's seeds (0, 1, 2), whatever ``$ROTE_SEEDS`` says: a claim record of these seeds is
-    the default one (:func:`rote.claims.record_path`)."""
+    """The protocol's seeds (0, 1, 2), whatever ``$ROTE_SEEDS`` says."""
     return seed_list(profile, DEFAULT_SEEDS)
 
 
@@ -81,8 +70,8 @@ class Unit:
 
 
 def _task_overrides(task: str, overrides: Mapping[str, object]) -> dict[str, object]:
-    """The overrides that apply to ``task``: a parameter of the other task only (noise_kind for THR) is
-    skipped; a name that no task knows is left in, so that make_config reports it."""
+    """The overrides that apply to ``task`` (another task's parameter is skipped; an unknown name is kept
+    for make_config to report)."""
     mine = set(param_names(task))
     known = {name for t in TASKS for name in param_names(t)}
     return {k: v for k, v in overrides.items() if k in mine or k not in known}
@@ -91,11 +80,8 @@ def _task_overrides(task: str, overrides: Mapping[str, object]) -> dict[str, obj
 def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] | None = None,
           overrides: Mapping[str, object] | None = None,
           conditions: Mapping[str, Iterable[str]] | None = None) -> list[Unit]:
-    """The units of ``tasks``: each condition (all of CONDITIONS, or ``conditions[task]``) x each seed.
-
-    ``overrides`` are flat run parameters applied to every run; naming ``noise_kind`` selects that
-    one FDA condition. Seeds are given with ``seeds``, never as overrides.
-    """
+    """The units of ``tasks``: each condition (CONDITIONS, or ``conditions[task]``; an FDA ``noise_kind``
+    override selects one) x each seed, with flat run ``overrides`` (never the seeds)."""
     overrides = dict(overrides or {})
     named = [k for k in SEED_NAMES if k in overrides]
     if named:
@@ -103,7 +89,7 @@ def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] 
                           f"noise_seed = model_seed = s)")
     seeds = seed_list(profile) if seeds is None else list(seeds)
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+        if not at_least(s, 0):
             raise ConfigError(f"seeds must be whole numbers >= 0, got {s!r}")
     out = []
     for task in tasks:
@@ -136,10 +122,8 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
 
 @dataclass(frozen=True)
 class PlanGrid:
-    """The noise ratios and model widths a plan lists instead of the profile's: ``sweep``, the C1 sweep's
-    noise ratios (None: :func:`sweep_ratios`); ``widths`` and ``noise_ratios``, X1's grid (None: the
-    profile's; a list, a number, or comma text such as ``"64,128"``, read and checked by :func:`x1_grid`,
-    where the profile and its n_heads are known). The sweep's ratios are read as numbers here."""
+    """A plan's grids instead of the profile's: ``sweep`` (C1's noise ratios; None: :func:`sweep_ratios`),
+    ``widths`` and ``noise_ratios`` (X1's; None: the profile's; checked by :func:`x1_grid`)."""
 
     sweep: tuple[float, ...] | None = None
     widths: object = None
@@ -152,13 +136,8 @@ class PlanGrid:
 
 def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
          tasks: Iterable[str] | None = None, grid: PlanGrid | None = None, x1: bool = False) -> list[RunConfig]:
-    """Every distinct run the book's chapters need (units, twins, sweep; with ``x1``, X1's grid),
-    deduplicated by key, in a stable order: task, condition, seed; within a unit the noisy run, its
-    twin, then the sweep (``grid.sweep``: the noise ratios a chapter was given instead of
-    :func:`sweep_ratios`); then, with ``x1``, X1's runs not listed yet (``grid.widths``, ``grid.noise_ratios``:
-    X1's grid, :func:`x1_grid`). Without ``x1`` the runs of X1's grid that C1 does not need (other
-    widths, other noise ratios) are left out. X1 is FDA ``random`` noise: it is left out when the tasks
-    have no FDA or the overrides ask for another noise kind or no noise."""
+    """Every distinct run the book's chapters need: units, twins and sweep (:func:`runs`), with ``x1``
+    also X1's grid (left out without FDA random noise)."""
     parts = ("noisy", "twin", "sweep") + (("x1",) if x1 else ())
     return runs(profile, parts, seeds, overrides, tasks, grid)
 
@@ -166,10 +145,8 @@ def plan(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, o
 def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
          overrides: Mapping[str, object] | None = None, tasks: Iterable[str] | None = None,
          grid: PlanGrid | None = None) -> list[RunConfig]:
-    """The runs of some parts of the plan (:data:`PARTS`), deduplicated by key, in :func:`plan`'s order:
-    ``noisy`` (each unit's noisy run), ``twin`` (its noise-free twin), ``sweep`` (the C1 sweep),
-    ``x1`` (X1's grid), ``x1-shared`` (of X1's grid the runs C1 trains too: the FDA random units);
-    ``grid``: the sweep's noise ratios and X1's grid (:class:`PlanGrid`; None: the profile's)."""
+    """The runs of some parts of the plan (:data:`PARTS`), deduplicated by key, in a stable order (task,
+    condition, seed; noisy run, twin, sweep; then X1's grid); ``grid``: :class:`PlanGrid`."""
     parts = tuple(parts)
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
@@ -199,8 +176,7 @@ def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
 
 
 def _grid_values(name: str, value: object, kind: type) -> list:
-    """A grid parameter as a list: a list as is, a single number as one, text as a comma list ("64,128"
-    from ``-p``); each item a number of ``kind`` (text items are read as JSON), else a ConfigError."""
+    """A grid parameter (a list, a number, or comma text "64,128") as an increasing list of ``kind``."""
     if isinstance(value, str):
         value = [v.strip() for v in value.strip().strip("[]").split(",") if v.strip()]
     elif not isinstance(value, (list, tuple)):
@@ -229,12 +205,9 @@ def _grid_values(name: str, value: object, kind: type) -> list:
 
 def x1_grid(profile: str, widths: object = None, noise_ratios: object = None,
             overrides: Mapping[str, object] | None = None) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """X1's grid (protocol 9), validated before anything trains: the model widths (``None``: the
-    profile's, :data:`X1_WIDTHS`) and the noise ratios of the sweep at the profile's width (``None``:
-    :data:`X1_NOISE_RATIOS`). Widths are whole numbers > 0, at least two (X1 compares them), each
-    divisible by the runs' n_heads; noise ratios lie in [0, 1); both increasing without repeats. The runs
-    are FDA ``random`` noise with noise (the overrides may not set another noise kind, nor noise_ratio 0);
-    ``d_model`` in the overrides sets the width of the noise-ratio sweep only."""
+    """X1's grid (protocol 9), checked before anything trains: widths (None: :data:`X1_WIDTHS`; at least
+    two, > 0, divisible by n_heads) and noise ratios (None: :data:`X1_NOISE_RATIOS`; in [0, 1)), on FDA
+    random noise with noise."""
     if profile not in X1_WIDTHS:
         make_config("fda", profile)  # names the profiles
     overrides = dict(overrides or {})
@@ -262,10 +235,8 @@ def x1_grid(profile: str, widths: object = None, noise_ratios: object = None,
 
 def x1_units(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
              widths: object = None, noise_ratios: object = None) -> tuple[list[Unit], list[Unit]]:
-    """X1's runs (protocol 9), as units of FDA ``random``: one per (width, seed), the noisy run at that
-    width and its noise-free twin (the same depth, heads, data and schedule); and one per (noise ratio,
-    seed) at the profile's width (or the ``d_model`` override), whose twin is that width's twin. Ordered
-    by width (or ratio), then seed. The grid is validated first (:func:`x1_grid`)."""
+    """X1's runs as FDA ``random`` units: one per (width, seed), and one per (noise ratio, seed) at the
+    profile's width (or the ``d_model`` override); by width (or ratio), then seed."""
     width_list, ratio_list = x1_grid(profile, widths, noise_ratios, overrides)
     overrides, random = dict(overrides or {}), {"fda": ["random"]}
     by_width = [u for w in width_list

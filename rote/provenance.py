@@ -1,16 +1,6 @@
-"""What produced a page: the build environment, recorded when a chapter executes, shown on the site.
-
-:func:`collect` gathers the facts of this process and machine (git commit and whether the tree was dirty,
-the code fingerprint of the runs, the Python, torch and numpy versions, the CPU model and its bf16
-flags, the GPU, the training precision of each task). :func:`rote.driver.run_chapter` stores them in the
-executed notebook's ``rote`` metadata (key ``environment``); at staging, :func:`rote.site.stamp_markdown`
-shows them in a "Build environment" dropdown under each chapter's title (:func:`stamp_dropdown`), and
-:func:`environment_page` writes the site's *Build environment* page: the facts of the build that staged
-the site, the Python requirement and the locked packages.
-
-Nothing here imports torch at module import: the torch version comes from the installed package's
-metadata, and only :func:`gpu_name` imports torch (to ask CUDA), when it is called.
-"""
+"""What produced a page: the build environment, recorded when a chapter executes (:func:`collect`, in
+the executed notebook's ``rote`` metadata), shown under each chapter's title (:func:`stamp_dropdown`) and
+on the site's *Build environment* page (:func:`environment_page`). Only :func:`gpu_name` imports torch."""
 
 from __future__ import annotations
 
@@ -23,6 +13,7 @@ import time
 from pathlib import Path
 
 from .config import PROJECT_ROOT
+from .fmt import md_cell
 
 NOT_RECORDED = "not recorded"
 NOT_GIT = "not a git checkout"
@@ -41,11 +32,8 @@ def _no_paths(text: str) -> str:
 
 
 def git_state(root: Path = PROJECT_ROOT) -> dict:
-    """The checkout's commit (``commit``: the full hash, None without one), whether tracked files differ
-    from it (``dirty``; ``changed``: how many), and ``note``: why there is no commit ("not a git
-    checkout", or what git said). Untracked files do not count as dirty (``git status
-    --untracked-files=no``); ``_build/`` and the venvs are ignored anyway. A folder inside some other
-    repository (an unpacked archive under a home checkout) is not a git checkout."""
+    """``commit`` (None without one), ``dirty`` / ``changed`` (tracked files only), and ``note``: why
+    there is no commit. A folder inside another repository is not a git checkout."""
     none = {"commit": None, "dirty": None, "changed": None}
     if shutil.which("git") is None:
         return {**none, "note": "git is not installed" if (Path(root) / ".git").exists() else NOT_GIT}
@@ -68,22 +56,22 @@ def git_state(root: Path = PROJECT_ROOT) -> dict:
 
 
 def package_version(name: str) -> str:
-    """The installed version of a distribution (its metadata: importing it is not needed)."""
+    """The installed version of a distribution, from its metadata."""
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
 
 
-def cpu_facts(cpuinfo: str | None = None) -> dict:
-    """The CPU model and whether it has each flag of :data:`BF16_FLAGS`, from ``/proc/cpuinfo`` (Linux;
-    ``cpuinfo``: its text), else ``lscpu``, else what Python's platform module says (then no flags)."""
+def cpu_info(cpuinfo: str | None = None, lscpu: bool = True) -> tuple[str, set[str]]:
+    """(CPU model, flags) from ``/proc/cpuinfo`` (``cpuinfo``: its text), else ``lscpu`` (with ``lscpu``),
+    else Python's platform module (no flags)."""
     if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
             cpuinfo = ""
-        if not cpuinfo and shutil.which("lscpu"):
+        if not cpuinfo and lscpu and shutil.which("lscpu"):
             try:
                 cpuinfo = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout
             except (OSError, subprocess.TimeoutExpired):
@@ -96,13 +84,17 @@ def cpu_facts(cpuinfo: str | None = None) -> dict:
             model = value.strip()
         elif name in ("flags", "Flags") and not flags:
             flags = set(value.split())
-    model = model or platform.processor() or platform.machine() or "unknown"
+    return model or platform.processor() or platform.machine() or "unknown", flags
+
+
+def cpu_facts(cpuinfo: str | None = None) -> dict:
+    """The CPU model and whether it has each flag of :data:`BF16_FLAGS` (:func:`cpu_info`)."""
+    model, flags = cpu_info(cpuinfo)
     return {"model": model, **{flag: flag in flags for flag in BF16_FLAGS}}
 
 
 def gpu_name() -> str | None:
-    """The CUDA device training would use on this machine (``rote.model.pick_device`` picks CUDA first),
-    or None. Imports torch."""
+    """The CUDA device training would use here (``rote.model.pick_device``), or None."""
     try:
         import torch
 
@@ -112,10 +104,8 @@ def gpu_name() -> str | None:
 
 
 def collect(precision: dict[str, str] | None = None, root: Path = PROJECT_ROOT) -> dict:
-    """The facts of this build (stored in an executed page's metadata): ``git`` (:func:`git_state`),
-    ``code_fingerprint`` (:func:`rote.config.code_fingerprint`, part of every run's key), ``python``,
-    ``torch``, ``numpy``, ``cpu`` (:func:`cpu_facts`), ``gpu`` (:func:`gpu_name`) and ``precision``
-    (task -> the training precision of its runs, as the caller resolved it)."""
+    """The facts of this build: git state, the runs' code fingerprint, versions, CPU, GPU, and
+    ``precision`` (task -> training precision, as the caller resolved it)."""
     from .config import code_fingerprint
 
     return {"git": git_state(root), "code_fingerprint": code_fingerprint(), "python": platform.python_version(),
@@ -155,8 +145,7 @@ def precision_text(precision: dict | None) -> str:
 
 
 def facts_lines(env: dict | None) -> list[str]:
-    """The facts of :func:`collect` as a markdown list; a page executed before they were recorded says
-    so ("not recorded"), as does each fact that is missing."""
+    """The facts of :func:`collect` as a markdown list ("not recorded" for what is missing)."""
     if not env:
         return [f"The build environment was {NOT_RECORDED} for this page (it was executed before builds "
                 "recorded it); rebuild the page to record it."]
@@ -175,16 +164,15 @@ def facts_lines(env: dict | None) -> list[str]:
 
 
 def stamp_dropdown(env: dict | None) -> str:
-    """The build stamp's "Build environment" dropdown (sphinx-design, bundled with Jupyter Book 1: a
-    ``<details>`` element, closed until a reader opens it)."""
+    """The build stamp's "Build environment" dropdown (sphinx-design), closed until opened."""
     return "\n".join([":::{dropdown} Build environment", ":class-container: rote-environment", "",
                       *facts_lines(env), ":::"])
 
 
 # -- the Build environment page -------------------------------------------------------------------
 def locked_packages(lock: Path = PROJECT_ROOT / "requirements.lock") -> list[tuple[str, str]]:
-    """(name, version) of every pin of ``requirements.lock`` (comments and environment markers aside; a
-    line that is not ``name==version`` keeps its whole requirement as the version)."""
+    """(name, version) of every pin of ``requirements.lock``; a line that is not ``name==version``
+    keeps its whole requirement as the version."""
     out = []
     for raw in lock.read_text().splitlines():
         line = raw.split(" #", 1)[0].split(";", 1)[0].strip()
@@ -201,15 +189,9 @@ def python_requirement(pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> str
     return tomllib.loads(pyproject.read_text()).get("project", {}).get("requires-python", NOT_RECORDED)
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|")
-
-
 def environment_page(env: dict | None = None, root: Path = PROJECT_ROOT) -> str:
-    """The generated part of the *Build environment* page: the facts of the build that stages the site
-    (``env``; None: :func:`collect` now, with the precision ``auto`` resolves to for each task here),
-    the Python requirement of ``pyproject.toml`` and the table of ``requirements.lock``'s packages with
-    the version installed where the site was staged."""
+    """The generated part of the *Build environment* page: the staging build's facts (``env``; None:
+    :func:`collect` now), the Python requirement and ``requirements.lock``'s packages as installed here."""
     if env is None:
         from .config import TASKS, precision_for
 
@@ -228,5 +210,5 @@ def environment_page(env: dict | None = None, root: Path = PROJECT_ROOT) -> str:
              "constraints; `make lock` regenerates the file), with the version installed where the site was "
              "staged.", "",
              "| package | locked | installed here |", "|:--|:--|:--|"]
-    lines += [f"| {_cell(name)} | {_cell(version)} | {_cell(package_version(name))} |" for name, version in packages]
+    lines += [f"| {md_cell(name)} | {md_cell(version)} | {md_cell(package_version(name))} |" for name, version in packages]
     return "\n".join(lines) + "\n"

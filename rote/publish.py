@@ -1,18 +1,8 @@
-"""Where the book's source lives: one setting, the repository URL, and what the site does with it.
-
-The URL is ``repository: url:`` in ``_config.yml`` (Jupyter Book 1.x's own key), or ``$ROTE_REPOSITORY_URL``,
-which wins. :func:`rote.staging.stage_site` writes the staged ``_config.yml`` through :func:`stage_config`:
-
-- URL set: the theme's repository and issue buttons on every page, and a Colab launch button on every
-  chapter (a notebook page), which opens the chapter's notebook from ``repository.branch`` in Colab;
-- URL unset (empty): none of these buttons, and ``repository.url`` stays empty, so that Jupyter Book's
-  default (its own repository, which the theme would otherwise link) appears nowhere on the site.
-
-Colab opens the committed notebook, not the site's copy. So every chapter has one code cell (tagged
-``remove-cell``, so that the site never shows it, and ``colab-install``) that, run in Colab, clones the
-repository named in it and installs rote from the clone; anywhere else it does nothing. While no URL is
-configured the cells name :data:`PLACEHOLDER`. After setting the URL, :func:`write_colab_cells` writes it
-into every chapter's cell (``tests/test_publish.py`` checks that the cells name the configured URL).
+"""Where the book's source lives: the repository URL (``repository: url:`` in ``_config.yml``, or
+``$ROTE_REPOSITORY_URL``, which wins) and what the site does with it. Set: the repository and issue
+buttons and a Colab launch button on every chapter; unset: none of them, and no default URL anywhere.
+Colab opens the committed notebook, so each chapter has a hidden ``colab-install`` cell that, in Colab
+only, clones the repository it names and installs rote (:func:`write_colab_cells` writes the URL in).
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ GITHUB_URL = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 def normalize(url: str | None) -> str:
-    """The URL as the site uses it (no trailing slash or ``.git``), "" when unset; a URL that is not a
-    GitHub repository's (``https://github.com/OWNER/REPO``) is refused: the Colab button needs GitHub."""
+    """The URL without trailing slash or ``.git`` ("" when unset); only a GitHub repository's (Colab)."""
     url = (url or "").strip().rstrip("/")
     url = url[:-4] if url.endswith(".git") else url
     if url and not GITHUB_URL.fullmatch(url):
@@ -72,8 +61,7 @@ def site_config(config: dict, url: str) -> dict:
 
 
 def stage_config(path: Path) -> str:
-    """Rewrite the staged ``_config.yml`` at ``path`` (a copy of the project's) for the repository URL,
-    :func:`repository_url` (the environment's, else the file's); returns the URL ("" when unset)."""
+    """Rewrite the staged ``_config.yml`` at ``path`` for :func:`repository_url`; returns the URL."""
     import yaml
 
     url = repository_url(path)
@@ -84,8 +72,7 @@ def stage_config(path: Path) -> str:
 
 # -- the Colab install cell of each chapter --------------------------------------------------------
 def colab_cell_source(url: str | None = None) -> str:
-    """The chapter's Colab cell: in Colab, clone ``url`` (else :data:`PLACEHOLDER`) and install rote from
-    the clone (pyproject.toml's packages; myst-nb for the chapters' ``glue``); elsewhere nothing."""
+    """The chapter's Colab cell: in Colab, clone ``url`` (else :data:`PLACEHOLDER`) and install rote."""
     repo = url or PLACEHOLDER
     return "\n".join([
         "import os, subprocess, sys  # in Colab only (the site's launch button): fetch and install rote; elsewhere nothing",
@@ -109,8 +96,8 @@ def colab_repository(source: str) -> str | None:
 
 
 def write_colab_cells(url: str | None = None, book_dir: Path | None = None) -> list[Path]:
-    """Write the Colab cell for ``url`` (default: the configured one, :func:`configured_url`) into every
-    chapter notebook that has one, touching nothing else in the file; returns the notebooks changed."""
+    """Write the Colab cell for ``url`` (default: :func:`configured_url`) into every chapter that has
+    one, nothing else; returns the notebooks changed."""
     url = normalize(url) if url is not None else configured_url()
     changed = []
     for path in sorted(Path(book_dir or PROJECT_ROOT / "book").glob("*.ipynb")):

@@ -1,20 +1,8 @@
-"""The parameter reference page, generated from the declarations when the site is staged.
-
-``book/parameters.md`` holds the page's text and a marker (:data:`MARKER`) that
-:func:`rote.staging.fill_generated_pages` replaces with :func:`parameters_page`:
-
-- every chapter parameter: a field of a chapter's dataclass (:mod:`rote.chapters.params`), with its
-  type (the field's annotation), its valid values (the words of its :class:`~rote.chapters.params.Rule`),
-  its default and the chapters that declare it; the checks across fields (``check_together``) below;
-- every run parameter: a field of the run configuration (:mod:`rote.config`: the data of each task, the
-  model, the training), with its type, its valid values (read from the checks of the dataclass's
-  ``__post_init__``: the words of each message "NAME must be ...", and the condition of each check
-  across fields), its default on each profile (``PROFILE_PARAMS``, else the dataclass's), and the
-  chapters that take it (those with an ``overrides`` parameter and a task the field belongs to).
-
-Each row has one command that sets the parameter, checked like the command line checks it, without
-running anything (:func:`check_example`): a value derived from the default (or a listed one where the
-default says nothing, :data:`EXAMPLE_VALUES`), else the default itself.
+"""The parameter reference page (``book/parameters.md``'s :data:`MARKER`), generated at staging from the
+declarations: every chapter parameter (its dataclass field, rule, default, chapters) and every run
+parameter (its configuration field, the valid values read from the ``__post_init__`` checks, its default
+per profile, the chapters that take it), each with one example command checked like the command line
+checks it, without running anything (:func:`check_example`).
 """
 
 from __future__ import annotations
@@ -29,6 +17,8 @@ import shlex
 import sys
 import textwrap
 from dataclasses import dataclass
+
+from .fmt import md_cell
 
 MARKER = "<!-- rote:parameters -->"  # book/parameters.md: replaced at staging by parameters_page()
 EXAMPLE_PROFILE = "quick"  # `rote run`'s default profile: the examples are checked on it
@@ -53,10 +43,8 @@ class Row:
 
 # -- checking an example ---------------------------------------------------------------------------
 def check_example(command: str):
-    """Parse ``command`` (``python -m rote run|train ...``) as the command line would and check its
-    parameters as ``rote run`` (:func:`rote.driver.resolve_parameters`) or ``rote train``
-    (:func:`rote.config.make_config`) check them before any work; nothing runs. Returns the parsed
-    arguments; a bad command raises (``ConfigError``, or the CLI's ``UsageError``)."""
+    """Parse and check ``command`` (``python -m rote run|train ...``) as the command line does before
+    any work; the parsed arguments, or ``ConfigError`` / ``UsageError``."""
     from . import cli
     from .driver import resolve_parameters
     from .config import make_config
@@ -76,8 +64,7 @@ def check_example(command: str):
 
 
 def _forms(value) -> list[str]:
-    """How a value is written after ``-p NAME``: a list of plain values as "a,b" (then as JSON), a dict
-    as JSON, a bool as true/false."""
+    """How a value is written after ``-p NAME`` ("a,b" or JSON for a list, JSON, true/false)."""
     if isinstance(value, bool):
         return ["true" if value else "false"]
     if isinstance(value, (list, tuple)):
@@ -116,8 +103,7 @@ def _candidates(name: str, default, valid: str) -> list:
 
 
 def _example(prefix: list[str], name: str, default, valid: str) -> str:
-    """The first command ``prefix -p NAME VALUE`` that :func:`check_example` accepts, the value one of
-    :func:`_candidates`, else the default; "" when none is accepted."""
+    """The first ``prefix -p NAME VALUE`` that :func:`check_example` accepts ("" when none)."""
     from .config import ConfigError
 
     values = _candidates(name, default, valid) + ([default] if default is not None else [])
@@ -133,6 +119,14 @@ def _example(prefix: list[str], name: str, default, valid: str) -> str:
 
 
 # -- chapter parameters --------------------------------------------------------------------------
+def _declared() -> list[str]:
+    """The chapters with a parameter dataclass, in book order."""
+    from .chapters.params import CHAPTER_PARAMS
+    from .driver import chapters
+
+    return [n for n in chapters() if n in CHAPTER_PARAMS]
+
+
 def _type_text(field) -> str:
     return field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
 
@@ -146,13 +140,10 @@ def _value_text(value) -> str:
 
 
 def chapter_rows() -> list[Row]:
-    """One row per chapter parameter and declaration (a parameter that some chapters declare with
-    another type, rule or default has one row per declaration), in the order the chapters (in book
-    order) declare them."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, chapter_params
+    """One row per chapter parameter and distinct declaration, in the chapters' (book) order."""
+    from .chapters.params import chapter_params
 
-    names = [n for n in chapters() if n in CHAPTER_PARAMS]
+    names = _declared()
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, object] = {}
     for chapter in names:
@@ -179,13 +170,11 @@ def chapter_rows() -> list[Row]:
 
 
 def chapter_checks() -> list[tuple[str, list[str]]]:
-    """(chapter, checks) for each chapter whose dataclass checks fields together (``check_together``):
-    each ``at_most(name, ..., bound, ...)`` as "name <= bound", and the method's docstring."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, ChapterParams, chapter_params
+    """(chapter, checks) per ``check_together``: each ``at_most`` as "name <= bound", and its docstring."""
+    from .chapters.params import ChapterParams, chapter_params
 
     out = []
-    for chapter in [n for n in chapters() if n in CHAPTER_PARAMS]:
+    for chapter in _declared():
         method = chapter_params(chapter).check_together
         if method is ChapterParams.check_together:
             continue
@@ -200,8 +189,7 @@ def chapter_checks() -> list[tuple[str, list[str]]]:
 
 # -- run parameters ------------------------------------------------------------------------------
 class _Inline(ast.NodeTransformer):
-    """``self.x`` -> ``x``; a property ``self.p`` whose body is one ``return`` -> its expression (inlined
-    the same way), so that a check reads in the fields a reader can set."""
+    """``self.x`` -> ``x``; a one-``return`` property -> its expression: a check in settable fields."""
 
     def __init__(self, cls):
         self.cls = cls
@@ -219,8 +207,7 @@ class _Inline(ast.NodeTransformer):
 
 
 def _message(node, given: dict[str, str]) -> str | None:
-    """A check's message as text: an f-string's fields as ``{expression}``, a field naming one of the
-    helper's arguments (``given``) as that argument's value."""
+    """A check's message as text (f-string fields as ``{expression}``, or ``given``'s value)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if not isinstance(node, ast.JoinedStr):
@@ -240,8 +227,7 @@ MUST_BE = re.compile(r"^(?P<names>\w+(?:(?:, | and )\w+)*) must be (?P<what>.+)$
 
 
 def _checks(function, cls, given: dict[str, str] | None = None) -> list[tuple[ast.expr, str | None]]:
-    """(condition, message) of each ``_check`` that ``function`` makes, following calls to the module's
-    helpers that make their own (``_check_ratio("noise_ratio", ...)``) with their constant arguments."""
+    """(condition, message) of each ``_check`` in ``function``, following the module's helpers."""
     module = sys.modules[function.__module__]
     tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     out = []
@@ -260,9 +246,8 @@ def _checks(function, cls, given: dict[str, str] | None = None) -> list[tuple[as
 
 
 def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
-    """What the checks of a configuration dataclass's ``__post_init__`` say: field -> the valid values
-    its messages state ("n_train must be >= 1, got ..." -> ">= 1"; "d_model and n_heads must be >= 1"
-    -> both), and the conditions of the checks across fields, as code over the fields."""
+    """What a configuration's ``__post_init__`` checks say: field -> valid values ("n_train must be >= 1"
+    -> ">= 1"), and the conditions of the checks across fields, as code."""
     per_field: dict[str, list[str]] = {}
     together: list[str] = []
     fields = {f.name for f in dataclasses.fields(cls)}
@@ -282,17 +267,15 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
-    """The chapters that take a run parameter of ``tasks``: those with an ``overrides`` parameter and one
-    of the tasks by default; none for a seed (a chapter sets it from its ``seeds``, rote.plan.units)."""
-    from .driver import chapters
-    from .chapters.params import CHAPTER_PARAMS, chapter_params
+    """The chapters that take a run parameter (``overrides`` and one of ``tasks``); none for a seed."""
+    from .chapters.params import chapter_params
     from .config import TASKS
     from .plan import SEED_NAMES
 
     if name in SEED_NAMES:
         return []
     out = []
-    for chapter in [n for n in chapters() if n in CHAPTER_PARAMS]:
+    for chapter in _declared():
         defaults = chapter_params(chapter).defaults()
         if "overrides" in defaults and set(defaults.get("tasks") or TASKS) & set(tasks):
             out.append(chapter)
@@ -300,8 +283,7 @@ def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
 
 
 def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
-    """(title, class name, rows, checks across fields) of each part of the run configuration: each task's
-    data, the model, the training."""
+    """(title, class name, rows, checks across fields) per part of the run configuration."""
     from .chapters.params import chapter_params
     from .config import DATA_CONFIGS, PROFILE_PARAMS, PROFILES, TASKS, ModelConfig, TrainConfig
     from .plan import SEED_NAMES
@@ -340,10 +322,6 @@ def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
 TABLE_OPEN = ":::{container} full-width rote-reference"
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _chapter_links(names) -> str:
     from .driver import chapters
 
@@ -353,8 +331,7 @@ def _chapter_links(names) -> str:
 
 @functools.lru_cache(maxsize=None)
 def parameters_page() -> str:
-    """The generated part of the parameter reference page (markdown, MyST); the declarations are code,
-    so it is computed once per process."""
+    """The generated part of the parameter reference page (once per process)."""
     from .config import PROFILES
 
     lines = ["## Chapter parameters", "",
@@ -363,8 +340,8 @@ def parameters_page() -> str:
              "row per declaration.", "",
              TABLE_OPEN, "| parameter (type) | valid values | default | chapters | example |", "|:--|:--|:--|:--|:--|"]
     for r in chapter_rows():
-        lines.append(f"| `{r.name}` (`{_cell(r.type)}`) | {_cell(r.valid)} | `{_cell(r.defaults[0])}` "
-                     f"| {_chapter_links(r.chapters)} | `{_cell(r.example)}` |")
+        lines.append(f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(r.valid)} | `{md_cell(r.defaults[0])}` "
+                     f"| {_chapter_links(r.chapters)} | `{md_cell(r.example)}` |")
     lines.append(":::")
     checks = chapter_checks()
     if checks:
@@ -385,10 +362,10 @@ def parameters_page() -> str:
         for r in rows:
             valid = r.valid if list(r.chapters) == readers or "no chapter takes it" in r.valid else (
                 f"{r.valid}; taken by {_chapter_links(r.chapters)}" if r.chapters else f"{r.valid}; no chapter takes it")
-            lines.append(f"| `{r.name}` (`{_cell(r.type)}`) | {_cell(valid)} | "
-                         + " | ".join(_cell(d) for d in r.defaults) + f" | `{_cell(r.example)}` |")
+            lines.append(f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(valid)} | "
+                         + " | ".join(md_cell(d) for d in r.defaults) + f" | `{md_cell(r.example)}` |")
         lines.append(":::")
         if together:
-            lines += ["", "Checked together: " + "; ".join(f"`{_cell(t)}`" for t in together) + "."]
+            lines += ["", "Checked together: " + "; ".join(f"`{md_cell(t)}`" for t in together) + "."]
         lines.append("")
     return "\n".join(lines) + "\n"

@@ -1,39 +1,14 @@
-"""The run cache: a trained run is stored under a key derived from its full configuration.
+"""The run cache: a trained run stored under a key derived from its full configuration.
 
-Layout under the root (``$ROTE_RUNS``, else ``_build/runs`` in the project folder)::
-
-    <task>-<key>/                 a finished run, never modified after it appears
-        config.json  metrics.csv  final.pt  checkpoints/step_000500.pt ...  manifest.json
-    .partial/<task>-<key>/        a run in training: checkpoints and resume.pt
-    .corrupt/<task>-<key>-<time>/ entries that failed verification, moved aside (never deleted)
-
-A run is trained in its ``.partial`` folder and appears under its key by one ``os.rename``, so a
-process killed mid-write leaves no half entry; an interrupted run resumes from ``resume.pt``.
-``manifest.json`` holds the SHA-256 of every file; an entry whose files are missing or differ, or
-whose configuration does not match its key, is reported, moved aside and retrained.
-Checkpoints are plain dicts of tensors, loadable with ``torch.load(..., weights_only=True)``.
-
-**The key.** ``config.key`` hashes the full configuration, the schema version and the *code
-fingerprint* (:func:`rote.config.code_fingerprint`): a hash of the parse trees, docstrings removed,
-of ``rote/train.py`` and every package module it imports (config, model, tasks, ...). Editing code
-that changes what training produces therefore changes every key, and the old runs are never reused
-silently; they stay on disk until ``make clean-runs``. Comments, docstrings and formatting do not
-count; a pure refactor of those files does (its runs retrain). Profile values do not count either:
-they reach a run through its configuration, which the key holds in full.
-
-**Concurrency.** Any number of processes, on one machine or many, may train into one root: each
-entry is built under an exclusive lock (``.locks/<task>-<key>.lock``, ``fcntl.flock``), so a
-second process asking for the same run waits and then loads it. A shared root across nodes (the
-Slurm executor) needs a filesystem that provides (1) atomic ``rename`` of a directory within one
-directory, visible to every node once it returns, and (2) ``flock`` locks that exclude across nodes:
-NFSv4 (Linux emulates ``flock`` with byte-range locks there, which the server arbitrates), Lustre
-mounted with ``-o flock`` (not ``localflock``), GPFS/Spectrum Scale, BeeGFS with global locks.
-NFSv3 without a working lockd, or Lustre with ``localflock``, does not provide (2): two nodes could
-then train the same run at once; neither would corrupt the cache (each writes its own ``.partial``
-only under the lock, and the rename is atomic), but the work would be wasted or interleaved.
-
-``.progress/<task>-<key>.json`` holds the step a training run has reached (written at every
-evaluation, removed when it finishes): the engine's overall display reads it, on any node.
+Under the root (``$ROTE_RUNS``, else ``_build/runs``): ``<task>-<key>/`` a finished run (config.json,
+metrics.csv, final.pt, checkpoints/, manifest.json with every file's SHA-256), never modified;
+``.partial/<task>-<key>/`` a run in training (resumes from ``resume.pt``); ``.corrupt/`` entries that
+failed verification, moved aside and retrained; ``.progress/<task>-<key>.json`` the step a run reached.
+A run appears by one atomic ``os.rename``. The key hashes the configuration, the schema version and the
+code fingerprint (:func:`rote.config.code_fingerprint`: editing training code retrains every run).
+Each entry is built under an exclusive ``flock`` (``.locks/``), so any number of processes, on one
+machine or, on a filesystem with atomic rename and cross-node flock (NFSv4, Lustre ``-o flock``,
+GPFS, BeeGFS), on many, may train into one root.
 """
 
 from __future__ import annotations
@@ -43,7 +18,6 @@ import fcntl
 import hashlib
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -55,6 +29,8 @@ import torch
 from .config import PROJECT_ROOT, RunConfig, code_fingerprint
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import TaskData, build_task
+from .fmt import say as _say
+from .timings import entry_name
 from .train import TRAIN_THREADS, train
 
 
@@ -140,10 +116,6 @@ class Run:
         return float(self.metrics["seconds"].iloc[-1])
 
 
-def _report(message: str) -> None:
-    print(f"[rote] {message}", file=sys.stderr, flush=True)
-
-
 def verify(path: Path, config: RunConfig) -> pd.DataFrame:
     """Check a stored entry against its manifest and configuration; return its metrics."""
     manifest_path = path / "manifest.json"
@@ -183,13 +155,13 @@ def _quarantine(root: Path, path: Path, reason: str) -> None:
     target = root / ".corrupt" / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     target.parent.mkdir(parents=True, exist_ok=True)
     os.rename(path, target)
-    _report(f"cached run {path.name} is damaged ({reason}); moved to {target} and retraining")
+    _say(f"cached run {path.name} is damaged ({reason}); moved to {target} and retraining")
 
 
 def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
     """The stored run for ``config`` if a verified one exists (a damaged one is moved aside)."""
     root = root or runs_root()
-    path = root / f"{config.task}-{config.key}"
+    path = root / entry_name(config)
     if not path.exists():
         return None
     try:
@@ -198,10 +170,6 @@ def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
         _quarantine(root, path, str(err))
         return None
     return Run(config, path, cached=True, metrics=metrics)
-
-
-def entry_name(config: RunConfig) -> str:
-    return f"{config.task}-{config.key}"
 
 
 def status(config: RunConfig, root: Path | None = None) -> str:
@@ -251,9 +219,9 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
         if (partial / "resume.pt").exists():
             try:
                 resume = torch.load(partial / "resume.pt", map_location="cpu", weights_only=True)
-                _report(f"resuming {name} from step {resume['step']}")
+                _say(f"resuming {name} from step {resume['step']}")
             except Exception as err:  # a damaged resume file: start over rather than fail
-                _report(f"resume state of {name} is unreadable ({err}); training from scratch")
+                _say(f"resume state of {name} is unreadable ({err}); training from scratch")
                 resume = None
 
         def checkpoint(step, model, optimizer, metrics, loss_window):

@@ -1,15 +1,7 @@
-"""How the book shows its records, and what the website adds to the executed chapters.
-
-The record tables (:func:`claims_table`, :func:`record_table`, :func:`show_record`, ...) serve the
-chapters, the scorecard and ``rote claims``; :func:`build_times` reads a build's chapter times. At
-staging time (:func:`rote.staging.stage_site`) nothing here edits a chapter's source: the staged copy of each executed notebook gets
-
-- its build stamp rewritten to say when and how it ran, with the command that reruns it (:func:`stamp_markdown`);
-- a verdict box under the title, read from the claim records whose ``page`` is the chapter (:func:`verdict_box`);
-- its boilerplate cells (imports, the ``parameters`` cell, papermill's injected parameters, setup without
-  output) collapsed behind a "show code" toggle (:func:`hide_boilerplate`);
-
-and the scorecard offers every record for download as JSON and CSV (:func:`write_downloads`).
+"""How the book shows its records (tables for the chapters, the scorecard and ``rote claims``), and what
+the staged site adds to each executed chapter (:func:`rote.staging.stage_site`; sources are never edited):
+a build stamp with the command that reruns it, a verdict box from the page's records, the boilerplate
+cells collapsed, and the records for download as JSON and CSV.
 """
 
 from __future__ import annotations
@@ -26,6 +18,7 @@ import pandas as pd
 from . import claims, fmt
 from .claims import UNAMENDED, ClaimRecord
 from .config import PROJECT_ROOT
+from .fmt import get as _get, md_cell
 
 BOOK_DIR = PROJECT_ROOT / "book"  # the chapters' sources and the book's text pages
 BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.driver), staged sources and the site
@@ -35,13 +28,6 @@ SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacke
 
 
 # -- records -------------------------------------------------------------------------------------
-def _get(rec, name, default=None):
-    """A record field, from a ClaimRecord or its dict; tolerant of records written in an older format."""
-    if isinstance(rec, dict):
-        return rec.get(name, default)
-    return getattr(rec, name, default)
-
-
 def record_dict(rec) -> dict:
     return asdict(rec) if is_dataclass(rec) else dict(rec)
 
@@ -52,8 +38,7 @@ def records_for_page(records, page: str) -> list:
 
 
 def _verdict_class(verdicts: list[str]) -> str:
-    """The box's colour: every verdict holds / passes, any fails, or anything else (mixed, unresolved,
-    not run)."""
+    """The box's colour: all hold / pass, any fails, none run, or mixed."""
     words = [str(v).split()[0].rstrip(":") if v else "not" for v in verdicts]
     if words and all(w in ("holds", "pass") for w in words):
         return "rote-verdict-holds"
@@ -68,10 +53,8 @@ from .verdicts import OUTCOME_WORDS as OUTCOME  # noqa: E402  (one spelling of t
 
 
 def deciding_rows(rec, reading: str) -> list[dict]:
-    """The checks that decide ``reading``'s verdict of a record, one row per check id with its values
-    on every seed: the checks that fail on some seed, else those unresolved on some seed, else all
-    that count (:func:`rote.verdicts.counts_in`). Each row: ``id``, ``name``, ``value`` (per seed),
-    ``threshold``, ``outcome`` ("2/3 seeds pass", or one outcome) and ``reason`` (why unresolved)."""
+    """The checks that decide ``reading``'s verdict, one row per check id over the seeds: those failing
+    on some seed, else those unresolved on some seed, else all that count (:func:`rote.verdicts.counts_in`)."""
     from .verdicts import counts_in
 
     by_id: dict[str, list[dict]] = {}
@@ -102,9 +85,7 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 
 
 def not_counted(rec) -> list[str]:
-    """One line per check the amended reading shows but does not count (``superseded``), with its
-    reason: what a reader needs to see beside the verdict. (A failed ``validity`` check appears through
-    the check it supersedes or leaves unresolved.)"""
+    """One line per check shown but not counted (``superseded``), with its reason."""
     seen: dict[str, str] = {}
     for seed in _get(rec, "per_seed") or []:
         for c in seed.get("checks", []):
@@ -113,35 +94,29 @@ def not_counted(rec) -> list[str]:
     return list(seen.values())
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def verdict_table(rows: list[dict]) -> list[str]:
-    """A markdown table of :func:`deciding_rows`: check, value (per seed, and the smallest and largest
-    across seeds), its margin and 95% interval (section 11; "near" where the interval holds the
-    threshold, shown and never deciding), threshold, outcome."""
+    """A markdown table of :func:`deciding_rows`: check, value (range), margin, 95% interval (section 11;
+    "near", never deciding), threshold, outcome."""
     lines = ["| check | value (range) | margin | 95% interval | threshold | outcome |", "|:--|:--|:--|:--|:--|:--|"]
     for r in rows:
         outcome = r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")
         value = r["value"] + (f" (range {r['range']})" if r.get("range") else "")
         near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r.get("near") else ""
-        lines.append(f"| `{_cell(r['id'])}` {_cell(r['name'])} | {_cell(value)} | {_cell(r.get('margin', ''))} "
-                     f"| {_cell(r.get('interval', '') + near)} | {_cell(r['threshold'])} | {_cell(outcome)} |")
+        lines.append(f"| `{md_cell(r['id'])}` {md_cell(r['name'])} | {md_cell(value)} | {md_cell(r.get('margin', ''))} "
+                     f"| {md_cell(r.get('interval', '') + near)} | {md_cell(r['threshold'])} | {md_cell(outcome)} |")
     return lines
 
 
 def _stability_entry(rec) -> dict | None:
-    """The record's stability entry (protocol 10), where a stability build computed it for this record."""
+    """The record's stability entry (protocol 10), where a stability build computed one."""
     if isinstance(rec, dict) or not _get(rec, "per_seed"):
         return None
     return claims.load_stability(rec)
 
 
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
-    """MyST markdown of the verdict box for a chapter's records, or None when the page computed none:
-    per record its two verdicts, a short table of the checks that decide the amended one, the
-    registered reading's deciding checks in a line, and what is shown but not counted, with reasons."""
+    """MyST markdown of a chapter's verdict box (None without records): per record both verdicts, the
+    amended reading's deciding checks as a table, the registered one's in a line, and what is not counted."""
     if not records:
         return None
     claim_titles = claim_titles or {}
@@ -194,7 +169,7 @@ CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "v
 
 
 def csv_rows(records) -> list[dict]:
-    """Long form: one row per (record, seed, check); a record without checks (not run) is one row."""
+    """One row per (record, seed, check); a record without checks (not run) is one row."""
     rows = []
     for r in records:
         base = {k: _get(r, k, "") for k in ("claim", "task", "condition", "profile", "verdict_registered",
@@ -202,16 +177,15 @@ def csv_rows(records) -> list[dict]:
         emitted = False
         for seed in _get(r, "per_seed") or []:
             for check in seed.get("checks", []):
-                value, threshold = check.get("value"), check.get("threshold")
+                low, high = check.get("interval") or (None, None)
                 rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
                              "seed_amended": seed.get("amended", ""), "check_id": check.get("id"),
                              "check": check.get("name"), "kind": check.get("kind"), "reason": check.get("reason"),
-                             "value": json.dumps(value) if isinstance(value, (list, dict)) else value,
-                             "threshold": json.dumps(threshold) if isinstance(threshold, (list, dict)) else threshold,
-                             "passed": check.get("passed"), "margin": check.get("margin"),
-                             "interval_low": (check.get("interval") or [None, None])[0],
-                             "interval_high": (check.get("interval") or [None, None])[1],
-                             "interval_method": check.get("method") or "", "near": check.get("near")})
+                             **{k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                                for k, v in (("value", check.get("value")), ("threshold", check.get("threshold")))},
+                             "passed": check.get("passed"), "margin": check.get("margin"), "interval_low": low,
+                             "interval_high": high, "interval_method": check.get("method") or "",
+                             "near": check.get("near")})
                 emitted = True
         if not emitted:
             rows.append({**base, "reason": _get(r, "reason", "") or ""})
@@ -238,7 +212,7 @@ def downloads_markdown(json_name: str, csv_name: str, n_records: int) -> str:
 
 # -- the build stamp and the rerun command -------------------------------------------------------
 def rerun_command(chapter: str, params: dict) -> str:
-    """The command that reruns a chapter with the parameters it ran with (``python -m rote run``)."""
+    """The ``python -m rote run`` command that reruns a chapter with its parameters."""
     params = dict(params or {})
     profile = params.pop("profile", "quick")
     parts = ["python", "-m", "rote", "run", chapter, "--profile", str(profile)]
@@ -254,8 +228,7 @@ def rerun_command(chapter: str, params: dict) -> str:
 
 
 def effective_parameters(nb) -> dict[str, str]:
-    """Name -> source text of every parameter the executed notebook ran with: the defaults of its
-    ``parameters`` cell, overridden by papermill's injected cell."""
+    """Name -> source text of every parameter the notebook ran with (defaults, then papermill's)."""
     out: dict[str, str] = {}
     for tag in BOILERPLATE_TAGS:  # parameters first, then the injected values replace them
         for cell in nb.cells:
@@ -302,12 +275,9 @@ SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
 
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """One row per (claim, task, condition, profile): the registered and the amended verdict side by
-    side, a mark per seed (amended reading: ✓ pass, ✗ fail, ? unresolved), the training precision of
-    its runs, the checks that decide
-    the amended verdict with their numbers, whether the record comes from the profile's own runs
-    ("other runs": overrides, or left from an older profile or code), the section that computed it, and
-    its scorecard group (the paper's claims, or beyond the paper: :func:`rote.claims.group`)."""
+    """One row per record: both verdicts, a mark per seed (amended: ✓ ? ✗), precision, deciding checks,
+    whether its runs are the profile's own, its section and scorecard group; near seeds (section 11)
+    and, where a stability build ran, stability (protocol 10)."""
     from .verdicts import deciding, near_seeds
 
     origin = {True: "profile default", False: "other runs", None: ""}
@@ -333,9 +303,8 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
 
 
 def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
-    """Section 11 beside protocol 10: whether "a seed has a near deciding check" predicted the row's
-    stability, for a row whose stability was computed (else empty): "yes" where near and fragile agree
-    (near and fragile, or nothing near and stable), "no: ..." where they disagree."""
+    """Whether "a seed has a near deciding check" (section 11) predicted the row's stability (protocol
+    10): "yes (...)" where they agree, "no: ..." where not, "" where stability was not computed."""
     from .stability import FRAGILE, STABLE
     from .verdicts import near_seeds
 
@@ -348,9 +317,8 @@ def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
 
 
 def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
-    """The rows a stability build found fragile (protocol 10), one line per change that moved the
-    verdict word: the default verdict, the verdict under the change, and the seeds and checks that
-    moved with their values before and after."""
+    """One line per change that moved a row's verdict word (protocol 10): the verdicts before and under
+    it, and the seeds and checks that moved."""
     from .stability import FRAGILE
 
     rows = []
@@ -371,17 +339,15 @@ def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
 
 
 def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """The records of other seeds than the book's (:func:`rote.claims.other_records`), one row each:
-    claim, task, condition, seeds and the amended verdict."""
+    """The records of other seeds than the book's (:func:`rote.claims.other_records`)."""
     return pd.DataFrame([{"claim": r.claim, "task": r.task, "condition": r.condition,
                           "seeds": ", ".join(str(s) for s in r.seeds) or "-", "amended": r.verdict_amended}
                          for r in records], columns=["claim", "task", "condition", "seeds", "amended"])
 
 
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A record's checks, one row per check id, one column per seed ("value [95% interval] vs threshold,
-    margin: result", section 11; "near" where the interval holds the threshold), the smallest and largest
-    value across seeds, the check's kind (its role, amendment 2) and why it is superseded or unresolved."""
+    """A record's checks, one row per check id, one column per seed ("value [interval] vs threshold,
+    margin: result"), the range across seeds, the kind, and why superseded or unresolved."""
     from .verdicts import check_ranges
 
     result = {True: "pass", False: "FAIL", None: "unresolved"}
@@ -428,8 +394,7 @@ def build_times(profile: str) -> pd.DataFrame:
 
 # -- boilerplate ---------------------------------------------------------------------------------
 def _visible(output) -> bool:
-    """Whether a cell output shows on the page: not stderr (the site's config drops it), not a value
-    stored with myst-nb's ``glue(..., display=False)`` (mime type ``application/papermill.record/...``)."""
+    """Whether an output shows on the page: not stderr, not a ``glue(..., display=False)`` value."""
     kind = output.get("output_type")
     if kind == "stream":
         return output.get("name") != "stderr"
@@ -438,34 +403,23 @@ def _visible(output) -> bool:
     return True  # errors
 
 
-def _imports_only(source: str) -> bool:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return bool(tree.body) and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
-
-
 BOILERPLATE_HEADERS = {"parameters": "# Parameters (the chapter's defaults)",
                        "injected-parameters": "# Parameters papermill injected for this build"}
 
 
-def _starts_with_imports(source: str) -> bool:
-    """A setup cell: its code opens with an import (its output, if any, stays in view)."""
+def _imports(source: str) -> tuple[bool, bool]:
+    """Whether a cell's code opens with an import (a setup cell), and whether it only imports."""
     try:
-        tree = ast.parse(source)
+        found = [isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(source).body]
     except SyntaxError:
-        return False
-    return bool(tree.body) and isinstance(tree.body[0], (ast.Import, ast.ImportFrom))
+        return False, False
+    return bool(found) and found[0], bool(found) and all(found)
 
 
 def hide_boilerplate(nb) -> int:
-    """Collapse the code a reader need not see behind one "show code" toggle (tag ``hide-input``):
-    the ``parameters`` and ``injected-parameters`` cells, cells that only import, the setup cells
-    that show nothing before the page's first output, and the first output's cell when it opens
-    with imports (its output stays in view). Consecutive such cells without output
-    are merged into one cell, so that a page opens with one toggle, not four. Returns how many
-    cells were hidden."""
+    """Collapse behind a "show code" toggle (``hide-input``) the parameter cells, import-only cells, the
+    setup before the first output (and its cell when it opens with imports), merging consecutive such
+    cells without output into one. Returns how many cells were hidden."""
     marked = []
     seen_output = False
     for cell in nb.cells:
@@ -474,8 +428,8 @@ def hide_boilerplate(nb) -> int:
             continue
         tags = cell.get("metadata", {}).get("tags", [])
         visible = any(_visible(o) for o in cell.get("outputs", []))
-        boiler = (any(t in tags for t in BOILERPLATE_TAGS) or _imports_only(cell.source)
-                  or (not seen_output and (not visible or _starts_with_imports(cell.source))))
+        opens, only = _imports(cell.source)
+        boiler = any(t in tags for t in BOILERPLATE_TAGS) or only or (not seen_output and (not visible or opens))
         seen_output = seen_output or visible
         already = any(t in tags for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell"))
         marked.append(boiler and not already)
@@ -488,10 +442,9 @@ def hide_boilerplate(nb) -> int:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         header = next((BOILERPLATE_HEADERS[t] for t in BOILERPLATE_TAGS if t in tags), None)
         source = f"{header}\n{cell.source}" if header else cell.source
-        previous = cells[-1] if cells else None
         mergeable = not any(_visible(o) for o in cell.get("outputs", []))
-        if (previous is not None and previous.cell_type == "code" and mergeable
-                and previous.metadata.get("rote_merged")):
+        if mergeable and cells and cells[-1].get("metadata", {}).get("rote_merged"):
+            previous = cells[-1]
             previous.source += "\n\n" + source
             previous.outputs += cell.get("outputs", [])  # stderr only: dropped on the page
             previous.execution_count = cell.get("execution_count")
@@ -519,9 +472,8 @@ def _table_columns(html: str) -> int:
 
 
 def widen_tables(nb, min_columns: int = WIDE_TABLE_COLUMNS) -> int:
-    """Tag ``full-width`` the code cells whose output is a table of ``min_columns`` or more columns:
-    the theme then lets them use the page's right margin (on a wide screen), so that long columns
-    (the scorecard's deciding checks) get room to wrap. Returns how many cells it tagged."""
+    """Tag ``full-width`` (the page's right margin) the cells whose output is a table of ``min_columns``
+    or more columns; returns how many."""
     tagged = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -545,8 +497,7 @@ def title_index(nb) -> int:
 
 
 def insert_after_title(nb, cells) -> None:
-    """Put ``cells`` (notes, the verdict box) right under the page's title heading, in order: a title
-    cell that goes on with the chapter's introduction is split after its ``# `` line."""
+    """Put ``cells`` right under the page's ``# `` title (a title cell that goes on is split)."""
     import nbformat
 
     at = title_index(nb)
@@ -563,8 +514,7 @@ def insert_after_title(nb, cells) -> None:
 
 # -- Sphinx extension (listed in _config.yml) ----------------------------------------------------
 def _unique_scripts(app, pagename, templatename, context, doctree):
-    """Drop repeated script tags. Under Jupyter Book, sphinx-thebe adds its inline config script twice,
-    and the second ``const THEBE_JS_URL`` throws on every page."""
+    """Drop repeated script tags (sphinx-thebe adds its config twice; the second one throws)."""
     scripts = context.get("script_files")
     if not scripts:
         return
@@ -580,9 +530,7 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
 
 # -- the references page's labels ---------------------------------------------------------------
 def _author_year_style():
-    """A pybtex formatting style whose list labels read like the citations in the text ("Du et al.,
-    2025", "a"/"b" after the year where two entries would share a label), instead of the default
-    alphabetic "[DMC+25a]". Registered as ``rote`` (``bibtex_default_style`` in ``_config.yml``)."""
+    """A pybtex style ``rote`` whose labels read like the text's citations ("Du et al., 2025", then a/b)."""
     from pybtex.style.formatting.unsrt import Style
     from pybtex.style.labels import BaseLabelStyle
 

@@ -1,29 +1,14 @@
 """How fragile is each verdict (protocol section 10): a row's amended verdict recomputed under two
-changes that should not matter, and compared by its verdict word.
-
-- **precision**: the same seeds, every run trained in the other precision (evaluation fp32 as always);
-- **seeds**: seeds 3 and 4 added to the default 0-2 (the aggregate rule of 8.1 unchanged).
-
-A row is ``stable`` when its verdict word (holds, fails, unresolved, mixed) is the same under both,
-``fragile`` when either change moves it (naming the change, and the seeds and check ids that moved,
-with their values before and after), and ``not run`` when a change could not be computed (its reason
-says why); a row that one change moved is fragile even if the other was not run. Stability is shown,
-never a verdict: nothing here changes a record's verdicts.
-
-Everything here is a pure function of records (:class:`rote.claims.ClaimRecord` or their dicts); the
-records of the perturbed runs come from the same chapter code, run on those runs.
-
-**Like with like** (8.6): a perturbed record counts only when the same code computed it (its ``code``,
-:func:`rote.claims.library_code`, is the default record's) after the default record (its ``created`` is
-later), and, for the precision change, only from runs whose precision differs from the default's on
-every seed (each seed result's ``precision``). Else that change is ``not run``, with the reason
-(:func:`refusal`); so is a change whose chapter failed in the build (:func:`stability`'s reasons).
-"""
+changes that should not matter, the other training precision and seeds 3 and 4 added, compared by its
+verdict word: ``stable``, ``fragile`` (naming the change and what moved) or ``not run`` (with why). A
+perturbed record counts only when it compares like with like (8.6, :func:`refusal`). Pure functions of
+records; nothing here changes a verdict."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .fmt import get as _get
 from .verdicts.core import OUTCOME_WORDS, aggregate, failing
 
 CHANGES = ("precision", "seeds")
@@ -31,14 +16,9 @@ STABLE, FRAGILE, NOT_RUN = "stable", "fragile", "not run"
 EXTRA_SEEDS = (3, 4)  # protocol 10: seeds 3 and 4 join the default 0-2
 
 
-def _get(rec, name, default=None):
-    return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
-
-
 def verdict_word(verdict: str) -> str:
-    """The word a verdict is compared by: ``holds``, ``fails``, ``unresolved``, ``mixed`` (a 1-seed
-    verdict reads as the word of every seed alike: ``pass (1 seed)`` as ``holds``, ``fail (1 seed)`` as
-    ``fails``; ``not run`` as itself)."""
+    """The word a verdict is compared by: holds, fails, unresolved, mixed, not run (``pass (1 seed)``
+    reads ``holds``, ``fail (1 seed)`` ``fails``)."""
     text = str(verdict).strip()
     if text.startswith("not run"):
         return "not run"
@@ -85,14 +65,18 @@ def _checks_by_id(seed_part: dict) -> dict[str, dict]:
     return {str(c.get("id") or c.get("name")): c for c in seed_part.get("checks", [])}
 
 
+def _seeds_text(moved: list[Moved]) -> str:
+    seeds = sorted({m.seed for m in moved})
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
+
+
 def _outcome(check: dict) -> str:
     return OUTCOME_WORDS[check.get("passed")]
 
 
 def refusal(default, perturbed, change: str) -> str:
-    """Why the ``change`` record ``perturbed`` cannot be compared with ``default`` (protocol 10, 8.6), or ""
-    where it can: another code computed it (or either record does not say which), it is not later than the
-    default record, or (``change`` "precision") a seed's runs were trained in the default's precision."""
+    """Why ``perturbed`` cannot be compared with ``default`` (8.6), or "": other (or unnamed) code, not
+    later than the default record, or (precision) a seed trained in the default's precision."""
     if perturbed is None or not _get(perturbed, "per_seed"):
         return ""  # nothing to refuse: the change's own reason says it is not trained
     mine, theirs = _get(default, "code") or "", _get(perturbed, "code") or ""
@@ -116,18 +100,15 @@ def refusal(default, perturbed, change: str) -> str:
 
 
 def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
-    """The row under the precision change: ``twin`` is the record of the same claim, task, condition
-    and seeds computed on the runs trained in the other precision (None: not run, ``reason_not_run``
-    says why; a ``reason_not_run`` makes it not run whatever ``twin`` holds). Moved: per seed, every check id
-    whose outcome differs, with its values."""
-    if reason_not_run:
-        return ChangeResult("precision", "not run", None, reason_not_run)
-    if twin is None or not _get(twin, "per_seed"):
-        return ChangeResult("precision", "not run", None, reason_not_run or "the runs in the other precision are not trained")
+    """The row under the precision change (``twin``: the record on the other precision's runs; a
+    ``reason_not_run`` makes it not run). Moved: per seed, every check id whose outcome differs."""
+    if reason_not_run or twin is None or not _get(twin, "per_seed"):
+        return ChangeResult("precision", NOT_RUN, None,
+                            reason_not_run or "the runs in the other precision are not trained")
     default_seeds = {s["seed"]: s for s in _get(default, "per_seed")}
     twin_seeds = {s["seed"]: s for s in _get(twin, "per_seed")}
     if sorted(default_seeds) != sorted(twin_seeds):
-        return ChangeResult("precision", "not run", None,
+        return ChangeResult("precision", NOT_RUN, None,
                             f"the other precision has seeds {sorted(twin_seeds)}, the default record {sorted(default_seeds)}")
     moved = []
     for seed in sorted(default_seeds):
@@ -139,27 +120,20 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
                                    _outcome(ca) if ca else "", _outcome(cb) if cb else ""))
     verdict = _get(twin, "verdict_amended")
     changed = verdict_word(verdict) != verdict_word(_get(default, "verdict_amended"))
-    moved_seeds = sorted({m.seed for m in moved})
-    reason = (f"seed{'s' if len(moved_seeds) > 1 else ''} {', '.join(map(str, moved_seeds))}" if moved_seeds else "")
-    return ChangeResult("precision", verdict, changed, reason, moved)
+    return ChangeResult("precision", verdict, changed, _seeds_text(moved), moved)
 
 
 def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
-    """The row under the seeds change: ``extra`` is the record of the same claim, task and condition on
-    seeds 3 and 4 (default precision; None: not run). The 5-seed verdict aggregates the default record's
-    per-seed verdicts with the extra seeds' by the rule of 8.1 (each seed's checks are its own: a seed's
-    verdict does not depend on the other seeds). Moved: each extra seed whose verdict is not the default
-    verdict's word for every seed (pass for holds, fail for fails, unresolved for unresolved), with the
-    checks that decided it. ``reason_not_run``: why the change is not run although ``extra`` may exist."""
-    if reason_not_run:
-        return ChangeResult("seeds", "not run", None, reason_not_run)
-    if extra is None or not _get(extra, "per_seed"):
-        return ChangeResult("seeds", "not run", None, f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
+    """The row under the seeds change (``extra``: the record on seeds 3 and 4): the 5-seed verdict by
+    8.1's rule; moved: each extra seed whose verdict is not the default word's, with its deciding checks."""
+    if reason_not_run or extra is None or not _get(extra, "per_seed"):
+        return ChangeResult("seeds", NOT_RUN, None,
+                            reason_not_run or f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
     base = list(_get(default, "per_seed"))
     known = {s["seed"] for s in base}
     added = [s for s in _get(extra, "per_seed") if s["seed"] not in known]
     if not added:
-        return ChangeResult("seeds", "not run", None, "the extra record holds no seed beyond the default ones")
+        return ChangeResult("seeds", NOT_RUN, None, "the extra record holds no seed beyond the default ones")
     seeds = sorted(base + added, key=lambda s: s["seed"])
     verdict = aggregate([s["amended"] for s in seeds], failing(_get(default, "claim"), seeds))
     word = verdict_word(_get(default, "verdict_amended"))
@@ -173,16 +147,12 @@ def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
             if not any(m.seed == s["seed"] for m in moved):
                 moved.append(Moved(s["seed"], "", None, s["amended"], "", s["amended"]))
     changed = verdict_word(verdict) != word
-    moved_seeds = sorted({m.seed for m in moved})
-    reason = f"seed{'s' if len(moved_seeds) > 1 else ''} {', '.join(map(str, moved_seeds))}" if moved_seeds else ""
-    return ChangeResult("seeds", verdict, changed, reason, moved)
+    return ChangeResult("seeds", verdict, changed, _seeds_text(moved), moved)
 
 
 def stability(default, twin=None, extra=None, precision_not_run: str = "", seeds_not_run: str = "") -> Stability:
-    """The stability entry of a default record (protocol 10) from its precision twin's record and its
-    extra seeds' record (either None: that change not run). A change is ``not run`` with its reason where
-    ``precision_not_run`` / ``seeds_not_run`` says so (no native bf16; its chapter failed in the build), or
-    where its record does not compare like with like (:func:`refusal`, 8.6)."""
+    """The stability entry of a default record from its precision twin's and extra seeds' records
+    (None, a given reason or a :func:`refusal`: that change not run)."""
     why_precision = precision_not_run or refusal(default, twin, "precision")
     why_seeds = seeds_not_run or refusal(default, extra, "seeds")
     changes = {"precision": precision_change(default, twin, why_precision),
@@ -202,8 +172,7 @@ def stability(default, twin=None, extra=None, precision_not_run: str = "", seeds
 
 
 def label(entry: dict | Stability | None) -> str:
-    """Short text for a scorecard cell: ``stable``, ``fragile (precision)``, ``not run``; "" without
-    an entry (no stability build)."""
+    """A scorecard cell: ``stable``, ``fragile (precision)``, ``not run``; "" without an entry."""
     if not entry:
         return ""
     entry = entry.to_dict() if isinstance(entry, Stability) else entry
@@ -215,16 +184,14 @@ def label(entry: dict | Stability | None) -> str:
 
 # -- the stability build's runs (protocol 10) --------------------------------------------------------
 def other_precision(task: str) -> str:
-    """The precision a task's precision twin trains in: the other one than ``auto`` resolves to for
-    ``task`` on this machine (FDA fp32 -> bf16, THR bf16 -> fp32 where bf16 is native)."""
+    """The precision a task's twin trains in: not the one ``auto`` resolves to here."""
     from .config import precision_for
 
     return "bf16" if precision_for(task) == "fp32" else "fp32"
 
 
 def precision_not_run() -> str:
-    """Why the precision half cannot run on this machine ("" where it can): without native bf16, bf16
-    training runs ~12x slower than fp32 (README, precision), so its twins are not trained."""
+    """Why the precision change cannot run here ("" where it can): bf16 is not native."""
     from .config import native_precision
 
     if native_precision() == "bf16":

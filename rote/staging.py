@@ -1,9 +1,6 @@
-"""The site staging: the book's text and executed chapters, made for readers, rendered with Jupyter Book.
-
-:func:`stage_site` copies ``_config.yml``/``_toc.yml``, the text pages and the executed chapters
-(:mod:`rote.driver`) into ``<site root>/_build/site_src``, adding what :mod:`rote.site` makes of the
-records; :func:`render_site` renders that into ``<site root>/_build/html``.
-"""
+"""The site staging: :func:`stage_site` copies the book's text and executed chapters into
+``<site root>/_build/site_src`` with what :mod:`rote.site` makes of the records; :func:`render_site`
+renders it with Jupyter Book into ``<site root>/_build/html``."""
 
 from __future__ import annotations
 
@@ -20,18 +17,14 @@ from .driver import STAMP_TAG, chapters, output_dir, source_hash
 
 
 def site_root() -> Path:
-    """The folder whose ``_build/`` receives the staged sources (``site_src``) and the site (``html``):
-    ``$ROTE_SITE``, or the project (``_build/html``). ``make test`` renders the smoke site elsewhere so
-    that it never replaces the book a ``make book`` built."""
+    """The folder whose ``_build/`` receives the staged sources and the site: ``$ROTE_SITE``, or the
+    project (``make test`` renders the smoke site elsewhere)."""
     return Path(os.environ["ROTE_SITE"]).expanduser().resolve() if os.environ.get("ROTE_SITE") else PROJECT_ROOT
 
 
 def stage_site(profile: str) -> Path:
-    """Copy the book's text and the executed chapters into ``<site root>/_build/site_src`` for Jupyter Book.
-
-    The staged chapters are made for readers (:mod:`rote.site`): each stamp gets the command that
-    reruns the page, each claim chapter a verdict box from its records, boilerplate cells collapse
-    behind a toggle, and the scorecard links the records as JSON and CSV. The sources are not touched."""
+    """Stage the book's text and executed chapters for Jupyter Book, made for readers (:mod:`rote.site`:
+    stamps with the rerun command, verdict boxes, collapsed boilerplate, the records for download)."""
     import nbformat
 
     from . import publish
@@ -83,8 +76,7 @@ def stage_site(profile: str) -> Path:
 
 
 def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
-    """The staged front page: ``book/intro.md``'s marked places filled from this build's records and
-    timings (:func:`rote.frontpage.stage_intro`)."""
+    """``book/intro.md`` filled from this build's records and timings (:func:`rote.frontpage.stage_intro`)."""
     times = web.build_times(profile)
     return frontpage.stage_intro(text, frontpage.Build(
         profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
@@ -92,9 +84,8 @@ def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
 
 
 def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
-    """The book's text pages into the staged ``folder``: figures and the bibliography as they are, each
-    ``.md`` page with its rebuild note (the intro with the build's results), the protocol page, and the
-    generated Build environment and parameter reference pages."""
+    """The text pages into ``folder``: figures and bibliography as they are, each ``.md`` with its rebuild
+    note (the intro filled), the protocol page, and the generated pages."""
     for path in web.BOOK_DIR.iterdir():
         if path.suffix in (".png", ".bib"):
             shutil.copy(path, folder / path.name)
@@ -106,10 +97,8 @@ def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) ->
 
 
 def fill_generated_pages(folder: Path) -> list[str]:
-    """Replace the marker of each generated page among the staged ``*.md`` of ``folder`` with its text:
-    ``<!-- rote:environment -->`` (:func:`rote.provenance.environment_page`, the build that stages the
-    site) and ``<!-- rote:parameters -->`` (:func:`rote.reference.parameters_page`). Returns the names of
-    the pages filled."""
+    """Replace each generated page's marker in ``folder``'s ``*.md`` with its text (the Build environment
+    and parameter reference pages); the names of the pages filled."""
     from . import provenance, reference
 
     makers = {provenance.MARKER: provenance.environment_page, reference.MARKER: reference.parameters_page}

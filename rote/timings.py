@@ -1,42 +1,13 @@
 """Run-time estimates that learn from the machine: a store of measured run times, and a probe.
 
-Every run a worker finishes appends one record to ``<runs root>/.timings.jsonl`` (:func:`record_run`,
-called by :func:`rote.engine.train_one`, so Slurm jobs write theirs into the shared cache too): the
-run's shape, its precision, the machine that trained it, its wall and CPU seconds and the split
-between training steps and evaluations. :class:`Estimator` estimates a run from the records of the
-same combination:
-
-    (task, n_layers, d_model, n_heads, vocab, n_ctx, batch_size, precision)   the step cost
-    x (CPU model, instruction set, device, torch version, training threads)    the machine
-
-as ``overhead + steps x step_s + evaluations x eval_s`` (the evaluation scaled by the number of
-sequences it scores, so a noise-free twin or another ``steps`` / ``eval_every`` reuses the rates).
-A combination never seen on this machine is timed once by :func:`probe`: a throwaway model of that
-shape trains a few steps (``rote.train``'s step: the same batches, autocast and optimizer) and runs
-one evaluation (``rote.train.evaluate``) on the run's data, on one intra-op thread; nothing enters
-the run cache, and the result is stored as a ``probe`` record, so the next estimate reads it.
-
-Fallback order for a run (the summary line says which were used, :meth:`Estimator.summary`):
-
-1. this machine's finished runs of the combination ("from finished runs");
-2. a probe of this machine, stored ("timed earlier") or run now ("timed now");
-3. other machines' finished runs (the Slurm workers', read on a login node; first with
-   ``workers=True``, which ``rote train --executor slurm`` uses, and without probing);
-4. the static table / FLOP formula (:func:`formula_seconds`).
-
-``ROTE_NO_PROBE=1`` disables step 2's probing (tests, a Slurm login node).
-
-Times are *solo* times: what the run takes alone on a core. A record's CPU seconds stand in for its
-wall time (time-slicing by other processes does not count), divided by
-:data:`SHARED_CORE_SLOWDOWN` when other runs trained beside it on the same host (sampled
-from ``.progress`` while it trained); :func:`pool_seconds` charges the slowdown back for a
-pool. On a GPU the wall time counts. A probe counts its thread's CPU time too, which load inflates less
-than wall time but still does (cold caches): on the 2-core Xeon, quick FDA timed 0.131 s a step with
-the cores shared by two training runs and 0.17 s when it got ~15% of a core; a run's own record then
-replaces the probe.
-
-Cached runs trained before this store existed are not records: their ``manifest.json`` names the
-host (``os.uname().nodename``, ``vm`` on many machines) but not the CPU or the torch version.
+Each run a worker finishes appends a record to ``<runs root>/.timings.jsonl`` (:func:`record_run`):
+its shape and precision (the step cost), the machine (CPU, ISA, device, torch, threads), its wall and
+CPU seconds. :class:`Estimator` predicts a run as ``overhead + steps x step_s + evaluations x eval_s``
+(evaluation per scored sequence), from, in order: this machine's finished runs of the shape; a stored or
+fresh :func:`probe` of the shape (a throwaway model, a few steps, one evaluation; ``ROTE_NO_PROBE=1``
+turns it off); other machines' runs (first with ``workers=True``, a Slurm login node); the static table
+or FLOP formula (:func:`formula_seconds`). Times are solo times on one core: CPU seconds stand in for
+wall time, divided by :data:`SHARED_CORE_SLOWDOWN` when other runs shared the host.
 """
 
 from __future__ import annotations
@@ -54,25 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import RunConfig
+from .fmt import say
 
 STORE = ".timings.jsonl"
-VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab" (a formula in rote/plan.py); read() corrects it
-# The probe: warm-up steps, then timed steps (their median counts) until PROBE_STEP_S of step time (at least PROBE_MIN_STEPS,
-# at most PROBE_MAX_STEPS), then one evaluation.
-PROBE_WARMUP_STEPS = 2
-PROBE_MIN_STEPS = 4
-PROBE_MAX_STEPS = 30
-PROBE_STEP_S = 0.6
-# ... and one evaluation (rote.train.evaluate) of at most this many sequences: the same share of each split
-# (scoring runs in batches of 512, so the time per sequence carries over to the whole evaluation)
+VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corrects it
+# The probe: warm-up steps, then timed steps (their median counts) until PROBE_STEP_S of step time
+# (PROBE_MIN_STEPS .. PROBE_MAX_STEPS), then one evaluation of at most PROBE_EVAL_SEQUENCES sequences.
+PROBE_WARMUP_STEPS, PROBE_MIN_STEPS, PROBE_MAX_STEPS, PROBE_STEP_S = 2, 4, 30, 0.6
 PROBE_EVAL_SEQUENCES = 2048
-WORKER_START_S = 1.5  # a worker's CPU seconds beyond building its data and training (interpreter, torch import,
-# saving): smoke runs' records on the 2-core Xeon show 1.2-1.3 s; a probe's estimate adds it to its data's time
+WORKER_START_S = 1.5  # a worker's CPU seconds beyond data and training (interpreter, imports, saving)
 SOURCES = ("measured", "probe_now", "probe", "workers", "formula")
 
 
 def no_probe() -> bool:
     return os.environ.get("ROTE_NO_PROBE", "").strip() not in ("", "0")
+
+
+def entry_name(config: RunConfig) -> str:
+    """A run's name in the run cache, its logs, progress files and timing records."""
+    return f"{config.task}-{config.key}"
 
 
 # -- what a run is -------------------------------------------------------------------------------------
@@ -86,30 +57,26 @@ def shape(config: RunConfig) -> dict:
 
 
 def eval_sequences(config: RunConfig) -> int:
-    """Sequences one evaluation scores (``rote.train.evaluate``): the test set, the fit subset, the noisy
-    examples (twice for FDA, whose multi-token answers are model input; once for THR) and THR's atomic facts."""
+    """Sequences one evaluation scores (``rote.train.evaluate``): test set, fit subset, noisy examples
+    (twice for FDA, whose multi-token answers are model input) and THR's atomic facts."""
     d, t = config.data, config.train
     n_train = d.n_train if config.task == "fda" else d.n_train_two_hop
     noisy = round(d.noise_ratio * n_train)
-    clean = n_train - noisy
-    fit = min(t.fit_eval_size or clean, clean)
-    if config.task == "fda":
-        return d.n_test + fit + 2 * noisy
-    return d.n_test + fit + noisy + d.n_atomic
+    fit = min(t.fit_eval_size or n_train - noisy, n_train - noisy)
+    return d.n_test + fit + (2 * noisy if config.task == "fda" else noisy + d.n_atomic)
 
 
 def _scored(data, fit_eval_size: int) -> int:
-    """Sequences ``rote.train.evaluate`` scores on ``data`` (the count :func:`eval_sequences` predicts)."""
+    """Sequences ``rote.train.evaluate`` scores on ``data`` (what :func:`eval_sequences` predicts)."""
     noisy = int(data.train.is_noisy.sum())
-    clean = len(data.train) - noisy
-    fit = min(fit_eval_size or clean, clean)
+    fit = min(fit_eval_size or len(data.train) - noisy, len(data.train) - noisy)
     passes = 2 if data.answer_len > 1 else 1
     return len(data.test) + fit + passes * noisy + (len(data.atomic) if data.atomic is not None else 0)
 
 
 def _eval_subset(data, fit_eval_size: int, cap: int):
-    """``data`` with every evaluated split cut to the same share, so that about ``cap`` sequences are scored;
-    returns (data, fit_eval_size, sequences scored)."""
+    """``data`` with every evaluated split cut to one share, about ``cap`` sequences scored:
+    (data, fit_eval_size, sequences scored)."""
     import dataclasses
 
     total = _scored(data, fit_eval_size)
@@ -137,44 +104,25 @@ def _key(d: dict) -> str:
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_fp16")
 
 
-def _cpu() -> tuple[str, str]:
-    model, flags = "", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            name, _, value = line.partition(":")
-            name = name.strip()
-            if name in ("model name", "Model", "cpu model") and not model:
-                model = value.strip()
-            elif name == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    if not model:
-        import platform
-
-        model = platform.processor() or platform.machine() or "unknown"
-    return model, "+".join(f for f in ISA_FLAGS if f in flags) or "-"
-
-
 @functools.lru_cache(maxsize=None)
 def machine(device: str | None = None) -> dict:
-    """This machine as the records name it: CPU model and instruction set, the device training uses, the
-    torch version and the training thread count (``rote.train.TRAIN_THREADS``)."""
+    """This machine as the records name it: CPU model and instruction set, training device, torch
+    version and training threads (``rote.train.TRAIN_THREADS``)."""
     import torch
 
     from .model import pick_device
+    from .provenance import cpu_info
     from .train import TRAIN_THREADS
 
-    cpu, isa = _cpu()
-    dev = pick_device(device)
-    name = "cpu"
+    cpu, flags = cpu_info(lscpu=False)
+    dev, name = pick_device(device), "cpu"
     if dev.type == "cuda":
         with contextlib.suppress(Exception):
             name = f"cuda {torch.cuda.get_device_name(dev)}"
     elif dev.type != "cpu":
         name = dev.type
-    return {"cpu": cpu, "isa": isa, "device": name, "torch": torch.__version__.split("+")[0],
-            "threads": TRAIN_THREADS}
+    return {"cpu": cpu, "isa": "+".join(f for f in ISA_FLAGS if f in flags) or "-", "device": name,
+            "torch": torch.__version__.split("+")[0], "threads": TRAIN_THREADS}
 
 
 def describe(m: dict) -> str:
@@ -192,26 +140,39 @@ def store_path(root: Path | str | None = None) -> Path:
 
 def append(record: dict, root: Path | str | None = None) -> None:
     """Append one record as one line: one write on an O_APPEND descriptor under an exclusive flock, so
-    that concurrent writers (workers, nodes) never interleave; a reader skips a line it cannot parse."""
+    that concurrent writers never interleave; a reader skips a line it cannot parse."""
     path = store_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps({"v": VERSION, **record}, sort_keys=True) + "\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":  # a writer died mid-line: start a new one
-                line = b"\n" + line
-            os.write(fd, line)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":  # a writer died mid-line: start a new one
+            line = b"\n" + line
+        os.write(fd, line)
     finally:
-        os.close(fd)
+        os.close(fd)  # closing releases the lock
 
 
 _NEEDED = {"run": ("machine", "shape", "steps", "n_evals", "eval_sequences", "cpu_s", "wall_s", "train_s", "eval0_s"),
            "probe": ("machine", "shape", "step_s", "eval_s", "eval_sequences", "setup_s")}
+
+
+def _valid(rec) -> bool:
+    if not isinstance(rec, dict) or rec.get("v") not in (1, VERSION) or rec.get("kind") not in _NEEDED:
+        return False
+    if not all(k in rec for k in _NEEDED[rec["kind"]]):
+        return False
+    if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
+        return False
+    if rec["v"] == 1 and rec["shape"].get("task") == "thr" and isinstance(rec["shape"].get("vocab"), int):
+        rec["shape"]["vocab"] -= 5  # the vocabulary as rote.tasks.shapes counts it
+    try:
+        _rates(rec)
+    except (TypeError, ValueError, ZeroDivisionError, KeyError):
+        return False
+    return True
 
 
 def read(root: Path | str | None = None) -> list[dict]:
@@ -226,19 +187,8 @@ def read(root: Path | str | None = None) -> list[dict]:
             rec = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             continue
-        if not isinstance(rec, dict) or rec.get("v") not in (1, VERSION) or rec.get("kind") not in _NEEDED:
-            continue
-        if not all(k in rec for k in _NEEDED[rec["kind"]]):
-            continue
-        if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
-            continue
-        if rec["v"] == 1 and rec["shape"].get("task") == "thr" and isinstance(rec["shape"].get("vocab"), int):
-            rec["shape"]["vocab"] -= 5  # the vocabulary as rote.tasks.shapes counts it
-        try:
-            _rates(rec)
-        except (TypeError, ValueError, ZeroDivisionError, KeyError):
-            continue
-        out.append(rec)
+        if _valid(rec):
+            out.append(rec)
     return out
 
 
@@ -255,8 +205,7 @@ def _rates(rec: dict) -> tuple[float, float, float]:
     if not (wall > 0 and train_s > 0 and steps > 0 and n_evals > 0 and 0 <= eval0 and cpu > 0):
         raise ValueError("bad run record")
     # CPU seconds stand in for the wall time of a run that had its core to itself (on a GPU: the wall time)
-    solo = cpu if str(rec["machine"].get("device", "cpu")) == "cpu" else wall
-    solo = min(solo, wall * 1.05)
+    solo = min(cpu if str(rec["machine"].get("device", "cpu")) == "cpu" else wall, wall * 1.05)
     if float(rec.get("concurrent") or 0) >= 0.5:  # other runs trained beside it on this host
         solo /= SHARED_CORE_SLOWDOWN
     scale = solo / wall
@@ -270,8 +219,8 @@ def _rates(rec: dict) -> tuple[float, float, float]:
 
 # -- recording a finished run (in the worker) -------------------------------------------------------------
 class ConcurrencySampler:
-    """How many other runs trained on this host beside one run: every ``every`` seconds, the ``.progress``
-    files of other runs written by this host within the last ``fresh`` seconds; the mean over samples."""
+    """How many other runs trained on this host beside one run: every ``every`` s, the ``.progress`` files
+    of other runs this host wrote within ``fresh`` s; :attr:`mean` over the samples."""
 
     def __init__(self, root: Path, name: str, every: float = 20.0, fresh: float = 120.0):
         self.root, self.name, self.every, self.fresh = Path(root), name, every, fresh
@@ -294,8 +243,7 @@ class ConcurrencySampler:
                     continue
                 with contextlib.suppress(OSError, ValueError):
                     info = json.loads(path.read_text())
-                    if info.get("host") == host and now - float(info.get("time", 0)) < self.fresh:
-                        n += 1
+                    n += info.get("host") == host and now - float(info.get("time", 0)) < self.fresh
         return n
 
     def _loop(self) -> None:
@@ -312,10 +260,8 @@ class ConcurrencySampler:
 
 @dataclass(frozen=True)
 class RunTiming:
-    """What a worker measured of a run it trained (:func:`record_run`): ``wall_s`` and ``cpu_s``, this
-    process's seconds for it (loading, data, training, saving); ``resumed``, the step an interrupted
-    attempt resumed from (0: from the start); ``concurrent``, how many other runs trained beside it on
-    this host on average (None: not sampled)."""
+    """What a worker measured of a run: this process's ``wall_s`` and ``cpu_s`` for it, the step it
+    ``resumed`` from (0: the start), and how many runs trained beside it on average (``concurrent``)."""
 
     wall_s: float
     cpu_s: float
@@ -323,27 +269,23 @@ class RunTiming:
     concurrent: float | None = None
 
     def __post_init__(self):
-        for name in ("wall_s", "cpu_s", "resumed"):
-            if getattr(self, name) < 0:
+        for name in ("wall_s", "cpu_s", "resumed", "concurrent"):
+            if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"a run's {name} must be >= 0, got {getattr(self, name)}")
-        if self.concurrent is not None and self.concurrent < 0:
-            raise ValueError(f"a run's concurrent must be >= 0, got {self.concurrent}")
 
 
 def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, device=None) -> dict | None:
-    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`; ``timing``:
-    what the worker measured of it). Returns the record."""
-    metrics = run.metrics
-    seconds = [float(s) for s in metrics["seconds"]]
+    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`); returns it."""
+    seconds = [float(s) for s in run.metrics["seconds"]]
     if not seconds:
         return None
-    wall_s, cpu_s, resumed, concurrent = timing.wall_s, timing.cpu_s, timing.resumed, timing.concurrent
     rec = {"kind": "run", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
-           "shape": shape(config), "name": f"{config.task}-{config.key}", "key": config.key,
+           "shape": shape(config), "name": entry_name(config), "key": config.key,
            "steps": config.train.steps, "eval_every": config.train.eval_every, "n_evals": len(seconds),
-           "eval_sequences": eval_sequences(config), "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
-           "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4), "resumed": int(resumed),
-           "concurrent": None if concurrent is None else round(concurrent, 2)}
+           "eval_sequences": eval_sequences(config), "wall_s": round(timing.wall_s, 3),
+           "cpu_s": round(timing.cpu_s, 3), "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4),
+           "resumed": int(timing.resumed),
+           "concurrent": None if timing.concurrent is None else round(timing.concurrent, 2)}
     with contextlib.suppress(OSError):
         rec["load1"] = round(os.getloadavg()[0], 2)
     append(rec, root)
@@ -352,11 +294,9 @@ def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, d
 
 # -- the probe -------------------------------------------------------------------------------------------
 def probe(config: RunConfig, device=None) -> dict:
-    """Time ``config``'s shape on this machine: build its data, a throwaway model and optimizer
-    (``rote.train.build_model`` / ``make_optimizer``), train a few steps as ``rote.train`` does and run
-    one evaluation, on ``TRAIN_THREADS`` intra-op threads (restored after; torch's global RNG too).
-    CPU time of this thread on a CPU (other processes' load does not count), wall time on a GPU.
-    Returns the probe record (not stored: :meth:`Estimator.estimate` stores it)."""
+    """Time ``config``'s shape here: build its data and a throwaway model, train a few steps as
+    ``rote.train`` does and run one evaluation on ``TRAIN_THREADS`` threads (restored after, with torch's
+    RNG); this thread's CPU time on a CPU, wall time on a GPU. Returns the probe record, not stored."""
     import torch
 
     from . import train as T
@@ -387,18 +327,16 @@ def probe(config: RunConfig, device=None) -> dict:
     finally:
         torch.set_num_threads(threads)
         torch.set_rng_state(rng)
-    timed = times[PROBE_WARMUP_STEPS:]
     return {"kind": "probe", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
-            "shape": shape(config), "step_s": round(statistics.median(timed), 5), "eval_s": round(eval_s, 4),
-            "eval_sequences": scored, "setup_s": round(setup_s, 4), "probe_steps": len(times),
-            "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: how loaded the machine was
+            "shape": shape(config), "step_s": round(statistics.median(times[PROBE_WARMUP_STEPS:]), 5),
+            "eval_s": round(eval_s, 4), "eval_sequences": scored, "setup_s": round(setup_s, 4),
+            "probe_steps": len(times), "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: the load
             "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
 
 
 def _timed_steps(config: RunConfig, data, model, dev, clock) -> list[float]:
-    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock``: warm-up steps, then
-    timed ones until :data:`PROBE_STEP_S` of step time (at least :data:`PROBE_MIN_STEPS`, at most
-    :data:`PROBE_MAX_STEPS`). Returns every step's seconds, warm-up first."""
+    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock`` until the probe's
+    limits (:data:`PROBE_STEP_S`); every step's seconds, warm-up first."""
     import torch
     import torch.nn.functional as F
 
@@ -439,40 +377,38 @@ class Estimate:
     records: int = 0  # how many records it comes from
 
 
-class Estimator:
-    """Estimates of runs from the store of ``root`` (see the module docstring for the order).
+SOURCE_WORDS = {"measured": "from finished runs on this machine", "probe_now": "timed now",
+                "probe": "timed earlier on this machine", "workers": "from runs finished on {}",
+                "formula": "from the static table or FLOP formula (rote/timings.py)"}
 
-    ``probe``: time an unseen combination on this machine (default: unless ``ROTE_NO_PROBE``);
-    ``workers``: estimate from any machine's finished runs first, never probe (a Slurm login node);
-    ``exclude``: run keys whose records are left out (leave-one-out, ``benchmarks/estimates.py``).
-    The store is reread when it changes (runs finishing during a build refine the estimates)."""
+
+class Estimator:
+    """Estimates of runs from the store of ``root`` (the module docstring says in which order).
+
+    ``probe``: time an unseen shape here (default: unless ``ROTE_NO_PROBE``); ``workers``: any machine's
+    finished runs first, never probe (a Slurm login node); ``exclude``: run keys left out (leave-one-out,
+    ``benchmarks/estimates.py``). The store is reread when it changes."""
 
     def __init__(self, root: Path | str | None = None, *, probe: bool | None = None, workers: bool = False,
                  device=None, exclude: set[str] | frozenset = frozenset(), records: list[dict] | None = None):
         self.root = None if root is None else Path(root)
         self.probing = (not no_probe()) if probe is None else probe
         self.workers, self.device, self.exclude = workers, device, set(exclude)
-        self._given = records
-        self._stamp: object = None
-        self._records: list[dict] = []
-        self._cache: dict[str, Estimate] = {}
-        self.probed_now: set[str] = set()  # combinations timed by this estimator
-        self.probe_seconds = 0.0  # wall seconds this estimator spent probing
-        self._memory: list[dict] = []  # probes that could not be stored
+        self._given, self._stamp, self._records, self._cache = records, None, [], {}
+        self.probed_now: set[str] = set()  # shapes timed by this estimator, in probe_seconds (wall)
+        self.probe_seconds, self._memory = 0.0, []  # _memory: probes that could not be stored
 
     @property
     def path(self) -> Path:
         return store_path(self.root)
 
     def records(self) -> list[dict]:
-        if self._given is not None:
-            stamp = ("given", len(self._given), len(self._memory))
-        else:
-            try:
-                st = self.path.stat()
-                stamp = (st.st_size, st.st_mtime_ns, len(self._memory))
-            except OSError:
-                stamp = (None, len(self._memory))
+        try:
+            st = None if self._given is not None else self.path.stat()
+            stamp = ("given", len(self._given)) if st is None else (st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = (None,)
+        stamp += (len(self._memory),)
         if stamp != self._stamp:
             base = list(self._given) if self._given is not None else read(self.root)
             self._records = [r for r in base if r.get("key") not in self.exclude] + self._memory
@@ -481,77 +417,56 @@ class Estimator:
         return self._records
 
     def _matching(self, config: RunConfig, kind: str, machines: str) -> list[dict]:
-        """Records of ``config``'s shape and ``kind``; ``machines``: "here" (this machine), "others"
-        (other machines with the same training thread count) or "any" (the same thread count)."""
-        want_shape, me = shape(config), machine(self.device)
-        out = []
-        for r in self.records():
-            if r["kind"] != kind or r["shape"] != want_shape:
-                continue
-            if kind == "run" and int(r.get("resumed") or 0):
-                continue  # a resumed run's time covers part of it only
-            m = r["machine"]
-            if (m == me) if machines == "others" else (machines == "here" and m != me):
-                continue
-            if m.get("threads") != me["threads"]:
-                continue
-            out.append(r)
-        return out
+        """Records of ``config``'s shape and ``kind`` with this machine's thread count; ``machines``:
+        "here" (this machine), "others" or "any"."""
+        want, me = shape(config), machine(self.device)
+        return [r for r in self.records() if r["kind"] == kind and r["shape"] == want
+                and not (kind == "run" and int(r.get("resumed") or 0))  # a resumed run's time covers part of it
+                and {"here": r["machine"] == me, "others": r["machine"] != me}.get(machines, True)
+                and r["machine"].get("threads") == me["threads"]]
 
     @staticmethod
     def _predict(config: RunConfig, recs: list[dict]) -> float:
-        rates = [_rates(r) for r in recs]
-        overhead = statistics.median(r[0] for r in rates)
-        step_s = statistics.median(r[1] for r in rates)
-        per_seq = statistics.median(r[2] for r in rates)
+        overhead, step_s, per_seq = (statistics.median(r[i] for r in map(_rates, recs)) for i in range(3))
         return max(0.0, overhead) + config.train.steps * step_s + n_evaluations(config) * per_seq * eval_sequences(config)
 
     def _from_workers(self, config: RunConfig, machines: str) -> Estimate | None:
-        recs = self._matching(config, "run", machines)
-        if not recs:
+        by: dict[str, list[dict]] = {}
+        for r in self._matching(config, "run", machines):
+            by.setdefault(_key(r["machine"]), []).append(r)
+        if not by:
             return None
         # the machine that finished most of these runs (the cluster's nodes), newest on a tie
-        by: dict[str, list[dict]] = {}
-        for r in recs:
-            by.setdefault(_key(r["machine"]), []).append(r)
         best = max(by.values(), key=lambda rs: (len(rs), max(r.get("time", 0) for r in rs)))
         return Estimate(self._predict(config, best), "workers", len(best))
 
     def estimate(self, config: RunConfig) -> Estimate:
         self.records()
-        cached = self._cache.get(config.key)
-        if cached is not None:
-            return cached
-        est = self._estimate(config)
-        self._cache[config.key] = est
-        return est
+        if config.key not in self._cache:
+            self._cache[config.key] = self._estimate(config)
+        return self._cache[config.key]
 
     def _estimate(self, config: RunConfig) -> Estimate:
-        if self.workers:
-            est = self._from_workers(config, "any")
-            if est is not None:
-                return est
+        est = self._from_workers(config, "any") if self.workers else None
+        if est is not None:
+            return est
         runs = self._matching(config, "run", "here")
         if runs:
             return Estimate(self._predict(config, runs), "measured", len(runs))
-        if not self.workers:
-            probes = self._matching(config, "probe", "here")
-            if not probes and self.probing:
-                try:
-                    probes = [self._probe(config)]
-                except Exception as err:  # an estimate never stops a command: the fallbacks remain
-                    import sys
-
-                    print(f"[rote] timing {config.task} {_key(shape(config))} failed ({type(err).__name__}: {err}); "
-                          f"estimating without it", file=sys.stderr, flush=True)
-                    self.probing = False
-            if probes:
-                source = "probe_now" if _key(shape(config)) in self.probed_now else "probe"
-                return Estimate(self._predict(config, probes[-1:]), source, 1)
-            est = self._from_workers(config, "others")
-            if est is not None:
-                return est
-        return Estimate(formula_seconds(config), "formula", 0)
+        if self.workers:
+            return Estimate(formula_seconds(config), "formula", 0)
+        probes = self._matching(config, "probe", "here")
+        if not probes and self.probing:
+            try:
+                probes = [self._probe(config)]
+            except Exception as err:  # an estimate never stops a command: the fallbacks remain
+                say(f"timing {config.task} {_key(shape(config))} failed ({type(err).__name__}: {err}); "
+                    f"estimating without it")
+                self.probing = False
+        if probes:
+            source = "probe_now" if _key(shape(config)) in self.probed_now else "probe"
+            return Estimate(self._predict(config, probes[-1:]), source, 1)
+        return self._from_workers(config, "others") or Estimate(formula_seconds(config), "formula", 0)
 
     def _probe(self, config: RunConfig) -> dict:
         t = time.perf_counter()
@@ -571,22 +486,12 @@ class Estimator:
         return self.estimate(config).seconds
 
     def summary(self, configs) -> str:
-        """Which estimates are measured, timed afresh or fallbacks, e.g. "estimates: 9 from finished runs,
-        6 timed now (4.1 s)"."""
+        """Where the estimates come from, e.g. "estimates: 9 from finished runs, 6 timed now (4.1 s)"."""
         counts = {s: 0 for s in SOURCES}
         for config in {c.key: c for c in configs}.values():
             counts[self.estimate(config).source] += 1
-        words = {"measured": "from finished runs on this machine", "probe_now": "timed now",
-                 "probe": "timed earlier on this machine", "workers": "from runs finished on "
-                 + ("the workers" if self.workers else "other machines"),
-                 "formula": "from the static table or FLOP formula (rote/timings.py)"}
-        parts = []
-        for s in SOURCES:
-            if counts[s]:
-                part = f"{counts[s]} {words[s]}"
-                if s == "probe_now":
-                    part += f" ({self.probe_seconds:.1f} s)"
-                parts.append(part)
+        parts = [f"{counts[s]} " + SOURCE_WORDS[s].format("the workers" if self.workers else "other machines")
+                 + (f" ({self.probe_seconds:.1f} s)" if s == "probe_now" else "") for s in SOURCES if counts[s]]
         return "estimates: " + (", ".join(parts) if parts else "none")
 
 
@@ -595,32 +500,25 @@ _DEFAULT: dict[tuple, Estimator] = {}
 
 def default_estimator(root: Path | str | None = None) -> Estimator:
     """The process's estimator for ``root`` (default: the run cache), probing unless ``ROTE_NO_PROBE``."""
-    if root is None:
-        from .runs import runs_root
-
-        root = runs_root()
-    key = (str(Path(root)), no_probe())
+    root = store_path(root).parent
+    key = (str(root), no_probe())
     if key not in _DEFAULT:
         _DEFAULT[key] = Estimator(root)
     return _DEFAULT[key]
 
 
-# -- estimates of runs, and of a pool ----------------------------------------------------------------
-# (task, n_layers, d_model, batch_size, n_ctx, precision) -> (training steps/s, seconds per evaluation)
-# at 1 intra-op thread, measured on an idle 2-core Intel Xeon with AVX-512 BF16 and AMX (2026-12-01,
-# `benchmarks/engine_speed.py measure --bf16`, numbers in benchmarks/RESULTS.md; evaluation is fp32
-# in both; the quick evaluation times are those measurements x the speed-up of issue 21's cheaper
-# evaluation, `benchmarks/engine_speed.py eval`: FDA 0.63, THR 0.57). The earlier AVX2-only machine
-# trained quick FDA at 5.54 steps/s in fp32 and ran bf16 ~12x slower (native_precision never picks bf16 there). Other shapes fall back to a FLOP formula.
-# Both are the LAST fallback (formula_seconds): estimate_seconds reads this machine's own finished runs, or
-# times an unseen shape once (above); the table serves where probing is off (ROTE_NO_PROBE=1).
+# -- the last fallback ---------------------------------------------------------------------------------
+# (task, n_layers, d_model, batch_size, n_ctx, precision) -> (training steps/s, seconds per evaluation) at
+# 1 thread on an idle 2-core Xeon with AVX-512 BF16 and AMX (2026-12-01, `benchmarks/engine_speed.py`,
+# benchmarks/RESULTS.md; evaluation fp32; quick evaluations x issue 21's speed-up: FDA 0.63, THR 0.57).
+# Other shapes fall back to a FLOP formula. Used only where nothing was measured or probed.
 MEASURED: dict[tuple, tuple[float, float]] = {
     ("fda", 2, 128, 256, 14, "fp32"): (9.23, 0.598),
     ("fda", 2, 128, 256, 14, "bf16"): (17.75, 0.582),
     ("thr", 4, 128, 512, 3, "fp32"): (10.4, 0.266),
     ("thr", 4, 128, 512, 3, "bf16"): (18.96, 0.254),
-    ("fda", 2, 64, 256, 14, "fp32"): (18.21, 0.374),  # X1's widths: measured under load (average ~3), so on
-    ("fda", 2, 256, 256, 14, "fp32"): (3.05, 1.653),  # the slow side; the width-256 runs took 2,566-2,965 s loaded
+    ("fda", 2, 64, 256, 14, "fp32"): (18.21, 0.374),  # X1's widths: measured under load (average ~3)
+    ("fda", 2, 256, 256, 14, "fp32"): (3.05, 1.653),
     ("fda", 1, 32, 64, 14, "fp32"): (249.8, 0.027),
     ("fda", 1, 32, 64, 14, "bf16"): (237.8, 0.022),
     ("thr", 1, 32, 64, 3, "fp32"): (479.0, 0.004),
@@ -628,52 +526,39 @@ MEASURED: dict[tuple, tuple[float, float]] = {
 }
 FLOPS_1THREAD = 8.0e10  # effective training FLOP/s of one thread, fitted to quick FDA's 9.23 steps/s in fp32
 BF16_SPEEDUP = 1.9  # bf16 autocast over fp32 per training step where bf16 is native (quick FDA 1.92x, THR 1.82x)
-STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python), fallback formula only
+STEP_OVERHEAD_S = 0.003  # per-step cost beyond the matmuls (optimizer, Python)
 
 
 def estimate_seconds(config: RunConfig, estimator=None) -> float:
-    """Estimated wall time of training ``config`` alone on one thread, evaluation included: from this
-    machine's finished runs of its shape, else a probe of that shape timed once on this machine, else
-    the static table / FLOP formula (:func:`formula_seconds`); the module docstring says how.
-    ``estimator``: an :class:`Estimator` (default: the run cache's, probing unless
-    ``ROTE_NO_PROBE=1``)."""
+    """Estimated solo seconds of training ``config`` (evaluations included), by ``estimator`` (default:
+    the run cache's, :func:`default_estimator`)."""
     return (estimator or default_estimator()).seconds(config)
 
 
-def estimate_summary(configs: Iterable[RunConfig], estimator=None) -> str:
-    """Where the estimates of ``configs`` come from, e.g. "estimates: 9 from finished runs on this
-    machine, 6 timed now (4.1 s)"."""
+def estimate_summary(configs, estimator=None) -> str:
     return (estimator or default_estimator()).summary(list(configs))
 
 
 def formula_seconds(config: RunConfig) -> float:
-    """The last fallback: the static MEASURED table (one machine's numbers), else a FLOP formula."""
+    """The last fallback: the static :data:`MEASURED` table (one machine's numbers), else a FLOP formula."""
     from .tasks.shapes import n_ctx, vocab_size
 
     m, t = config.model, config.train
-    n_evals = t.steps // t.eval_every + 2
     measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, n_ctx(config), t.precision))
     if measured is not None:
         steps_per_s, eval_s = measured
     else:
         per_token = 12 * m.n_layers * m.d_model ** 2 + vocab_size(config) * m.d_model
-        step_flops = 6 * t.batch_size * n_ctx(config) * per_token
-        steps_per_s = 1 / (step_flops / FLOPS_1THREAD + STEP_OVERHEAD_S)
+        steps_per_s = 1 / (6 * t.batch_size * n_ctx(config) * per_token / FLOPS_1THREAD + STEP_OVERHEAD_S)
         eval_s = 2 * eval_sequences(config) * n_ctx(config) * per_token / FLOPS_1THREAD
-        if t.precision == "bf16":
-            steps_per_s *= BF16_SPEEDUP  # evaluation stays fp32
-    return t.steps / steps_per_s + n_evals * eval_s
+        steps_per_s *= BF16_SPEEDUP if t.precision == "bf16" else 1  # evaluation stays fp32
+    return t.steps / steps_per_s + (t.steps // t.eval_every + 2) * eval_s
 
 
 def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
     """Estimated seconds still to train, given :func:`rote.runs.status`."""
-    if status == "cached":
-        return 0.0
-    total = estimate_seconds(config, estimator)
-    if status.startswith("partial "):
-        done = int(status.split()[1])
-        total *= max(0.0, 1 - done / config.train.steps)
-    return total
+    done = int(status.split()[1]) if status.startswith("partial ") else 0
+    return 0.0 if status == "cached" else estimate_seconds(config, estimator) * max(0.0, 1 - done / config.train.steps)
 
 
 def default_workers() -> int:
@@ -692,9 +577,8 @@ def makespan(seconds: list[float], workers: int) -> float:
     return max(loads) if seconds else 0.0
 
 
-# A run in a 2-worker pool on the 2-core machine took on average 1.09x (FDA) and 1.07x (THR) its
-# solo time (the 10 runs of `make book SEEDS=3 WORKERS=2`, 2026-11-30: FDA 1,069-1,135 s against
-# 1,014 s alone, THR 801-889 s against 789 s): the runs share memory bandwidth and caches.
+# A run in a 2-worker pool on the 2-core machine took 1.09x (FDA) and 1.07x (THR) its solo time
+# (`make book SEEDS=3 WORKERS=2`, 2026-11-30): the runs share memory bandwidth and caches.
 SHARED_CORE_SLOWDOWN = 1.08
 
 
@@ -708,6 +592,4 @@ def fmt_seconds(seconds: float) -> str:
         return "?"
     if seconds < 90:
         return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
