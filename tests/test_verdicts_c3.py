@@ -234,7 +234,7 @@ def test_every_metric_is_a_field_and_the_record_keeps_what_applies():
                             + ["overlap", "overlap_random", "overlap_over_random", "overlap_ld_over_ceiling",
                                "overlap_superseded"])
     assert math.isnan(record["mem_matched"]) and record["overlap_superseded"] is True
-    assert record == {k: v for k, v in verdicts.c2.prefixed_record(metrics, object()).items() if v is not None}
+    assert record == {k: v for k, v in verdicts.core.inline(metrics).items() if v is not None}
     with pytest.raises(ValueError):
         verdicts.c3.C3Metrics(erasure_rank=-1)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,7 @@ import pandas as pd
 from .. import fmt
 from ..claims import THRESHOLDS
 from ..analysis.intervals import Interval, wilson, wilson_bounds
-from .core import Check, CheckLabel, numeric, above, at_least, supersede, validate
+from .core import Check, CheckLabel, numeric, above, at_least, group, inline, supersede, validate
 
 
 class Absent(enum.Enum):
@@ -27,24 +27,6 @@ class Absent(enum.Enum):
 
 ABSENT = Absent.ABSENT
 PROBE_READS = ("carries", "answer_digits", "bridge", "true_tail", "bridge_r2", "tail_masked")
-
-
-def part(prefix: str, default=ABSENT):
-    """A metrics field holding a part (a dataclass), recorded as its fields under ``prefix``."""
-    return field(default=default, metadata={"prefix": prefix})
-
-
-def prefixed_record(metrics, absent) -> dict:
-    """``metrics``'s fields in order, each :func:`part` replaced by its own fields under its prefix,
-    leaving out every value that is ``absent`` (a part that is ``absent`` whole too)."""
-    out = {}
-    for f in fields(metrics):
-        value = getattr(metrics, f.name)
-        if "prefix" in f.metadata and is_dataclass(value):
-            out.update({f.metadata["prefix"] + k: v for k, v in prefixed_record(value, absent).items()})
-        elif value is not absent:
-            out[f.name] = value
-    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,14 +96,14 @@ class C2Metrics:
 
     n_M: int
     n_C: int
-    carries: ProbeRead | Absent = part("carries_")
-    answer_digits: ProbeRead | Absent = part("answer_digits_")
-    bridge: ProbeRead | Absent = part("bridge_")
-    true_tail: ProbeRead | Absent = part("true_tail_")
-    lens: LensRace | Absent = part("lens_")
-    bridge_r2: ProbeRead | Absent = part("bridge_r2_")
-    tail_masked: ProbeRead | Absent = part("tail_masked_")
-    lens_share: LensShare | Absent = part("lens_")
+    carries: ProbeRead | Absent = group(prefix="carries_", default=ABSENT)
+    answer_digits: ProbeRead | Absent = group(prefix="answer_digits_", default=ABSENT)
+    bridge: ProbeRead | Absent = group(prefix="bridge_", default=ABSENT)
+    true_tail: ProbeRead | Absent = group(prefix="true_tail_", default=ABSENT)
+    lens: LensRace | Absent = group(prefix="lens_", default=ABSENT)
+    bridge_r2: ProbeRead | Absent = group(prefix="bridge_r2_", default=ABSENT)
+    tail_masked: ProbeRead | Absent = group(prefix="tail_masked_", default=ABSENT)
+    lens_share: LensShare | Absent = group(prefix="lens_", default=ABSENT)
 
     def __post_init__(self):
         for n in (self.n_M, self.n_C):
@@ -130,7 +112,7 @@ class C2Metrics:
 
     def record(self) -> dict:
         """The metrics as the record stores them: every value the inputs give, in field order."""
-        return prefixed_record(self, ABSENT)
+        return inline(self, ABSENT)
 
     @property
     def reachable(self) -> dict[str, bool | None]:

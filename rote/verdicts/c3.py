@@ -13,8 +13,7 @@ import pandas as pd
 from .. import fmt
 from ..analysis.sweep_table import SetErasure
 from ..claims import THRESHOLDS
-from .c2 import part, prefixed_record
-from .core import Check, CheckLabel, numeric, above, at_least, missing_reason, unresolved, validate
+from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, unresolved, validate
 
 if TYPE_CHECKING:  # the verdict layer imports no torch (rote.site shows records without it)
     from ..analysis.patching import ErasureSweep
@@ -75,22 +74,22 @@ class C3Metrics:
     neurons against random ones. None: does not apply (left out of :meth:`record`); NaN: not computed."""
 
     erasure_rank: int
-    mem: SetErasure | None = part("mem_", None)
-    gen: SetErasure | None = part("gen_", None)
-    mem_unconnected: SetErasure | None = part("mem_unconnected_", None)
+    mem: SetErasure | None = group(prefix="mem_", default=None)
+    gen: SetErasure | None = group(prefix="gen_", default=None)
+    mem_unconnected: SetErasure | None = group(prefix="mem_unconnected_", default=None)
     overlap: float | None = None
     overlap_random: float | None = None
     overlap_over_random: float | None = None
-    overlap_lp: OverlapStats | None = part("overlap_lp_", None)
-    overlap_ld: OverlapStats | None = part("overlap_ld_", None)
+    overlap_lp: OverlapStats | None = group(prefix="overlap_lp_", default=None)
+    overlap_ld: OverlapStats | None = group(prefix="overlap_ld_", default=None)
     overlap_ld_over_ceiling: float | None = None
     overlap_superseded: bool | None = None  # the registered overlap check superseded (a ceiling below its threshold)
     erasure_layers: list | None = None  # the erasure sites' layers (empty: no site, 8.5)
     erasure_positions: list | None = None
     overlap_neurons: float | None = None
     overlap_neurons_random: float | None = None
-    ablate_top: Ablation | None = part("ablate_top_neurons_", None)
-    ablate_random: Ablation | None = part("ablate_random_neurons_", None)
+    ablate_top: Ablation | None = group(prefix="ablate_top_neurons_", default=None)
+    ablate_random: Ablation | None = group(prefix="ablate_random_neurons_", default=None)
 
     def __post_init__(self):
         if isinstance(self.erasure_rank, bool) or not isinstance(self.erasure_rank, int) or self.erasure_rank < 0:
@@ -103,7 +102,7 @@ class C3Metrics:
 
     def record(self) -> dict:
         """The record's ``metrics``: every number that applies (None left out), in field order."""
-        return prefixed_record(self, None)
+        return inline(self, None)
 
     def erasure(self, s: str) -> SetErasure:
         """The erasure numbers of set ``s`` (NaN where the sweep does not hold it)."""

@@ -355,28 +355,37 @@ def aggregate(verdicts: list[str], failing: list[bool] | None = None) -> str:
 
 
 # -- records ----------------------------------------------------------------------------------
-def group(cls):
-    """A metrics field that holds an analysis's own result (a dataclass ``cls``, all fields None when the
-    analysis was not given): its fields are the record's, inline (:func:`flat`)."""
-    return dataclasses.field(default_factory=cls, metadata={"flat": True})
+def group(cls=None, prefix: str = "", default=dataclasses.MISSING):
+    """A metrics field that holds an analysis's own result (a dataclass): in the record its fields stand
+    inline, each name after ``prefix`` (:func:`inline`). Its default: ``cls()`` (every field None), or
+    ``default`` (a marker of a result the inputs did not give)."""
+    made = {"default_factory": cls} if default is dataclasses.MISSING else {"default": default}
+    return dataclasses.field(**made, metadata={"group": prefix})
 
 
-def flat(metrics) -> dict:
-    """A claim's metrics as its record stores them: a dataclass's fields in order (``asdict``), each
-    :func:`group` field replaced by its own fields, flattened alike; a class with its own ``record()``
-    says which fields apply (C2, C3). A dict passes as is."""
-    if hasattr(metrics, "record"):
-        return metrics.record()
-    if not dataclasses.is_dataclass(metrics):
-        return metrics
+_KEEP = object()
+
+
+def inline(metrics, absent=_KEEP) -> dict:
+    """A dataclass's fields in order, each :func:`group` field that holds a dataclass replaced by that
+    dataclass's fields (flattened alike) under the group's prefix; every value that is ``absent`` is left
+    out (a group that is ``absent`` whole too). Other dataclass values are stored as their ``asdict``."""
     out = {}
     for f in dataclasses.fields(metrics):
         value = getattr(metrics, f.name)
-        if f.metadata.get("flat"):
-            out.update(flat(value))
-        else:
+        if "group" in f.metadata and dataclasses.is_dataclass(value):
+            out.update({f.metadata["group"] + k: v for k, v in inline(value, absent).items()})
+        elif value is not absent:
             out[f.name] = asdict(value) if dataclasses.is_dataclass(value) else value
     return out
+
+
+def flat(metrics) -> dict:
+    """A claim's metrics as its record stores them: its ``record()`` where it has one (C2, C3 leave out the
+    fields that do not apply), else :func:`inline`; a dict passes as is."""
+    if hasattr(metrics, "record"):
+        return metrics.record()
+    return inline(metrics) if dataclasses.is_dataclass(metrics) else metrics
 
 
 def seed_result(unit, metrics, checks: list[Check], configs) -> dict:
