@@ -20,11 +20,11 @@ import hashlib
 import json
 import math
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import fmt
 from .config import PROJECT_ROOT
 from .spec import PAPER_GROUP, SPECS, Table, specs
 
@@ -259,8 +259,8 @@ def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tu
                     continue
                 names = (rec.claim, rec.task, rec.condition, rec.profile)
                 if names != (ph.claim, ph.task, ph.condition, ph.profile):  # a copied or renamed file
-                    print(f"[rote] {path} holds the record of {' '.join(names)}, not the one its name says; "
-                          f"ignored (shown as not run)", file=sys.stderr)
+                    fmt.say(f"{path} holds the record of {' '.join(names)}, not the one its name says; "
+                            f"ignored (shown as not run)")
                     continue
                 canonical = path == record_path(root, prof, rec.claim, rec.task, rec.condition, rec.seeds)
                 found.append((canonical, rec.created, rec))

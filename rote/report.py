@@ -18,6 +18,7 @@ import math
 from statistics import NormalDist
 from typing import Iterable, Mapping, Sequence
 
+from . import fmt
 from .verdicts import OUTCOME_WORDS, READINGS, REQUIRED_PARTS, claim_of, counts_in, find
 
 MISSING = "n/a"  # a value that was not computed, inside a list of per-seed values
@@ -121,7 +122,7 @@ def how_many(k: int, n: int) -> str:
 
 def outcome(check) -> str:
     """A check's outcome in words (``pass``, ``fail``, ``unresolved``); ``not computed`` for no check."""
-    return NOT_COMPUTED if check is None else OUTCOME_WORDS[_get(check, "passed")]
+    return NOT_COMPUTED if check is None else OUTCOME_WORDS[fmt.get(check, "passed")]
 
 
 def tally(checks: Sequence) -> dict[str, int]:
@@ -180,8 +181,8 @@ def versus(check, spec: str = ".3g") -> str:
     """A check as ``value vs threshold: outcome (reason)``; ``not computed`` for no check."""
     if check is None:
         return NOT_COMPUTED
-    reason = _get(check, "reason")
-    return (f"{_number(_get(check, 'value'), spec)} vs {_number(_get(check, 'threshold'), spec)}: {outcome(check)}"
+    reason = fmt.get(check, "reason")
+    return (f"{_number(fmt.get(check, 'value'), spec)} vs {_number(fmt.get(check, 'threshold'), spec)}: {outcome(check)}"
             + (f" ({reason})" if reason else ""))
 
 
@@ -193,8 +194,8 @@ def registered_not_passed(per_seed: dict[int, Sequence], key: str = "id", note: 
     failing: dict[str, list[str]] = {}
     for seed, checks in per_seed.items():
         for c in checks:
-            if _get(c, "section5") and _get(c, "passed") is not True:
-                failing.setdefault(_get(c, key), []).append(str(seed))
+            if fmt.get(c, "section5") and fmt.get(c, "passed") is not True:
+                failing.setdefault(fmt.get(c, key), []).append(str(seed))
     if not failing:
         return "Every registered check passes on every seed."
     return (f"Registered checks not passed{note}: "
@@ -236,8 +237,8 @@ def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
     ``unresolved`` when the claim requires it (:data:`rote.verdicts.REQUIRED_PARTS`), else
     :data:`NOT_COUNTED` (e.g. a C4 statistic its look-up control does not validate)."""
     checks = list(checks)
-    counted = [c for c in checks if _get(c, "part") == part and counts_in(c, reading)]
-    results = [_get(c, "passed") for c in counted]
+    counted = [c for c in checks if fmt.get(c, "part") == part and counts_in(c, reading)]
+    results = [fmt.get(c, "passed") for c in counted]
     if any(r is False for r in results):
         return OUTCOME_WORDS[False]
     if not counted:
@@ -262,10 +263,10 @@ def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amend
         if outcomes[seed] in (OUTCOME_WORDS[True], NOT_COUNTED):
             continue
         wanted = False if outcomes[seed] == OUTCOME_WORDS[False] else None
-        counted = [c for c in checks if _get(c, "part") == part and counts_in(c, reading)]
+        counted = [c for c in checks if fmt.get(c, "part") == part and counts_in(c, reading)]
         for c in counted:
-            if _get(c, "passed") is wanted:
-                deciding.setdefault((_get(c, "id"), wanted), []).append((seed, c))
+            if fmt.get(c, "passed") is wanted:
+                deciding.setdefault((fmt.get(c, "id"), wanted), []).append((seed, c))
         if not counted:
             undecided.append(seed)
     why = [_deciding_text(check_id, passed, found) for (check_id, passed), found in deciding.items()]
@@ -284,15 +285,15 @@ def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amend
 def _deciding_text(check_id: str, passed, found: list) -> str:
     """``c1.mem fails on seeds 0-2: 0, 0 and 0.01 vs 0.9``: one check's values on the seeds it decides."""
     seeds = [seed for seed, _ in found]
-    vals = [_number(_get(c, "value")) for _, c in found]
-    limits = [_number(_get(c, "threshold")) for _, c in found]
+    vals = [_number(fmt.get(c, "value")) for _, c in found]
+    limits = [_number(fmt.get(c, "threshold")) for _, c in found]
     if set(vals) == {MISSING} and set(limits) == {MISSING}:
         numbers = ""
     elif len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
         numbers = (vals[0] if len(set(vals)) == 1 else ", ".join(vals[:-1]) + f" and {vals[-1]}") + f" vs {limits[0]}"
     else:
         numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
-    reasons = list(dict.fromkeys(_get(c, "reason") for _, c in found if _get(c, "reason")))
+    reasons = list(dict.fromkeys(fmt.get(c, "reason") for _, c in found if fmt.get(c, "reason")))
     verb = "fails" if passed is False else "is unresolved"
     details = "; ".join(x for x in (numbers, *reasons) if x)
     return f"{check_id} {verb} on {seed_range(seeds)}" + (f": {details}" if details else "")
@@ -301,10 +302,6 @@ def _deciding_text(check_id: str, passed, found: list) -> str:
 def _number(x, spec: str = ".3g") -> str:
     """A check's value or threshold: a number as :func:`num` writes it, a boolean as itself."""
     return str(x) if isinstance(x, bool) else num(x, spec)
-
-
-def _get(check, key):
-    return check.get(key) if isinstance(check, dict) else getattr(check, key)
 
 
 def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str = "amended") -> str:

@@ -267,18 +267,14 @@ def validate(check: Check, validity: Check, on_fail: str, section: str) -> list[
 
 def find(checks: Iterable[Check | dict], check_id: str) -> Check | dict | None:
     """The check with id ``check_id`` (None when the list has none)."""
-    return next((c for c in checks if _get(c, "id") == check_id), None)
-
-
-def _get(check, key):
-    return check.get(key) if isinstance(check, dict) else getattr(check, key)
+    return next((c for c in checks if fmt.get(c, "id") == check_id), None)
 
 
 def _as_of(check, reading: str) -> str | None:
     """The section a reading reads a check as of: the claim's registration (``registered``), the latest
     (``amended``: None), or the reading itself, a section (``"7"``: the checks as of amendment 1)."""
     if reading == "registered":
-        return _registered_in(_get(check, "id"))
+        return _registered_in(fmt.get(check, "id"))
     if reading == "amended":
         return None
     section_key(reading)  # a reading must be one of READINGS or a section
@@ -293,14 +289,14 @@ def counts_in(check: Check | dict, reading: str) -> bool:
 
 def _outcome(check: Check | dict, reading: str) -> bool | None:
     if kind_as_of(check, _as_of(check, reading)) == CEILING:  # 7.5's ceiling passed whenever computed
-        return None if _get(check, "value") is None else True
-    return _get(check, "passed")
+        return None if fmt.get(check, "value") is None else True
+    return fmt.get(check, "passed")
 
 
 def claim_of(checks: Iterable[Check | dict]) -> str | None:
     """The claim the checks belong to, from their ids (``c4.k50`` -> ``C4``)."""
     for c in checks:
-        head = str(_get(c, "id")).split(".")[0].upper()
+        head = str(fmt.get(c, "id")).split(".")[0].upper()
         if head in REQUIRED_PARTS:
             return head
     return None
@@ -318,7 +314,7 @@ def seed_verdict(checks: Iterable[Check | dict], reading: str) -> str:
     results = [_outcome(c, reading) for c in counted]
     if any(r is False for r in results):
         return "fail"
-    parts = {_get(c, "part") for c in counted}
+    parts = {fmt.get(c, "part") for c in counted}
     current_rule = reading in READINGS or within(REQUIRED_PARTS_SECTION, reading)
     required = set(REQUIRED_PARTS.get(claim_of(checks), ())) if current_rule else set()
     if any(r is None for r in results) or required - parts:
@@ -329,7 +325,7 @@ def seed_verdict(checks: Iterable[Check | dict], reading: str) -> str:
 def missing_parts(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
     """The required parts with no check that counts in ``reading`` (each makes the seed unresolved)."""
     checks = list(checks)
-    parts = {_get(c, "part") for c in checks if counts_in(c, reading)}
+    parts = {fmt.get(c, "part") for c in checks if counts_in(c, reading)}
     return [p for p in REQUIRED_PARTS.get(claim_of(checks), ()) if p not in parts]
 
 
@@ -434,7 +430,7 @@ def failing(claim: str, seeds: list[dict]) -> list[bool] | None:
     check_id = FAILS_ONLY_ON.get(claim)
     if check_id is None:
         return None
-    return [_get(find(s["checks"], check_id) or {"passed": None}, "passed") is False for s in seeds]
+    return [fmt.get(find(s["checks"], check_id) or {"passed": None}, "passed") is False for s in seeds]
 
 
 def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
@@ -442,8 +438,8 @@ def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> lis
     decide ``reading``'s verdict: those that count in it with an outcome (an unresolved check decides
     nothing), and in the amended reading also the ``validity`` checks, which decide whether the statistic
     they validate counts (C2's reachable check made C2 FDA `digit` fragile). Shown; never part of a verdict."""
-    return [_get(c, "id") for c in checks if _get(c, "near") is True and _get(c, "passed") is not None
-            and (counts_in(c, reading) or (reading == "amended" and _get(c, "kind") == "validity"))]
+    return [fmt.get(c, "id") for c in checks if fmt.get(c, "near") is True and fmt.get(c, "passed") is not None
+            and (counts_in(c, reading) or (reading == "amended" and fmt.get(c, "kind") == "validity"))]
 
 
 def near_seeds(rec: claims.ClaimRecord) -> int:
@@ -457,10 +453,10 @@ def check_ranges(rec: claims.ClaimRecord) -> dict[str, tuple[float, float]]:
     values: dict[str, list[float]] = {}
     for s in rec.per_seed or []:
         for c in s["checks"]:
-            v = numeric(_get(c, "value"))
-            values.setdefault(_get(c, "id"), [])
+            v = numeric(fmt.get(c, "value"))
+            values.setdefault(fmt.get(c, "id"), [])
             if not math.isnan(v):
-                values[_get(c, "id")].append(v)
+                values[fmt.get(c, "id")].append(v)
     return {i: (min(v), max(v)) for i, v in values.items() if v}
 
 
@@ -468,8 +464,8 @@ def deciding_checks(checks: Iterable[Check | dict], reading: str = "amended") ->
     """The checks that decide one seed's verdict in ``reading``: the failed ones, else the unresolved
     ones, else every check that counts."""
     judged = [c for c in checks if counts_in(c, reading)]
-    failed = [c for c in judged if _get(c, "passed") is False]
-    return failed or [c for c in judged if _get(c, "passed") is None] or judged
+    failed = [c for c in judged if fmt.get(c, "passed") is False]
+    return failed or [c for c in judged if fmt.get(c, "passed") is None] or judged
 
 
 def deciding(rec: claims.ClaimRecord) -> str:
