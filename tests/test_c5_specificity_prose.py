@@ -32,11 +32,11 @@ def test_jstar_text_names_the_doses_and_the_examples_short_of_units():
 def test_amended_notes_say_a_missing_m50_is_a_fail_and_short_controls_unresolved():
     units = [Unit("fda", "digit", 0), Unit("fda", "digit", 1), Unit("fda", "digit", 2)]
     fields = {k: v for k, v in JSTAR.items() if k != "jstar_counts"}
-    metrics = {units[0]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_m50": None,
+    metrics = {units[0]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_m50": None,
                                                   "jstar_top_revert_max": 0.3, "jstar_random_revert_m50": math.nan,
                                                   "jstar_mismatched_revert_m50": math.nan, "jstar_short_m50": None}),
-               units[1]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_short_m50": 4}),
-               units[2]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_m50": None, "jstar_m_tried": [],
+               units[1]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_short_m50": 4}),
+               units[2]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_m50": None, "jstar_m_tried": [],
                                                   "jstar_top_revert_max": math.nan, "jstar_units_max": None})}
     claim = ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
     text = c5.amended_notes(units, claim)
