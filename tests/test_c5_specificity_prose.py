@@ -21,7 +21,8 @@ JSTAR = {"jstar_n_M": 40, "jstar_n_without": 2, "jstar_counts": {0: 30, 1: 10}, 
 
 def test_jstar_text_names_the_doses_and_the_examples_short_of_units():
     units = [Unit("fda", "random", 0), Unit("fda", "random", 1)]
-    metrics = {units[0]: JSTAR, units[1]: {**JSTAR, "jstar_m50": 50, "jstar_short_m50": 7}}
+    metrics = {units[0]: verdicts.c5.from_record(**JSTAR),
+               units[1]: verdicts.c5.from_record(**{**JSTAR, "jstar_m50": 50, "jstar_short_m50": 7})}
     text = c5.jstar_text({("fda", "random"): units}, metrics, {u: {"M": 42} for u in units})
     assert "from 12 / 12 to 60 / 60 units at an example's j*" in text
     assert "gives m50 = 5 / 50" in text
