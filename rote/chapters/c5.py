@@ -770,24 +770,24 @@ def registered_values(groups_: dict, claim: ClaimResult, hmaps: dict) -> dict:
     per("share", seeds(lambda x: x.shares.heuristic_fraction))
     per("share_layers", lambda members: " / ".join(
         "[" + ", ".join(values([v]) for v in m[u].shares.heuristic_fraction_per_layer) + "]" for u in members))
-    per("share_reading", pick("c5.share.registered", "heuristics in Nikankin et al.'s sense make up at least the required "
-                              "share of the neurons", "heuristics make up less than the required share of the neurons",
+    per("share_reading", pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the "
+                              "required share of the neurons", "so heuristics make up less than the required share of the neurons",
                               lambda x: x.shares.heuristic_fraction))
     per("kinds", lambda members: f"seed {members[0].seed}, {top_kinds(hmaps[members[0]])}")
     per("pattern", seeds(lambda x: x.z.pattern_corr_M))
     per("pattern_clean", seeds(lambda x: x.z.pattern_corr_clean))
-    per("pattern_reading", pick("c5.pattern", "the heuristic pattern still holds on M",
-                                "the heuristic pattern does not hold on M", lambda x: x.z.pattern_corr_M))
+    per("pattern_reading", pick("c5.pattern", "so the heuristic pattern still holds on M",
+                                "so the heuristic pattern does not hold on M", lambda x: x.z.pattern_corr_M))
     per("z", seeds(lambda x: x.z.z_ratio))
     per("z_all", seeds(lambda x: x.z.z_ratio_all_positions))
-    per("z_reading", pick("c5.z.registered", "memorized examples are outliers of those heuristics by the claim's measure",
-                          "memorized examples are less far out than the claim requires", lambda x: x.z.z_ratio))
+    per("z_reading", pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
+                          "so memorized examples are less far out than the claim requires", lambda x: x.z.z_ratio))
     per("shift", seeds(lambda x: x.shift.shift_toward_noisy))
     per("shift_side", side)
     per("patch", seeds(lambda x: x.patch.patch_revert_last))
     per("control", seeds(lambda x: x.patch.control_revert_last))
-    per("control_reading", pick("c5.patch.random.registered", "the effect is specific to the outliers",
-                                "the control does not rule out that any disturbance of that many units of the layer "
+    per("control_reading", pick("c5.patch.random.registered", "so the effect is specific to the outliers",
+                                "so the control does not rule out that any disturbance of that many units of the layer "
                                 "reverts M", lambda x: x.patch.control_revert_last))
     per("layer", seeds(lambda x: x.patch.layer_revert_last))
     per("layer_recover", seeds(lambda x: x.patch.layer_recover_last))
