@@ -93,6 +93,20 @@ def _last(hmap) -> int:
     return max(hmap.layers)
 
 
+def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor: float, name: str, offset: float, *,
+           line: bool = False, s: int = 300, fontsize: int = 8) -> None:
+    """One point per seed and condition (``line``: the registered share, dashed), and the bar each must reach:
+    ``factor`` x the rows ``reference`` selects, drawn at ``offset``."""
+    sns.stripplot(data=data, x="condition", y=y, hue=hue, dodge=True, jitter=False, size=7, ax=ax, palette=palette)
+    if line:
+        ax.axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+    for i, cond in enumerate(data.condition.unique()):
+        need = factor * data[(data.condition == cond) & reference][y]
+        ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
+                   label=f"{factor:g} x {name}" if i == 0 else None)
+    ax.legend(fontsize=fontsize)
+
+
 # -- heuristic neurons -------------------------------------------------------------------------------
 def heuristic_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
     """Per unit: every (layer, answer position, neuron) unit classified on a grid of clean inputs
@@ -154,14 +168,8 @@ def null_figure(build: Build, hmaps: dict, untrained: dict):
     palette = {"trained": plots.GROUP_COLORS["M"], "untrained": plots.GROUP_COLORS["control"]}
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1, 1.6]})
     judged = share[share.measure == "neurons (judged)"]
-    sns.stripplot(data=judged, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
-                  palette=palette)
-    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(judged.condition.unique()):
-        need = T["untrained_share_factor_min"] * judged[(judged.condition == cond) & (judged.model == "untrained")].share
-        axes[0].scatter([i + 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                        label=f"{T['untrained_share_factor_min']:g} x untrained" if i == 0 else None)
-    axes[0].legend(fontsize=8)
+    _strip(axes[0], judged, "share", "model", palette, judged.model == "untrained", T["untrained_share_factor_min"],
+           "untrained", 0.2, line=True)
     top = max([1.0] + [T["untrained_share_factor_min"] * hm.neuron_fraction for hm in untrained.values()])
     axes[0].set(ylim=(0, top + 0.05), ylabel="share of neurons that are heuristics", title="heuristic neurons (judged)")
     other = share[share.measure != "neurons (judged)"].assign(key=lambda d: d.measure + ", " + d.condition)
@@ -174,9 +182,7 @@ def null_figure(build: Build, hmaps: dict, untrained: dict):
 
 
 def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
-    """Per condition: the share of heuristic neurons of the trained model against the untrained one,
-    on how many seeds it clears both lines, and whether the untrained model alone reaches the
-    registered share."""
+    """Per condition, trained against untrained share (generated: on how many seeds it clears both lines)."""
     lines = []
     for (task, condition), members in groups_.items():
         shares = [hmaps[u].neuron_fraction for u in members]
@@ -235,14 +241,8 @@ def cut_figure(build: Build, result: Cut):
                                                   ("untrained, seed s (null)", result.shares[u].cut_null_fraction))])
     palette = {"trained": plots.GROUP_COLORS["M"], "untrained, seed s (null)": plots.GROUP_COLORS["control"]}
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
-    sns.stripplot(data=cut_share, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
-                  palette=palette)
-    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(cut_share.condition.unique()):
-        need = T["untrained_share_factor_min"] * cut_share[(cut_share.condition == cond) & (cut_share.model != "trained")].share
-        axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                        label=f"{T['untrained_share_factor_min']:g} x null" if i == 0 else None)
-    axes[0].legend(fontsize=8)
+    _strip(axes[0], cut_share, "share", "model", palette, cut_share.model != "trained", T["untrained_share_factor_min"],
+           "null", -0.2, line=True)
     axes[0].set(ylim=(0, 1), xlabel="", ylabel="share of neurons that are heuristics",
                 title="8.3 cut: heuristic neurons (judged)")
     per_layer = pd.DataFrame([{"layer": layer, "share": f, "model": f"{label(u)}, {name}"} for u in build.shown
@@ -353,13 +353,8 @@ def z_null_figure(build: Build, result: Outliers):
     fig, axes = plt.subplots(1, 1 + len(build.shown), figsize=(5.5 * (1 + len(build.shown)), 3.8), squeeze=False)
     axes = axes[0]
     if zrows["median |z|"].notna().any():
-        sns.stripplot(data=zrows, x="condition", y="median |z|", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
-                      palette=palette)
-        for i, cond in enumerate(zrows.condition.unique()):
-            need = T["z_ratio_min"] * zrows[(zrows.condition == cond) & (zrows.set.str.startswith("null"))]["median |z|"]
-            axes[0].scatter([i] * len(need), need, marker="_", s=400, color="k", zorder=3,
-                            label=f"{T['z_ratio_min']:g} x null" if i == 0 else None)
-        axes[0].legend(fontsize=7)
+        _strip(axes[0], zrows, "median |z|", "set", palette, zrows.set.str.startswith("null"), T["z_ratio_min"], "null", 0,
+               s=400, fontsize=7)
         axes[0].set(title="median |z| at memorized digits, each seed")
     else:
         axes[0].text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=axes[0].transAxes)
@@ -375,41 +370,32 @@ def z_null_figure(build: Build, result: Outliers):
     return fig
 
 
+Z_NULL_READINGS = ("so memorized examples are further out than a never-trained noisy label puts them, by the required "
+                   "factor, on every seed", "so a never-trained noisy label puts examples at least as far out as "
+                   "memorization does, on every seed", "so M is further out than the null, but not by the required "
+                   "factor on any seed", "so M is out by the required factor on {ok} of {n} seeds only")
+
+
 def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str:
-    """Per condition: median |z| on M, on the null and on clean examples, M over the null against the
-    threshold (on how many seeds it is reached, or below one), the part the noisy prefix explains, and
-    position 9 apart. ``sizes``: unit -> {"M": |M|, ...}."""
+    """Per condition, |z| on M, the null and clean examples (generated: on how many seeds M clears the null)."""
     lines = []
     for (task, condition), members in groups_.items():
         if not any(sizes[u]["M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: no memorized examples; the null does not apply.")
             continue
-        ratios = [null[u].z_null_ratio for u in members]
-        ok = sum(measured(r) and r >= T["z_ratio_min"] for r in ratios)
-        below_one = sum(measured(r) and r < 1 for r in ratios)
-        over_clean = [comparison[u].z_ratio for u in members]
+        n, ratios, over_clean = len(members), [null[u].z_null_ratio for u in members], [comparison[u].z_ratio for u in members]
+        ok, below_one = (sum(measured(r) and f(r) for r in ratios) for f in (lambda r: r >= T["z_ratio_min"], lambda r: r < 1))
         prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip(over_clean, ratios))
-        if ok == len(members):
-            verdict_text = ("so memorized examples are further out than a never-trained noisy label puts them, by the "
-                            "required factor, on every seed")
-        elif below_one == len(members):
-            verdict_text = "so a never-trained noisy label puts examples at least as far out as memorization does, on every seed"
-        elif ok == 0:
-            verdict_text = "so M is further out than the null, but not by the required factor on any seed"
-        else:
-            verdict_text = f"so M is out by the required factor on {ok} of {len(members)} seeds only"
-        if prefix_part:
-            verdict_text += (f"; the ratio over clean examples is the larger one on {prefix_part} of {len(members)} "
-                             "seeds, so that part of it comes from the noisy prefix, not from memorization")
-        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits "
-                     f"{each_seed(comparison, members, 'median_abs_z_M')} on M, "
-                     f"{each_seed(null, members, 'median_abs_z_null')} on the null and "
+        reading = Z_NULL_READINGS[0 if ok == n else 1 if below_one == n else 2 if ok == 0 else 3].format(ok=ok, n=n) + (
+            f"; the ratio over clean examples is the larger one on {prefix_part} of {n} seeds, so that part of it comes "
+            "from the noisy prefix, not from memorization" if prefix_part else "")
+        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits {each_seed(comparison, members, 'median_abs_z_M')}"
+                     f" on M, {each_seed(null, members, 'median_abs_z_null')} on the null and "
                      f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
                      f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, "
-                     f"where neither set has a noisy prefix, M over null is "
-                     f"{each_seed(null, members, 'z_null_ratio_position9')}; after it, "
-                     f"{each_seed(null, members, 'z_null_ratio_after_position9')}.")
+                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where neither "
+                     f"set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; after "
+                     f"it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
     return "One number per seed:\n\n" + "\n".join(lines)
 
 
@@ -538,9 +524,7 @@ def dose_figure(build: Build, hmaps: dict, result: Dose):
 
 
 def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: dict) -> str:
-    """Per condition and seed: m50 and the reverts there, and whether both controls stay under their
-    line; ``registered_revert``: unit -> the registered outlier set's revert of the last layer
-    (:func:`registered_reverts`)."""
+    """Per seed, m50 and the reverts there (generated: whether both controls stay under their line)."""
     lines = []
     for (task, condition), members in groups_.items():
         if not any(sizes[u]["M"] for u in members):
@@ -608,13 +592,8 @@ def jstar_figure(build: Build, result: Jstar):
                                                               ("clean, same positions", "jstar_z_clean"))])
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     if zj["median"].notna().any():
-        sns.stripplot(data=zj, x="condition", y="median", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
-                      palette=[plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]])
-        for i, cond in enumerate(zj.condition.unique()):
-            need = T["z_ratio_min"] * zj[(zj.condition == cond) & zj.set.str.startswith("clean")]["median"]
-            axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                            label=f"{T['z_ratio_min']:g} x clean" if i == 0 else None)
-        axes[0].legend(fontsize=7)
+        _strip(axes[0], zj, "median", "set", [plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]],
+               zj.set.str.startswith("clean"), T["z_ratio_min"], "clean", -0.2, fontsize=7)
     else:
         axes[0].text(0.5, 0.5, "no memorized example with a j*", ha="center", va="center", transform=axes[0].transAxes)
     axes[0].set(xlabel="", ylabel="median of the largest |z| at j*", title="8.4: outliers at j*, each seed")
