@@ -12,7 +12,7 @@ example's first differing digit j*, over the 8.3 units there, or the positions a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Sequence
 
 import numpy as np
@@ -414,29 +414,16 @@ def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | No
     return int(units.bool().cpu().sum(-1)[jstar[rows]].min())
 
 
-@dataclass(frozen=True)
-class JstarDose:
-    """8.4-8.6: :class:`DoseSummary` of the dose-response at j*, with the true digit's recovery at m50 and
-    its curve, the examples patched, the doses tried (up to the most 8.3 units an example holds, and all of
-    them: ``jstar_units_max``), the fewest units at a j*, and the examples with fewer than m50 units outside
-    their top m50 (the controls draw from them; None without m50). m50 may be the all-units dose."""
-
-    jstar_curve_top: list[float] | None = None
-    jstar_curve_random: list[float] | None = None
-    jstar_curve_mismatched: list[float] | None = None
-    jstar_curve_m: list[int] | None = None
-    jstar_m50: int | None = None
-    jstar_top_revert_max: float | None = None
-    jstar_top_revert_m50: float | None = None
-    jstar_random_revert_m50: float | None = None
-    jstar_mismatched_revert_m50: float | None = None  # None with fewer than two examples
-    jstar_recovered_m50: float | None = None
-    jstar_curve_recovered: list[float] | None = None
-    jstar_n: int | None = None
-    jstar_m_tried: list[int] | None = None
-    jstar_units_min: int | None = None
-    jstar_units_max: int | None = None
-    jstar_short_m50: int | None = None
+JstarDose = make_dataclass("JstarDose", [(f"jstar_{f.name}", f.type, field(default=None)) for f in fields(DoseSummary)
+                                        if f.name != "dose_n"] + [(f"jstar_{name}", t, field(default=None)) for name, t in (
+    ("recovered_m50", "float | None"), ("curve_recovered", "list[float] | None"), ("n", "int | None"),
+    ("m_tried", "list[int] | None"), ("units_min", "int | None"), ("units_max", "int | None"),
+    ("short_m50", "int | None"))], frozen=True)
+JstarDose.__doc__ = """8.4-8.6: :class:`DoseSummary` of the dose-response at j* (its ``jstar_mismatched_revert_m50`` None with
+one example; m50 may be the all-units dose), the true digit's recovery at m50 and its curve, the examples
+patched, the doses tried (each m up to the most 8.3 units an example holds, ``jstar_units_max``, and all of
+them), the fewest units at a j*, and the examples with fewer than m50 units outside their top m50 (the
+controls draw from them; None without m50)."""
 
 
 def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, units_min: int | None = None) -> JstarDose:

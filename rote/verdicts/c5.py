@@ -117,9 +117,10 @@ def _c5_missing(m: C5Metrics) -> dict:
                            "mean at any heuristic unit)",
         "pattern.jstar": no_jstar or "the pattern correlation at j* is undefined (no heuristic unit under the 8.3 cut "
                                      "with 3 memorized examples at j*)",
-        "patch": no_m or "the last layer's patching gave no value",
+        "patch.registered": no_m or "the last layer's patching gave no value",
+        "patch.random.registered": no_m or "the last layer's patching gave no value",
         "dose.top": no_m or "the dose-response of the last layer gave no value",
-        "dose.control": no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at"
+        "dose.random": no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at"
                                  if m.dose.m50 is None else "the control was not computed at m50"),
         "dose.mismatched": no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at"
                                     if m.dose.m50 is None else "needs a second memorized example"),
@@ -154,107 +155,59 @@ def _over_null(share, null, n, factor: float) -> Interval | None:
     return Interval(low, high, "newcombe")
 
 
-def _share_checks(m: C5Metrics, why: dict) -> list[Check]:
-    """The heuristic share: section 5's rule and 7.7's null (superseded by 8.3), 8.3's cut and its null."""
-    th = THRESHOLDS["C5"]
-    factor, share_min = th["untrained_share_factor_min"], th["heuristic_fraction_min"]
+SHARE, Z, SPEC = "heuristic share", "outlier |z|", "specificity"  # the claim's parts
+SUPERSEDED = {"c5.share.registered": "8.3", "c5.share.untrained": "8.3", "c5.z.registered": "8.4",
+              "c5.z.untrained_labels": "8.4", "c5.pattern": "8.5", "c5.patch.registered": "7.7",
+              "c5.patch.random.registered": "7.7", "c5.dose.top": "8.4", "c5.dose.random": "8.4",
+              "c5.dose.mismatched": "8.4"}  # the section that superseded each
+ADDED = {"c5.share": "8.3", "c5.share.null": "8.3", "c5.z": "8.4", "c5.pattern.jstar": "8.4", "c5.specificity": "8.4",
+         "c5.specificity.random": "8.4", "c5.specificity.mismatched": "8.4"}  # the section that added each
+
+
+def _rows(m: C5Metrics) -> list[tuple]:
+    """Each check: id, name, kind, part, at least (or below), value, threshold, interval (section 11: Wilson for
+    shares of neurons or of examples patched, Newcombe against twice a null, the bootstrap at j*; the |z|
+    medians over pairs and the pattern correlations show a margin only)."""
+    th, s, c, z, p, d, jd = THRESHOLDS["C5"], m.shares, m.cut, m.z, m.patch, m.dose, m.jdose
+    f, share, z_min, corr = th["untrained_share_factor_min"], th["heuristic_fraction_min"], th["z_ratio_min"], th["pattern_corr_min"]
+    revert, control = th["patch_revert_min"], th["control_revert_max"]
     return [
-        supersede(at_least(CheckLabel("c5.share.registered", "heuristic share of neurons (section-5 rule)",
-                                      "registered", "heuristic share"),
-                           m.shares.heuristic_fraction, share_min, missing=why["share.registered"],
-                           interval=_share(m.shares.heuristic_fraction, m.shares.n_neurons)),
-                  C5_REASONS["8.3"], "8.3"),
-        supersede(at_least(CheckLabel("c5.share.untrained",
-                                      f"7.7: heuristic share of neurons vs {factor:g} x the untrained model",
-                                      "null", "heuristic share"),
-                           m.shares.heuristic_fraction, factor * numeric(m.shares.untrained_heuristic_fraction),
-                           missing=why["share.untrained"],
-                           interval=_over_null(m.shares.heuristic_fraction, m.shares.untrained_heuristic_fraction, m.shares.n_neurons,
-                                               factor)), C5_REASONS["8.3"], "8.3"),
-        at_least(CheckLabel("c5.share", "8.3: heuristic share of neurons (cut: 99th percentile of an untrained model)",
-                            "amended", "heuristic share"),
-                 m.cut.cut_heuristic_fraction, share_min, missing=why["share"],
-                 interval=_share(m.cut.cut_heuristic_fraction, m.cut.cut_n_neurons)),
-        at_least(CheckLabel("c5.share.null",
-                            f"8.3: heuristic share vs {factor:g} x the untrained model's share under the cut",
-                            "null", "heuristic share"),
-                 m.cut.cut_heuristic_fraction, factor * numeric(m.cut.cut_null_fraction), missing=why["share.null"],
-                 interval=_over_null(m.cut.cut_heuristic_fraction, m.cut.cut_null_fraction, m.cut.cut_n_neurons, factor)),
+        ("c5.share.registered", "heuristic share of neurons (section-5 rule)", "registered", SHARE, True,
+         s.heuristic_fraction, share, _share(s.heuristic_fraction, s.n_neurons)),
+        ("c5.share.untrained", f"7.7: heuristic share of neurons vs {f:g} x the untrained model", "null", SHARE, True,
+         s.heuristic_fraction, f * numeric(s.untrained_heuristic_fraction),
+         _over_null(s.heuristic_fraction, s.untrained_heuristic_fraction, s.n_neurons, f)),
+        ("c5.share", "8.3: heuristic share of neurons (cut: 99th percentile of an untrained model)", "amended", SHARE, True,
+         c.cut_heuristic_fraction, share, _share(c.cut_heuristic_fraction, c.cut_n_neurons)),
+        ("c5.share.null", f"8.3: heuristic share vs {f:g} x the untrained model's share under the cut", "null", SHARE,
+         True, c.cut_heuristic_fraction, f * numeric(c.cut_null_fraction),
+         _over_null(c.cut_heuristic_fraction, c.cut_null_fraction, c.cut_n_neurons, f)),
+        ("c5.z.registered", "median |z| on M over clean", "registered", Z, True, z.z_ratio, z_min, None),
+        ("c5.z.untrained_labels", "7.7: median |z| on M over never-trained noisy labels", "null", Z, True,
+         m.null.z_null_ratio, z_min, None),
+        ("c5.z", "8.4: largest |z| over heuristic units at j*, median on M over clean", "amended", Z, True,
+         m.jstar.jstar_z_ratio, z_min, m.jstar.jstar_z_ratio_interval),
+        ("c5.pattern", "pattern correlation on M", "registered", Z, True, z.pattern_corr_M, corr, None),
+        ("c5.pattern.jstar", "8.4: pattern correlation on M at j*", "amended", Z, True, m.jstar.jstar_pattern_corr_M,
+         corr, None),
+        ("c5.patch.registered", "patching the last layer reverts M", "registered", SPEC, True, p.patch_revert_last,
+         revert, _share(p.patch_revert_last, m.n_memorized)),
+        ("c5.patch.random.registered", "random control reverts M", "registered", SPEC, False, p.control_revert_last,
+         control, _share(p.control_revert_last, m.n_memorized)),
+        ("c5.dose.top", "7.7: top-m patch of the last layer reverts M at some m (m50 exists)", "amended", SPEC, True,
+         d.top_revert_max, revert, _share(d.top_revert_max, d.dose_n)),
+        ("c5.dose.random", "7.7: m random neurons at m50 revert M", "control", SPEC, False, d.random_revert_m50, control,
+         _share(d.random_revert_m50, d.dose_n)),
+        ("c5.dose.mismatched", "7.7: another example's top m at m50 revert M", "control", SPEC, False,
+         d.mismatched_revert_m50, control, _share(d.mismatched_revert_m50, d.dose_n)),
+        ("c5.specificity", "8.4: top-m patch of the 8.3 units at j* reverts M at some dose (m50 exists)", "amended",
+         SPEC, True, jd.jstar_top_revert_max, revert, _share(jd.jstar_top_revert_max, jd.jstar_n)),
+        ("c5.specificity.random", "8.4: m random 8.3 units at j* (at m50, outside the example's top m) revert M",
+         "control", SPEC, False, jd.jstar_random_revert_m50, control, _share(jd.jstar_random_revert_m50, jd.jstar_n)),
+        ("c5.specificity.mismatched", "8.4: another example's top m at j* (at m50, outside the example's top m) "
+         "revert M", "control", SPEC, False, jd.jstar_mismatched_revert_m50, control,
+         _share(jd.jstar_mismatched_revert_m50, jd.jstar_n)),
     ]
-
-
-def _outlier_checks(m: C5Metrics, why: dict) -> list[Check]:
-    """|z| and the pattern over every answer position (section 5, 7.7; superseded by 8.4, 8.5) and at j*
-    (8.4; the ratio with its bootstrap interval; the medians over pairs and the correlations: a margin only)."""
-    th = THRESHOLDS["C5"]
-    z_min, corr_min = th["z_ratio_min"], th["pattern_corr_min"]
-    return [
-        supersede(at_least(CheckLabel("c5.z.registered", "median |z| on M over clean", "registered", "outlier |z|"),
-                           m.z.z_ratio, z_min, missing=why["z.registered"]), C5_REASONS["8.4"], "8.4"),
-        supersede(at_least(CheckLabel("c5.z.untrained_labels", "7.7: median |z| on M over never-trained noisy labels",
-                                      "null", "outlier |z|"),
-                           m.null.z_null_ratio, z_min, missing=why["z.untrained_labels"]),
-                  C5_REASONS["8.4"], "8.4"),
-        at_least(CheckLabel("c5.z", "8.4: largest |z| over heuristic units at j*, median on M over clean", "amended",
-                            "outlier |z|"),
-                 m.jstar.jstar_z_ratio, z_min, missing=why["z"], interval=m.jstar.jstar_z_ratio_interval),
-        supersede(at_least(CheckLabel("c5.pattern", "pattern correlation on M", "registered", "outlier |z|"),
-                           m.z.pattern_corr_M, corr_min, missing=why["pattern"]),
-                  C5_REASONS["8.5"], "8.5"),
-        at_least(CheckLabel("c5.pattern.jstar", "8.4: pattern correlation on M at j*", "amended", "outlier |z|"),
-                 m.jstar.jstar_pattern_corr_M, corr_min, missing=why["pattern.jstar"]),
-    ]
-
-
-def _patching_checks(m: C5Metrics, why: dict) -> list[Check]:
-    """Section 5's patching of the last layer (superseded by 7.7) and 7.7's dose-response (by 8.4)."""
-    th = THRESHOLDS["C5"]
-    revert_min, control_max = th["patch_revert_min"], th["control_revert_max"]
-    return [
-        supersede(at_least(CheckLabel("c5.patch.registered", "patching the last layer reverts M", "registered",
-                                      "specificity"),
-                           m.patch.patch_revert_last, revert_min, missing=why["patch"],
-                           interval=_share(m.patch.patch_revert_last, m.n_memorized)), C5_REASONS["7.7"], "7.7"),
-        supersede(below(CheckLabel("c5.patch.random.registered", "random control reverts M", "registered",
-                                   "specificity"),
-                        m.patch.control_revert_last, control_max, missing=why["patch"],
-                        interval=_share(m.patch.control_revert_last, m.n_memorized)), C5_REASONS["7.7"], "7.7"),
-        supersede(at_least(CheckLabel("c5.dose.top", "7.7: top-m patch of the last layer reverts M at some m "
-                                      "(m50 exists)", "amended", "specificity"),
-                           m.dose.top_revert_max, revert_min, missing=why["dose.top"],
-                           interval=_share(m.dose.top_revert_max, m.dose.dose_n)), C5_REASONS["8.4"], "8.4"),
-        supersede(below(CheckLabel("c5.dose.random", "7.7: m random neurons at m50 revert M", "control", "specificity"),
-                        m.dose.random_revert_m50, control_max, missing=why["dose.control"],
-                        interval=_share(m.dose.random_revert_m50, m.dose.dose_n)), C5_REASONS["8.4"], "8.4"),
-        supersede(below(CheckLabel("c5.dose.mismatched", "7.7: another example's top m at m50 revert M", "control",
-                                   "specificity"),
-                        m.dose.mismatched_revert_m50, control_max, missing=why["dose.mismatched"],
-                        interval=_share(m.dose.mismatched_revert_m50, m.dose.dose_n)), C5_REASONS["8.4"], "8.4"),
-    ]
-
-
-def _specificity_checks(m: C5Metrics, why: dict) -> list[Check]:
-    """8.4-8.6: some dose of the 8.3 units at j* (up to all of them) reverts half of M, and at m50 both
-    controls stay under 0.1 (unresolved where an example holds too few units outside its top m50)."""
-    th = THRESHOLDS["C5"]
-    revert_min, control_max = th["patch_revert_min"], th["control_revert_max"]
-    controls = [
-        below(CheckLabel("c5.specificity.random",
-                         "8.4: m random 8.3 units at j* (at m50, outside the example's top m) revert M",
-                         "control", "specificity"),
-              m.jdose.jstar_random_revert_m50, control_max, missing=why["specificity.random"],
-              interval=_share(m.jdose.jstar_random_revert_m50, m.jdose.jstar_n)),
-        below(CheckLabel("c5.specificity.mismatched", "8.4: another example's top m at j* (at m50, outside the "
-                         "example's top m) revert M", "control", "specificity"),
-              m.jdose.jstar_mismatched_revert_m50, control_max, missing=why["specificity.mismatched"],
-              interval=_share(m.jdose.jstar_mismatched_revert_m50, m.jdose.jstar_n)),
-    ]
-    if why["specificity.short"]:
-        controls = [unresolved(c, why["specificity.short"]) if c.passed is not None else c for c in controls]
-    return [at_least(CheckLabel("c5.specificity", "8.4: top-m patch of the 8.3 units at j* reverts M at some dose "
-                                "(m50 exists)", "amended", "specificity"),
-                     m.jdose.jstar_top_revert_max, revert_min, missing=why["specificity"],
-                     interval=_share(m.jdose.jstar_top_revert_max, m.jdose.jstar_n))] + controls
 
 
 def checks(metrics: C5Metrics) -> tuple[C5Metrics, list[Check]]:
@@ -263,9 +216,14 @@ def checks(metrics: C5Metrics) -> tuple[C5Metrics, list[Check]]:
     pattern correlation, m50 exists, and its controls stay under 0.1. Superseded and shown: section 5's
     share and 7.7's null (by 8.3), the all-position |z| checks and 7.7's dose-response (by 8.4), the
     all-position pattern (by 8.5), the registered patching (by 7.7). A missing number: unresolved (8.5)."""
-    why = _c5_missing(metrics)
-    checks = (_share_checks(metrics, why) + _outlier_checks(metrics, why) + _patching_checks(metrics, why)
-              + _specificity_checks(metrics, why))
-    added = {"c5.share": "8.3", "c5.share.null": "8.3", "c5.z": "8.4", "c5.pattern.jstar": "8.4", "c5.specificity": "8.4",
-             "c5.specificity.random": "8.4", "c5.specificity.mismatched": "8.4"}  # the section that added each
-    return metrics, [c.since(added[c.id]) if c.id in added else c for c in checks]
+    why, out = _c5_missing(metrics), []
+    for cid, name, kind, part, up, value, threshold, interval in _rows(metrics):
+        c = (at_least if up else below)(CheckLabel(cid, name, kind, part), value, threshold, missing=why[cid[3:]],
+                                        interval=interval)
+        if cid in SUPERSEDED:
+            c = supersede(c, C5_REASONS[SUPERSEDED[cid]], SUPERSEDED[cid])
+        elif why["specificity.short"] and cid in ("c5.specificity.random", "c5.specificity.mismatched") \
+                and c.passed is not None:
+            c = unresolved(c, why["specificity.short"])
+        out.append(c.since(ADDED[cid]) if cid in ADDED else c)
+    return metrics, out
