@@ -267,7 +267,7 @@ def test_c3_c4_c5_checks_read_their_inputs():
                              "intermediate_drop": 0.5})
     assert _by(checks, "c4.k50").passed is False  # 4 < 0.5 x 10
     _, checks = verdicts.c5.checks(verdicts.c5.from_record(heuristic_fraction=0.8, z_ratio=2.2, pattern_corr_M=0.7,
-                                                       patch_revert_last=0.77, control_revert_last=0.39))
+                                                           patch_revert_last=0.77, control_revert_last=0.39))
     assert _by(checks, "c5.patch.random.registered").passed is False  # 7.7: replaced by the dose-response
     assert [c.passed for c in checks if c.section5] == [True, True, True, True, False]
     assert verdicts.seed_verdict(checks, "registered") == "fail"
