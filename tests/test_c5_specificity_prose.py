@@ -5,6 +5,7 @@ ratio's interval in the metrics never reaching the prose as a number."""
 
 import math
 from collections import namedtuple
+from types import SimpleNamespace
 
 from rote import verdicts
 from rote.analysis import intervals
@@ -48,3 +49,20 @@ def test_amended_notes_say_a_missing_m50_is_a_fail_and_short_controls_unresolved
     assert "nothing to patch" in text
     assert verdicts.find(claim.checks[units[0]], "c5.specificity").passed is False
     assert verdicts.find(claim.checks[units[1]], "c5.specificity.random").passed is None
+
+
+def test_registered_values_glue_one_entry_per_condition_with_the_reading_its_check_chooses():
+    units = [Unit("fda", "random", 0), Unit("fda", "random", 1)]
+    numbers = {"n_memorized": 40, "heuristic_fraction": 0.87, "heuristic_fraction_per_layer": [0.8, 0.9],
+               "z_ratio": 1.1, "pattern_corr_M": 0.7, "shift_toward_noisy": 0.9, "n_shifts": 400,
+               "patch_revert_last": 0.77, "control_revert_last": 0.39}
+    metrics = {u: verdicts.c5.from_record(**numbers) for u in units}
+    claim = ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
+    hmap = SimpleNamespace(per_layer=lambda: __import__("pandas").DataFrame(columns=["layer", "kind", "fraction"]))
+    glued = c5.registered_values({("fda", "random"): units}, claim, {u: hmap for u in units})
+    assert glued["c5_reg_share"] == "FDA, random noise: 0.87 / 0.87"
+    assert glued["c5_reg_share_reading"].endswith("make up at least the required share of the neurons")
+    assert "less far out than the claim requires" in glued["c5_reg_z_reading"]
+    assert glued["c5_reg_shift_side"] == "FDA, random noise: more often than chance"
+    assert glued["c5_reg_seeds"] == "FDA, random noise: seeds 0 / 1, |M| = 40 / 40"
+    assert "no layer has heuristic units" in glued["c5_reg_kinds"]

@@ -383,9 +383,9 @@ def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str
         if not any(sizes[u]["M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: no memorized examples; the null does not apply.")
             continue
-        n, ratios, over_clean = len(members), [null[u].z_null_ratio for u in members], [comparison[u].z_ratio for u in members]
+        n, ratios = len(members), [null[u].z_null_ratio for u in members]
         ok, below_one = (sum(measured(r) and f(r) for r in ratios) for f in (lambda r: r >= T["z_ratio_min"], lambda r: r < 1))
-        prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip(over_clean, ratios))
+        prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip([comparison[u].z_ratio for u in members], ratios))
         reading = Z_NULL_READINGS[0 if ok == n else 1 if below_one == n else 2 if ok == 0 else 3].format(ok=ok, n=n) + (
             f"; the ratio over clean examples is the larger one on {prefix_part} of {n} seeds, so that part of it comes "
             "from the noisy prefix, not from memorization" if prefix_part else "")
@@ -523,6 +523,19 @@ def dose_figure(build: Build, hmaps: dict, result: Dose):
                         empty="no memorized examples", nan_curves=True)
 
 
+def _dose_part(seed: int, d: DoseSummary) -> str:
+    """One seed's m50 and reverts there (generated: whether m50 exists and the controls stay under the line)."""
+    if d.m50 is None:
+        return (f"seed {seed}: no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M (at most "
+                f"{values([d.top_revert_max], '.3g')}), so the specificity check fails")
+    specific = d.random_revert_m50 < T["control_revert_max"] and d.mismatched_revert_m50 < T["control_revert_max"]
+    why = ("both controls stay under the line, so it is each example's own outliers that carry its memorized label"
+           if specific else "a control reverts too much, so the effect is not specific to the example's own outliers"
+           if measured(d.mismatched_revert_m50) else "the mismatched control needs a second memorized example")
+    return (f"seed {seed}: m50 = {d.m50} (top m reverts {values([d.top_revert_m50], '.3g')}; random m "
+            f"{values([d.random_revert_m50], '.3g')}, mismatched m {values([d.mismatched_revert_m50], '.3g')}): {why}")
+
+
 def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: dict) -> str:
     """Per seed, m50 and the reverts there (generated: whether both controls stay under their line)."""
     lines = []
@@ -530,20 +543,7 @@ def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: di
         if not any(sizes[u]["M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: no memorized examples; there is nothing to patch.")
             continue
-        parts = []
-        for u in members:
-            d = dose_last[u]
-            if d.m50 is None:
-                parts.append(f"seed {u.seed}: no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M "
-                             f"(at most {values([d.top_revert_max], '.3g')}), so the specificity check fails")
-                continue
-            specific = d.random_revert_m50 < T["control_revert_max"] and d.mismatched_revert_m50 < T["control_revert_max"]
-            why = ("both controls stay under the line, so it is each example's own outliers that carry its memorized label"
-                   if specific else "a control reverts too much, so the effect is not specific to the example's own outliers"
-                   if measured(d.mismatched_revert_m50) else "the mismatched control needs a second memorized example")
-            parts.append(f"seed {u.seed}: m50 = {d.m50} (top m reverts {values([d.top_revert_m50], '.3g')}; random m "
-                         f"{values([d.random_revert_m50], '.3g')}, mismatched m "
-                         f"{values([d.mismatched_revert_m50], '.3g')}): {why}")
+        parts = [_dose_part(u.seed, dose_last[u]) for u in members]
         lines.append(f"- **{where(task, condition)}**: " + "; ".join(parts)
                      + f". (The registered outlier set reverts "
                      f"{per_seed([registered_revert[u] for u in members], [u.seed for u in members], '.3g')}.)")
@@ -726,52 +726,43 @@ def top_kinds(hmap) -> str:
                      for layer, g in per.groupby("layer"))
 
 
+REG_NUMBERS = {"share": ("shares", "heuristic_fraction"), "pattern": ("z", "pattern_corr_M"),
+               "pattern_clean": ("z", "pattern_corr_clean"), "z": ("z", "z_ratio"), "z_all": ("z", "z_ratio_all_positions"),
+               "shift": ("shift", "shift_toward_noisy"), "patch": ("patch", "patch_revert_last"),
+               "control": ("patch", "control_revert_last"), "layer": ("patch", "layer_revert_last"),
+               "layer_recover": ("patch", "layer_recover_last")}  # the registered reading's numbers: (group, field)
+REG_READINGS = {  # generated: the words each number's check chooses (c5_reg_<number>_reading)
+    "share": ("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share of "
+              "the neurons", "so heuristics make up less than the required share of the neurons"),
+    "pattern": ("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M"),
+    "z": ("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
+          "so memorized examples are less far out than the claim requires"),
+    "control": ("c5.patch.random.registered", "so the effect is specific to the outliers", "so the control does not "
+                "rule out that any disturbance of that many units of the layer reverts M")}
+
+
 def registered_values(groups_: dict, claim: ClaimResult, hmaps: dict) -> dict:
-    """The registered reading's numbers and the readings their checks choose (``c5_reg_*``, the Verdict
-    section's markdown), each as ``FDA, random noise: ...; FDA, digit noise: ...``, one number per seed."""
-    m, parts = claim.metrics, {}
+    """The registered reading's numbers and readings (``c5_reg_*``, glued for the Verdict section's markdown),
+    each as ``FDA, random noise: ...; FDA, digit noise: ...``, one number per seed."""
+    m, checks = claim.metrics, claim.checks
 
-    def per(name: str, fn) -> None:
-        parts[f"c5_reg_{name}"] = "; ".join(f"{where(t, c)}: {fn(members)}" for (t, c), members in groups_.items())
+    def get(name: str, members) -> list:
+        return [getattr(getattr(m[u], REG_NUMBERS[name][0]), REG_NUMBERS[name][1]) for u in members]
 
-    def seeds(get, spec=".3g"):
-        return lambda members: values([get(m[u]) for u in members], spec)
-
-    def pick(check_id, yes, no, get):  # generated: the words depend on the checks' outcome
-        return lambda members: choose_by([claim.checks[u] for u in members], check_id, yes, no, [get(m[u]) for u in members])
-
-    def side(members):  # generated: where the shifts lie against chance
+    def side(members) -> str:  # generated: where the shifts lie against chance
         sides = [chance_side(m[u].shift.shift_toward_noisy, m[u].shift.n_shifts) for u in members]
         return sides[0] if len(set(sides)) == 1 else ", ".join(f"seed {u.seed}: {x}" for u, x in zip(members, sides))
 
-    per("seeds", lambda members: f"{seeds_head([u.seed for u in members], plural=True)}, |M| = "
-                                 f"{values([m[u].n_memorized for u in members], 'd')}")
-    per("share", seeds(lambda x: x.shares.heuristic_fraction))
-    per("share_layers", lambda members: " / ".join(
-        "[" + ", ".join(values([v]) for v in m[u].shares.heuristic_fraction_per_layer) + "]" for u in members))
-    per("share_reading", pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the "
-                              "required share of the neurons", "so heuristics make up less than the required share of the neurons",
-                              lambda x: x.shares.heuristic_fraction))
-    per("kinds", lambda members: f"seed {members[0].seed}, {top_kinds(hmaps[members[0]])}")
-    per("pattern", seeds(lambda x: x.z.pattern_corr_M))
-    per("pattern_clean", seeds(lambda x: x.z.pattern_corr_clean))
-    per("pattern_reading", pick("c5.pattern", "so the heuristic pattern still holds on M",
-                                "so the heuristic pattern does not hold on M", lambda x: x.z.pattern_corr_M))
-    per("z", seeds(lambda x: x.z.z_ratio))
-    per("z_all", seeds(lambda x: x.z.z_ratio_all_positions))
-    per("z_reading", pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
-                          "so memorized examples are less far out than the claim requires", lambda x: x.z.z_ratio))
-    per("shift", seeds(lambda x: x.shift.shift_toward_noisy))
-    per("shift_side", side)
-    per("patch", seeds(lambda x: x.patch.patch_revert_last))
-    per("control", seeds(lambda x: x.patch.control_revert_last))
-    per("control_reading", pick("c5.patch.random.registered", "so the effect is specific to the outliers",
-                                "so the control does not rule out that any disturbance of that many units of the layer "
-                                "reverts M", lambda x: x.patch.control_revert_last))
-    per("layer", seeds(lambda x: x.patch.layer_revert_last))
-    per("layer_recover", seeds(lambda x: x.patch.layer_recover_last))
-    per("not_passed", lambda members: registered_not_passed({u.seed: claim.checks[u] for u in members}, key="name"))
-    return parts
+    parts = {name: lambda ms, name=name: values(get(name, ms), ".3g") for name in REG_NUMBERS}
+    parts.update({f"{name}_reading": lambda ms, name=name, r=r: choose_by([checks[u] for u in ms], *r, get(name, ms))
+                  for name, r in REG_READINGS.items()})
+    parts.update(shift_side=side, seeds=lambda ms: f"{seeds_head([u.seed for u in ms], plural=True)}, |M| = "
+                                                   f"{values([m[u].n_memorized for u in ms], 'd')}",
+                 share_layers=lambda ms: " / ".join("[" + ", ".join(values([v]) for v in m[u].shares.heuristic_fraction_per_layer)
+                                                    + "]" for u in ms),
+                 kinds=lambda ms: f"seed {ms[0].seed}, {top_kinds(hmaps[ms[0]])}",
+                 not_passed=lambda ms: registered_not_passed({u.seed: checks[u] for u in ms}, key="name"))
+    return {f"c5_reg_{k}": "; ".join(f"{where(t, c)}: {fn(ms)}" for (t, c), ms in groups_.items()) for k, fn in parts.items()}
 
 
 AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity",
