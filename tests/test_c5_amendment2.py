@@ -270,7 +270,7 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
         table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
                                        NP.DoseSettings([1, 2, 5], n_controls=3))
-        sites = NP.PatchSites(NP.after_jstar_mask(jstar, 5))
+        sites = NP.PatchSites(O.after_jstar_mask(jstar, 5))
         after = NP.position_dose_response(model, M, stats, NP.PatchedNeurons(0), sites, NP.DoseSettings([1], n_controls=3))
     assert not model.has_hooks()
     assert NP.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them

@@ -22,8 +22,8 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .outliers import (AfterJstar, JstarComparison, JstarValues, after_jstar_comparison, first_differing,
-                       jstar_comparison, jstar_values)
+from .outliers import (AfterJstar, JstarComparison, JstarValues, after_jstar_comparison, after_jstar_mask,
+                       first_differing, jstar_comparison, jstar_mask, jstar_values)
 from .patching import edit_hooks, set_where
 from .units import HeuristicMap, NeighbourStats
 
@@ -246,18 +246,6 @@ def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> DoseSumm
 
 
 # -- C5 at the first differing digit (amendment 2, 8.4) ------------------------------------------
-def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: each example's j* (:func:`rote.analysis.outliers.first_differing`; none where -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
-
-
-def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: the answer positions after each example's j* (none where j* is -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
-
-
 @dataclass(frozen=True)
 class PatchedNeurons:
     """The neurons ranked and patched: those of ``layer``; with ``units`` bool [A, D] (8.5: the layer's

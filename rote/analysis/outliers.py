@@ -303,6 +303,18 @@ def first_differing(examples: Examples) -> torch.Tensor:
     return torch.where(differs.any(1), first, torch.full_like(first, -1))
 
 
+def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: each example's j* (none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: the answer positions after each example's j* (none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
+
+
 def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
     """[N, A] each example's largest |z| over the heuristic units at each answer position (NaN: none defined)."""
     absz = stats.z.abs()
@@ -419,13 +431,10 @@ def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: Heu
     n_has = int(has.sum())
     counts = {int(j): int((jstar == j).sum()) for j in range(A) if (jstar == j).any()}
     weights = torch.tensor([counts.get(j, 0) for j in range(A)], dtype=torch.double)
-    rows = has.nonzero().squeeze(1)
     values = jstar_values(memorized, clean, hmap, jstar)
     z_M = _nanmedian(torch.from_numpy(values.M))
     z_clean = _at_positions(torch.from_numpy(values.clean), weights) if n_has else math.nan
-    # the median over all heuristic units at j*, on M and on clean examples
-    at = torch.zeros(len(jstar), A, dtype=torch.bool)
-    at[rows, jstar[rows]] = True
+    at = jstar_mask(jstar, A)  # the median over all heuristic units at j*, on M and on clean examples
     h = hmap.heuristic[None].expand_as(memorized.z) & at[:, None, :, None]
     med_M = _nanmedian(memorized.z.abs()[h])
     absz_c = torch.where(hmap.heuristic[None].expand_as(clean.z), clean.z.abs(), torch.full_like(clean.z, math.nan))
@@ -457,8 +466,7 @@ class AfterJstar:
 def after_jstar_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap,
                            jstar_memorized: torch.Tensor, jstar_null: torch.Tensor) -> AfterJstar:
     def pick(stats, jstar):
-        A = stats.z.shape[2]
-        after = (torch.arange(A)[None] > jstar.long().cpu()[:, None]) & (jstar.cpu() >= 0)[:, None]
+        after = after_jstar_mask(jstar, stats.z.shape[2])
         h = hmap.heuristic[None].expand_as(stats.z) & after[:, None, :, None]
         top = torch.where(after, max_abs_z(stats, hmap), torch.full(after.shape, math.nan))
         return _nanmedian(stats.z.abs()[h]), _nanmedian(top), int(after.any(1).sum())
