@@ -85,8 +85,10 @@ def set_table(build: Build) -> pd.DataFrame:
                                     "clean reference examples": len(build.sets[u]["clean"])} for u in build.units})
 
 
-def _grid(build: Build, u, grid_size: int, grid_seed: int):
-    return fda_features.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+def _classify(build: Build, u, model, grid_size: int, grid_seed: int, top_k: int):
+    """``model``'s units classified by section 5's coverage rule on a grid of clean inputs (``u``'s answer order)."""
+    grid = fda_features.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+    return heuristics.classify_neurons(model, grid, heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
 
 
 def _last(hmap) -> int:
@@ -109,11 +111,8 @@ def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor:
 
 # -- heuristic neurons -------------------------------------------------------------------------------
 def heuristic_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
-    """Per unit: every (layer, answer position, neuron) unit classified on a grid of clean inputs
-    (section 5's coverage rule)."""
-    return {u: heuristics.classify_neurons(run.model, _grid(build, u, grid_size, grid_seed),
-                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
-            for u, run in build.runs.items()}
+    """Per unit: every (layer, answer position, neuron) unit classified."""
+    return {u: _classify(build, u, run.model, grid_size, grid_seed, top_k) for u, run in build.runs.items()}
 
 
 def share_figure(build: Build, hmaps: dict):
@@ -151,8 +150,7 @@ def feature_table(hmap, u):
 def untrained_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
     """Per unit: the same classification on the untrained model (step 0, rebuilt from the run's model
     seed; rebuilding it seeds torch's generator)."""
-    return {u: heuristics.classify_neurons(build_model(u.noisy, run.data).eval(), _grid(build, u, grid_size, grid_seed),
-                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
+    return {u: _classify(build, u, build_model(u.noisy, run.data).eval(), grid_size, grid_seed, top_k)
             for u, run in build.runs.items()}
 
 
@@ -224,9 +222,7 @@ def cut(build: Build, hmaps: dict, untrained: dict, grid_size: int, grid_seed: i
     for u, run in build.runs.items():
         other_seed = u.noisy.model.model_seed + T["untrained_cut_seed_offset"]
         other = build_model(u.noisy.replace(model_seed=other_seed), run.data).eval()
-        settings = heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k)
-        threshold = heuristics.score_cut(heuristics.classify_neurons(other, _grid(build, u, grid_size, grid_seed), settings),
-                                         T["untrained_cut_quantile"])
+        threshold = heuristics.score_cut(_classify(build, u, other, grid_size, grid_seed, top_k), T["untrained_cut_quantile"])
         maps[u], null_maps[u] = heuristics.with_cut(hmaps[u], threshold), heuristics.with_cut(untrained[u], threshold)
         shares[u] = heuristics.cut_summary(maps[u], null_maps[u], other_seed)
     return Cut(maps, null_maps, shares)
