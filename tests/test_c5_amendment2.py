@@ -13,6 +13,7 @@ from rote.analysis import neuron_patching as NP
 from rote.analysis import outliers as O
 from rote.analysis import units as U
 from rote import scoring
+from rote import verdicts
 from rote.model import HookedTransformer, ModelShape
 from planted import outlier_model
 
@@ -62,10 +63,10 @@ def test_cut_finds_planted_units_per_layer_and_position(grid):
     null = H.with_cut(H.classify_activations(_acts(grid, 7, ref_planted), table, H.ClassifySettings(0.8, top_k=50)),
                       cut)
     s = H.cut_summary(cm, null)
-    assert s["cut_null_fraction_units"] <= 0.05
-    assert s["cut_heuristic_fraction_units"] > s["cut_null_fraction_units"]
-    assert len(s["cut_heuristic_fraction_per_layer"]) == 2
-    assert s["cut_heuristic_fraction"] == pytest.approx(cm.neuron_fraction)
+    assert s.cut_null_fraction_units <= 0.05
+    assert s.cut_heuristic_fraction_units > s.cut_null_fraction_units
+    assert len(s.cut_heuristic_fraction_per_layer) == 2
+    assert s.cut_heuristic_fraction == pytest.approx(cm.neuron_fraction)
 
 
 def test_a_layer_with_no_unit_over_the_cut_is_reported(grid):
@@ -76,7 +77,7 @@ def test_a_layer_with_no_unit_over_the_cut_is_reported(grid):
     cm = H.with_cut(hm, cut)
     assert cm.empty_layers() == [1]
     s = H.cut_summary(cm, cm)
-    assert s["cut_empty_layers"] == [1] and s["cut_heuristic_fraction_per_layer"][1] == 0.0
+    assert s.cut_empty_layers == [1] and s.cut_heuristic_fraction_per_layer[1] == 0.0
     assert H.with_cut(hm, torch.full((2, 5), math.inf)).neuron_fraction == 0.0
 
 
@@ -126,21 +127,21 @@ def _planted_sets(after: bool, n_m=40, n_c=200, D=200, units=(5, 17, 123), size=
 def test_largest_z_at_jstar_finds_a_handful_of_shifted_units_that_the_median_misses():
     M, C, jstar, hmap = _planted_sets(after=False)
     out = O.jstar_comparison(M, C, hmap, jstar)
-    assert 0.8 <= out["jstar_median_z_ratio"] <= 1.25  # the median over all units stays at its clean value
-    assert out["jstar_z_ratio"] >= 2  # the largest |z| finds the shifted units
-    assert out["jstar_z_M"] > 7 and out["jstar_z_clean"] < 4
-    assert out["jstar_n_M"] == 40 and sum(out["jstar_counts"].values()) == 40 and out["jstar_n_without"] == 0
-    assert out["jstar_pattern_corr_M"] > 0.9  # act = mean + z: the pattern holds
+    assert 0.8 <= out.jstar_median_z_ratio <= 1.25  # the median over all units stays at its clean value
+    assert out.jstar_z_ratio >= 2  # the largest |z| finds the shifted units
+    assert out.jstar_z_M > 7 and out.jstar_z_clean < 4
+    assert out.jstar_n_M == 40 and sum(out.jstar_counts.values()) == 40 and out.jstar_n_without == 0
+    assert out.jstar_pattern_corr_M > 0.9  # act = mean + z: the pattern holds
 
 
 def test_shifts_after_jstar_leave_the_jstar_statistic_at_its_clean_value():
     M, C, jstar, hmap = _planted_sets(after=True)
     out = O.jstar_comparison(M, C, hmap, jstar)
-    assert 0.8 <= out["jstar_z_ratio"] <= 1.25
+    assert 0.8 <= out.jstar_z_ratio <= 1.25
     null = _stats(torch.randn(40, 1, 5, 200, generator=torch.Generator().manual_seed(3)))
     after = O.after_jstar_comparison(M, null, hmap, jstar, jstar)
-    assert after["after_jstar_max_z_ratio_null"] >= 2  # shown, not judged: the shift is after j*
-    assert 0.8 <= after["after_jstar_z_ratio_null"] <= 1.25
+    assert after.after_jstar_max_z_ratio_null >= 2  # shown, not judged: the shift is after j*
+    assert 0.8 <= after.after_jstar_z_ratio_null <= 1.25
 
 
 def test_clean_reference_is_weighted_like_the_jstar_of_M():
@@ -151,10 +152,10 @@ def test_clean_reference_is_weighted_like_the_jstar_of_M():
     zm[:, 0, 1] = 10.0
     hmap = SimpleNamespace(heuristic=torch.ones(1, 5, D, dtype=torch.bool))
     out = O.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([1, 1, -1]))
-    assert out["jstar_z_clean"] == 5.0 and out["jstar_z_M"] == 10.0 and out["jstar_z_ratio"] == 2.0
-    assert out["jstar_counts"] == {1: 2} and out["jstar_n_without"] == 1
+    assert out.jstar_z_clean == 5.0 and out.jstar_z_M == 10.0 and out.jstar_z_ratio == 2.0
+    assert out.jstar_counts == {1: 2} and out.jstar_n_without == 1
     none = O.jstar_comparison(_stats(zm), _stats(zc), hmap, torch.tensor([-1, -1, -1]))
-    assert none["jstar_n_M"] == 0 and math.isnan(none["jstar_z_ratio"]) and math.isnan(none["jstar_z_M"])
+    assert none.jstar_n_M == 0 and math.isnan(none.jstar_z_ratio) and math.isnan(none.jstar_z_M)
 
 
 def test_weighted_median():
@@ -242,16 +243,16 @@ def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_onl
         table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
                                        NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
     assert not model.has_hooks()
-    assert comp["jstar_z_ratio"] >= 2 and comp["jstar_z_M"] > 50
+    assert comp.jstar_z_ratio >= 2 and comp.jstar_z_M > 50
     t = table.set_index(["m", "units"]).reverted
     for m in (1, 2, 5):
         assert t[(m, "top")] == 1.0
         assert t[(m, "mismatched")] == 0.0  # another example's planted neuron is silent here
     assert t[(1, "random")] <= 0.1
     s = NP.jstar_summary(table, 0, 0.5)
-    assert s["jstar_m50"] == 1 and s["jstar_top_revert_m50"] == 1.0 and s["jstar_n"] == 4
-    assert s["jstar_random_revert_m50"] < 0.1 and s["jstar_mismatched_revert_m50"] == 0.0
-    assert 0.0 <= s["jstar_recovered_m50"] <= 1.0
+    assert s.jstar_m50 == 1 and s.jstar_top_revert_m50 == 1.0 and s.jstar_n == 4
+    assert s.jstar_random_revert_m50 < 0.1 and s.jstar_mismatched_revert_m50 == 0.0
+    assert 0.0 <= s.jstar_recovered_m50 <= 1.0
 
 
 def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
@@ -269,13 +270,13 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
         table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
                                        NP.DoseSettings([1, 2, 5], n_controls=3))
-        sites = NP.PatchSites(NP.after_jstar_mask(jstar, 5))
+        sites = NP.PatchSites(O.after_jstar_mask(jstar, 5))
         after = NP.position_dose_response(model, M, stats, NP.PatchedNeurons(0), sites, NP.DoseSettings([1], n_controls=3))
     assert not model.has_hooks()
     assert NP.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them
-    assert comp["jstar_z_ratio"] < 2  # the j* statistic stays near its clean value
+    assert comp.jstar_z_ratio < 2  # the j* statistic stays near its clean value
     assert (table[table.units == "top"].reverted == 0.0).all()
-    assert NP.jstar_summary(table, 0, 0.5)["jstar_m50"] is None
+    assert NP.jstar_summary(table, 0, 0.5).jstar_m50 is None
     after = after.set_index("units")
     assert after.reverted["top"] == 1.0  # after j*, the planted neuron carries the suffix (shown, not judged)
 
@@ -288,19 +289,19 @@ def test_degenerate_sets_give_no_m50_and_no_crash(grid):
     empty = NP.jstar_dose_response(model, M, stats, none, NP.PatchedNeurons(0), NP.DoseSettings([1, 5]))
     assert empty.empty
     s = NP.jstar_summary(empty, 0, 0.5)
-    assert s["jstar_m50"] is None and s["jstar_n"] == 0 and math.isnan(s["jstar_top_revert_max"])
+    assert s.jstar_m50 is None and s.jstar_n == 0 and math.isnan(s.jstar_top_revert_max)
     one = NP.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), NP.PatchedNeurons(0),
                                  NP.DoseSettings([1, 200], n_controls=1))
     assert one.n.eq(1).all() and one[one.units == "mismatched"].reverted.isna().all()
     s = NP.jstar_summary(one, 0, 0.0)  # revert_min 0: m50 = 1, with no second example to mismatch
-    assert s["jstar_m50"] == 1 and s["jstar_mismatched_revert_m50"] is None
+    assert s.jstar_m50 == 1 and s.jstar_mismatched_revert_m50 is None
     out = O.jstar_comparison(stats, stats, hmap, none)
-    assert out["jstar_n_M"] == 0 and out["jstar_n_without"] == 4 and out["jstar_counts"] == {}
+    assert out.jstar_n_M == 0 and out.jstar_n_without == 4 and out.jstar_counts == {}
     empty_stats = O.neighbour_stats(model, M[:0], hmap)
     out = O.jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long))
-    assert out["jstar_n_M"] == 0 and math.isnan(out["jstar_pattern_corr_M"])
+    assert out.jstar_n_M == 0 and math.isnan(out.jstar_pattern_corr_M)
     after = O.after_jstar_comparison(empty_stats, stats, hmap, torch.zeros(0, dtype=torch.long), O.first_differing(M))
-    assert math.isnan(after["after_jstar_z_ratio_null"])
+    assert math.isnan(after.after_jstar_z_ratio_null)
     assert not model.has_hooks()
 
 
@@ -313,15 +314,15 @@ def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
         stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
         out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
                                 NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
-    m = out["metrics"]
-    assert m["jstar_m50"] == 1 and m["jstar_n_M"] == 4 and m["jstar_z_ratio"] >= 2
+    m = verdicts.flat(verdicts.c5.C5Metrics(jstar=out.comparison, after=out.after, jdose=out.summary, curves=out.curves))
+    assert out.summary.jstar_m50 == 1 and out.comparison.jstar_n_M == 4 and out.comparison.jstar_z_ratio >= 2
     for key in ("jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_pattern_corr_M", "jstar_top_revert_max",
                 "jstar_top_revert_m50", "jstar_random_revert_m50", "jstar_mismatched_revert_m50",
                 "jstar_recovered_m50", "after_jstar_z_ratio_null", "after_jstar_patch_revert",
                 "after_jstar_null_patch_revert"):
         assert key in m, key
     assert len(m["after_jstar_patch_revert"]) == 2 and len(m["after_jstar_null_patch_revert"]) == 2
-    assert out["jstar"].tolist() == JSTAR and not model.has_hooks()
+    assert out.jstar.tolist() == JSTAR and not model.has_hooks()
 
 
 # -- 8.5: specificity at j* ranks and patches the 8.3 units of the last layer ---------------------------------
@@ -365,12 +366,12 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
     assert t.reverted[(1, "mismatched")] == 0.0  # the partner's ranking, over this example's others
     assert t.short[(1, "random")] == 0 and t.short[(2, "random")] == 0 and t.short[(4, "random")] == 4
     s = NP.jstar_summary(inside, 0, 0.5)
-    assert s["jstar_m50"] == 1 and s["jstar_m_tried"] == [1, 2, 4] and s["jstar_random_revert_m50"] == 0.0
-    assert s["jstar_units_max"] == 4 and s["jstar_short_m50"] == 0 and s["jstar_n"] == 4
+    assert s.jstar_m50 == 1 and s.jstar_m_tried == [1, 2, 4] and s.jstar_random_revert_m50 == 0.0
+    assert s.jstar_units_max == 4 and s.jstar_short_m50 == 0 and s.jstar_n == 4
     assert NP.jstar_units(jstar, with_planted) == 4
     # one example holds a unit: the dose m = 1 is all of it (the others patch nothing), reverting that example
     f = NP.jstar_summary(fewer, 0, 0.5)
-    assert f["jstar_m_tried"] == [1] and f["jstar_units_max"] == 1 and f["jstar_top_revert_max"] == 0.25
+    assert f.jstar_m_tried == [1] and f.jstar_units_max == 1 and f.jstar_top_revert_max == 0.25
     assert fewer.set_index("units").short["top"] == 3  # three examples hold fewer than 1 unit
     assert NP.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
 
@@ -389,15 +390,15 @@ def test_no_dose_of_the_83_units_reverting_half_of_M_fails_specificity(grid):
                                          NP.DoseSettings([1, 2, 5, 10], n_controls=3, seed=0))
     assert not model.has_hooks()
     u = NP.jstar_summary(outside, 0, 0.5)
-    assert u["jstar_m_tried"] == [1, 2, 4] and u["jstar_units_max"] == 4  # 1, 2 of the grid, then all 4 units
-    assert (outside[outside.units == "top"].reverted == 0.0).all() and u["jstar_m50"] is None
+    assert u.jstar_m_tried == [1, 2, 4] and u.jstar_units_max == 4  # 1, 2 of the grid, then all 4 units
+    assert (outside[outside.units == "top"].reverted == 0.0).all() and u.jstar_m50 is None
     from rote import verdicts
-    metrics = {"jstar_n_M": 4, "jstar_n": u["jstar_n"], "jstar_m_tried": u["jstar_m_tried"],
-               "jstar_units_min": NP.jstar_units(jstar, without), "jstar_units_max": u["jstar_units_max"],
-               "jstar_top_revert_max": u["jstar_top_revert_max"], "jstar_m50": None,
-               "jstar_random_revert_m50": u["jstar_random_revert_m50"],
-               "jstar_mismatched_revert_m50": u["jstar_mismatched_revert_m50"]}
-    checks = verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))[1]
+    metrics = {"jstar_n_M": 4, "jstar_n": u.jstar_n, "jstar_m_tried": u.jstar_m_tried,
+               "jstar_units_min": NP.jstar_units(jstar, without), "jstar_units_max": u.jstar_units_max,
+               "jstar_top_revert_max": u.jstar_top_revert_max, "jstar_m50": None,
+               "jstar_random_revert_m50": u.jstar_random_revert_m50,
+               "jstar_mismatched_revert_m50": u.jstar_mismatched_revert_m50}
+    checks = verdicts.c5.checks(verdicts.c5.from_record(**metrics))[1]
     spec = verdicts.find(checks, "c5.specificity")
     assert spec.passed is False and spec.value == 0.0 and spec.margin == -0.5
     assert spec.method == "wilson" and spec.interval[0] == 0.0 and spec.interval[1] < 0.5  # 0 of 4 examples
@@ -415,11 +416,11 @@ def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units
         stats = {name: O.neighbour_stats(model, ex, hmap) for name, ex in (("M", M), ("clean", _clean()), ("null", null))}
         out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
                                 NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
-    m = out["metrics"]
-    assert m["jstar_units_min"] == 0 and m["jstar_m_tried"] == [] and m["jstar_m50"] is None
-    assert math.isnan(m["jstar_pattern_corr_M"]) and math.isnan(m["jstar_z_M"])
+    d, comp = out.summary, out.comparison
+    assert d.jstar_units_min == 0 and d.jstar_m_tried == [] and d.jstar_m50 is None
+    assert math.isnan(comp.jstar_pattern_corr_M) and math.isnan(comp.jstar_z_M)
     from rote import verdicts
-    checks = verdicts.c5.checks(verdicts.c5.C5Metrics(**m, n_memorized=4))[1]
+    checks = verdicts.c5.checks(verdicts.c5.C5Metrics(4, jstar=comp, after=out.after, jdose=d, curves=out.curves))[1]
     for check_id, fragment in (("c5.specificity", "nothing to patch"),
                                ("c5.pattern.jstar", "pattern correlation at j* is undefined"),
                                ("c5.z", "no heuristic unit at the j* positions under the 8.3 cut")):

@@ -70,9 +70,9 @@ def test_planted_outliers_are_reverted_by_their_own_top_m_only(grid):
         assert t[(m, "mismatched")] == 0.0  # another example's planted neuron is silent here
     assert t[(1, "random")] <= 0.1
     summary = NP.dose_summary(table, layer=0, revert_min=0.5)
-    assert summary["m50"] == 1 and summary["top_revert_m50"] == 1.0
-    assert summary["random_revert_m50"] < 0.1 and summary["mismatched_revert_m50"] == 0.0
-    assert summary["curve_m"] == [1, 2, 5] and summary["curve_top"] == [1.0, 1.0, 1.0]
+    assert summary.m50 == 1 and summary.top_revert_m50 == 1.0
+    assert summary.random_revert_m50 < 0.1 and summary.mismatched_revert_m50 == 0.0
+    assert summary.curve_m == [1, 2, 5] and summary.curve_top == [1.0, 1.0, 1.0]
 
 
 def test_no_memorized_examples_give_an_empty_curve_and_no_m50(grid):
@@ -81,17 +81,17 @@ def test_no_memorized_examples_give_an_empty_curve_and_no_m50(grid):
     empty = NP.dose_response(model, M[:0], O.neighbour_stats(model, M[:0], hmap), [0], NP.DoseSettings([1, 5]))
     assert empty.empty
     s = NP.dose_summary(empty, layer=0, revert_min=0.5)
-    assert s["m50"] is None and math.isnan(s["random_revert_m50"]) and math.isnan(s["top_revert_max"])
+    assert s.m50 is None and math.isnan(s.random_revert_m50) and math.isnan(s.top_revert_max)
 
 
 def test_a_set_that_no_m_reverts_has_no_m50():
     table = pd.DataFrame(
-        [{"layer": 1, "m": m, "units": u, "reverted": r, "recovered": 0.0}
+        [{"layer": 1, "m": m, "units": u, "reverted": r, "recovered": 0.0, "n": 10}
          for m in (1, 2, 5) for u, r in (("top", 0.1 * m), ("random", 0.0), ("mismatched", 0.0))])
     s = NP.dose_summary(table, layer=1, revert_min=0.5)
-    assert s["m50"] == 5 and s["top_revert_m50"] == pytest.approx(0.5)
+    assert s.m50 == 5 and s.top_revert_m50 == pytest.approx(0.5)
     s = NP.dose_summary(table, layer=1, revert_min=0.6)
-    assert s["m50"] is None and s["top_revert_max"] == pytest.approx(0.5)
+    assert s.m50 is None and s.top_revert_max == pytest.approx(0.5)
 
 
 def test_mismatch_partner_is_never_the_example_itself():
@@ -126,9 +126,9 @@ def test_null_comparison_of_identical_sets_is_one_and_reports_position_9(grid):
     hmap = H.classify_neurons(model, grid, H.ClassifySettings(0.0, top_k=20))  # every unit counts
     stats = O.neighbour_stats(model, M, hmap)
     out = O.null_comparison(stats, stats, hmap)
-    assert out["z_null_ratio"] == pytest.approx(1.0)
-    assert out["z_null_ratio_position9"] == pytest.approx(1.0)
-    assert len(out["median_abs_z_by_position_null"]) == 5
+    assert out.z_null_ratio == pytest.approx(1.0)
+    assert out.z_null_ratio_position9 == pytest.approx(1.0)
+    assert len(out.median_abs_z_by_position_null) == 5
 
 
 def test_neurons_as_units_use_each_neurons_home_position():

@@ -34,7 +34,7 @@ METHODS = {"c5.share": "wilson", "c5.share.null": "newcombe", "c5.z": "bootstrap
 
 
 def _checks(**changes):
-    return verdicts.c5.checks(verdicts.c5.C5Metrics(**{**GOOD, **changes}))[1]
+    return verdicts.c5.checks(verdicts.c5.from_record(**{**GOOD, **changes}))[1]
 
 
 def test_every_check_has_its_margin_and_the_interval_its_statistic_allows():
@@ -77,7 +77,7 @@ def test_missing_numbers_give_no_interval_and_no_margin():
     assert by["c5.share"].interval is None and by["c5.share.null"].interval is None
     assert by["c5.z"].passed is None and by["c5.z"].margin is None and by["c5.z"].interval is None
     with pytest.raises(ValueError):
-        verdicts.c5.C5Metrics(jstar_z_ratio_interval=(2.5, 3.4))  # an Interval, with its method
+        verdicts.c5.from_record(jstar_z_ratio_interval=(2.5, 3.4))  # an Interval, with its method
 
 
 # -- the bootstrap of the ratio at j* -------------------------------------------------------------------------
@@ -107,13 +107,13 @@ def _planted(n_m=60, n_c=200, seed=0):
 def test_the_ratio_interval_bootstraps_m_and_clean_each_on_its_own_and_reweights_inside():
     M, C, hmap, jstar = _planted()
     out = O.jstar_comparison(M, C, hmap, jstar)
-    iv = out["jstar_z_ratio_interval"]
-    assert iv.method == "bootstrap" and iv.contains(out["jstar_z_ratio"]) and iv.high > iv.low
+    iv = out.jstar_z_ratio_interval
+    assert iv.method == "bootstrap" and iv.contains(out.jstar_z_ratio) and iv.high > iv.low
     values = O.jstar_values(M, C, hmap, jstar)
     assert values.M.shape == (55,) and values.clean.shape == (200, 5) and values.weights.tolist()[3:] == [0, 0]
     # the statistic on the data is the ratio the check reads (torch's lower median, the weighted median)
-    assert O._lower_median(values.M) == pytest.approx(out["jstar_z_M"])
-    assert O._clean_reference(values.clean, values.weights) == pytest.approx(out["jstar_z_clean"])
+    assert O._lower_median(values.M) == pytest.approx(out.jstar_z_M)
+    assert O._clean_reference(values.clean, values.weights) == pytest.approx(out.jstar_z_clean)
     assert O.jstar_ratio_interval(values) == iv  # seeded: the same interval twice
     # the weighting lives inside the statistic: a resample's defined entries per position set its weights
     rows = np.r_[np.arange(100), np.arange(100)]
@@ -123,7 +123,7 @@ def test_the_ratio_interval_bootstraps_m_and_clean_each_on_its_own_and_reweights
     fixed = O.JstarValues(values.M, np.ones((200, 5)), values.weights)
     assert O.jstar_ratio_interval(fixed).high > O.jstar_ratio_interval(fixed).low
     none = O.jstar_comparison(M, C, hmap, torch.full((60,), -1))
-    assert none["jstar_z_ratio_interval"] is None
+    assert none.jstar_z_ratio_interval is None
 
 
 def test_the_ratio_interval_is_cheap():

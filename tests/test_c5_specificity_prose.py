@@ -5,6 +5,7 @@ ratio's interval in the metrics never reaching the prose as a number."""
 
 import math
 from collections import namedtuple
+from types import SimpleNamespace
 
 from rote import verdicts
 from rote.analysis import intervals
@@ -21,7 +22,8 @@ JSTAR = {"jstar_n_M": 40, "jstar_n_without": 2, "jstar_counts": {0: 30, 1: 10}, 
 
 def test_jstar_text_names_the_doses_and_the_examples_short_of_units():
     units = [Unit("fda", "random", 0), Unit("fda", "random", 1)]
-    metrics = {units[0]: JSTAR, units[1]: {**JSTAR, "jstar_m50": 50, "jstar_short_m50": 7}}
+    metrics = {units[0]: verdicts.c5.from_record(**JSTAR),
+               units[1]: verdicts.c5.from_record(**{**JSTAR, "jstar_m50": 50, "jstar_short_m50": 7})}
     text = c5.jstar_text({("fda", "random"): units}, metrics, {u: {"M": 42} for u in units})
     assert "from 12 / 12 to 60 / 60 units at an example's j*" in text
     assert "gives m50 = 5 / 50" in text
@@ -32,11 +34,11 @@ def test_jstar_text_names_the_doses_and_the_examples_short_of_units():
 def test_amended_notes_say_a_missing_m50_is_a_fail_and_short_controls_unresolved():
     units = [Unit("fda", "digit", 0), Unit("fda", "digit", 1), Unit("fda", "digit", 2)]
     fields = {k: v for k, v in JSTAR.items() if k != "jstar_counts"}
-    metrics = {units[0]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_m50": None,
+    metrics = {units[0]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_m50": None,
                                                   "jstar_top_revert_max": 0.3, "jstar_random_revert_m50": math.nan,
                                                   "jstar_mismatched_revert_m50": math.nan, "jstar_short_m50": None}),
-               units[1]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_short_m50": 4}),
-               units[2]: verdicts.c5.C5Metrics(**{**fields, "n_memorized": 42, "jstar_m50": None, "jstar_m_tried": [],
+               units[1]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_short_m50": 4}),
+               units[2]: verdicts.c5.from_record(**{**fields, "n_memorized": 42, "jstar_m50": None, "jstar_m_tried": [],
                                                   "jstar_top_revert_max": math.nan, "jstar_units_max": None})}
     claim = ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
     text = c5.amended_notes(units, claim)
@@ -47,3 +49,20 @@ def test_amended_notes_say_a_missing_m50_is_a_fail_and_short_controls_unresolved
     assert "nothing to patch" in text
     assert verdicts.find(claim.checks[units[0]], "c5.specificity").passed is False
     assert verdicts.find(claim.checks[units[1]], "c5.specificity.random").passed is None
+
+
+def test_registered_values_glue_one_entry_per_condition_with_the_reading_its_check_chooses():
+    units = [Unit("fda", "random", 0), Unit("fda", "random", 1)]
+    numbers = {"n_memorized": 40, "heuristic_fraction": 0.87, "heuristic_fraction_per_layer": [0.8, 0.9],
+               "z_ratio": 1.1, "pattern_corr_M": 0.7, "shift_toward_noisy": 0.9, "n_shifts": 400,
+               "patch_revert_last": 0.77, "control_revert_last": 0.39}
+    metrics = {u: verdicts.c5.from_record(**numbers) for u in units}
+    claim = ClaimResult("C5", metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
+    hmap = SimpleNamespace(per_layer=lambda: __import__("pandas").DataFrame(columns=["layer", "kind", "fraction"]))
+    glued = c5.registered_values({("fda", "random"): units}, claim, {u: hmap for u in units})
+    assert glued["c5_reg_share"] == "FDA, random noise: 0.87 / 0.87"
+    assert glued["c5_reg_share_reading"].endswith("make up at least the required share of the neurons")
+    assert "less far out than the claim requires" in glued["c5_reg_z_reading"]
+    assert glued["c5_reg_shift_side"] == "FDA, random noise: more often than chance"
+    assert glued["c5_reg_seeds"] == "FDA, random noise: seeds 0 / 1, |M| = 40 / 40"
+    assert "no layer has heuristic units" in glued["c5_reg_kinds"]

@@ -48,7 +48,7 @@ def test_the_central_cell_recomputes_the_librarys_z(tiny_run, memorized, capsys)
     u = Unit("fda", "random", 0)
     build = SimpleNamespace(shown=[u], sets={u: sets},
                             runs={u: SimpleNamespace(model=model, data=SimpleNamespace(meta={"answer_order": "msb"}))})
-    ns = dict(build=build, hmaps={u: hmap}, outliers=SimpleNamespace(stats={u: stats}), max_shift=3,
+    ns = dict(build=build, hmaps={u: hmap}, outliers=SimpleNamespace(stats={u: stats}, sets={u: sets}), max_shift=3,
               feature_table=fda_features.feature_table, make_examples=fda_features.make_examples,
               neighbour_offsets=fda_features.neighbour_offsets, MIN_OPERAND=fda.MIN_OPERAND,
               MAX_OPERAND=fda.MAX_OPERAND)  # what the chapter's first cells bind

@@ -8,6 +8,8 @@ import math
 from collections import namedtuple
 from types import SimpleNamespace
 
+from rote.analysis.neuron_patching import DoseSummary
+from rote.analysis.outliers import NullComparison, OutlierComparison
 from rote.chapters import ClaimResult, c1, c2, c3, c4, c5
 from rote.verdicts import Check
 from rote.verdicts.c2 import C2Metrics, LensShare
@@ -169,11 +171,11 @@ def test_c5_share_null_counts_the_seeds_above_both_lines():
 
 def test_c5_z_null_text_by_the_ratio_over_the_null():
     units = _units()
-    comparison = {u: {"median_abs_z_M": 2.0, "median_abs_z_clean": 0.5, "z_ratio": 4.0} for u in units}
+    comparison = {u: OutlierComparison(median_abs_z_M=2.0, median_abs_z_clean=0.5, z_ratio=4.0) for u in units}
 
     def null(ratios):
-        return {u: {"median_abs_z_null": 1.0, "z_null_ratio": r, "z_null_ratio_position9": 1.0,
-                    "z_null_ratio_after_position9": r} for u, r in zip(units, ratios)}
+        return {u: NullComparison(median_abs_z_null=1.0, z_null_ratio=r, z_null_ratio_position9=1.0,
+                                  z_null_ratio_after_position9=r) for u, r in zip(units, ratios)}
 
     sizes = {u: {"M": 10} for u in units}
     assert "by the required factor, on every seed" in c5.z_null_text(_groups(units), comparison, null([2.5, 3.0]), sizes)
@@ -188,11 +190,11 @@ def test_c5_z_null_text_by_the_ratio_over_the_null():
 
 def test_c5_dose_text_per_seed():
     units = _units(seeds=(0, 1, 2))
-    last = {units[0]: {"m50": 5, "top_revert_m50": 0.6, "random_revert_m50": 0.05, "mismatched_revert_m50": 0.02,
-                       "top_revert_max": 0.9},
-            units[1]: {"m50": None, "top_revert_max": 0.3},
-            units[2]: {"m50": 10, "top_revert_m50": 0.7, "random_revert_m50": 0.05, "mismatched_revert_m50": math.nan,
-                       "top_revert_max": 0.9}}
+    last = {units[0]: DoseSummary(m50=5, top_revert_m50=0.6, random_revert_m50=0.05, mismatched_revert_m50=0.02,
+                                  top_revert_max=0.9),
+            units[1]: DoseSummary(m50=None, top_revert_max=0.3),
+            units[2]: DoseSummary(m50=10, top_revert_m50=0.7, random_revert_m50=0.05, mismatched_revert_m50=math.nan,
+                                  top_revert_max=0.9)}
     text = c5.dose_text(_groups(units), last, {u: 0.4 for u in units}, {u: {"M": 5} for u in units})
     assert "seed 0: m50 = 5 (top m reverts 0.6; random m 0.05, mismatched m 0.02): both controls stay under the line" in text
     assert "seed 1: no m up to 200 reverts 0.5 of M (at most 0.3), so the specificity check fails" in text

@@ -118,9 +118,9 @@ def test_neighbour_stats_are_means_of_clean_neighbours(grid):
     else:
         assert stats.mean[0, 0, 2, 7].isnan()
     summary = O.outlier_summary(stats, hmap)
-    assert set(summary) >= {"median_abs_z", "pattern_corr", "median_abs_z_by_position"}
+    assert {"median_abs_z", "pattern_corr", "median_abs_z_by_position"} <= set(vars(summary))
     empty = O.neighbour_stats(model, ex[:0], hmap)
-    assert math.isnan(O.outlier_summary(empty, hmap)["median_abs_z"])
+    assert math.isnan(O.outlier_summary(empty, hmap).median_abs_z)
     assert NP.layer_patching(model, ex[:0], empty, hmap).empty
     assert not model.has_hooks()
 
@@ -204,14 +204,14 @@ def test_planted_outlier_has_large_z_and_patching_reverts_it(grid):
     assert patch.loc[("outliers", False), "n_units"] == 1
     for units in ("outliers", "heuristics"):
         assert patch.loc[(units, True), "reverted"] <= 0.1 and patch.loc[(units, True), "n_units"] == 1
-    assert direction["toward_noisy"] == 1.0 and direction["n_shifts"] == 1
+    assert direction.shift_toward_noisy == 1.0 and direction.n_shifts == 1
     top = O.example_outliers(stats, hmap, k=3)
     assert top.neuron.tolist() == [3] and top.position.tolist() == [0]  # the only heuristic unit
     summary = NP.patching_summary(patch.reset_index(), layer=0)
-    assert summary["outliers_reverted"] == 1.0 and summary["outliers_control_reverted"] <= 0.1
-    assert math.isnan(NP.patching_summary(patch.reset_index().iloc[:0], layer=0)["all_reverted"])
+    assert summary.patch_revert_last == 1.0 and summary.control_revert_last <= 0.1
+    assert math.isnan(NP.patching_summary(patch.reset_index().iloc[:0], layer=0).layer_revert_last)
     comparison = O.outlier_comparison(stats, stats, hmap)
-    assert comparison["z_ratio"] == pytest.approx(1.0)
+    assert comparison.z_ratio == pytest.approx(1.0)
     assert not model.has_hooks()
 
 

@@ -35,22 +35,22 @@ def planted():
 def test_outlier_comparison_of_twice_the_clean_z_is_two(planted):
     memorized, clean, hmap, base = planted
     out = O.outlier_comparison(memorized, clean, hmap)
-    assert out["median_abs_z_clean"] == pytest.approx(float(base.flatten().median()))
-    assert out["median_abs_z_M"] == pytest.approx(2 * out["median_abs_z_clean"])
-    assert out["z_ratio"] == pytest.approx(2.0) and out["z_ratio_all_positions"] == pytest.approx(2.0)
-    assert O.outlier_comparison(clean, memorized, hmap)["z_ratio"] == pytest.approx(0.5)  # the other way round
+    assert out.median_abs_z_clean == pytest.approx(float(base.flatten().median()))
+    assert out.median_abs_z_M == pytest.approx(2 * out.median_abs_z_clean)
+    assert out.z_ratio == pytest.approx(2.0) and out.z_ratio_all_positions == pytest.approx(2.0)
+    assert O.outlier_comparison(clean, memorized, hmap).z_ratio == pytest.approx(0.5)  # the other way round
 
 
 def test_null_comparison_of_twice_the_null_z_is_two(planted):
     memorized, null, hmap, base = planted
     out = O.null_comparison(memorized, null, hmap)
-    assert out["median_abs_z_null"] == pytest.approx(float(base.flatten().median()))
+    assert out.median_abs_z_null == pytest.approx(float(base.flatten().median()))
     for key in ("z_null_ratio", "z_null_ratio_position9", "z_null_ratio_after_position9"):
-        assert out[key] == pytest.approx(2.0), key
-    assert out["median_abs_z_position9_M"] == pytest.approx(2 * out["median_abs_z_position9_null"])
-    assert out["median_abs_z_position9_null"] == pytest.approx(float(base[:, :, 0].flatten().median()))
-    assert out["n_null"] == N
-    assert O.null_comparison(null, memorized, hmap)["z_null_ratio"] == pytest.approx(0.5)
+        assert getattr(out, key) == pytest.approx(2.0), key
+    assert out.median_abs_z_position9_M == pytest.approx(2 * out.median_abs_z_position9_null)
+    assert out.median_abs_z_position9_null == pytest.approx(float(base[:, :, 0].flatten().median()))
+    assert out.n_null == N
+    assert O.null_comparison(null, memorized, hmap).z_null_ratio == pytest.approx(0.5)
 
 
 def test_ratios_count_only_memorized_digits_and_heuristic_units(planted):
@@ -66,5 +66,5 @@ def test_ratios_count_only_memorized_digits_and_heuristic_units(planted):
     m = _stats(z, differs)
     expected = float(z.abs()[hmap.heuristic[None].expand_as(z) & differs[:, None, :, None]].median()) / \
         float(base[hmap.heuristic[None].expand_as(z)].median())
-    assert O.null_comparison(m, null, hmap)["z_null_ratio"] == pytest.approx(expected)
+    assert O.null_comparison(m, null, hmap).z_null_ratio == pytest.approx(expected)
     assert expected == pytest.approx(2.0, rel=0.2) and not math.isnan(expected)

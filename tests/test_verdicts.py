@@ -266,8 +266,8 @@ def test_c3_c4_c5_checks_read_their_inputs():
     _, checks = verdicts.c4.checks({"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
                              "intermediate_drop": 0.5})
     assert _by(checks, "c4.k50").passed is False  # 4 < 0.5 x 10
-    _, checks = verdicts.c5.checks(verdicts.c5.C5Metrics(heuristic_fraction=0.8, z_ratio=2.2, pattern_corr_M=0.7,
-                                                         patch_revert_last=0.77, control_revert_last=0.39))
+    _, checks = verdicts.c5.checks(verdicts.c5.from_record(heuristic_fraction=0.8, z_ratio=2.2, pattern_corr_M=0.7,
+                                                           patch_revert_last=0.77, control_revert_last=0.39))
     assert _by(checks, "c5.patch.random.registered").passed is False  # 7.7: replaced by the dose-response
     assert [c.passed for c in checks if c.section5] == [True, True, True, True, False]
     assert verdicts.seed_verdict(checks, "registered") == "fail"

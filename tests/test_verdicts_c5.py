@@ -22,7 +22,7 @@ def _metrics(**changes) -> verdicts.c5.C5Metrics:
             "jstar_n_M": 40, "jstar_z_ratio": 3.0, "jstar_pattern_corr_M": 0.8,
             "jstar_m50": 5, "jstar_top_revert_max": 0.8, "jstar_random_revert_m50": 0.02,
             "jstar_mismatched_revert_m50": 0.05}
-    return verdicts.c5.C5Metrics(**{**good, **changes})
+    return verdicts.c5.from_record(**{**good, **changes})
 
 
 def _check(checks, check_id):
@@ -50,7 +50,7 @@ def test_amended_pass_at_jstar_while_the_all_position_checks_are_superseded():
     # the registered reading is section 5 as written: |z| 1.1 < 2 and the random control fail it
     assert verdicts.seed_verdict(checks, "registered") == "fail"
     assert {c.part for c in checks} == set(verdicts.REQUIRED_PARTS["C5"])
-    assert metrics == _metrics() and metrics.jstar_m50 == 5
+    assert metrics == _metrics() and metrics.jdose.jstar_m50 == 5
 
 
 @pytest.mark.parametrize("change,check_id", [
@@ -120,7 +120,7 @@ def test_specificity_that_no_dose_reaches_fails_also_where_larger_m_were_not_tri
                                                "jstar_short_m50": 0}))
     assert _check(checks, "c5.specificity").passed is True and verdicts.seed_verdict(checks, "amended") == "pass"
     with pytest.raises(ValueError):  # any other m outside the grid is no dose
-        verdicts.c5.C5Metrics(jstar_m50=13, jstar_units_max=12)
+        verdicts.c5.from_record(jstar_m50=13, jstar_units_max=12)
 
 
 def test_a_control_with_too_few_units_outside_the_top_m50_is_unresolved():
@@ -169,7 +169,7 @@ def test_superseded_section5_checks_count_in_the_registered_reading_only():
 
 
 def test_missing_analyses_leave_every_check_unresolved_with_its_case():
-    _, checks = verdicts.c5.checks(verdicts.c5.C5Metrics())
+    _, checks = verdicts.c5.checks(verdicts.c5.from_record())
     assert all(c.passed is None and c.reason for c in checks)  # 8.5: a NaN never decides, in either reading
     assert verdicts.seed_verdict(checks, "registered") == "unresolved"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"
@@ -177,13 +177,15 @@ def test_missing_analyses_leave_every_check_unresolved_with_its_case():
 
 def test_the_metrics_are_typed_fields_validated_when_built():
     m = _metrics()
-    stored = dataclasses.asdict(m)  # what a record stores under per_seed[i]["metrics"]
-    assert list(stored) == [f.name for f in dataclasses.fields(verdicts.c5.C5Metrics)] and stored["jstar_m50"] == 5
+    stored = verdicts.flat(m)  # what a record stores under per_seed[i]["metrics"]: each group's fields inline
+    assert list(stored) == [g.name for f in dataclasses.fields(verdicts.c5.C5Metrics)
+                            for g in (dataclasses.fields(f.default_factory) if f.metadata.get("flat") else [f])]
+    assert stored["jstar_m50"] == 5 and m.jdose.jstar_m50 == 5
     assert stored["jstar_units_min"] is None  # not given: None, and the checks that read it say why
     with pytest.raises(TypeError):
-        verdicts.c5.C5Metrics(jstar_m51=1)  # no number outside the fields
+        verdicts.c5.from_record(jstar_m51=1)  # no number outside the fields
     for bad in (dict(n_memorized=-1), dict(jstar_n_M=2.5), dict(n_shifts=True), dict(cut_null_fraction=1.5),
                 dict(jstar_m50=3)):  # 3 is not an m of the grid
         with pytest.raises(ValueError):
-            verdicts.c5.C5Metrics(**bad)
-    assert math.isnan(verdicts.c5.C5Metrics(heuristic_fraction=math.nan).heuristic_fraction)
+            verdicts.c5.from_record(**bad)
+    assert math.isnan(verdicts.c5.from_record(heuristic_fraction=math.nan).shares.heuristic_fraction)

@@ -311,7 +311,7 @@ C5_JUDGED = ["heuristic_fraction", "untrained_heuristic_fraction", "z_ratio", "p
 
 def _c5(metrics: dict):
     """C5's checks on ``metrics`` (the fields of :class:`rote.verdicts.c5.C5Metrics` given; the rest None)."""
-    return verdicts.c5.checks(verdicts.c5.C5Metrics(**metrics))
+    return verdicts.c5.checks(verdicts.c5.from_record(**metrics))
 
 
 @pytest.mark.parametrize("value", MISSING)

@@ -1,23 +1,9 @@
-"""Four-digit-addition inputs and the Boolean features of them that heuristic neurons are scored on.
+"""Four-digit-addition inputs and the Boolean features heuristic neurons are scored on (claim C5).
 
-Nikankin et al. (2024, arXiv 2410.21272) found that language models add with a "bag of
-heuristics": single MLP neurons that fire for an input pattern (an operand in a range, a result
-modulo m, ...) and promote a set of answer tokens. This module holds the inputs and the candidate
-patterns; :mod:`rote.analysis.heuristics` classifies neurons by them and
-:mod:`rote.analysis.outliers` measures how memorized sums deviate from them.
-
-Features
---------
-Boolean predicates of (a, b) with place index ``i`` (``0`` = units column):
-operand digits ``a1=7`` and digit ranges ``a1∈[3,5]`` (widths 2-5), column sums ``a1+b1=12`` and
-their ranges, carries out of a column ``carry1=1`` / ``carry1=0``, answer (sum) digits ``s2=4`` and
-digit ranges, answer ranges ``sum∈[12000,13999]`` (aligned windows of 1000, 2000 and 4000) and
-answer residues ``sum≡3 (mod 7)`` (m = 2..9). On a grid of clean inputs only predicates with a base
-rate between ``min_base`` and ``max_base`` are candidates (an always-true predicate explains
-nothing).
-
-The clean neighbours of an input (a, b) are the inputs with one operand shifted by 1 to 3 either way
-and the other unchanged (protocol section 5, as 8.6 restates it: :func:`neighbour_offsets`).
+Predicates of (a, b), place ``i`` (0: units): operand digits ``a1=7`` and digit ranges ``a1∈[3,5]``
+(widths 2-5), column sums ``a1+b1=12`` and their ranges, carries ``carry1=1`` / ``carry1=0``, answer
+digits ``s2=4`` and ranges, answer ranges ``sum∈[12000,13999]`` (windows of 1000, 2000, 4000) and
+residues ``sum≡3 (mod 7)`` (m = 2..9). Clean neighbours: one operand shifted by 1 to 3 either way.
 """
 
 from __future__ import annotations
@@ -34,7 +20,6 @@ RESIDUE_MODULI = tuple(range(2, 10))
 ANSWER_WINDOWS = (1000, 2000, 4000)
 
 
-# -- inputs ---------------------------------------------------------------------------------------
 def make_examples(a, b, order: str = "msb", label: torch.Tensor | None = None) -> Examples:
     """FDA examples for operand tensors ``a``, ``b`` (clean labels unless ``label`` is given)."""
     a, b = torch.as_tensor(a, dtype=torch.long), torch.as_tensor(b, dtype=torch.long)
@@ -54,7 +39,6 @@ def operand_grid(n: int, seed: int = 0, order: str = "msb") -> Examples:
     return make_examples(torch.from_numpy(a), torch.from_numpy(b), order)
 
 
-# -- features -------------------------------------------------------------------------------------
 def _ranges(lo: int, hi: int):
     for w in RANGE_WIDTHS:
         for start in range(lo, hi - w + 2):
@@ -114,9 +98,8 @@ def feature_table(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def neighbour_offsets(max_shift: int = 3) -> torch.Tensor:
-    """[K, 2] operand shifts (da, db) of the clean neighbours: one operand shifted by 1 to ``max_shift``
-    either way, the other unchanged (protocol section 5: "one operand +-1..3"; 8.6 restates it), so
-    K = 4 x ``max_shift``: (d, 0) then (0, d), d = -max_shift .. -1, 1 .. max_shift."""
+    """[4 x max_shift, 2] the clean neighbours' shifts (d, 0) then (0, d), d = -max_shift..-1, 1..max_shift
+    (protocol section 5: "one operand +-1..3"; 8.6 restates it)."""
     r = torch.arange(-max_shift, max_shift + 1)
     d = r[r != 0]
     zero = torch.zeros_like(d)

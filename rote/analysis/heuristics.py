@@ -1,33 +1,15 @@
-"""Heuristic neurons in four-digit addition (claim C5, first part).
+"""Heuristic neurons in four-digit addition (claim C5): the classification of units.
 
-Nikankin et al. (2024, arXiv 2410.21272) found that language models add with a "bag of
-heuristics": single MLP neurons that fire for an input pattern (an operand in a range, a result
-modulo m, ...) and promote a set of answer tokens. This module adapts their classification to
-digit-level addition, and only classifies: the candidate patterns are in
-:mod:`rote.analysis.fda_features`, the units and the :class:`~rote.analysis.units.HeuristicMap` of
-their classification in :mod:`rote.analysis.units`, the outlier statistics of memorized sums in
-:mod:`rote.analysis.outliers` and the patching experiments in :mod:`rote.analysis.neuron_patching`.
-
-Units
------
-A *unit* is one MLP neuron at one answer position (:mod:`rote.analysis.units`); the same neuron at
-two positions computes different things, so it is classified per position.
-
-Classification
---------------
-For each unit take its ``top_k`` most activating grid inputs. A feature's *coverage* is the share
-of them that satisfy it. The *best* feature is the one whose coverage is the least likely under its
-base rate pi: it maximises the binomial log-likelihood ratio ``k * KL(coverage || pi)`` (zero when
-coverage <= pi). This prefers a feature that covers all top inputs and is rare (``a1∈[3,5]`` over
-``a1∈[2,6]``) and lets a broad feature with full coverage (a carry) beat a narrow one with partial
-coverage. A unit is a *heuristic* when its best feature covers at least ``coverage_min`` of its
-top inputs.
-
-Amendment 2 (8.3) replaces the coverage rule by a cut calibrated on an untrained model: a unit is
-a heuristic when its best-feature score exceeds the 99th percentile (:data:`CUT_QUANTILE`) of the
-scores of the units at the same layer and answer position in an untrained model of another
-initialization (:func:`score_cut`, :func:`with_cut`); the same cut on the untrained model of the
-run's own seed gives the null share (:func:`cut_summary`).
+Nikankin et al. (2024, arXiv 2410.21272) found that language models add with a "bag of heuristics":
+single MLP neurons that fire for an input pattern and promote a set of answer tokens. A *unit* is one
+neuron at one answer position (:mod:`rote.analysis.units`). For each unit take its ``top_k`` most
+activating grid inputs; a feature's *coverage* is the share of them it covers; the *best* feature is
+the least likely under its base rate pi (the largest ``k * KL(coverage || pi)``, zero when coverage <=
+pi), so a rare feature covering all top inputs wins, and a broad one with full coverage (a carry) beats
+a narrow one with partial coverage. Section 5: a unit is a heuristic when its best feature covers at
+least ``coverage_min``. Amendment 2 (8.3): when its best-feature score exceeds the 99th percentile of
+the scores at its layer and answer position in an untrained model of another initialization
+(:func:`score_cut`, :func:`with_cut`); the same cut on the run's own untrained model gives the null.
 """
 
 from __future__ import annotations
@@ -48,11 +30,8 @@ CUT_QUANTILE = 0.99  # amendment 2, 8.3: the untrained model's score quantile a 
 
 # -- classification -------------------------------------------------------------------------------
 def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
-    """k * KL(Bernoulli(cov) || Bernoulli(base)) where cov > base, else 0.
-
-    ``xlogy`` gives the 0 * log 0 terms their limit 0: a feature that covers every top input
-    (cov = 1) scores k * log(1 / base), finite (a clamp to 1 - 1e-9 rounds back to 1 in float32 and
-    gave NaN, which argmax took as the best feature whatever its base rate)."""
+    """k * KL(Bernoulli(cov) || Bernoulli(base)) where cov > base, else 0 (``xlogy``: 0 log 0 = 0, so
+    full coverage scores k log(1 / base), finite; a clamp to 1 - 1e-9 rounded back to 1 in float32)."""
     p = base.clamp(1e-9, 1 - 1e-9)
     c = cov.clamp(0.0, 1.0)
     kl = torch.xlogy(c, c / p) + torch.xlogy(1 - c, (1 - c) / (1 - p))
@@ -61,9 +40,8 @@ def _kl_score(cov: torch.Tensor, base: torch.Tensor, k: int) -> torch.Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class ClassifySettings:
-    """The knobs of the classification: a unit is a heuristic when its best feature covers at least
-    ``coverage_min`` of its ``top_k`` most activating grid inputs; only features whose base rate on
-    the grid lies in [``min_base``, ``max_base``] are candidates."""
+    """A unit is a heuristic when its best feature covers ``coverage_min`` of its ``top_k`` top grid
+    inputs; candidates: the features with a base rate in [``min_base``, ``max_base``]."""
 
     coverage_min: float
     top_k: int = 50
@@ -83,13 +61,8 @@ class ClassifySettings:
 def classify_activations(acts: torch.Tensor, features: torch.Tensor, settings: ClassifySettings, *,
                          names: Sequence[tuple[str, str]] | None = None,
                          layers: Sequence[int] | None = None) -> HeuristicMap:
-    """Classify units from their activations on a grid.
-
-    ``acts`` [G, ...unit dims] (e.g. [G, A, L, D] from :func:`mlp_activations`, or [G, U]) and
-    ``features`` bool [G, F] (columns of :func:`feature_list` unless ``names`` is given).
-    Returns a :class:`HeuristicMap` whose arrays have the unit shape permuted to [L, A, D] when the
-    input was [G, A, L, D], else the unit shape as given.
-    """
+    """Classify units from ``acts`` [G, ...] on a grid ([G, A, L, D] is permuted to [L, A, D]) with
+    ``features`` bool [G, F] (the columns of :func:`feature_list` unless ``names`` is given)."""
     top_k, coverage_min = settings.top_k, settings.coverage_min
     min_base, max_base = settings.min_base, settings.max_base
     names = list(names) if names is not None else feature_list()
@@ -133,35 +106,61 @@ def classify_neurons(model: HookedTransformer, grid: Examples, settings: Classif
 
 # -- amendment 2, 8.3: a cut calibrated on an untrained model ------------------------------------
 def score_cut(reference: HeuristicMap, quantile: float = CUT_QUANTILE) -> torch.Tensor:
-    """[L, A] the ``quantile`` of the best-feature scores of the units at each (layer, answer
-    position) of ``reference`` (amendment 2, 8.3: an untrained model of another initialization,
-    classified on the same grid)."""
+    """[L, A] the ``quantile`` of the best-feature scores at each (layer, answer position) of
+    ``reference`` (8.3: an untrained model of another initialization, on the same grid)."""
     if reference.score.dim() != 3:
         raise ValueError(f"score_cut needs a [L, A, D] map, got shape {tuple(reference.score.shape)}")
     return torch.quantile(reference.score.double(), quantile, dim=-1).float()
 
 
 def with_cut(hmap: HeuristicMap, cut: torch.Tensor) -> HeuristicMap:
-    """``hmap`` with the heuristic rule of amendment 2 (8.3): a unit is a heuristic when its
-    best-feature score exceeds ``cut`` [L, A] of its layer and answer position (strictly). The
-    features, scores, home positions and neighbour statistics are those of ``hmap``; only
-    ``heuristic`` changes (so :class:`~rote.analysis.units.NeighbourStats` computed for ``hmap``
-    serve the cut map as well)."""
+    """``hmap`` under 8.3's rule: a heuristic when its score exceeds ``cut`` [L, A] strictly. Only
+    ``heuristic`` changes, so neighbour statistics computed for ``hmap`` serve the cut map too."""
     cut = cut.to(hmap.score.dtype)
     return dataclasses.replace(hmap, heuristic=hmap.score > cut[..., None], score_cut=cut)
 
 
-def cut_summary(trained: HeuristicMap, null: HeuristicMap) -> dict:
-    """The numbers of 8.3 from two maps under the same cut (:func:`with_cut`): the trained model
-    and the untrained model of the run's own seed (the null share). Neurons are the judged units
-    (a neuron is a heuristic at its home position, as in section 5); (neuron, position) units are
-    shown beside them. ``cut_empty_layers``: the trained model's layers with no heuristic unit;
-    ``cut_n_neurons``: the neurons the shares count (section 11: a share's Wilson interval is over them)."""
-    return {"cut_heuristic_fraction": trained.neuron_fraction, "cut_null_fraction": null.neuron_fraction,
-            "cut_n_neurons": int(trained.neuron_heuristic.numel()),
-            "cut_heuristic_fraction_per_layer": trained.neuron_layer_fractions(),
-            "cut_null_fraction_per_layer": null.neuron_layer_fractions(),
-            "cut_heuristic_fraction_units": trained.heuristic_fraction,
-            "cut_null_fraction_units": null.heuristic_fraction,
-            "cut_heuristic_fraction_units_per_layer": trained.layer_fractions(),
-            "cut_empty_layers": trained.empty_layers()}
+@dataclasses.dataclass(frozen=True)
+class Shares:
+    """Section 5 and 7.7: the share of heuristic neurons (each at its home position, judged) of the
+    trained model, per layer, of (neuron, position) units and at any position, and the untrained model's."""
+
+    heuristic_fraction: float | None = None
+    heuristic_fraction_per_layer: list[float] | None = None
+    heuristic_fraction_units: float | None = None
+    heuristic_fraction_units_per_layer: list[float] | None = None
+    heuristic_fraction_any_position: float | None = None
+    n_neurons: int | None = None  # the neurons a share counts (its Wilson interval is over them)
+    untrained_heuristic_fraction: float | None = None
+    untrained_heuristic_fraction_units: float | None = None
+
+
+def shares(trained: HeuristicMap, untrained: HeuristicMap) -> Shares:
+    return Shares(trained.neuron_fraction, trained.neuron_layer_fractions(), trained.heuristic_fraction,
+                  trained.layer_fractions(), trained.any_position_fraction, int(trained.neuron_heuristic.numel()),
+                  untrained.neuron_fraction, untrained.heuristic_fraction)
+
+
+@dataclasses.dataclass(frozen=True)
+class CutShares:
+    """8.3: the shares under the cut, trained against the untrained model of the run's own seed (the
+    null), the trained model's layers with no heuristic unit, and the seed the cut came from."""
+
+    cut_heuristic_fraction: float | None = None
+    cut_null_fraction: float | None = None
+    cut_heuristic_fraction_per_layer: list[float] | None = None
+    cut_null_fraction_per_layer: list[float] | None = None
+    cut_heuristic_fraction_units: float | None = None
+    cut_null_fraction_units: float | None = None
+    cut_heuristic_fraction_units_per_layer: list[float] | None = None
+    cut_empty_layers: list[int] | None = None
+    cut_untrained_seed: int | None = None
+    cut_n_neurons: int | None = None
+
+
+def cut_summary(trained: HeuristicMap, null: HeuristicMap, untrained_seed: int | None = None) -> CutShares:
+    """8.3's numbers from two maps under the same cut (:func:`with_cut`)."""
+    return CutShares(trained.neuron_fraction, null.neuron_fraction, trained.neuron_layer_fractions(),
+                     null.neuron_layer_fractions(), trained.heuristic_fraction, null.heuristic_fraction,
+                     trained.layer_fractions(), trained.empty_layers(), untrained_seed,
+                     int(trained.neuron_heuristic.numel()))

@@ -1,27 +1,18 @@
 """Neurons patched to their clean-neighbour expectations: the patching experiments of claim C5.
 
-Every edit is a :func:`~rote.analysis.patching.set_where` on an MLP layer's ``hook_post``, applied
-through the generic path of :mod:`rote.analysis.patching`. The units, their classification and
-their clean-neighbour expectations are those of :mod:`rote.analysis.units` (a
-:class:`~rote.analysis.units.HeuristicMap` and the :class:`~rote.analysis.units.NeighbourStats` of
-:func:`rote.analysis.outliers.neighbour_stats`).
-
-- :func:`layer_patching`, :func:`patching_summary` -- MLP units patched to clean-neighbour
-  expectations, against random units (C5);
-- :func:`neuron_scores`, :func:`dose_response`, :func:`dose_summary` -- each example's top-m
-  neurons by |z| patched to their clean-neighbour expectations, against m random neurons and
-  another example's top m (C5, amendment 1, 7.7);
-- :func:`position_dose_response`, :func:`jstar_dose_response`, :func:`jstar_summary`,
-  :func:`jstar_units` -- the same patched at chosen answer positions only (:func:`jstar_mask`,
-  :func:`after_jstar_mask`): each memorized example's first differing digit j* (ranking and
-  patching the 8.3 heuristic units there, 8.5), or the positions after it (C5, amendment 2, 8.4);
-- :func:`jstar_analysis` -- every number of 8.4 for one run.
+Every edit is a :func:`~rote.analysis.patching.set_where` on an MLP layer's ``hook_post``; the units and
+their expectations are a :class:`~rote.analysis.units.HeuristicMap` and its
+:class:`~rote.analysis.units.NeighbourStats`. Section 5: :func:`layer_patching` (a layer's units against
+random ones); 7.7: :func:`dose_response` (each example's top-m neurons by |z| against m random ones and
+another example's top m); 8.4-8.6: :func:`position_dose_response` at chosen answer positions only (each
+example's first differing digit j*, over the 8.3 units there, or the positions after it), and
+:func:`jstar_analysis`, every number of 8.4 for one run.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Sequence
 
 import numpy as np
@@ -31,7 +22,8 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .outliers import after_jstar_comparison, first_differing, jstar_comparison, jstar_values
+from .outliers import (AfterJstar, JstarComparison, JstarValues, after_jstar_comparison, after_jstar_mask,
+                       first_differing, jstar_comparison, jstar_mask, jstar_values)
 from .patching import edit_hooks, set_where
 from .units import HeuristicMap, NeighbourStats
 
@@ -46,8 +38,8 @@ def _random_like(counts: torch.Tensor, n_units: int, gen: torch.Generator) -> to
 
 @dataclass(frozen=True)
 class LayerPatchSettings:
-    """The knobs of :func:`layer_patching`: the |z| from which a heuristic unit is an outlier
-    (``z_min``), the random draws of each control (``n_controls``) and their ``seed``."""
+    """:func:`layer_patching`: the |z| from which a heuristic unit is an outlier, the random draws of each
+    control and their seed."""
 
     z_min: float = 2.0
     n_controls: int = 3
@@ -62,24 +54,11 @@ class LayerPatchSettings:
 
 def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap,
                    settings: LayerPatchSettings = LayerPatchSettings()) -> pd.DataFrame:
-    """Layer-wise activation patching of MLP neurons to their clean-neighbour expectations, on M.
-
-    ``stats``: :class:`~rote.analysis.units.NeighbourStats` of ``memorized``; ``hmap``: the
-    :class:`~rote.analysis.units.HeuristicMap` they were computed for. For each analysed layer,
-    three sets of units are patched at the answer positions (one set at a time, the other layers
-    untouched):
-
-    - ``outliers``: the layer's heuristic units whose activation on the example is an outlier
-      (|z| >= ``z_min``); a different set for each example;
-    - ``heuristics``: every heuristic unit of the layer;
-    - ``all``: every neuron of the layer.
-
-    Each of the first two has a random control (``control`` True): the same number of units, per
-    example and answer position, drawn uniformly from the layer's neurons and patched the same
-    way; mean over ``n_controls`` draws. Columns: layer, units, control, n_units (mean per
-    example), reverted (share of M no longer giving the noisy label), recovered (share now giving
-    the true answer). With patched values fixed, teacher-forced exact match equals greedy decoding.
-    """
+    """Per analysed layer, one set at a time patched at the answer positions of M to its clean-neighbour
+    expectations: ``outliers`` (the example's heuristic units with |z| >= ``z_min``), ``heuristics`` (all
+    of them), ``all`` (the layer); the first two against a random control (``control``: as many units
+    per example and position, mean over ``n_controls`` draws). Columns: layer, units, control, n_units,
+    reverted (share of M no longer giving its label), recovered (share giving the true sum)."""
     z_min, n_controls, seed = settings.z_min, settings.n_controls, settings.seed
     cols = ["layer", "units", "control", "n_units", "reverted", "recovered"]
     if len(memorized) == 0:
@@ -113,23 +92,35 @@ def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap,
     return pd.DataFrame(rows, columns=cols)
 
 
-def patching_summary(table: pd.DataFrame, layer: int) -> dict:
-    """The numbers of one layer of :func:`layer_patching` as a flat dict: ``{units}_{metric}`` and
-    ``{units}_control_{metric}`` (NaN when the table is empty)."""
-    out = {}
-    for units in ("outliers", "heuristics", "all"):
-        for control in ((False, True) if units != "all" else (False,)):
-            for metric in ("reverted", "recovered"):
-                row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] \
-                    if len(table) else table
-                out[f"{units}{'_control' if control else ''}_{metric}"] = float(row[metric].iloc[0]) if len(row) else math.nan
-    return out
+@dataclass(frozen=True)
+class LayerPatch:
+    """Section 5: one layer of :func:`layer_patching` (the last): the outlier units' revert and recovery,
+    their random control's revert, every heuristic unit's and its control's, the whole layer's."""
+
+    patch_revert_last: float | None = None
+    patch_recover_last: float | None = None
+    control_revert_last: float | None = None
+    heuristics_revert_last: float | None = None
+    heuristics_control_revert_last: float | None = None
+    layer_revert_last: float | None = None
+    layer_recover_last: float | None = None
+    last_layer: int | None = None
+
+
+def patching_summary(table: pd.DataFrame, layer: int) -> LayerPatch:
+    """:class:`LayerPatch` of ``layer`` (NaN where the table is empty)."""
+    def at(units: str, control: bool, metric: str) -> float:
+        row = table[(table.layer == layer) & (table.units == units) & (table.control == control)] if len(table) else table
+        return float(row[metric].iloc[0]) if len(row) else math.nan
+
+    return LayerPatch(at("outliers", False, "reverted"), at("outliers", False, "recovered"),
+                      at("outliers", True, "reverted"), at("heuristics", False, "reverted"),
+                      at("heuristics", True, "reverted"), at("all", False, "reverted"), at("all", False, "recovered"), layer)
 
 
 # -- C5 dose-response (amendment 1, 7.7): neurons as units -----------------------------------------
 def neuron_scores(stats, layer_index: int) -> torch.Tensor:
-    """[N, D] each example's score of every neuron of one analysed layer: its largest |z| over the
-    answer positions (-inf where z is undefined at every position), for ranking."""
+    """[N, D] each neuron's largest |z| over the answer positions (-inf: undefined everywhere), for ranking."""
     absz = stats.z[:, layer_index].abs()  # [N, A, D]
     absz = torch.where(absz.isnan(), torch.full_like(absz, -math.inf), absz)
     return absz.max(1).values
@@ -145,8 +136,7 @@ def _top_mask(scores: torch.Tensor, m: int) -> torch.Tensor:
 
 
 def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
-    """[n] for each example another example (a random cyclic shift along a random permutation, so
-    that no example is its own partner); empty when ``n < 2``."""
+    """[n] each example's partner: the next along a random permutation (never itself; empty when n < 2)."""
     if n < 2:
         return torch.zeros(0, dtype=torch.long)
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
@@ -157,11 +147,8 @@ def mismatch_partner(n: int, seed: int = 0) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class DoseSettings:
-    """The knobs of a dose-response (7.7: :func:`dose_response`; 8.4: :func:`position_dose_response`,
-    :func:`jstar_dose_response`, :func:`jstar_analysis`): the numbers of neurons patched
-    (``m_grid``), the random draws per m (``n_controls``), the ``seed`` of the draws and of the
-    mismatched partners, the first ``max_examples`` examples only (None: all), and the share of M a
-    top-m patch must revert for m50 (``revert_min``; read by :func:`jstar_analysis`, which needs it)."""
+    """A dose-response: the doses ``m_grid``, the random draws per dose, the seed of the draws and
+    partners, the first ``max_examples`` examples only (None: all), and the share for m50 (``revert_min``)."""
 
     m_grid: tuple[int, ...]
     n_controls: int = 3
@@ -183,25 +170,9 @@ class DoseSettings:
 
 def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int],
                   settings: DoseSettings) -> pd.DataFrame:
-    """Patching each memorized example's top-m neurons by |z| to their clean-neighbour expectations.
-
-    A unit is a neuron (layer l, index i), patched at every answer position. For each layer of
-    ``layers`` (among ``stats.layers``) and each m of ``m_grid``, three sets of m neurons are
-    patched, one at a time, each to *this* example's clean-neighbour expectation
-    (``stats.expected``):
-
-    - ``top``: the example's m neurons with the largest |z| (:func:`neuron_scores`);
-    - ``random``: m neurons of the same layer drawn uniformly (mean over ``n_controls`` draws);
-    - ``mismatched``: the top m neurons of another memorized example (:func:`mismatch_partner`),
-      which are outliers for some memorized example but not chosen for this one (NaN with fewer
-      than two examples).
-
-    Rows: layer, m, units ("top" | "random" | "mismatched"), reverted (share of M no longer giving
-    its noisy label), recovered (share now giving the true sum; top m only, NaN for the controls), n
-    (the examples patched, the denominator of both shares).
-    ``max_examples``: only the first that many examples of ``memorized`` (and ``stats``) are used.
-    Cost: (3 + ``n_controls``) scoring passes per layer and m.
-    """
+    """7.7: per layer and m, each example's neurons patched at every answer position to its own
+    expectations: its ``top`` m by |z|, m ``random`` ones (mean over draws), and its partner's top m
+    (``mismatched``, NaN with one example). Rows: layer, m, units, reverted, recovered (top only), n."""
     m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
     cols = ["layer", "m", "units", "reverted", "recovered", "n"]
     if max_examples is not None:
@@ -240,49 +211,45 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
     return pd.DataFrame(rows, columns=cols)
 
 
-def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> dict:
-    """The numbers of one layer of :func:`dose_response`: ``m50`` (the smallest m whose top-m patch
-    reverts at least ``revert_min`` of M; None if none does), the random and mismatched reverts at
-    m50, the largest top-m revert, and the three curves (``curve_top`` etc., by m). (The examples
-    patched, the denominator of every share, are the table's ``n``.)"""
+@dataclass(frozen=True)
+class DoseSummary:
+    """7.7: one layer of :func:`dose_response`: the curves by m, m50 (the smallest m whose top-m patch
+    reverts ``revert_min`` of M; None: none), the largest top-m revert, the reverts at m50, and the
+    examples patched (every share's denominator)."""
+
+    curve_top: list[float] | None = None
+    curve_random: list[float] | None = None
+    curve_mismatched: list[float] | None = None
+    curve_m: list[int] | None = None
+    m50: int | None = None
+    top_revert_max: float | None = None
+    top_revert_m50: float | None = None
+    random_revert_m50: float | None = None
+    mismatched_revert_m50: float | None = None
+    dose_n: int | None = None
+
+
+def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> DoseSummary:
     t = table[table.layer == layer] if len(table) else table
     curves = {u: t[t.units == u].sort_values("m") for u in ("top", "random", "mismatched")}
-    out: dict = {f"curve_{u}": [float(x) for x in c.reverted] for u, c in curves.items()}
-    out["curve_m"] = [int(x) for x in curves["top"].m]
     top = curves["top"]
     hit = top[top.reverted >= revert_min]
     m50 = int(hit.m.iloc[0]) if len(hit) else None
 
     def at(units):
-        if m50 is None:
-            return math.nan
-        row = curves[units][curves[units].m == m50]
+        row = curves[units][curves[units].m == m50] if m50 is not None else curves[units].iloc[:0]
         return float(row.reverted.iloc[0]) if len(row) else math.nan
 
-    out.update({"m50": m50, "top_revert_max": float(top.reverted.max()) if len(top) else math.nan,
-                "top_revert_m50": at("top"), "random_revert_m50": at("random"),
-                "mismatched_revert_m50": at("mismatched")})
-    return out
+    return DoseSummary(*([float(x) for x in c.reverted] for c in curves.values()), [int(x) for x in top.m], m50,
+                       float(top.reverted.max()) if len(top) else math.nan, at("top"), at("random"), at("mismatched"),
+                       int(t.n.iloc[0]) if len(t) else 0)
 
 
 # -- C5 at the first differing digit (amendment 2, 8.4) ------------------------------------------
-def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: each example's j* (:func:`rote.analysis.outliers.first_differing`; none where -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
-
-
-def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: the answer positions after each example's j* (none where j* is -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
-
-
 @dataclass(frozen=True)
 class PatchedNeurons:
-    """The neurons a dose-response at chosen answer positions ranks and patches: those of ``layer``;
-    with ``units`` bool [A, D] (8.5: the 8.3 heuristic units of the layer per answer position) only
-    these, with None every neuron of the layer."""
+    """The neurons ranked and patched: those of ``layer``; with ``units`` bool [A, D] (8.5: the layer's
+    8.3 units per answer position) only these."""
 
     layer: int
     units: torch.Tensor | None = None
@@ -296,9 +263,7 @@ class PatchedNeurons:
 
 @dataclass(frozen=True)
 class PatchSites:
-    """Where a dose-response at chosen answer positions patches, and against what: ``at`` bool
-    [N, A], the positions of each example (:func:`jstar_mask`, :func:`after_jstar_mask`), and
-    ``reference`` [N, A], the prediction a revert is read against (None: the unpatched prediction)."""
+    """Where to patch, ``at`` bool [N, A], and the prediction a revert is read against (None: unpatched)."""
 
     at: torch.Tensor
     reference: torch.Tensor | None = None
@@ -313,10 +278,8 @@ class PatchSites:
 
 def _candidates(stats, li: int, rows: torch.Tensor, at: torch.Tensor,
                 units: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each example's ranking ``scores`` [n, D] of the neurons of layer ``li`` (its largest |z| over its
-    ``at`` positions) and the neurons it may patch, ``allowed`` bool [n, D]: with ``units`` [A, D] the
-    units at its ``at`` positions (8.5; one with an undefined |z| ranks below every defined one, -1, and
-    one that is no candidate is never chosen, -inf), else every neuron of the layer."""
+    """Each example's ``scores`` [n, D] (its largest |z| over its ``at`` positions) and the neurons it may
+    patch, ``allowed`` [n, D]: with ``units`` those at its positions (undefined |z| ranks -1, others -inf)."""
     absz = stats.z[rows, li].abs()
     D = absz.shape[-1]
     if units is None:
@@ -328,11 +291,8 @@ def _candidates(stats, li: int, rows: torch.Tensor, at: torch.Tensor,
 
 
 def _doses(m_grid: Sequence[int], counts: torch.Tensor, by_units: bool) -> list[tuple[int, bool]]:
-    """The doses ``(m, all)`` of a dose-response. Every neuron of the layer (``by_units`` False): each m
-    of ``m_grid``. Over the 8.3 units (8.6): each m of the grid up to the most units an example holds
-    (``counts`` [n], each example patching min(m, its count)), and once all of them: ``all`` is True for
-    the dose at which every example patches every unit it holds (a grid m equal to the largest count, else
-    an extra dose m = the largest count). None at all where no example holds a unit."""
+    """The doses ``(m, all)``: each m of the grid; over the 8.3 units (8.6) only up to the most units an
+    example holds (``counts``), and once all of them (``all``; an extra dose where no grid m equals it)."""
     if not by_units:
         return [(int(m), False) for m in m_grid]
     most = int(counts.max()) if len(counts) else 0
@@ -344,9 +304,7 @@ def _doses(m_grid: Sequence[int], counts: torch.Tensor, by_units: bool) -> list[
 
 @dataclass(frozen=True)
 class _Draw:
-    """How a dose-response draws its controls: the generator of the random draws, each example's
-    mismatched ``partner`` (:func:`mismatch_partner`), the random draws per dose, and whether the
-    candidates are the 8.3 units (``by_units``) or every neuron of the layer."""
+    """How the controls are drawn: generator, mismatched partners, draws per dose, over the 8.3 units or not."""
 
     gen: torch.Generator
     partner: torch.Tensor
@@ -356,14 +314,9 @@ class _Draw:
 
 def _controls(scores: torch.Tensor, allowed: torch.Tensor, top: torch.Tensor, m: int,
               draw: _Draw) -> tuple[list[torch.Tensor], torch.Tensor | None, int]:
-    """The control masks at dose m: ``n_controls`` random draws, the mismatched set (None with fewer
-    than two examples), and how many examples have fewer than m units to draw from (``short``).
-
-    Every neuron of the layer: m random neurons of the layer; mismatched = the partner's top m. Over the
-    8.3 units (8.6): both drawn from the example's units outside its own top m (its ``others``), m of
-    them, or all that remain where fewer do: random uniformly; mismatched in the order of the partner's
-    |z| ranking (the partner's top m among them; units the partner does not rank follow in a random
-    order)."""
+    """The random masks, the mismatched one (None: one example) and how many examples have fewer than m
+    to draw from. Over the 8.3 units (8.6) both draw from the example's units outside its top m: random
+    uniformly, mismatched by the partner's |z| ranking (unranked units after it, in random order)."""
     n, D = scores.shape
     others = allowed & ~top if draw.by_units else allowed
 
@@ -385,24 +338,11 @@ def _controls(scores: torch.Tensor, allowed: torch.Tensor, top: torch.Tensor, m:
 @torch.no_grad()
 def position_dose_response(model: HookedTransformer, examples: Examples, stats, neurons: PatchedNeurons,
                            sites: PatchSites, settings: DoseSettings) -> pd.DataFrame:
-    """Each example's top-m neurons of ``neurons.layer`` by |z| at chosen answer positions, patched there only.
-
-    ``sites.at`` bool [N, A]: the positions of each example that are ranked on and patched (8.4: j*,
-    :func:`jstar_mask`; after it: :func:`after_jstar_mask`); examples with none are left out. Neurons
-    are ranked by their largest |z| over those positions (``stats`` of ``examples``) and set there, and
-    only there, to the example's clean-neighbour expectations; the model stays teacher-forced on
-    ``examples.label``. Per dose (:func:`_doses`): ``top`` (the example's own top m), ``random`` (mean
-    over ``n_controls`` draws) and ``mismatched`` (another example's top m, NaN with fewer than two),
-    drawn as :func:`_controls` says. ``neurons.units`` [A, D] (8.5, 8.6: the 8.3 units of the layer per
-    answer position): only these are ranked, patched and drawn from, each example capped at the units it
-    holds at its positions, and one dose patches all of them; None: every neuron of the layer.
-
-    ``reverted``: the share of examples whose prediction at some ``at`` position differs from
-    ``sites.reference`` there (8.4: the noisy label; None: the unpatched prediction); ``recovered``:
-    the share giving the true digit at every ``at`` position (top m only). Rows: layer, m, units,
-    reverted, recovered, n (examples), all (the dose patches every unit each example holds), short (top:
-    examples holding fewer than m units, which patch all of theirs; controls: examples with fewer than m
-    units outside their top m to draw from)."""
+    """Each example's top-m neurons by |z| over its ``sites.at`` positions, patched there only to its
+    expectations (teacher-forced on its label; examples without a position left out), against the
+    controls of :func:`_controls`, per dose of :func:`_doses`. Rows: layer, m, units, reverted (the
+    prediction at some ``at`` position leaves the reference), recovered (top m: the true digit at every
+    one), n, all, short (examples with fewer than m units to patch, or to draw the controls from)."""
     layer, units, m_grid = neurons.layer, neurons.units, settings.m_grid
     cols = ["layer", "m", "units", "reverted", "recovered", "n", "all", "short"]
     rows_kept = sites.at.bool().cpu().any(1).nonzero().squeeze(1)[:settings.max_examples]
@@ -446,19 +386,13 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
 
 def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor,
                         neurons: PatchedNeurons, settings: DoseSettings) -> pd.DataFrame:
-    """The specificity experiment of 8.4: :func:`position_dose_response` at each memorized
-    example's j* only; reverted = the prediction at j* is no longer the noisy digit, recovered = it
-    is the true digit. ``neurons.units`` [A, D]: the 8.3 heuristic units of ``neurons.layer`` (8.5:
-    the candidates ranked, patched and drawn from; 8.6: each m of the grid up to the most units an
-    example holds at its j*, each example capped at its own, and once all of them)."""
+    """8.4's specificity: :func:`position_dose_response` at each example's j*, read against its label."""
     at = jstar_mask(jstar, memorized.label.shape[1])
     return position_dose_response(model, memorized, stats, neurons, PatchSites(at, memorized.label), settings)
 
 
 def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | None = None) -> int | None:
-    """The fewest candidate units (``units`` [A, D], the 8.3 units of one layer) at an example's j*,
-    over the examples :func:`jstar_dose_response` patches (the first ``max_examples`` with a j*);
-    None when no example has a j*."""
+    """The fewest ``units`` [A, D] at an example's j*, over the first ``max_examples`` with one (None: none)."""
     jstar = jstar.long().cpu()
     rows = (jstar >= 0).nonzero().squeeze(1)
     if max_examples is not None:
@@ -468,65 +402,75 @@ def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | No
     return int(units.bool().cpu().sum(-1)[jstar[rows]].min())
 
 
-def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, prefix: str = "jstar_") -> dict:
-    """:func:`dose_summary` of a :func:`position_dose_response` table, keys prefixed with
-    ``prefix`` (``jstar_m50``, ``jstar_top_revert_max``, ``jstar_top_revert_m50``,
-    ``jstar_random_revert_m50``, ``jstar_mismatched_revert_m50``, ``jstar_curve_*``, ``jstar_n``), plus
-    ``recovered_m50`` (the share giving the true digit under the top-m patch at m50), ``m_tried`` (the
-    doses of the table, 8.6: each m of the grid up to the most 8.3 units an example holds, and the dose
-    that patches all of them), ``units_max`` (the m of that last dose: the most units an example holds;
-    None without units or rows), and ``short_m50`` (the examples with fewer than m50 units outside their
-    top m50, from which the controls draw; None without m50). m50 may be the all-units dose.
-    ``mismatched_revert_m50`` is None with fewer than two examples."""
+JstarDose = make_dataclass("JstarDose", [(f"jstar_{f.name}", f.type, field(default=None)) for f in fields(DoseSummary)
+                                        if f.name != "dose_n"] + [(f"jstar_{name}", t, field(default=None)) for name, t in (
+    ("recovered_m50", "float | None"), ("curve_recovered", "list[float] | None"), ("n", "int | None"),
+    ("m_tried", "list[int] | None"), ("units_min", "int | None"), ("units_max", "int | None"),
+    ("short_m50", "int | None"))], frozen=True)
+JstarDose.__doc__ = """8.4-8.6: :class:`DoseSummary` of the dose-response at j* (its ``jstar_mismatched_revert_m50`` None with
+one example; m50 may be the all-units dose), the true digit's recovery at m50 and its curve, the examples
+patched, the doses tried (each m up to the most 8.3 units an example holds, ``jstar_units_max``, and all of
+them), the fewest units at a j*, and the examples with fewer than m50 units outside their top m50 (the
+controls draw from them; None without m50)."""
+
+
+def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, units_min: int | None = None) -> JstarDose:
     s = dose_summary(table, layer, revert_min)
     t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
-    row = t[t.m == s["m50"]] if s["m50"] is not None else t.iloc[:0]
-    s["recovered_m50"] = float(row.recovered.iloc[0]) if len(row) else math.nan
-    s["curve_recovered"] = [float(x) for x in t.sort_values("m").recovered] if len(t) else []
-    if s["m50"] is not None and isinstance(s["mismatched_revert_m50"], float) and math.isnan(s["mismatched_revert_m50"]):
-        s["mismatched_revert_m50"] = None
-    s["n"] = int(t.n.iloc[0]) if len(t) else 0
-    s["m_tried"] = [int(x) for x in s["curve_m"]]
+    row = t[t.m == s.m50] if s.m50 is not None else t.iloc[:0]
+    mismatched = s.mismatched_revert_m50
+    if s.m50 is not None and isinstance(mismatched, float) and math.isnan(mismatched):
+        mismatched = None
     every = t[t["all"].astype(bool)] if len(t) and "all" in t else t.iloc[:0]
-    s["units_max"] = int(every.m.iloc[0]) if len(every) else None
-    controls = table[(table.layer == layer) & (table.units == "random") & (table.m == s["m50"])] \
-        if len(table) and s["m50"] is not None and "short" in table else table.iloc[:0]
-    s["short_m50"] = int(controls.short.iloc[0]) if len(controls) else None
-    return {prefix + k: v for k, v in s.items()}
+    controls = table[(table.layer == layer) & (table.units == "random") & (table.m == s.m50)] \
+        if len(table) and s.m50 is not None and "short" in table else table.iloc[:0]
+    return JstarDose(s.curve_top, s.curve_random, s.curve_mismatched, s.curve_m, s.m50, s.top_revert_max,
+                     s.top_revert_m50, s.random_revert_m50, mismatched, float(row.recovered.iloc[0]) if len(row) else math.nan,
+                     [float(x) for x in t.sort_values("m").recovered] if len(t) else [], int(t.n.iloc[0]) if len(t) else 0,
+                     [int(x) for x in s.curve_m], units_min, int(every.m.iloc[0]) if len(every) else None,
+                     int(controls.short.iloc[0]) if len(controls) else None)
 
 
-# -- amendment 2, 8.4: everything read at the first differing digit, for one run --------------------
+@dataclass(frozen=True)
+class AfterJstarCurves:
+    """Shown, not judged (8.4): after j*, each example's top m (and m random) neurons of ``jstar_layer``
+    patched there, on M and on the never-trained null: the share whose predictions change, by m."""
+
+    after_jstar_m: list[int] | None = None
+    after_jstar_patch_revert: list[float] | None = None
+    after_jstar_random_patch_revert: list[float] | None = None
+    after_jstar_null_patch_revert: list[float] | None = None
+    after_jstar_null_random_patch_revert: list[float] | None = None
+    jstar_layer: int | None = None
+
+
+@dataclass(frozen=True)
+class JstarAnalysis:
+    """Every result of 8.4 for one run, and its tables: the dose-response at j* (``dose``), after j* on M
+    and on the null, each example's j*, and the per-example values of the ratio at j* (section 11)."""
+
+    comparison: JstarComparison
+    after: AfterJstar
+    summary: JstarDose
+    curves: AfterJstarCurves
+    dose: pd.DataFrame
+    after_dose: pd.DataFrame
+    after_null_dose: pd.DataFrame
+    jstar: torch.Tensor
+    z_values: JstarValues
+
+
 def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: dict[str, NeighbourStats],
-                   hmap: HeuristicMap, layer: int, settings: DoseSettings) -> dict:
-    """The numbers of 8.4 for one run.
-
-    ``sets``: the example sets ``"M"`` (memorized) and ``"null"`` (never-trained noisy labels,
-    :func:`fresh_noisy_labels`); ``settings``: ``m_grid``, ``revert_min`` (needed), ``n_controls``,
-    ``seed``, ``max_examples``.
-    ``stats``: :class:`NeighbourStats` of ``"M"``, ``"clean"`` and ``"null"``, computed for a map with the
-    same features as ``hmap`` (the 8.3 cut map of :func:`with_cut`, whose heuristic units are read).
-    Returns ``metrics`` (:func:`jstar_comparison`, :func:`jstar_summary` of the dose-response at j*
-    in ``layer``, which ranks, patches and draws its random control from the heuristic units of
-    ``hmap`` in ``layer`` at each example's j* (8.5, 8.6; ``jstar_m_tried``: the doses tried,
-    ``jstar_units_min`` and ``jstar_units_max``: the fewest and most at an example's j*), and the
-    shown-only ``after_jstar_*``
-    (every neuron of ``layer``): :func:`after_jstar_comparison` and the
-    top-m / random-m curves of patching after j*, on M and on the null, reverted against the
-    unpatched prediction), the tables ``dose`` (at j*), ``after`` and ``after_null``, ``jstar``, and
-    ``z_values`` (:class:`~rote.analysis.outliers.JstarValues`: the per-example values of the ratio at
-    j*, from which ``jstar_z_ratio_interval`` is bootstrapped, section 11).
-    """
+                   hmap: HeuristicMap, layer: int, settings: DoseSettings) -> JstarAnalysis:
+    """8.4 for one run: ``sets`` and ``stats`` of ``"M"``, ``"clean"`` and ``"null"`` (stats computed for a
+    map with the features of ``hmap``, the 8.3 cut map whose units are read); ``layer`` is patched."""
     if settings.revert_min is None:
         raise ValueError("jstar_analysis needs settings.revert_min (the share of M a patch must revert for m50)")
     memorized, null, m_grid = sets["M"], sets["null"], settings.m_grid
     A = memorized.label.shape[1]
     jstar, jstar_null = first_differing(memorized), first_differing(null)
-    metrics = jstar_comparison(stats["M"], stats["clean"], hmap, jstar)
-    metrics.update(after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null))
     units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
     dose = jstar_dose_response(model, memorized, stats["M"], jstar, PatchedNeurons(layer, units), settings)
-    metrics.update(jstar_summary(dose, layer, settings.revert_min))
-    metrics["jstar_units_min"] = jstar_units(jstar, units, settings.max_examples)
     every = PatchedNeurons(layer)
     after = position_dose_response(model, memorized, stats["M"], every, PatchSites(after_jstar_mask(jstar, A)), settings)
     after_null = position_dose_response(model, null, stats["null"], every, PatchSites(after_jstar_mask(jstar_null, A)),
@@ -536,10 +480,9 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
         t = table[table.units == units].sort_values("m") if len(table) else table
         return [float(x) for x in t.reverted] if len(t) else [math.nan] * len(m_grid)
 
-    metrics.update({"after_jstar_m": [int(m) for m in m_grid], "after_jstar_patch_revert": curve(after, "top"),
-                    "after_jstar_random_patch_revert": curve(after, "random"),
-                    "after_jstar_null_patch_revert": curve(after_null, "top"),
-                    "after_jstar_null_random_patch_revert": curve(after_null, "random"),
-                    "jstar_layer": int(layer)})
-    return {"metrics": metrics, "dose": dose, "after": after, "after_null": after_null, "jstar": jstar,
-            "z_values": jstar_values(stats["M"], stats["clean"], hmap, jstar)}
+    curves = AfterJstarCurves([int(m) for m in m_grid], curve(after, "top"), curve(after, "random"),
+                              curve(after_null, "top"), curve(after_null, "random"), int(layer))
+    return JstarAnalysis(jstar_comparison(stats["M"], stats["clean"], hmap, jstar),
+                         after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null),
+                         jstar_summary(dose, layer, settings.revert_min, jstar_units(jstar, units, settings.max_examples)),
+                         curves, dose, after, after_null, jstar, jstar_values(stats["M"], stats["clean"], hmap, jstar))

@@ -1,21 +1,12 @@
-"""Outliers: how memorized sums pass through heuristic neurons (claim C5, second part).
+"""Outliers: how memorized sums pass through heuristic neurons (claim C5).
 
-The clean neighbours of an input x = (a, b) are the inputs with one operand shifted by 1 to 3
-either way and the other unchanged (protocol section 5, "one operand +-1..3", as 8.6 restates it;
-12 at most: :func:`~rote.analysis.fda_features.neighbour_offsets`), each teacher-forced on its own
-true sum. For a unit, only neighbours that share x's value of the unit's best feature count ("share
-its feature value"), at least ``min_count`` of them. Moving one operand by 1 to 3 moves the sum by as
-much, so a unit whose best feature is the units digit of the sum, or a residue of the sum modulo 4 to
-9, has no such neighbour: its z is undefined (NaN), and its patching value falls back to the mean
-over all neighbours. z = (act(x) - mean) / sd with the neighbours' sd, floored at ``sd_floor`` times
-the unit's sd over the grid so that a unit that is flat around x does not give infinite z (and at
-least 1e-6). x itself is teacher-forced on its own label (the noisy one for memorized examples), as
-the model runs when it generates it.
-
-Units and features are those of a :class:`~rote.analysis.units.HeuristicMap` (classified by
-:mod:`rote.analysis.heuristics`); the statistics are a :class:`~rote.analysis.units.NeighbourStats`.
-This module computes z and reads it; the patching of outlier units to their clean-neighbour
-expectations is :mod:`rote.analysis.neuron_patching`.
+The clean neighbours of x = (a, b) are the inputs with one operand shifted by 1 to 3 either way
+(protocol section 5, as 8.6 restates it: :func:`~rote.analysis.fda_features.neighbour_offsets`), each
+teacher-forced on its true sum; x on its own label (the noisy one on M), as the model generates it.
+For a unit, only neighbours sharing x's value of its best feature count (at least ``min_count``): a
+unit whose feature is the sum's units digit or a residue of the sum has none (z NaN; patching falls
+back to the mean over all neighbours). z = (act(x) - mean) / sd, the sd floored at ``sd_floor`` times
+the unit's grid sd (and 1e-6). Patching to these expectations is :mod:`rote.analysis.neuron_patching`.
 """
 
 from __future__ import annotations
@@ -44,9 +35,8 @@ def _check_order(order: str) -> None:
 # -- clean neighbours -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NeighbourSettings:
-    """The knobs of :func:`neighbour_stats`: the answer ``order`` the neighbours are written in, the
-    largest shift ``max_shift`` of the one operand a neighbour moves, the fewest feature-sharing neighbours ``min_count`` for a
-    defined z, the sd floor ``sd_floor`` (times the unit's grid sd) and the examples per batch ``chunk``."""
+    """:func:`neighbour_stats`: answer ``order``, the largest operand shift, the fewest feature-sharing
+    neighbours for a defined z, the sd floor (times the grid sd) and the examples per batch."""
 
     order: str = "msb"
     max_shift: int = 3
@@ -70,12 +60,9 @@ class NeighbourSettings:
 def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap,
                     settings: NeighbourSettings = NeighbourSettings()) -> NeighbourStats:
     """Clean-neighbour expectations of every unit of ``hmap`` for each example, and z-scores."""
-    order, max_shift, min_count = settings.order, settings.max_shift, settings.min_count
-    sd_floor, chunk = settings.sd_floor, settings.chunk
-    layers = hmap.layers
+    order, min_count, chunk, layers = settings.order, settings.min_count, settings.chunk, hmap.layers
     L, A, D = hmap.best.shape
-    n = len(examples)
-    offsets = neighbour_offsets(max_shift)
+    n, offsets = len(examples), neighbour_offsets(settings.max_shift)
     K = len(offsets)
     unit_feat = hmap.feature_columns[hmap.best.flatten()]  # [U] column in feature_table
     act = mlp_activations(model, examples, "label", layers).permute(0, 2, 1, 3).cpu()  # [N, L, A, D]
@@ -104,7 +91,7 @@ def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: Heuristi
         count[s:s + m] = cnt.to(torch.int16)
     shape = (n, L, A, D)
     mean, sd = out["mean"].reshape(shape), out["sd"].reshape(shape)
-    floor = (sd_floor * hmap.grid_sd[None]).clamp(min=1e-6)  # 1e-6: units that are constant on the grid
+    floor = (settings.sd_floor * hmap.grid_sd[None]).clamp(min=1e-6)  # 1e-6: units that are constant on the grid
     z = (act - mean) / torch.maximum(sd, floor)
     return NeighbourStats(act=act, mean=mean, sd=sd, count=count.reshape(shape), mean_all=out["mean_all"].reshape(shape),
                           z=z, differs=(examples.label != examples.true_label), layers=list(layers))
@@ -129,46 +116,53 @@ def _unit_corr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.where((cnt >= 3) & (den > 1e-12), r, torch.full_like(r, math.nan))
 
 
-def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> dict:
-    """|z| and pattern agreement over the heuristic units.
+@dataclass(frozen=True)
+class Summary:
+    """Median |z| over (example, heuristic unit) pairs (all, and per answer position) and the pattern
+    correlation: the median over heuristic units of corr(act(x), its clean-neighbour mean) across examples."""
 
-    ``median_abs_z``: median |z| over all (example, heuristic unit) pairs with a defined z, at every
-    answer position or, with ``memorized_digits``, only where the example's label digit differs
-    from the true digit (where a memorized example must produce something the rule does not);
-    ``median_abs_z_by_position``: the same per answer position; ``pattern_corr``: median over
-    heuristic units of the correlation, across the examples, between act(x) and its clean-neighbour
-    mean (does the heuristic pattern still hold on these examples?).
-    """
+    median_abs_z: float
+    pattern_corr: float
+    median_abs_z_by_position: list[float]
+    n_examples: int
+    n_units: int
+
+
+def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> Summary:
+    """:class:`Summary` at every answer position or, with ``memorized_digits``, only where the label
+    digit differs from the true digit (where a memorized example must leave the rule)."""
     h = hmap.heuristic[None].expand_as(stats.z)
     if memorized_digits:
         h = h & stats.differs[:, None, :, None]
     absz = stats.z.abs()
     by_pos = [_nanmedian(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
     corr = _unit_corr(stats.act, stats.mean)[hmap.heuristic]
-    return {"median_abs_z": _nanmedian(absz[h]), "pattern_corr": _nanmedian(corr),
-            "median_abs_z_by_position": by_pos, "n_examples": int(stats.act.shape[0]),
-            "n_units": int(hmap.heuristic.sum())}
+    return Summary(_nanmedian(absz[h]), _nanmedian(corr), by_pos, int(stats.act.shape[0]), int(hmap.heuristic.sum()))
 
 
-def outlier_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap) -> dict:
-    """Memorized examples (at their memorized digits) against clean examples (all positions):
-    the medians of |z| over heuristic units, their ratio (also with M at all positions), the
-    pattern correlations and the per-position medians."""
+@dataclass(frozen=True)
+class OutlierComparison:
+    """Section 5: median |z| on M (memorized digits) and on clean examples (all positions), their ratio
+    (also with M at all positions), and the pattern correlations."""
+
+    median_abs_z_M: float | None = None
+    median_abs_z_clean: float | None = None
+    z_ratio: float | None = None
+    z_ratio_all_positions: float | None = None
+    pattern_corr_M: float | None = None
+    pattern_corr_clean: float | None = None
+
+
+def outlier_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap) -> OutlierComparison:
     m, m_all, c = (outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(memorized, hmap),
                    outlier_summary(clean, hmap))
-    ratio = (lambda x: x / c["median_abs_z"] if c["median_abs_z"] and not math.isnan(c["median_abs_z"]) else math.nan)
-    return {"median_abs_z_M": m["median_abs_z"], "median_abs_z_clean": c["median_abs_z"],
-            "z_ratio": ratio(m["median_abs_z"]), "z_ratio_all_positions": ratio(m_all["median_abs_z"]),
-            "pattern_corr_M": m["pattern_corr"], "pattern_corr_clean": c["pattern_corr"],
-            "median_abs_z_by_position_M": m["median_abs_z_by_position"],
-            "median_abs_z_by_position_clean": c["median_abs_z_by_position"]}
+    return OutlierComparison(m.median_abs_z, c.median_abs_z, _ratio(m.median_abs_z, c.median_abs_z),
+                             _ratio(m_all.median_abs_z, c.median_abs_z), m.pattern_corr, c.pattern_corr)
 
 
 def fresh_noisy_labels(examples: Examples, kind: str, order: str = "msb", seed: int = 0) -> Examples:
-    """The |z| null of amendment 1 (7.7): the same examples with fresh labels from the task's noise
-    process (:func:`rote.tasks.fda.noisy_sums`, ``kind`` "random" or "digit"), drawn with a fixed
-    ``seed`` and never trained on. Teacher-forced on these labels, the model reads a noisy prefix
-    exactly as on M, but nothing about the label was memorized."""
+    """7.7's |z| null: the examples with fresh labels from the noise process ``kind`` (fixed ``seed``),
+    never trained on: the model reads a noisy prefix as on M, but memorized nothing."""
     if len(examples) == 0:
         return make_examples(examples.info["a"], examples.info["b"], order)
     sums = (examples.info["a"] + examples.info["b"]).numpy()
@@ -176,28 +170,34 @@ def fresh_noisy_labels(examples: Examples, kind: str, order: str = "msb", seed: 
     return make_examples(examples.info["a"], examples.info["b"], order, label=torch.from_numpy(label.astype(np.int64)))
 
 
-def null_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap) -> dict:
-    """|z| at memorized digits on M against the same on never-trained noisy labels (the null of
-    :func:`fresh_noisy_labels`; its "memorized digits" are where the fresh label differs from the
-    true sum). ``z_null_ratio``: the ratio of the medians over every answer position;
-    ``z_null_ratio_position9``: the same at the first answer position alone (sequence position 9,
-    the ``=``, where neither set has a noisy prefix yet), reported separately; per-position medians."""
+@dataclass(frozen=True)
+class NullComparison:
+    """7.7: median |z| at memorized digits on M over the never-trained noisy labels (whose memorized
+    digits are where the fresh label differs), at every answer position, at position 9 alone (the ``=``:
+    no noisy prefix yet) and after it, with the per-position medians."""
+
+    median_abs_z_null: float | None = None
+    z_null_ratio: float | None = None
+    median_abs_z_position9_M: float | None = None
+    median_abs_z_position9_null: float | None = None
+    z_null_ratio_position9: float | None = None
+    z_null_ratio_after_position9: float | None = None
+    n_null: int | None = None
+    median_abs_z_by_position_M: list[float] | None = None
+    median_abs_z_by_position_null: list[float] | None = None
+
+
+def null_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap) -> NullComparison:
     m, z0 = outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(null, hmap, memorized_digits=True)
-
-    def ratio(a, b):
-        return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
-
-    pm, pn = m["median_abs_z_by_position"], z0["median_abs_z_by_position"]
-    return {"median_abs_z_null": z0["median_abs_z"], "z_null_ratio": ratio(m["median_abs_z"], z0["median_abs_z"]),
-            "median_abs_z_position9_M": pm[0] if pm else math.nan,
-            "median_abs_z_position9_null": pn[0] if pn else math.nan,
-            "z_null_ratio_position9": ratio(pm[0], pn[0]) if pm and pn else math.nan,
-            "z_null_ratio_after_position9": ratio(_median_after_position9(memorized, hmap), _median_after_position9(null, hmap)),
-            "median_abs_z_by_position_null": pn, "n_null": z0["n_examples"]}
+    pm, pn = m.median_abs_z_by_position, z0.median_abs_z_by_position
+    return NullComparison(z0.median_abs_z, _ratio(m.median_abs_z, z0.median_abs_z), pm[0] if pm else math.nan,
+                          pn[0] if pn else math.nan, _ratio(pm[0], pn[0]) if pm and pn else math.nan,
+                          _ratio(_median_after_position9(memorized, hmap), _median_after_position9(null, hmap)),
+                          z0.n_examples, pm, pn)
 
 
 def _median_after_position9(stats: NeighbourStats, hmap: HeuristicMap) -> float:
-    """Median |z| over heuristic units at memorized digits of answer positions 2.. (after the ``=``)."""
+    """Median |z| over heuristic units at memorized digits after the first answer position."""
     h = hmap.heuristic[None].expand_as(stats.z) & stats.differs[:, None, :, None]
     h[:, :, 0] = False
     return _nanmedian(stats.z.abs()[h])
@@ -205,10 +205,8 @@ def _median_after_position9(stats: NeighbourStats, hmap: HeuristicMap) -> float:
 
 def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind: str = "strongest",
                      z_min: float = 2.0) -> pd.DataFrame:
-    """Example (memorized example, heuristic unit) pairs at memorized digits (label digit != true
-    digit), at most one per unit: the ``k`` with the largest |z| (``kind="strongest"``) or the ``k``
-    outliers (|z| >= ``z_min``) closest to the median |z| of all outliers (``kind="typical"``).
-    Columns: example, layer, position, neuron, feature, z, act, expected."""
+    """(memorized example, heuristic unit) pairs at memorized digits, one per unit: the ``k`` largest |z|
+    (``strongest``) or the ``k`` outliers (|z| >= ``z_min``) nearest their median |z| (``typical``)."""
     cols = ["example", "layer", "position", "neuron", "feature", "z", "act", "expected"]
     t = z_table(stats, hmap, "M")
     t = t[t.differs].assign(absz=lambda d: d.z.abs())
@@ -237,37 +235,35 @@ def z_table(stats: NeighbourStats, hmap: HeuristicMap, set_name: str) -> pd.Data
                          "differs": stats.differs[n, j].numpy()})
 
 
+@dataclass(frozen=True)
+class ShiftDirection:
+    """The share of outlier shifts at memorized digits that raise the noisy digit (chance: 0.5), of ``n_shifts``."""
+
+    shift_toward_noisy: float | None = None
+    n_shifts: int | None = None
+
+
 @torch.no_grad()
 def shift_direction(model: HookedTransformer, examples: Examples, stats: NeighbourStats, hmap: HeuristicMap, *,
-                    z_min: float = 2.0) -> dict:
-    """Does each outlier shift push toward the noisy digit?
-
-    For every (memorized example, heuristic unit) with |z| >= ``z_min`` at an answer position where
-    the noisy digit differs from the true one, the shift act(x) - mean moves the unit's direct
-    logit difference (noisy digit - true digit) by shift * W_out[:, i] . (w_noisy - w_true)
-    (:func:`~rote.analysis.neurons.folded_unembed`; the positive LayerNorm scale does not change the
-    sign). Returns the share of such shifts that raise the noisy digit (0.5 is chance), and counts.
-    """
+                    z_min: float = 2.0) -> ShiftDirection:
+    """For each (memorized example, heuristic unit) with |z| >= ``z_min`` at a memorized digit, whether the
+    shift act(x) - mean raises the direct logit difference noisy - true digit (shift * W_out[:, i] .
+    (w_noisy - w_true), :func:`~rote.analysis.neurons.folded_unembed`; LayerNorm's scale keeps the sign)."""
     if len(examples) == 0:
-        return {"toward_noisy": math.nan, "n_shifts": 0}
+        return ShiftDirection(math.nan, 0)
     w = folded_unembed(model).cpu()
     diff = w[examples.label] - w[examples.true_label]  # [N, A, d_model]
-    pushes = []
-    for li, l in enumerate(hmap.layers):
-        W = model.blocks[l].mlp.W_out.weight.detach().cpu()  # [d_model, D]
-        pushes.append(diff @ W)  # [N, A, D]
-    push = torch.stack(pushes, 1)  # [N, L, A, D]
+    push = torch.stack([diff @ model.blocks[l].mlp.W_out.weight.detach().cpu() for l in hmap.layers], 1)  # [N, L, A, D]
     shift = stats.act - stats.mean
     sel = hmap.heuristic[None] & (stats.z.abs() >= z_min) & stats.differs[:, None, :, None] & ~stats.z.isnan()
     toward = (shift * push)[sel] > 0
-    return {"toward_noisy": float(toward.double().mean()) if len(toward) else math.nan, "n_shifts": int(sel.sum())}
+    return ShiftDirection(float(toward.double().mean()) if len(toward) else math.nan, int(sel.sum()))
 
 
 # -- pictures -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SquareSettings:
-    """The operand square of :func:`operand_neighbourhood`: shifts of each operand up to ``radius``,
-    the inputs written in answer ``order``."""
+    """:func:`operand_neighbourhood`'s square: each operand shifted up to ``radius``, in answer ``order``."""
 
     radius: int = 6
     order: str = "msb"
@@ -281,12 +277,8 @@ class SquareSettings:
 @torch.no_grad()
 def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: int, position: int,
                           neurons: Sequence[int], settings: SquareSettings = SquareSettings()) -> dict:
-    """Activations of chosen neurons over the operand square around one example.
-
-    ``grid`` [len(neurons), 2r+1, 2r+1]: clean inputs (a + da, b + db), rows da = -r..r, columns
-    db = -r..r, each teacher-forced on its true sum; ``example_value`` [len(neurons)]: the
-    activation on the example itself, teacher-forced on its own (noisy) label. Also ``a``, ``b``.
-    """
+    """``grid`` [len(neurons), 2r+1, 2r+1]: the neurons on clean inputs (a + da, b + db) (rows da, columns
+    db), each on its true sum; ``example_value``: on the example itself, on its own label; ``a``, ``b``."""
     radius, order = settings.radius, settings.order
     a, b = int(example.info["a"][0]), int(example.info["b"][0])
     r = torch.arange(-radius, radius + 1)
@@ -302,9 +294,8 @@ def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: in
 
 # -- amendment 2, 8.4: read memorization where the context is clean ----------------------------
 def first_differing(examples: Examples) -> torch.Tensor:
-    """[N] long: j*, each example's first answer position (in generation order) whose label digit
-    differs from the true digit; -1 where the label equals the true label everywhere. Up to j* the
-    teacher-forced prefix is the true sum's, so the model's input at j* is clean."""
+    """[N] j*, each example's first answer position whose label digit differs from the true digit (-1:
+    none). Up to j* the teacher-forced prefix is the true sum's, so the input at j* is clean."""
     differs = examples.label != examples.true_label
     if differs.shape[1] == 0:
         return torch.full((len(examples),), -1, dtype=torch.long)
@@ -312,9 +303,20 @@ def first_differing(examples: Examples) -> torch.Tensor:
     return torch.where(differs.any(1), first, torch.full_like(first, -1))
 
 
+def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: each example's j* (none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
+
+
+def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """Bool [N, A]: the answer positions after each example's j* (none where -1)."""
+    jstar = jstar.long().cpu()
+    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
+
+
 def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
-    """[N, A] each example's largest |z| over the heuristic units of ``hmap`` (every analysed
-    layer) at each answer position; NaN where no heuristic unit there has a defined z."""
+    """[N, A] each example's largest |z| over the heuristic units at each answer position (NaN: none defined)."""
     absz = stats.z.abs()
     keep = hmap.heuristic[None].expand_as(absz) & ~absz.isnan()
     top = torch.where(keep, absz, torch.full_like(absz, -math.inf)).amax(dim=(1, 3))
@@ -322,9 +324,7 @@ def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
 
 
 def weighted_median(values: torch.Tensor, weights: torch.Tensor) -> float:
-    """The weighted median (the smallest value at which the cumulative weight reaches half the
-    total) of ``values`` with non-negative ``weights``, ignoring NaN values and zero weights; NaN
-    when nothing is left."""
+    """The smallest value at which the cumulative weight reaches half the total (NaN and zero weights ignored)."""
     values, weights = values.flatten().double(), weights.flatten().double()
     ok = ~values.isnan() & (weights > 0)
     values, weights = values[ok], weights[ok]
@@ -340,8 +340,8 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _at_positions(values: torch.Tensor, weights: torch.Tensor, dim: int = 1) -> float:
-    """Weighted median of ``values`` whose answer position (dimension ``dim``) j carries weight
-    ``weights[j]`` in all, spread evenly over its defined entries."""
+    """Weighted median of ``values``, answer position j (dimension ``dim``) weighing ``weights[j]`` in all,
+    spread evenly over its defined entries."""
     A = values.shape[dim]
     per = values.movedim(dim, 0).reshape(A, -1)  # [A, everything else]
     defined = (~per.isnan()).double().sum(1)
@@ -351,11 +351,8 @@ def _at_positions(values: torch.Tensor, weights: torch.Tensor, dim: int = 1) -> 
 
 @dataclass(frozen=True)
 class JstarValues:
-    """The per-example values of the outlier statistic at j* (8.4), kept for its sampling interval
-    (section 11): ``M`` [n] each memorized example's largest |z| over the heuristic units at its j*
-    (the examples with a j*, in order; NaN where no unit there has a defined z); ``clean`` [N, A] each
-    clean example's largest |z| at every answer position; ``weights`` [A] how many memorized examples
-    have their j* at each answer position (the weighting of the clean reference)."""
+    """The per-example values of 8.4's statistic (section 11's bootstrap): ``M`` [n] the largest |z| of each
+    example with a j* there; ``clean`` [N, A] at every position; ``weights`` [A] the examples with j* there."""
 
     M: np.ndarray
     clean: np.ndarray
@@ -364,7 +361,6 @@ class JstarValues:
 
 def jstar_values(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
                  jstar: torch.Tensor) -> JstarValues:
-    """The per-example values :func:`jstar_comparison` reads its ratio from (:class:`JstarValues`)."""
     A = memorized.z.shape[2]
     jstar = jstar.long().cpu()
     rows = (jstar >= 0).nonzero().squeeze(1)
@@ -380,9 +376,7 @@ def _lower_median(x: np.ndarray) -> float:
 
 
 def _clean_reference(clean: np.ndarray, weights: np.ndarray) -> float:
-    """:func:`_at_positions` in numpy: the weighted median of ``clean`` [N, A], position j weighing
-    ``weights[j]`` in all, spread evenly over its defined entries (those of this sample: the weighting is
-    recomputed on every bootstrap resample)."""
+    """:func:`_at_positions` in numpy, over the defined entries of this (re)sample."""
     defined = ~np.isnan(clean)
     per = np.where(defined.sum(0) > 0, weights / np.maximum(defined.sum(0), 1), 0.0)
     v, w = clean[defined], np.broadcast_to(per, clean.shape)[defined]
@@ -395,11 +389,8 @@ def _clean_reference(clean: np.ndarray, weights: np.ndarray) -> float:
 
 
 def jstar_ratio_interval(values: JstarValues) -> Interval | None:
-    """Section 11: the 95% percentile-bootstrap interval of the ratio at j* (the median over M of each
-    example's largest |z| at its j*, over the weighted median on clean examples): M and the clean
-    examples are resampled each on their own (1,000 resamples, fixed seed), and the clean reference is
-    weighted inside the statistic, over the defined entries of each resample. None where the ratio is
-    undefined."""
+    """Section 11: the 95% percentile bootstrap of the ratio at j*, M and clean examples resampled each on
+    their own (the clean reference reweighted inside the statistic); None where undefined."""
     clean, weights = values.clean, values.weights
 
     def ratio(zm: np.ndarray, rows: np.ndarray) -> float:
@@ -410,67 +401,76 @@ def jstar_ratio_interval(values: JstarValues) -> Interval | None:
     return bootstrap(ratio, [values.M, np.arange(len(clean))])
 
 
-def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
-                     jstar: torch.Tensor) -> dict:
-    """The outlier statistic of amendment 2 (8.4) at j* (``jstar`` [N] of :func:`first_differing`,
-    -1: no j*, excluded and counted).
+@dataclass(frozen=True)
+class JstarComparison:
+    """8.4 at j*: the median over M of each example's largest |z| over the heuristic units at its j*, and
+    on clean examples at the same positions weighted like M's j* (a weighted median), their ratio with its
+    bootstrap interval (section 11); the median over all units at j* (the section-5 statistic there); the
+    pattern correlation read at j*; counts (``jstar_counts``: position -> examples)."""
 
-    ``jstar_z_M``: the median over M of each example's largest |z| over the heuristic units of
-    ``hmap`` at its j* (:func:`max_abs_z`); ``jstar_z_clean``: the same statistic on clean examples
-    at the same answer positions, weighted like M's j* (position j counts with the share of M whose
-    j* = j, spread over the clean examples: a weighted median); ``jstar_z_ratio``: their ratio, and
-    ``jstar_z_ratio_interval`` its bootstrap interval (:func:`jstar_ratio_interval`; section 11).
-    ``jstar_median_z_*``: the median |z| over all (example, heuristic unit) pairs at j*, weighted
-    the same way (the section-5 statistic at j*, which a handful of shifted units leaves at its
-    clean value); ``jstar_pattern_corr_M``: the pattern correlation of :func:`outlier_summary`
-    with each M example read at its j* only. Counts: ``jstar_n_M``, ``jstar_n_without``,
-    ``jstar_counts`` (position -> number of M examples). NaN where undefined.
-    """
+    jstar_n_M: int | None = None
+    jstar_n_without: int | None = None
+    jstar_counts: dict[int, int] | None = None
+    jstar_z_M: float | None = None
+    jstar_z_clean: float | None = None
+    jstar_z_ratio: float | None = None
+    jstar_z_ratio_interval: Interval | None = None
+    jstar_median_z_M: float | None = None
+    jstar_median_z_clean: float | None = None
+    jstar_median_z_ratio: float | None = None
+    jstar_pattern_corr_M: float | None = None
+    jstar_heuristic_units_per_position: list[int] | None = None
+
+
+def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
+                     jstar: torch.Tensor) -> JstarComparison:
+    """:class:`JstarComparison` (``jstar`` of :func:`first_differing`; -1: left out, counted)."""
     A = memorized.z.shape[2]
     jstar = jstar.long().cpu()
     has = jstar >= 0
     n_has = int(has.sum())
     counts = {int(j): int((jstar == j).sum()) for j in range(A) if (jstar == j).any()}
     weights = torch.tensor([counts.get(j, 0) for j in range(A)], dtype=torch.double)
-    rows = has.nonzero().squeeze(1)
     values = jstar_values(memorized, clean, hmap, jstar)
     z_M = _nanmedian(torch.from_numpy(values.M))
     z_clean = _at_positions(torch.from_numpy(values.clean), weights) if n_has else math.nan
-    # the median over all heuristic units at j*, on M and on clean examples
-    at = torch.zeros(len(jstar), A, dtype=torch.bool)
-    at[rows, jstar[rows]] = True
+    at = jstar_mask(jstar, A)  # the median over all heuristic units at j*, on M and on clean examples
     h = hmap.heuristic[None].expand_as(memorized.z) & at[:, None, :, None]
     med_M = _nanmedian(memorized.z.abs()[h])
     absz_c = torch.where(hmap.heuristic[None].expand_as(clean.z), clean.z.abs(), torch.full_like(clean.z, math.nan))
     med_clean = _at_positions(absz_c, weights, dim=2) if n_has else math.nan
     only = at[:, None, :, None].expand_as(memorized.act)
     nan = torch.full_like(memorized.act, math.nan)
-    # the pattern correlation: a median over units of a correlation across examples, not a median of
-    # per-example values, so section 11 gives it a margin only (no interval)
     corr = _unit_corr(torch.where(only, memorized.act, nan), torch.where(only, memorized.mean, nan))[hmap.heuristic]
-    return {"jstar_n_M": n_has, "jstar_n_without": int((~has).sum()), "jstar_counts": counts,
-            "jstar_z_M": z_M, "jstar_z_clean": z_clean, "jstar_z_ratio": _ratio(z_M, z_clean),
-            "jstar_z_ratio_interval": jstar_ratio_interval(values) if n_has else None,
-            "jstar_median_z_M": med_M, "jstar_median_z_clean": med_clean,
-            "jstar_median_z_ratio": _ratio(med_M, med_clean), "jstar_pattern_corr_M": _nanmedian(corr),
-            "jstar_heuristic_units_per_position": [int(hmap.heuristic[:, j].sum()) for j in range(A)]}
+    return JstarComparison(n_has, int((~has).sum()), counts, z_M, z_clean, _ratio(z_M, z_clean),
+                           jstar_ratio_interval(values) if n_has else None, med_M, med_clean,
+                           _ratio(med_M, med_clean), _nanmedian(corr),
+                           [int(hmap.heuristic[:, j].sum()) for j in range(A)])
+
+
+@dataclass(frozen=True)
+class AfterJstar:
+    """Shown, not judged (8.4): after each example's j*, median |z| over (example, heuristic unit) pairs
+    and of the per-example largest |z|, on M and on the never-trained noisy labels (from their own j*)."""
+
+    after_jstar_z_M: float | None = None
+    after_jstar_z_null: float | None = None
+    after_jstar_z_ratio_null: float | None = None
+    after_jstar_max_z_M: float | None = None
+    after_jstar_max_z_null: float | None = None
+    after_jstar_max_z_ratio_null: float | None = None
+    after_jstar_n_M: int | None = None
+    after_jstar_n_null: int | None = None
 
 
 def after_jstar_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap,
-                           jstar_memorized: torch.Tensor, jstar_null: torch.Tensor) -> dict:
-    """Shown, not judged (8.4): |z| after j* on M against the same on the never-trained noisy
-    labels of 7.7 (:func:`fresh_noisy_labels`; their own j*). Median |z| over (example, heuristic
-    unit) pairs at the answer positions after each example's j*; and the same per-example maximum
-    over heuristic units, as at j*. ``after_jstar_z_ratio_null``: M's median over the null's."""
+                           jstar_memorized: torch.Tensor, jstar_null: torch.Tensor) -> AfterJstar:
     def pick(stats, jstar):
-        A = stats.z.shape[2]
-        after = (torch.arange(A)[None] > jstar.long().cpu()[:, None]) & (jstar.cpu() >= 0)[:, None]
+        after = after_jstar_mask(jstar, stats.z.shape[2])
         h = hmap.heuristic[None].expand_as(stats.z) & after[:, None, :, None]
         top = torch.where(after, max_abs_z(stats, hmap), torch.full(after.shape, math.nan))
         return _nanmedian(stats.z.abs()[h]), _nanmedian(top), int(after.any(1).sum())
 
     m, m_top, n_m = pick(memorized, jstar_memorized)
     z0, z0_top, n_0 = pick(null, jstar_null)
-    return {"after_jstar_z_M": m, "after_jstar_z_null": z0, "after_jstar_z_ratio_null": _ratio(m, z0),
-            "after_jstar_max_z_M": m_top, "after_jstar_max_z_null": z0_top,
-            "after_jstar_max_z_ratio_null": _ratio(m_top, z0_top), "after_jstar_n_M": n_m, "after_jstar_n_null": n_0}
+    return AfterJstar(m, z0, _ratio(m, z0), m_top, z0_top, _ratio(m_top, z0_top), n_m, n_0)

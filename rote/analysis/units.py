@@ -1,15 +1,7 @@
-"""The units of claim C5 and the data over them that heuristics, outliers and neuron patching share.
-
-A *unit* is one MLP neuron (layer l, index i) at one answer position j: neurons are read at the
-sequence positions that predict the answer digits (positions 9..13 for ``a+b=`` prompts: the
-``=`` and the first four answer tokens), teacher-forced on the answer, as the model runs when it
-generates. The same neuron at two positions computes different things, so it is classified per
-position. Arrays over units have shape [L, A, d_mlp] (L analysed layers, A = 5 answer positions).
-
-- :class:`HeuristicMap` -- the classification of every unit (made by :mod:`rote.analysis.heuristics`);
-- :class:`NeighbourStats` -- the activations of examples and of their clean neighbours per unit, and
-  their z-scores (made by :mod:`rote.analysis.outliers`; :mod:`rote.analysis.neuron_patching` patches
-  units to their clean-neighbour expectations).
+"""The units of claim C5: one MLP neuron (layer l, index i) at one answer position j (sequence positions
+9..13 of ``a+b=``: the ``=`` and the first four answer tokens, teacher-forced on the answer), since the
+same neuron computes different things at two positions. Arrays over units are [L, A, d_mlp]: the
+classification (:class:`HeuristicMap`) and the activations against clean neighbours (:class:`NeighbourStats`).
 """
 
 from __future__ import annotations
@@ -21,7 +13,6 @@ import pandas as pd
 import torch
 
 
-# -- heuristic units ------------------------------------------------------------------------------
 @dataclass
 class HeuristicMap:
     """The classification of every unit (layer, answer position, neuron); arrays are [L, A, d_mlp]."""
@@ -72,23 +63,17 @@ class HeuristicMap:
         """The analysed layers that hold no heuristic unit at any answer position."""
         return [int(l) for li, l in enumerate(self.layers) if not bool(self.heuristic[li].any())]
 
-    # -- neurons as units (protocol section 5: "at least 20% of neurons") ---------------------
     @property
     def home_position(self) -> torch.Tensor:
-        """[L, D] each neuron's *home* answer position: the one where its top-k grid activations are
-        largest on average (where it fires for its pattern)."""
+        """[L, D] each neuron's home answer position: where its top-k grid activations are largest on average."""
         if self.top_mean is None:
             raise ValueError("this HeuristicMap was built without top_mean")
         return self.top_mean.argmax(1)
 
     @property
     def neuron_heuristic(self) -> torch.Tensor:
-        """Bool [L, D]: a neuron is a heuristic when it is a heuristic unit at its home position.
-
-        One classification per neuron, at the position where it fires most strongly for its top
-        inputs, so that a neuron is tested once, as in section 5 ("for every MLP neuron, take its
-        top-activating inputs"); counting a neuron that is a heuristic at *any* of the five
-        positions would give every neuron five chances to pass."""
+        """Bool [L, D]: a heuristic unit at its home position (section 5 counts neurons: one test each, not
+        five chances to pass)."""
         home = self.home_position
         return self.heuristic.gather(1, home[:, None]).squeeze(1)
 
@@ -102,12 +87,10 @@ class HeuristicMap:
 
     @property
     def any_position_fraction(self) -> float:
-        """The share of neurons that are a heuristic unit at one answer position at least (shown
-        beside :attr:`neuron_fraction`, never judged)."""
+        """The share of neurons that are a heuristic unit at some answer position (shown, never judged)."""
         return float(self.heuristic.any(1).double().mean())
 
 
-# -- clean neighbours -----------------------------------------------------------------------------
 @dataclass
 class NeighbourStats:
     """Activations of examples and of their clean neighbours, per unit; arrays [N, L, A, D]."""
@@ -123,5 +106,5 @@ class NeighbourStats:
 
     @property
     def expected(self) -> torch.Tensor:
-        """The clean-neighbour expectation used for patching: feature-matched mean, else all neighbours."""
+        """The expectation patched in: the feature-matched mean, else the mean over all neighbours."""
         return torch.where(self.mean.isnan(), self.mean_all, self.mean)

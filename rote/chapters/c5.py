@@ -1,17 +1,14 @@
 """Chapter 06, claim C5: outlier heuristics (FDA).
 
-Sections, each a call here, in the chapter's order (some analyses seed torch's generator, so the
-order is part of the result): the sets (:func:`load`), heuristic neurons (:func:`heuristic_maps`),
-against the untrained model (:func:`untrained_maps`), under amendment 2's cut (:func:`cut`),
-outliers against clean neighbours and the never-trained null (:func:`outliers`), the shifted
-picture (:func:`heatmap_figure`), layer-wise patching (:func:`patching`), the dose-response
-(:func:`dose`), memorization at the first differing digit j* (:func:`jstar`), and every number the
-record holds with the claim's checks (:func:`evaluate`, the only caller of :mod:`rote.verdicts.c5`),
-with each section's figure, table and paragraph."""
+Sections, in the chapter's order (some analyses seed torch's generator, so the order is part of the
+result), each a pure function of the build and earlier results: :func:`load`, :func:`heuristic_maps`,
+:func:`untrained_maps`, :func:`cut` (8.3), :func:`outliers`, :func:`patching`, :func:`dose` (7.7),
+:func:`jstar` (8.4), then :func:`evaluate`, the only caller of :mod:`rote.verdicts.c5`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -19,6 +16,9 @@ import seaborn as sns
 
 from .. import plan, plots, verdicts
 from ..analysis import fda_features, heuristics, neuron_patching, outliers as outlier_analysis
+from ..analysis.heuristics import CutShares
+from ..analysis.neuron_patching import DoseSummary, JstarAnalysis
+from ..analysis.outliers import NullComparison, OutlierComparison, ShiftDirection
 from ..analysis.sets import memorized
 from ..report import (chance_side, choose_by, each_seed, label, measured, per_seed, registered_not_passed, seeds_head,
                       values, versus, where)
@@ -35,7 +35,7 @@ CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["co
 
 @dataclass(frozen=True)
 class Params(ChapterParams):
-    """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
+    """The notebook's ``parameters`` cell, checked before anything trains."""
 
     tasks: list[str] = param(["fda"], task_list(("fda",)))  # C5 is an FDA claim
     seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
@@ -85,21 +85,34 @@ def set_table(build: Build) -> pd.DataFrame:
                                     "clean reference examples": len(build.sets[u]["clean"])} for u in build.units})
 
 
-def _grid(build: Build, u, grid_size: int, grid_seed: int):
-    return fda_features.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+def _classify(build: Build, u, model, grid_size: int, grid_seed: int, top_k: int):
+    """``model``'s units classified by section 5's coverage rule on a grid of clean inputs (``u``'s answer order)."""
+    grid = fda_features.operand_grid(grid_size, grid_seed, build.runs[u].data.meta["answer_order"])
+    return heuristics.classify_neurons(model, grid, heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
 
 
 def _last(hmap) -> int:
     return max(hmap.layers)
 
 
+def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor: float, name: str, offset: float, *,
+           line: bool = False, s: int = 300, fontsize: int = 8) -> None:
+    """One point per seed and condition (``line``: the registered share, dashed), and the bar each must reach:
+    ``factor`` x the rows ``reference`` selects, drawn at ``offset``."""
+    sns.stripplot(data=data, x="condition", y=y, hue=hue, dodge=True, jitter=False, size=7, ax=ax, palette=palette)
+    if line:
+        ax.axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
+    for i, cond in enumerate(data.condition.unique()):
+        need = factor * data[(data.condition == cond) & reference][y]
+        ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
+                   label=f"{factor:g} x {name}" if i == 0 else None)
+    ax.legend(fontsize=fontsize)
+
+
 # -- heuristic neurons -------------------------------------------------------------------------------
 def heuristic_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
-    """Per unit: every (layer, answer position, neuron) unit classified on a grid of clean inputs
-    (section 5's coverage rule)."""
-    return {u: heuristics.classify_neurons(run.model, _grid(build, u, grid_size, grid_seed),
-                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
-            for u, run in build.runs.items()}
+    """Per unit: every (layer, answer position, neuron) unit classified."""
+    return {u: _classify(build, u, run.model, grid_size, grid_seed, top_k) for u, run in build.runs.items()}
 
 
 def share_figure(build: Build, hmaps: dict):
@@ -137,8 +150,7 @@ def feature_table(hmap, u):
 def untrained_maps(build: Build, grid_size: int, grid_seed: int, top_k: int) -> dict:
     """Per unit: the same classification on the untrained model (step 0, rebuilt from the run's model
     seed; rebuilding it seeds torch's generator)."""
-    return {u: heuristics.classify_neurons(build_model(u.noisy, run.data).eval(), _grid(build, u, grid_size, grid_seed),
-                                           heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k))
+    return {u: _classify(build, u, build_model(u.noisy, run.data).eval(), grid_size, grid_seed, top_k)
             for u, run in build.runs.items()}
 
 
@@ -154,14 +166,8 @@ def null_figure(build: Build, hmaps: dict, untrained: dict):
     palette = {"trained": plots.GROUP_COLORS["M"], "untrained": plots.GROUP_COLORS["control"]}
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1, 1.6]})
     judged = share[share.measure == "neurons (judged)"]
-    sns.stripplot(data=judged, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
-                  palette=palette)
-    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(judged.condition.unique()):
-        need = T["untrained_share_factor_min"] * judged[(judged.condition == cond) & (judged.model == "untrained")].share
-        axes[0].scatter([i + 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                        label=f"{T['untrained_share_factor_min']:g} x untrained" if i == 0 else None)
-    axes[0].legend(fontsize=8)
+    _strip(axes[0], judged, "share", "model", palette, judged.model == "untrained", T["untrained_share_factor_min"],
+           "untrained", 0.2, line=True)
     top = max([1.0] + [T["untrained_share_factor_min"] * hm.neuron_fraction for hm in untrained.values()])
     axes[0].set(ylim=(0, top + 0.05), ylabel="share of neurons that are heuristics", title="heuristic neurons (judged)")
     other = share[share.measure != "neurons (judged)"].assign(key=lambda d: d.measure + ", " + d.condition)
@@ -174,9 +180,7 @@ def null_figure(build: Build, hmaps: dict, untrained: dict):
 
 
 def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
-    """Per condition: the share of heuristic neurons of the trained model against the untrained one,
-    on how many seeds it clears both lines, and whether the untrained model alone reaches the
-    registered share."""
+    """Per condition, trained against untrained share (generated: on how many seeds it clears both lines)."""
     lines = []
     for (task, condition), members in groups_.items():
         shares = [hmaps[u].neuron_fraction for u in members]
@@ -198,32 +202,30 @@ def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
 
 
 # -- amendment 2, 8.3: the cut calibrated on an untrained model ---------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Cut:
-    """Per unit: the trained (``maps``) and the untrained model's (``null_maps``) classification under
-    the cut, and their shares (``metrics``: :func:`rote.analysis.heuristics.cut_summary`)."""
+    """Per unit: the trained and the untrained model's maps under the 8.3 cut, and their shares."""
 
     maps: dict
     null_maps: dict
-    metrics: dict
+    shares: dict[object, CutShares]
 
     def table(self, units) -> pd.DataFrame:
-        return pd.DataFrame({label(u): {k: v for k, v in self.metrics[u].items() if "per_layer" not in k} for u in units})
+        return pd.DataFrame({label(u): {k: v for k, v in asdict(self.shares[u]).items() if "per_layer" not in k}
+                             for u in units})
 
 
 def cut(build: Build, hmaps: dict, untrained: dict, grid_size: int, grid_seed: int, top_k: int) -> Cut:
-    """The cut: per layer and answer position, a quantile of the scores of an untrained model of
-    another initialization (model seed s + the protocol's offset), applied to both classifications."""
-    maps, null_maps, metrics = {}, {}, {}
+    """8.3: per layer and answer position, a quantile of the scores of an untrained model of another
+    initialization (model seed s + the protocol's offset), applied to both classifications."""
+    maps, null_maps, shares = {}, {}, {}
     for u, run in build.runs.items():
         other_seed = u.noisy.model.model_seed + T["untrained_cut_seed_offset"]
         other = build_model(u.noisy.replace(model_seed=other_seed), run.data).eval()
-        settings = heuristics.ClassifySettings(T["heuristic_coverage_min"], top_k=top_k)
-        threshold = heuristics.score_cut(heuristics.classify_neurons(other, _grid(build, u, grid_size, grid_seed), settings),
-                                         T["untrained_cut_quantile"])
+        threshold = heuristics.score_cut(_classify(build, u, other, grid_size, grid_seed, top_k), T["untrained_cut_quantile"])
         maps[u], null_maps[u] = heuristics.with_cut(hmaps[u], threshold), heuristics.with_cut(untrained[u], threshold)
-        metrics[u] = {**heuristics.cut_summary(maps[u], null_maps[u]), "cut_untrained_seed": other_seed}
-    return Cut(maps, null_maps, metrics)
+        shares[u] = heuristics.cut_summary(maps[u], null_maps[u], other_seed)
+    return Cut(maps, null_maps, shares)
 
 
 def cut_figure(build: Build, result: Cut):
@@ -231,18 +233,12 @@ def cut_figure(build: Build, result: Cut):
     seed; right: per layer (first seed)."""
     cut_share = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "model": name, "share": value}
                               for u in build.units
-                              for name, value in (("trained", result.metrics[u]["cut_heuristic_fraction"]),
-                                                  ("untrained, seed s (null)", result.metrics[u]["cut_null_fraction"]))])
+                              for name, value in (("trained", result.shares[u].cut_heuristic_fraction),
+                                                  ("untrained, seed s (null)", result.shares[u].cut_null_fraction))])
     palette = {"trained": plots.GROUP_COLORS["M"], "untrained, seed s (null)": plots.GROUP_COLORS["control"]}
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
-    sns.stripplot(data=cut_share, x="condition", y="share", hue="model", dodge=True, jitter=False, size=7, ax=axes[0],
-                  palette=palette)
-    axes[0].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(cut_share.condition.unique()):
-        need = T["untrained_share_factor_min"] * cut_share[(cut_share.condition == cond) & (cut_share.model != "trained")].share
-        axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                        label=f"{T['untrained_share_factor_min']:g} x null" if i == 0 else None)
-    axes[0].legend(fontsize=8)
+    _strip(axes[0], cut_share, "share", "model", palette, cut_share.model != "trained", T["untrained_share_factor_min"],
+           "null", -0.2, line=True)
     axes[0].set(ylim=(0, 1), xlabel="", ylabel="share of neurons that are heuristics",
                 title="8.3 cut: heuristic neurons (judged)")
     per_layer = pd.DataFrame([{"layer": layer, "share": f, "model": f"{label(u)}, {name}"} for u in build.shown
@@ -257,12 +253,12 @@ def cut_figure(build: Build, result: Cut):
 
 
 def cut_text(groups_: dict, cut_metrics: dict) -> str:
-    """Per condition: the shares under the cut, trained against the null, and the layers with no unit
-    over the cut."""
+    """Per condition: the shares under the cut, trained against the null, and the layers with no unit over
+    the cut (generated: which layers are empty)."""
     lines = []
     for (task, condition), members in groups_.items():
-        empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u]['cut_empty_layers'])}"
-                 for u in members if cut_metrics[u]["cut_empty_layers"]]
+        empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u].cut_empty_layers)}"
+                 for u in members if cut_metrics[u].cut_empty_layers]
         lines.append(
             f"- **{where(task, condition)}**: under the cut, a share "
             f"{each_seed(cut_metrics, members, 'cut_heuristic_fraction')} of the trained model's neurons are heuristics, "
@@ -275,42 +271,45 @@ def cut_text(groups_: dict, cut_metrics: dict) -> str:
 
 
 # -- outliers -------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Outliers:
-    """Per unit: each set's activations against its clean neighbours (``stats``: M, clean, and the
-    never-trained null), |z| on M against clean (``comparison``) and against the null (``null``), and
-    the direction of the outlier shifts (``direction``)."""
+    """Per unit: the sets (M, clean and the never-trained null), each set's activations against its clean
+    neighbours, |z| on M against clean and against the null, the shifts' direction, and the clean set's
+    median |z| per answer position (for the figures)."""
 
+    sets: dict
     stats: dict
-    comparison: dict
-    null: dict
-    direction: dict
+    comparison: dict[object, OutlierComparison]
+    null: dict[object, NullComparison]
+    direction: dict[object, ShiftDirection]
+    clean_by_position: dict
 
     def table(self, units) -> pd.DataFrame:
-        return pd.DataFrame({label(u): {**{k: v for k, v in self.comparison[u].items() if "by_position" not in k},
-                                        "outlier shifts at memorized digits": self.direction[u]["n_shifts"],
-                                        "share toward the noisy digit": self.direction[u]["toward_noisy"]} for u in units})
+        return pd.DataFrame({label(u): {**asdict(self.comparison[u]),
+                                        "outlier shifts at memorized digits": self.direction[u].n_shifts,
+                                        "share toward the noisy digit": self.direction[u].shift_toward_noisy}
+                             for u in units})
 
     def null_table(self, units) -> pd.DataFrame:
-        return pd.DataFrame({label(u): {k: v for k, v in self.null[u].items() if "by_position" not in k}
+        return pd.DataFrame({label(u): {k: v for k, v in asdict(self.null[u]).items() if "by_position" not in k}
                              for u in units}).round(3)
 
 
 def outliers(build: Build, hmaps: dict, max_shift: int, z_outlier: float, n_null: int, null_seed: int) -> Outliers:
-    """|z| of every heuristic unit on M, on the clean reference and on the never-trained null (the
-    first ``n_null`` clean reference examples relabelled by the run's noise process, added to the
-    unit's sets as ``null``)."""
-    stats, comparison, direction, null = {}, {}, {}, {}
+    """|z| of every heuristic unit on M, on the clean reference and on the never-trained null (the first
+    ``n_null`` clean reference examples relabelled by the run's noise process)."""
+    sets, stats, comparison, direction, null, clean = {}, {}, {}, {}, {}, {}
     for u, run in build.runs.items():
-        sets = build.sets[u]
-        sets["null"] = outlier_analysis.fresh_noisy_labels(sets["clean"][:n_null], u.noisy.data.noise_kind,
-                                                     run.data.meta["answer_order"], seed=null_seed)
-        settings = outlier_analysis.NeighbourSettings(order=run.data.meta["answer_order"], max_shift=max_shift)
-        stats[u] = {name: outlier_analysis.neighbour_stats(run.model, ex, hmaps[u], settings) for name, ex in sets.items()}
+        order = run.data.meta["answer_order"]
+        sets[u] = {**build.sets[u], "null": outlier_analysis.fresh_noisy_labels(
+            build.sets[u]["clean"][:n_null], u.noisy.data.noise_kind, order, seed=null_seed)}
+        settings = outlier_analysis.NeighbourSettings(order=order, max_shift=max_shift)
+        stats[u] = {name: outlier_analysis.neighbour_stats(run.model, ex, hmaps[u], settings) for name, ex in sets[u].items()}
         null[u] = outlier_analysis.null_comparison(stats[u]["M"], stats[u]["null"], hmaps[u])
         comparison[u] = outlier_analysis.outlier_comparison(stats[u]["M"], stats[u]["clean"], hmaps[u])
-        direction[u] = outlier_analysis.shift_direction(run.model, sets["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
-    return Outliers(stats, comparison, null, direction)
+        direction[u] = outlier_analysis.shift_direction(run.model, sets[u]["M"], stats[u]["M"], hmaps[u], z_min=z_outlier)
+        clean[u] = outlier_analysis.outlier_summary(stats[u]["clean"], hmaps[u]).median_abs_z_by_position
+    return Outliers(sets, stats, comparison, null, direction, clean)
 
 
 def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
@@ -326,8 +325,7 @@ def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
                      log_scale=True, ax=axes[0])
         axes[0].axvline(z_outlier, ls=":", color="k", lw=1)
         axes[0].set(title=f"{label(u)}: |z| of heuristic units", ylabel="share of (example, unit) pairs")
-        pos = pd.DataFrame({"M": result.comparison[u]["median_abs_z_by_position_M"],
-                            "clean": result.comparison[u]["median_abs_z_by_position_clean"]})
+        pos = pd.DataFrame({"M": result.null[u].median_abs_z_by_position_M, "clean": result.clean_by_position[u]})
         pos.index.name = "answer position"
         pos.plot(marker="o", ax=axes[1], color=[plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]])
         axes[1].set(ylabel="median |z|", title="median |z| per answer position", xticks=range(len(pos)))
@@ -344,27 +342,21 @@ def z_null_figure(build: Build, result: Outliers):
     threshold over the null; right (first seed): the median per answer position."""
     null_name = "null: never-trained noisy labels"
     zrows = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "set": name, "median |z|": value}
-                          for u in build.units for name, value in (("M", result.comparison[u]["median_abs_z_M"]),
-                                                                   (null_name, result.null[u]["median_abs_z_null"]),
-                                                                   ("clean", result.comparison[u]["median_abs_z_clean"]))])
+                          for u in build.units for name, value in (("M", result.comparison[u].median_abs_z_M),
+                                                                   (null_name, result.null[u].median_abs_z_null),
+                                                                   ("clean", result.comparison[u].median_abs_z_clean))])
     palette = {"M": plots.GROUP_COLORS["M"], null_name: plots.GROUP_COLORS["control"], "clean": plots.GROUP_COLORS["C"]}
     fig, axes = plt.subplots(1, 1 + len(build.shown), figsize=(5.5 * (1 + len(build.shown)), 3.8), squeeze=False)
     axes = axes[0]
     if zrows["median |z|"].notna().any():
-        sns.stripplot(data=zrows, x="condition", y="median |z|", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
-                      palette=palette)
-        for i, cond in enumerate(zrows.condition.unique()):
-            need = T["z_ratio_min"] * zrows[(zrows.condition == cond) & (zrows.set.str.startswith("null"))]["median |z|"]
-            axes[0].scatter([i] * len(need), need, marker="_", s=400, color="k", zorder=3,
-                            label=f"{T['z_ratio_min']:g} x null" if i == 0 else None)
-        axes[0].legend(fontsize=7)
+        _strip(axes[0], zrows, "median |z|", "set", palette, zrows.set.str.startswith("null"), T["z_ratio_min"], "null", 0,
+               s=400, fontsize=7)
         axes[0].set(title="median |z| at memorized digits, each seed")
     else:
         axes[0].text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=axes[0].transAxes)
     for ax, u in zip(axes[1:], build.shown):
-        pos = pd.DataFrame({"M": result.comparison[u]["median_abs_z_by_position_M"],
-                            null_name: result.null[u]["median_abs_z_by_position_null"],
-                            "clean": result.comparison[u]["median_abs_z_by_position_clean"]})
+        pos = pd.DataFrame({"M": result.null[u].median_abs_z_by_position_M,
+                            null_name: result.null[u].median_abs_z_by_position_null, "clean": result.clean_by_position[u]})
         pos.index = [f"{9 + j}" for j in range(len(pos))]
         pos.plot(marker="o", ax=ax, color=[palette[c] for c in pos.columns])
         ax.axvspan(-0.3, 0.3, color="0.9", zorder=0)
@@ -374,41 +366,32 @@ def z_null_figure(build: Build, result: Outliers):
     return fig
 
 
+Z_NULL_READINGS = ("so memorized examples are further out than a never-trained noisy label puts them, by the required "
+                   "factor, on every seed", "so a never-trained noisy label puts examples at least as far out as "
+                   "memorization does, on every seed", "so M is further out than the null, but not by the required "
+                   "factor on any seed", "so M is out by the required factor on {ok} of {n} seeds only")
+
+
 def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str:
-    """Per condition: median |z| on M, on the null and on clean examples, M over the null against the
-    threshold (on how many seeds it is reached, or below one), the part the noisy prefix explains, and
-    position 9 apart. ``sizes``: unit -> {"M": |M|, ...}."""
+    """Per condition, |z| on M, the null and clean examples (generated: on how many seeds M clears the null)."""
     lines = []
     for (task, condition), members in groups_.items():
         if not any(sizes[u]["M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: no memorized examples; the null does not apply.")
             continue
-        ratios = [null[u]["z_null_ratio"] for u in members]
-        ok = sum(measured(r) and r >= T["z_ratio_min"] for r in ratios)
-        below_one = sum(measured(r) and r < 1 for r in ratios)
-        over_clean = [comparison[u]["z_ratio"] for u in members]
-        prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip(over_clean, ratios))
-        if ok == len(members):
-            verdict_text = ("so memorized examples are further out than a never-trained noisy label puts them, by the "
-                            "required factor, on every seed")
-        elif below_one == len(members):
-            verdict_text = "so a never-trained noisy label puts examples at least as far out as memorization does, on every seed"
-        elif ok == 0:
-            verdict_text = "so M is further out than the null, but not by the required factor on any seed"
-        else:
-            verdict_text = f"so M is out by the required factor on {ok} of {len(members)} seeds only"
-        if prefix_part:
-            verdict_text += (f"; the ratio over clean examples is the larger one on {prefix_part} of {len(members)} "
-                             "seeds, so that part of it comes from the noisy prefix, not from memorization")
-        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits "
-                     f"{each_seed(comparison, members, 'median_abs_z_M')} on M, "
-                     f"{each_seed(null, members, 'median_abs_z_null')} on the null and "
+        n, ratios = len(members), [null[u].z_null_ratio for u in members]
+        ok, below_one = (sum(measured(r) and f(r) for r in ratios) for f in (lambda r: r >= T["z_ratio_min"], lambda r: r < 1))
+        prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip([comparison[u].z_ratio for u in members], ratios))
+        reading = Z_NULL_READINGS[0 if ok == n else 1 if below_one == n else 2 if ok == 0 else 3].format(ok=ok, n=n) + (
+            f"; the ratio over clean examples is the larger one on {prefix_part} of {n} seeds, so that part of it comes "
+            "from the noisy prefix, not from memorization" if prefix_part else "")
+        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits {each_seed(comparison, members, 'median_abs_z_M')}"
+                     f" on M, {each_seed(null, members, 'median_abs_z_null')} on the null and "
                      f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
                      f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {verdict_text}. At position 9 alone, "
-                     f"where neither set has a noisy prefix, M over null is "
-                     f"{each_seed(null, members, 'z_null_ratio_position9')}; after it, "
-                     f"{each_seed(null, members, 'z_null_ratio_after_position9')}.")
+                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where neither "
+                     f"set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; after "
+                     f"it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
     return "One number per seed:\n\n" + "\n".join(lines)
 
 
@@ -424,7 +407,7 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
             ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
-            nb = outlier_analysis.operand_neighbourhood(run.model, build.sets[u]["M"][row.example:row.example + 1], row.layer,
+            nb = outlier_analysis.operand_neighbourhood(run.model, result.sets[u]["M"][row.example:row.example + 1], row.layer,
                                                   row.position, [row.neuron],
                                                   outlier_analysis.SquareSettings(order=run.data.meta["answer_order"]))
             grid, r = nb["grid"][0].copy(), nb["radius"]
@@ -467,35 +450,31 @@ def patching_figure(u, table: pd.DataFrame):
 
 def registered_reverts(hmaps: dict, patched: dict) -> dict:
     """Per unit: the share of M the registered outlier set of the last layer reverts."""
-    return {u: neuron_patching.patching_summary(table, _last(hmaps[u]))["outliers_reverted"] for u, table in patched.items()}
+    return {u: neuron_patching.patching_summary(table, _last(hmaps[u])).patch_revert_last for u, table in patched.items()}
 
 
 def patching_table(u, table: pd.DataFrame):
     return table.style.set_caption(label(u)) if len(table) else table
 
 
-@dataclass
+@dataclass(frozen=True)
 class Dose:
-    """Per unit: the share of M reverted by patching each example's top-m neurons of the last layer,
-    and m random or mismatched ones, for every m (``curves``), and m50 with the reverts there (``last``)."""
+    """Per unit: 7.7's dose-response table of the last layer (``curves``) and its :class:`DoseSummary`."""
 
     curves: dict
-    last: dict
+    last: dict[object, DoseSummary]
 
     def table(self, build: Build, n_dose: int) -> pd.DataFrame:
+        keys = ("m50", "top_revert_m50", "random_revert_m50", "mismatched_revert_m50", "top_revert_max")
         return pd.DataFrame({label(u): {"memorized examples patched": min(n_dose, len(build.sets[u]["M"])),
-                                        **{k: self.last[u][k] for k in ("m50", "top_revert_m50", "random_revert_m50",
-                                                                        "mismatched_revert_m50", "top_revert_max")}}
-                             for u in build.units})
+                                        **{k: getattr(self.last[u], k) for k in keys}} for u in build.units})
 
 
 def dose(build: Build, hmaps: dict, result: Outliers, n_controls: int, n_dose: int) -> Dose:
     settings = neuron_patching.DoseSettings(T["m_grid"], n_controls=n_controls, max_examples=n_dose)
     curves = {u: neuron_patching.dose_response(run.model, build.sets[u]["M"], result.stats[u]["M"], [_last(hmaps[u])],
-                                          settings)
-              for u, run in build.runs.items()}
-    return Dose(curves, {u: {**neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"]),
-                             "dose_n": int(curves[u].n.iloc[0]) if len(curves[u]) else 0}  # the shares' denominator
+                                               settings) for u, run in build.runs.items()}
+    return Dose(curves, {u: neuron_patching.dose_summary(curves[u], _last(hmaps[u]), T["patch_revert_min"])
                          for u in build.units})
 
 
@@ -535,34 +514,32 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
 def dose_figure(build: Build, hmaps: dict, result: Dose):
     """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed."""
     last_layer = {u: t[t.layer == _last(hmaps[u])] if len(t) else t for u, t in result.curves.items()}
-    return _dose_panels(build, last_layer, {u: result.last[u]["m50"] for u in build.units}, at="neurons",
+    return _dose_panels(build, last_layer, {u: result.last[u].m50 for u in build.units}, at="neurons",
                         ylabel="share of M reverted", title="top-m against random and mismatched m",
                         empty="no memorized examples", nan_curves=True)
 
 
+def _dose_part(seed: int, d: DoseSummary) -> str:
+    """One seed's m50 and reverts there (generated: whether m50 exists and the controls stay under the line)."""
+    if d.m50 is None:
+        return (f"seed {seed}: no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M (at most "
+                f"{values([d.top_revert_max], '.3g')}), so the specificity check fails")
+    specific = d.random_revert_m50 < T["control_revert_max"] and d.mismatched_revert_m50 < T["control_revert_max"]
+    why = ("both controls stay under the line, so it is each example's own outliers that carry its memorized label"
+           if specific else "a control reverts too much, so the effect is not specific to the example's own outliers"
+           if measured(d.mismatched_revert_m50) else "the mismatched control needs a second memorized example")
+    return (f"seed {seed}: m50 = {d.m50} (top m reverts {values([d.top_revert_m50], '.3g')}; random m "
+            f"{values([d.random_revert_m50], '.3g')}, mismatched m {values([d.mismatched_revert_m50], '.3g')}): {why}")
+
+
 def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: dict) -> str:
-    """Per condition and seed: m50 and the reverts there, and whether both controls stay under their
-    line; ``registered_revert``: unit -> the registered outlier set's revert of the last layer
-    (:func:`registered_reverts`)."""
+    """Per seed, m50 and the reverts there (generated: whether both controls stay under their line)."""
     lines = []
     for (task, condition), members in groups_.items():
         if not any(sizes[u]["M"] for u in members):
             lines.append(f"- **{where(task, condition)}**: no memorized examples; there is nothing to patch.")
             continue
-        parts = []
-        for u in members:
-            d = dose_last[u]
-            if d["m50"] is None:
-                parts.append(f"seed {u.seed}: no m up to {max(T['m_grid'])} reverts {T['patch_revert_min']} of M "
-                             f"(at most {values([d['top_revert_max']], '.3g')}), so the specificity check fails")
-                continue
-            specific = d["random_revert_m50"] < T["control_revert_max"] and d["mismatched_revert_m50"] < T["control_revert_max"]
-            why = ("both controls stay under the line, so it is each example's own outliers that carry its memorized label"
-                   if specific else "a control reverts too much, so the effect is not specific to the example's own outliers"
-                   if measured(d["mismatched_revert_m50"]) else "the mismatched control needs a second memorized example")
-            parts.append(f"seed {u.seed}: m50 = {d['m50']} (top m reverts {values([d['top_revert_m50']], '.3g')}; random m "
-                         f"{values([d['random_revert_m50']], '.3g')}, mismatched m "
-                         f"{values([d['mismatched_revert_m50']], '.3g')}): {why}")
+        parts = [_dose_part(u.seed, dose_last[u]) for u in members]
         lines.append(f"- **{where(task, condition)}**: " + "; ".join(parts)
                      + f". (The registered outlier set reverts "
                      f"{per_seed([registered_revert[u] for u in members], [u.seed for u in members], '.3g')}.)")
@@ -570,67 +547,54 @@ def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: di
 
 
 # -- amendment 2, 8.4: memorization at the first differing digit j* ----------------------------------------
-@dataclass
+JSTAR_ROWS = {"table": ("jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_z_ratio",
+                        "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio", "jstar_pattern_corr_M"),
+              "dose_table": ("jstar_n", "jstar_units_min", "jstar_units_max", "jstar_m50", "jstar_top_revert_m50",
+                             "jstar_random_revert_m50", "jstar_mismatched_revert_m50", "jstar_short_m50",
+                             "jstar_recovered_m50", "jstar_top_revert_max"),
+              "after_table": ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
+                              "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null")}  # the rows of each table
+
+
+def _jstar_numbers(comparison, after, summary) -> dict:
+    """The numbers at and after j* by their names (for tables and prose)."""
+    return {**vars(comparison), **vars(after), **vars(summary)}
+
+
+@dataclass(frozen=True)
 class Jstar:
-    """Per unit: :func:`rote.analysis.neuron_patching.jstar_analysis` (``out``: its dose curves at j*)
-    and its numbers (``metrics``, named as the fields of :class:`rote.verdicts.c5.C5Metrics`). Each table
-    shows some of them, one column per unit."""
+    """Per unit: :func:`rote.analysis.neuron_patching.jstar_analysis`; each table one column per unit."""
 
-    out: dict
-    metrics: dict
+    out: dict[object, JstarAnalysis]
 
-    def table(self, units) -> pd.DataFrame:
-        """|z| and the pattern correlation at j*, and how many memorized examples have a j* (where)."""
-        return self._rows(units, ("jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z_M", "jstar_z_clean",
-                                  "jstar_z_ratio", "jstar_median_z_M", "jstar_median_z_clean", "jstar_median_z_ratio",
-                                  "jstar_pattern_corr_M"))
-
-    def dose_table(self, units) -> pd.DataFrame:
-        """The specificity at j*: examples patched, the fewest and most 8.3 units at a j*, m50, the reverts
-        there and the examples with too few units outside their top m50 for the controls (8.6)."""
-        return self._rows(units, ("jstar_n", "jstar_units_min", "jstar_units_max", "jstar_m50", "jstar_top_revert_m50",
-                                  "jstar_random_revert_m50", "jstar_mismatched_revert_m50", "jstar_short_m50",
-                                  "jstar_recovered_m50", "jstar_top_revert_max"))
-
-    def after_table(self, units) -> pd.DataFrame:
-        """After j* (shown, not judged): |z| on M against the never-trained null."""
-        return self._rows(units, ("after_jstar_n_M", "after_jstar_n_null", "after_jstar_z_M", "after_jstar_z_null",
-                                  "after_jstar_z_ratio_null", "after_jstar_max_z_ratio_null"))
-
-    def _rows(self, units, names) -> pd.DataFrame:
-        return pd.DataFrame({label(u): {k: self.metrics[u][k] for k in names} for u in units})
+    def rows(self, units, table: str) -> pd.DataFrame:
+        return pd.DataFrame({label(u): {k: _jstar_numbers(o.comparison, o.after, o.summary)[k] for k in JSTAR_ROWS[table]}
+                             for u, o in ((u, self.out[u]) for u in units)})
 
 
 def jstar(build: Build, hmaps: dict, result: Outliers, cut_result: Cut, n_controls: int, n_dose: int) -> Jstar:
     settings = neuron_patching.DoseSettings(T["m_grid"], n_controls=n_controls, max_examples=n_dose,
                                             revert_min=T["patch_revert_min"])
-    out = {u: neuron_patching.jstar_analysis(run.model, build.sets[u], result.stats[u], cut_result.maps[u],
-                                        _last(hmaps[u]), settings)
-           for u, run in build.runs.items()}
-    return Jstar(out, {u: o["metrics"] for u, o in out.items()})
+    return Jstar({u: neuron_patching.jstar_analysis(run.model, result.sets[u], result.stats[u], cut_result.maps[u],
+                                                    _last(hmaps[u]), settings) for u, run in build.runs.items()})
 
 
 def jstar_figure(build: Build, result: Jstar):
     """Left: the median of the largest |z| at j* on M and on clean examples, one point per seed, with
     the line M must reach; right: where j* falls (first seed)."""
     zj = pd.DataFrame([{"condition": where(u.task, u.condition), "seed": u.seed, "set": name,
-                        "median": result.metrics[u][key]}
+                        "median": getattr(result.out[u].comparison, key)}
                        for u in build.units for name, key in (("M, largest |z| at j*", "jstar_z_M"),
                                                               ("clean, same positions", "jstar_z_clean"))])
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     if zj["median"].notna().any():
-        sns.stripplot(data=zj, x="condition", y="median", hue="set", dodge=True, jitter=False, size=7, ax=axes[0],
-                      palette=[plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]])
-        for i, cond in enumerate(zj.condition.unique()):
-            need = T["z_ratio_min"] * zj[(zj.condition == cond) & zj.set.str.startswith("clean")]["median"]
-            axes[0].scatter([i - 0.2] * len(need), need, marker="_", s=300, color="k", zorder=3,
-                            label=f"{T['z_ratio_min']:g} x clean" if i == 0 else None)
-        axes[0].legend(fontsize=7)
+        _strip(axes[0], zj, "median", "set", [plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]],
+               zj.set.str.startswith("clean"), T["z_ratio_min"], "clean", -0.2, fontsize=7)
     else:
         axes[0].text(0.5, 0.5, "no memorized example with a j*", ha="center", va="center", transform=axes[0].transAxes)
     axes[0].set(xlabel="", ylabel="median of the largest |z| at j*", title="8.4: outliers at j*, each seed")
     counts = pd.DataFrame([{"j*": f"{9 + j}", "examples": c, "run": label(u)} for u in build.shown
-                           for j, c in result.metrics[u]["jstar_counts"].items()], columns=["j*", "examples", "run"])
+                           for j, c in result.out[u].comparison.jstar_counts.items()], columns=["j*", "examples", "run"])
     if len(counts):
         sns.barplot(data=counts, x="j*", y="examples", hue="run", ax=axes[1])
     axes[1].set(xlabel="sequence position of j* (9: the =)", ylabel="memorized examples", title="where j* falls")
@@ -641,8 +605,8 @@ def jstar_figure(build: Build, result: Jstar):
 def jstar_dose_figure(build: Build, result: Jstar):
     """8.4's specificity: the share of M reverted at j* against m (each example's top m of the 8.3 units of
     the last layer at its j*, 8.5; only the m that enough units allow), one panel per condition, a line per seed."""
-    return _dose_panels(build, {u: o["dose"] for u, o in result.out.items()},
-                        {u: result.metrics[u]["jstar_m50"] for u in build.units}, at="8.3 units at j*",
+    return _dose_panels(build, {u: o.dose for u, o in result.out.items()},
+                        {u: result.out[u].summary.jstar_m50 for u in build.units}, at="8.3 units at j*",
                         ylabel="share of M reverted at j*", title="patched at j* only",
                         empty="no memorized example with a j*", nan_curves=False)
 
@@ -658,9 +622,9 @@ def after_jstar_figure(build: Build, result: Jstar):
               "after_jstar_null_random_patch_revert": ("null, random m", "--", plots.GROUP_COLORS["control"])}
     for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
         for k, u in enumerate(members):
-            m = result.metrics[u]
+            m = result.out[u].curves
             for key, (name, ls, color) in styles.items():
-                ax.plot(m["after_jstar_m"], m[key], marker="o", ms=3, ls=ls, color=color,
+                ax.plot(m.after_jstar_m, getattr(m, key), marker="o", ms=3, ls=ls, color=color,
                         alpha=1.0 if k == 0 else 0.55, label=name if k == 0 else None)
         ax.set_xscale("log")
         ax.set(xticks=list(T["m_grid"]), xticklabels=[str(m) for m in T["m_grid"]], ylim=(-0.02, 1.02),
@@ -671,51 +635,45 @@ def after_jstar_figure(build: Build, result: Jstar):
     return fig
 
 
-def jstar_text(groups_: dict, jstar_metrics: dict, sizes: dict) -> str:
-    """Per condition: how many memorized examples have a j*, the largest |z| there against clean
-    examples, the pattern correlation, m50 at j* over the 8.3 units with both controls (and the doses
-    tried, 8.6), and after j* against the null."""
+JSTAR_LINE = (
+    "- **{where}**: {jstar_n_M} memorized examples have a j* ({jstar_n_without} have none and are left out). At j*, the "
+    "median of each example's largest |z| is {jstar_z_M} on M against {jstar_z_clean} on clean examples (ratio "
+    "{jstar_z_ratio}); the median over all heuristic units gives the ratio {jstar_median_z_ratio}; the pattern "
+    "correlation at j* over the 8.3 units is {jstar_pattern_corr_M}. Ranking and patching each example's 8.3 units of "
+    "the last layer at its j* (from {jstar_units_min} to {jstar_units_max} units at an example's j*; every m of the grid "
+    "up to the most is tried, each example capped at its own units, and once all of them) gives m50 = {jstar_m50} (top "
+    "m reverts {jstar_top_revert_m50}, m random 8.3 units outside the top m {jstar_random_revert_m50}, mismatched m "
+    "{jstar_mismatched_revert_m50}; the true digit comes back in {jstar_recovered_m50}; the largest revert over the "
+    "doses is {jstar_top_revert_max}).{short} After j* (shown, not judged, every neuron of the last layer), median |z| "
+    "on M over the never-trained null is {after_jstar_z_ratio_null}.{no_units}")
+
+
+def jstar_text(groups_: dict, metrics: dict, sizes: dict) -> str:
+    """Per condition, the numbers at and after j* (generated: which seeds have no j*, no unit at j*, or
+    too few units for the controls)."""
     lines = []
     for (task, condition), members in groups_.items():
-        if not any(jstar_metrics[u]["jstar_n_M"] for u in members):
-            lines.append(f"- **{where(task, condition)}**: "
-                         + ("no memorized examples" if not any(sizes[u]["M"] for u in members)
-                            else "no memorized example has a digit that differs from the true sum")
-                         + ", so nothing can be read at j*.")
+        n = {u: _jstar_numbers(metrics[u].jstar, metrics[u].after, metrics[u].jdose) for u in members}
+        if not any(n[u]["jstar_n_M"] for u in members):
+            lines.append(f"- **{where(task, condition)}**: " + ("no memorized examples" if not any(sizes[u]["M"] for u in members)
+                         else "no memorized example has a digit that differs from the true sum") + ", so nothing can be read at j*.")
             continue
-        s = {k: values([jstar_metrics[u][k] for u in members], ".3g") for k, v in jstar_metrics[members[0]].items()
+        s = {k: values([n[u][k] for u in members], ".3g") for k, v in n[members[0]].items()
              if v is None or isinstance(v, (int, float))}
-        no_units = [str(u.seed) for u in members
-                    if jstar_metrics[u]["jstar_n_M"] and not measured(jstar_metrics[u]["jstar_z_clean"])]
-        short = [f"seed {u.seed}: {jstar_metrics[u]['jstar_short_m50']}" for u in members
-                 if jstar_metrics[u].get("jstar_short_m50")]
-        lines.append(
-            f"- **{where(task, condition)}**: {s['jstar_n_M']} memorized examples have a j* ({s['jstar_n_without']} have "
-            f"none and are left out). At j*, the median of each example's largest |z| is {s['jstar_z_M']} on M against "
-            f"{s['jstar_z_clean']} on clean examples (ratio {s['jstar_z_ratio']}); the median over all heuristic units "
-            f"gives the ratio {s['jstar_median_z_ratio']}; the pattern correlation at j* over the 8.3 units is "
-            f"{s['jstar_pattern_corr_M']}. Ranking and patching each example's 8.3 units of the last layer at its j* "
-            f"(from {s['jstar_units_min']} to {s['jstar_units_max']} units at an example's j*; every m of the grid up to "
-            f"the most is tried, each example capped at its own units, and once all of them) gives m50 = "
-            f"{s['jstar_m50']} (top m reverts {s['jstar_top_revert_m50']}, m random 8.3 units outside the top m "
-            f"{s['jstar_random_revert_m50']}, mismatched m {s['jstar_mismatched_revert_m50']}; the true digit comes back "
-            f"in {s['jstar_recovered_m50']}; the largest revert over the doses is {s['jstar_top_revert_max']})."
-            + (f" Memorized examples with fewer than m50 units outside their top m50, from which the controls draw: "
-               f"{'; '.join(short)}, so the controls are unresolved there." if short else "")
-            + f" After j* (shown, not judged, every neuron of the last layer), median |z| on M over the never-trained "
-            f"null is {s['after_jstar_z_ratio_null']}."
-            + (f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* "
-               "is not measured there." if no_units else ""))
+        no_units = [str(u.seed) for u in members if n[u]["jstar_n_M"] and not measured(n[u]["jstar_z_clean"])]
+        short = [f"seed {u.seed}: {n[u]['jstar_short_m50']}" for u in members if n[u]["jstar_short_m50"]]
+        lines.append(JSTAR_LINE.format(**s, where=where(task, condition), short=(
+            " Memorized examples with fewer than m50 units outside their top m50, from which the controls draw: "
+            f"{'; '.join(short)}, so the controls are unresolved there." if short else ""), no_units=(
+            f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* is not "
+            "measured there." if no_units else "")))
     return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
 
 
 # -- the claim's metrics and checks ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class C5Sections:
-    """The section results C5's numbers come from (:func:`evaluate`), each per unit: the heuristic
-    maps (:func:`heuristic_maps`), the untrained model's (:func:`untrained_maps`), the 8.3 cut
-    (:func:`cut`), the outliers (:func:`outliers`), the layer-wise patching (:func:`patching`), the
-    dose-response (:func:`dose`) and the reading at j* (:func:`jstar`)."""
+    """The sections' results, each per unit, that :func:`evaluate` reads."""
 
     hmaps: dict
     untrained: dict
@@ -726,12 +684,23 @@ class C5Sections:
     jstar: Jstar
 
     def __post_init__(self):
-        units = set(self.hmaps)
-        for name, per_unit in (("untrained", self.untrained), ("cut", self.cut.metrics),
-                               ("outliers", self.outliers.comparison), ("patched", self.patched),
-                               ("dose", self.dose.last), ("jstar", self.jstar.metrics)):
-            if set(per_unit) != units:
+        for name, per_unit in (("untrained", self.untrained), ("cut", self.cut.shares), ("outliers", self.outliers.null),
+                               ("patched", self.patched), ("dose", self.dose.last), ("jstar", self.jstar.out)):
+            if set(per_unit) != set(self.hmaps):
                 raise ValueError(f"C5Sections: the {name} section covers other units than the heuristic maps")
+
+
+def evaluate(build: Build, s: C5Sections) -> ClaimResult:
+    """Per unit, C5's metrics (each analysis's own result, nested) and its checks."""
+    metrics = {}
+    for u in build.units:
+        o = s.jstar.out[u]
+        metrics[u] = verdicts.c5.C5Metrics(
+            len(build.sets[u]["M"]), heuristics.shares(s.hmaps[u], s.untrained[u]), s.outliers.null[u], s.dose.last[u],
+            s.outliers.comparison[u], s.outliers.direction[u],
+            neuron_patching.patching_summary(s.patched[u], _last(s.hmaps[u])), s.cut.shares[u], o.comparison, o.after,
+            o.summary, o.curves)
+    return ClaimResult(SPEC.id, metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
 
 
 LAST_LAYER_KEYS = ["patch_revert_last", "control_revert_last", "patch_recover_last", "heuristics_revert_last",
@@ -739,8 +708,8 @@ LAST_LAYER_KEYS = ["patch_revert_last", "control_revert_last", "patch_recover_la
 
 
 def last_layer_table(units: list, claim: ClaimResult) -> pd.DataFrame:
-    """Section 5's patching of the last layer (the fields ``LAST_LAYER_KEYS`` of each unit's metrics)."""
-    return pd.DataFrame({label(u): {k: getattr(claim.metrics[u], k) for k in LAST_LAYER_KEYS} for u in units}).round(3)
+    """Section 5's patching of the last layer, one column per unit."""
+    return pd.DataFrame({label(u): {k: getattr(claim.metrics[u].patch, k) for k in LAST_LAYER_KEYS} for u in units}).round(3)
 
 
 def top_kinds(hmap) -> str:
@@ -753,62 +722,43 @@ def top_kinds(hmap) -> str:
                      for layer, g in per.groupby("layer"))
 
 
-def registered_text(groups_: dict, claim: ClaimResult, hmaps: dict, profile: str) -> str:
-    """The registered reading per condition: the heuristic share (with the first seed's most frequent
-    best features), the pattern correlation, |z| at memorized digits, the direction of the shifts
-    against chance, and the last layer's patching, each with the sentence its check (by id) chooses."""
-    lines, m = [], claim.metrics
-    for (task, condition), members in groups_.items():
-        def pick(check_id, yes, no, key):
-            return choose_by([claim.checks[u] for u in members], check_id, yes, no, [getattr(m[u], key) for u in members])
+REG_NUMBERS = {"share": ("shares", "heuristic_fraction"), "pattern": ("z", "pattern_corr_M"),
+               "pattern_clean": ("z", "pattern_corr_clean"), "z": ("z", "z_ratio"), "z_all": ("z", "z_ratio_all_positions"),
+               "shift": ("shift", "shift_toward_noisy"), "patch": ("patch", "patch_revert_last"),
+               "control": ("patch", "control_revert_last"), "layer": ("patch", "layer_revert_last"),
+               "layer_recover": ("patch", "layer_recover_last")}  # the registered reading's numbers: (group, field)
+REG_READINGS = {  # generated: the words each number's check chooses (c5_reg_<number>_reading)
+    "share": ("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share of "
+              "the neurons", "so heuristics make up less than the required share of the neurons"),
+    "pattern": ("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M"),
+    "z": ("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
+          "so memorized examples are less far out than the claim requires"),
+    "control": ("c5.patch.random.registered", "so the effect is specific to the outliers", "so the control does not "
+                "rule out that any disturbance of that many units of the layer reverts M")}
 
-        def side(u):
-            return chance_side(m[u].shift_toward_noisy, m[u].n_shifts)
 
-        by_layer = " / ".join("[" + ", ".join(values([x]) for x in m[u].heuristic_fraction_per_layer) + "]"
-                              for u in members)
-        sides = {side(u) for u in members}
-        shift_text = (sides.pop() if len(sides) == 1 else ", ".join(f"seed {u.seed}: {side(u)}" for u in members)) \
-            + " (chance: one half; 95% interval)"
-        head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
-                f"{each_seed(m, members, 'n_memorized', 'd')}): ")
-        not_passed = registered_not_passed({u.seed: claim.checks[u] for u in members}, key="name",
-                                           note=" (in the amended reading the share is superseded by 8.3, |z| and the "
-                                                "patching checks by 8.4, the pattern correlation by 8.5)")
-        heuristic_text = (
-            f"a share {each_seed(m, members, 'heuristic_fraction')} of the neurons are heuristics (per layer "
-            f"{by_layer}; threshold {T['heuristic_fraction_min']}), "
-            + pick("c5.share.registered", "so heuristics in Nikankin et al.'s sense make up at least the required share "
-                   "of the neurons", "so heuristics make up less than the required share of the neurons",
-                   "heuristic_fraction")
-            + f" (most frequent best features, seed {members[0].seed}: {top_kinds(hmaps[members[0]])}). ")
-        if not any(m[u].n_memorized for u in members):
-            lines.append(head + heuristic_text + "There are no memorized examples, so the outlier and patching measures "
-                         "do not apply. " + not_passed)
-            continue
-        lines.append(
-            head + heuristic_text
-            + f"On memorized examples the units keep their pattern with a correlation "
-            f"{each_seed(m, members, 'pattern_corr_M')} with the clean-neighbour expectation (clean examples: "
-            f"{each_seed(m, members, 'pattern_corr_clean')}; threshold {T['pattern_corr_min']}), "
-            + pick("c5.pattern", "so the heuristic pattern still holds on M", "so the heuristic pattern does not hold on M",
-                   "pattern_corr_M")
-            + f"; the median |z| at memorized digits is {each_seed(m, members, 'z_ratio')} times that of clean examples "
-            f"(threshold {T['z_ratio_min']}; over all answer positions {each_seed(m, members, 'z_ratio_all_positions')}), "
-            + pick("c5.z.registered", "so memorized examples are outliers of those heuristics by the claim's measure",
-                   "so memorized examples are less far out than the claim requires", "z_ratio")
-            + f". Of the outlier shifts at memorized digits, a share {each_seed(m, members, 'shift_toward_noisy')} push "
-            f"the direct logit difference toward the noisy digit, {shift_text}. Patching the last layer's outlier "
-            f"heuristics to their clean-neighbour means reverts {each_seed(m, members, 'patch_revert_last')} of M "
-            f"(threshold {T['patch_revert_min']}); patching as many random units of that layer reverts "
-            f"{each_seed(m, members, 'control_revert_last')} (allowed: under {T['control_revert_max']}), "
-            + pick("c5.patch.random.registered", "so the effect is specific to the outliers",
-                   "so the control does not rule out that any disturbance of that many units of the layer reverts M",
-                   "control_revert_last")
-            + f"; patching the whole layer reverts {each_seed(m, members, 'layer_revert_last')} and brings the true sum "
-            f"back in {each_seed(m, members, 'layer_recover_last')}. " + not_passed)
-    return (f"**What this build shows, registered reading** ({profile} profile; one number per seed; the records in the "
-            "Verdict section are authoritative):\n\n" + "\n".join(lines))
+def registered_values(groups_: dict, claim: ClaimResult, hmaps: dict) -> dict:
+    """The registered reading's numbers and readings (``c5_reg_*``, glued for the Verdict section's markdown),
+    each as ``FDA, random noise: ...; FDA, digit noise: ...``, one number per seed."""
+    m, checks = claim.metrics, claim.checks
+
+    def get(name: str, members) -> list:
+        return [getattr(getattr(m[u], REG_NUMBERS[name][0]), REG_NUMBERS[name][1]) for u in members]
+
+    def side(members) -> str:  # generated: where the shifts lie against chance
+        sides = [chance_side(m[u].shift.shift_toward_noisy, m[u].shift.n_shifts) for u in members]
+        return sides[0] if len(set(sides)) == 1 else ", ".join(f"seed {u.seed}: {x}" for u, x in zip(members, sides))
+
+    parts = {name: lambda ms, name=name: values(get(name, ms), ".3g") for name in REG_NUMBERS}
+    parts.update({f"{name}_reading": lambda ms, name=name, r=r: choose_by([checks[u] for u in ms], *r, get(name, ms))
+                  for name, r in REG_READINGS.items()})
+    parts.update(shift_side=side, seeds=lambda ms: f"{seeds_head([u.seed for u in ms], plural=True)}, |M| = "
+                                                   f"{values([m[u].n_memorized for u in ms], 'd')}",
+                 share_layers=lambda ms: " / ".join("[" + ", ".join(values([v]) for v in m[u].shares.heuristic_fraction_per_layer)
+                                                    + "]" for u in ms),
+                 kinds=lambda ms: f"seed {ms[0].seed}, {top_kinds(hmaps[ms[0]])}",
+                 not_passed=lambda ms: registered_not_passed({u.seed: checks[u] for u in ms}, key="name"))
+    return {f"c5_reg_{k}": "; ".join(f"{where(t, c)}: {fn(ms)}" for (t, c), ms in groups_.items()) for k, fn in parts.items()}
 
 
 AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity",
@@ -816,32 +766,30 @@ AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.spec
 
 
 def amended_notes(units: list, claim: ClaimResult) -> str:
-    """Why an amended check is unresolved or fails by construction, per unit (empty layers under the
-    cut, no j*, no m50)."""
-    m = claim.metrics
-    notes = [f"- **{label(u)}**: " + "; ".join(n for n in (
-        f"no unit of layer {', '.join(str(x) for x in m[u].cut_empty_layers)} exceeds the 8.3 cut"
-        if m[u].cut_empty_layers else "",
-        ("no memorized examples" if not m[u].n_memorized else "no memorized example with a differing digit")
-        + ", so the j* checks are unresolved" if not m[u].jstar_n_M else "",
-        _no_m50(m[u]) if m[u].jstar_n_M and m[u].jstar_m50 is None else "",
-        f"at m50 = {m[u].jstar_m50}, {m[u].jstar_short_m50} memorized examples hold fewer than {m[u].jstar_m50} 8.3 "
-        "units outside their own top m50, so both controls are unresolved (8.6)" if m[u].jstar_short_m50 else "") if n)
-        for u in units]
-    notes = [n for n in notes if not n.endswith(": ")]
+    """Why an amended check is unresolved or fails by construction, per unit (generated: which seeds)."""
+    notes = []
+    for u in units:
+        m, d = claim.metrics[u], claim.metrics[u].jdose
+        found = [f"no unit of layer {', '.join(str(x) for x in m.cut.cut_empty_layers)} exceeds the 8.3 cut"
+                 if m.cut.cut_empty_layers else "",
+                 ("no memorized examples" if not m.n_memorized else "no memorized example with a differing digit")
+                 + ", so the j* checks are unresolved" if not m.jstar.jstar_n_M else "",
+                 _no_m50(d) if m.jstar.jstar_n_M and d.jstar_m50 is None else "",
+                 f"at m50 = {d.jstar_m50}, {d.jstar_short_m50} memorized examples hold fewer than {d.jstar_m50} 8.3 units "
+                 "outside their own top m50, so both controls are unresolved (8.6)" if d.jstar_short_m50 else ""]
+        if any(found):
+            notes.append(f"- **{label(u)}**: " + "; ".join(n for n in found if n))
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
             + ("\n\n" + "\n".join(notes) if notes else ""))
 
 
-def _no_m50(m) -> str:
-    """Why m50 at j* does not exist (``m``: a unit's :class:`rote.verdicts.c5.C5Metrics`): no memorized
-    example holds an 8.3 unit at its j* (nothing to patch), or no dose tried reverts half of M (8.6:
-    every m of the grid up to the most units an example holds, and all of them)."""
-    if not m.jstar_m_tried:
+def _no_m50(d) -> str:
+    """Why m50 at j* does not exist (``d``: a unit's JstarDose): nothing to patch, or no dose reverts half of M."""
+    if not d.jstar_m_tried:
         return ("no memorized example holds an 8.3 unit of the last layer at its j*, so there is nothing to patch and "
                 "the specificity check is unresolved")
     return (f"no dose reverts {T['patch_revert_min']} of M at j*, up to all the 8.3 units of the last layer each example "
-            f"holds there (at most {m.jstar_units_max}), so m50 does not exist and the specificity check fails (8.6)")
+            f"holds there (at most {d.jstar_units_max}), so m50 does not exist and the specificity check fails (8.6)")
 
 
 def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
@@ -856,31 +804,5 @@ def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
 
 
 def results(build: Build, claim: ClaimResult) -> list[dict]:
-    """Each unit's seed result for the record (its metrics stored as their dict)."""
+    """Each unit's seed result for the record."""
     return [verdicts.seed_result(u, claim.metrics[u], claim.checks[u], configs=[u.noisy]) for u in build.units]
-
-
-def evaluate(build: Build, sections: C5Sections) -> ClaimResult:
-    """Per unit: every number the record holds (:class:`rote.verdicts.c5.C5Metrics`, built from the
-    sections' results) and C5's checks on them (:func:`rote.verdicts.c5.checks`)."""
-    s, metrics = sections, {}
-    for u in build.units:
-        hm, last, direction = s.hmaps[u], _last(s.hmaps[u]), s.outliers.direction[u]
-        z, patch = s.outliers.comparison[u], neuron_patching.patching_summary(s.patched[u], last)
-        metrics[u] = verdicts.c5.C5Metrics(
-            n_memorized=len(build.sets[u]["M"]), heuristic_fraction=hm.neuron_fraction,
-            heuristic_fraction_per_layer=hm.neuron_layer_fractions(), heuristic_fraction_units=hm.heuristic_fraction,
-            heuristic_fraction_units_per_layer=hm.layer_fractions(),
-            heuristic_fraction_any_position=hm.any_position_fraction, n_neurons=int(hm.neuron_heuristic.numel()),
-            untrained_heuristic_fraction=s.untrained[u].neuron_fraction,
-            untrained_heuristic_fraction_units=s.untrained[u].heuristic_fraction,
-            **s.outliers.null[u], median_abs_z_by_position_M=z["median_abs_z_by_position_M"],
-            **{k: v for k, v in z.items() if "by_position" not in k}, **s.dose.last[u],
-            shift_toward_noisy=direction["toward_noisy"], n_shifts=direction["n_shifts"],
-            patch_revert_last=patch["outliers_reverted"], patch_recover_last=patch["outliers_recovered"],
-            control_revert_last=patch["outliers_control_reverted"], heuristics_revert_last=patch["heuristics_reverted"],
-            heuristics_control_revert_last=patch["heuristics_control_reverted"],
-            layer_revert_last=patch["all_reverted"], layer_recover_last=patch["all_recovered"], last_layer=last,
-            **s.cut.metrics[u], **s.jstar.metrics[u])
-    return ClaimResult(SPEC.id, metrics, {u: verdicts.c5.checks(m)[1] for u, m in metrics.items()})
-
