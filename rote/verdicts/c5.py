@@ -3,7 +3,6 @@ untrained model's, the outlier |z| against its null, and the specificity of patc
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from ..analysis.intervals import Interval, wilson, wilson_bounds
 from ..analysis.neuron_patching import AfterJstarCurves, DoseSummary, JstarDose, LayerPatch
 from ..analysis.outliers import AfterJstar, JstarComparison, NullComparison, OutlierComparison, ShiftDirection
 from ..claims import THRESHOLDS
-from .core import Check, CheckLabel, numeric, at_least, below, flat, group, missing_reason, supersede, unresolved
+from .core import Check, CheckLabel, numeric, at_least, below, flat, from_inline, group, missing_reason, supersede, unresolved
 
 C5_REASONS = {
     "7.7": "7.7: the outlier set holds ~230 of 2,560 units per example, and patching that many units anywhere "
@@ -74,14 +73,7 @@ class C5Metrics:
 
 def from_record(**values) -> C5Metrics:
     """C5Metrics from the record's flat names (each placed in its group); an unknown name is a TypeError."""
-    def build(cls):
-        return cls(**{f.name: build(f.default_factory) if f.metadata.get("flat") else values.pop(f.name)
-                      for f in dataclasses.fields(cls) if f.metadata.get("flat") or f.name in values})
-
-    metrics = build(C5Metrics)
-    if values:
-        raise TypeError(f"C5Metrics has no fields {sorted(values)}")
-    return metrics
+    return from_inline(C5Metrics, values)
 
 
 def _c5_missing(m: C5Metrics) -> dict:

@@ -376,6 +376,26 @@ def inline(metrics, absent=_KEEP) -> dict:
     return out
 
 
+def from_inline(cls, values: dict):
+    """The inverse of :func:`inline`: ``cls`` from the record's flat names, each in its group (a group
+    with a default factory is built from its prefixed names); a name no field takes is a TypeError."""
+    rest = dict(values)
+
+    def build(kind, prefix):
+        made = {}
+        for f in dataclasses.fields(kind):
+            if "group" in f.metadata and f.default_factory is not dataclasses.MISSING:
+                made[f.name] = build(f.default_factory, prefix + f.metadata["group"])
+            elif prefix + f.name in rest:
+                made[f.name] = rest.pop(prefix + f.name)
+        return kind(**made)
+
+    built = build(cls, "")
+    if rest:
+        raise TypeError(f"{cls.__name__} has no fields {sorted(rest)}")
+    return built
+
+
 def flat(metrics) -> dict:
     """A claim's metrics as its record stores them: its ``record()`` where it has one (C2, C3 leave out the
     fields that do not apply), else :func:`inline`; a dict passes as is."""
