@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import torch
@@ -208,18 +208,20 @@ class LookupSettings:
                 raise ValueError(f"LookupSettings.{name} must be a number in [0, 1], got {value!r}")
 
 
-def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: LookupSettings, *,
-                      mask: torch.Tensor | None = None) -> dict:
-    """C4's statistics on a known look-up, in the form of :func:`rote.analysis.neurons.c4_summary`.
+@dataclass(frozen=True)
+class LookupStatistics:
+    """C4's statistics on a known look-up (``summary``: the look-up set in place of M, no intermediate
+    result), on ``n_lookup`` examples, and the tables they come from (k50s, specificity, positions)."""
 
-    ``sets``: the look-up and the sets it is compared with (:class:`LookupSets`); ``mask`` [N, A]: the
-    answer positions of the look-up judged (None: those where label != true_label, as for M; a
-    look-up of clean facts passes all ones); ``settings``: :class:`LookupSettings`.
-    Returns ``k50_M`` (k50 on the look-up), ``k50_C``, ``k50_ratio``, ``top_activity_median``,
-    ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, the sampling
-    intervals of the three statistics (``intervals``: section 11, a bootstrap over the look-up's
-    examples, :func:`rote.analysis.neurons.c4_intervals`) and the tables they come from (``tables``:
-    k50s, specificity, positions)."""
+    summary: neurons.C4Summary
+    n_lookup: int
+    tables: dict
+
+
+def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: LookupSettings, *,
+                      mask: torch.Tensor | None = None) -> LookupStatistics:
+    """C4's statistics on a known look-up (:class:`LookupSets`). ``mask`` [N, A]: the answer positions
+    judged (None: where label != true_label, as for M; a look-up of clean facts passes all ones)."""
     lookup = sets.lookup
     k_lookup = neurons.k50_table(model, lookup, sets.clean, mask=mask)
     spec = neurons.top_neuron_specificity(model, lookup, sets.population,
@@ -227,10 +229,7 @@ def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: Look
     pos = patching.resample_positions(model, lookup, sets.reference, n_samples=settings.n_samples, seed=settings.seed)
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=settings.drop_min)
-    summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}
-    summary["intervals"] = {k: v for k, v in summary["intervals"].items() if not k.startswith("intermediate")}
-    if not len(pos):  # no look-up example: no position was measured (c4_summary counts 0)
-        summary["positions_over_min"] = math.nan
-    summary["n_lookup"] = len(lookup)
-    summary["tables"] = {"k50s": k_lookup, "specificity": spec, "positions": pos}
-    return summary
+    summary = replace(summary, intervals={k: v for k, v in summary.intervals.items() if not k.startswith("intermediate")},
+                      # no look-up example: no position was measured (c4_summary counts 0)
+                      positions_over_min=summary.positions_over_min if len(pos) else math.nan)
+    return LookupStatistics(summary, len(lookup), {"k50s": k_lookup, "specificity": spec, "positions": pos})

@@ -28,7 +28,7 @@ Every function runs batched over examples and neurons; every hook is removed bef
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Sequence
 
 import numpy as np
@@ -266,33 +266,42 @@ def intermediate_table(model: HookedTransformer, examples: Examples, erasure, ra
 
 
 
-def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
-               intermediate: pd.DataFrame, *, drop_min: float) -> dict:
-    """The numbers claim C4 is judged on, from the tables of :func:`k50_table`,
-    :func:`top_neuron_specificity`, :func:`rote.analysis.patching.resample_positions` and
-    :func:`rote.analysis.patching.intermediate_removal`.
+@dataclass(frozen=True)
+class C4Summary:
+    """The numbers C4 is judged on (:func:`c4_summary`); NaN where a table is empty, None: not given.
+    ``intervals``: section 11's bootstrap intervals (:func:`c4_intervals`), not part of the record."""
 
-    Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
-    the mean drop of P(noisy label) per input position and the number of positions whose mean drop
-    is at least ``drop_min``; the mean drop under INLP, under the random control and under the
-    information-matched control (:func:`intermediate_table`). NaN where a table is empty. Then
-    ``intervals``, the sampling intervals of the judged statistics (section 11, :func:`c4_intervals`).
-    """
+    k50_M: float | None = None  # median k50 on M
+    k50_C: float | None = None  # median k50 on C
+    k50_ratio: float | None = None
+    top_activity_median: float | None = None  # median activity share of the top neurons
+    position_drops: list[float] | None = None  # mean drop of P(label) per prompt position
+    positions_over_min: int | float | None = None  # positions whose mean drop reaches drop_min
+    max_position_drop: float | None = None
+    intermediate_drop: float | None = None  # mean drop under INLP
+    intermediate_control_drop: float | None = None  # under random subspaces
+    intermediate_matched_drop: float | None = None  # under the information-matched erasure
+    intervals: dict = field(default_factory=dict, compare=False)
+
+    def record(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "intervals"}
+
+
+def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
+               intermediate: pd.DataFrame, *, drop_min: float) -> C4Summary:
+    """C4's numbers from :func:`k50_table`, :func:`top_neuron_specificity`,
+    :func:`rote.analysis.patching.resample_positions` and :func:`intermediate_table`."""
     def med(frame, col):
         return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
 
     k_m, k_c = med(k50s[k50s.set == "M"], "k50"), med(k50s[k50s.set == "C"], "k50")
     per_pos = positions.groupby("position")["drop"].mean() if len(positions) else pd.Series(dtype=float)
     inter = intermediate.groupby("method")["drop"].mean() if len(intermediate) else pd.Series(dtype=float)
-    return {"k50_M": k_m, "k50_C": k_c, "k50_ratio": k_m / k_c if k_c and not math.isnan(k_c) else math.nan,
-            "top_activity_median": med(specificity, "activity"),
-            "position_drops": [float(v) for v in per_pos.values],
-            "positions_over_min": int((per_pos >= drop_min).sum()),
-            "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
-            "intermediate_drop": float(inter.get("INLP", math.nan)),
-            "intermediate_control_drop": float(inter.get("random", math.nan)),
-            "intermediate_matched_drop": float(inter.get("matched", math.nan)),
-            "intervals": c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min)}
+    return C4Summary(k_m, k_c, k_m / k_c if k_c and not math.isnan(k_c) else math.nan, med(specificity, "activity"),
+                     [float(v) for v in per_pos.values], int((per_pos >= drop_min).sum()),
+                     float(per_pos.max()) if len(per_pos) else math.nan,
+                     *(float(inter.get(m, math.nan)) for m in ("INLP", "random", "matched")),
+                     intervals=c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min))
 
 
 # -- section 11: the sampling intervals of C4's statistics, a percentile bootstrap over examples ------
@@ -419,21 +428,21 @@ class HypothesisThresholds:
             raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
 
 
-def hypotheses_table(summary: dict, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
+def hypotheses_table(summary: C4Summary, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
     """What a look-up table and a distributed encoding each predict for the measures of
     :func:`c4_summary`, next to what was observed and the pass threshold (``thresholds``)."""
     quantile, k50_ratio_min, activity_min = thresholds.quantile, thresholds.k50_ratio_min, thresholds.activity_min
     drop_min, positions_min = thresholds.drop_min, thresholds.positions_min
     return pd.DataFrame([
         {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
-         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary["k50_ratio"]},
+         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary.k50_ratio},
         {"measure": "median activity of top neurons", "look-up predicts": f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
          "distributed predicts": f"~{1 - quantile:.2f} (layer average)", "threshold": f">= {activity_min}",
-         "observed": summary["top_activity_median"]},
+         "observed": summary.top_activity_median},
         {"measure": "input positions removing >= 20% of P(noisy)", "look-up predicts": "all (any change breaks the key)",
          "distributed predicts": f">= {positions_min}", "threshold": f">= {positions_min}",
-         "observed": summary["positions_over_min"]},
+         "observed": summary.positions_over_min},
         {"measure": "share of P(noisy) removed with the intermediate result",
          "look-up predicts": "~0 (the label bypasses the reasoning)", "distributed predicts": "large",
-         "threshold": f">= {drop_min}", "observed": summary["intermediate_drop"]},
+         "threshold": f">= {drop_min}", "observed": summary.intermediate_drop},
     ]).set_index("measure")

@@ -199,11 +199,11 @@ def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
     """Each statistic on M beside the same statistic on the known look-up."""
     rows = []
     for u in units:
-        lk, sm = found[u], summary[u]
-        rows.append({"unit": label(u), "look-up examples": lk["n_lookup"],
-                     "k50 ratio: M": sm["k50_ratio"], "k50 ratio: look-up": lk["k50_ratio"],
-                     "top activity: M": sm["top_activity_median"], "top activity: look-up": lk["top_activity_median"],
-                     "positions: M": sm["positions_over_min"], "positions: look-up": lk["positions_over_min"]})
+        lk, sm = found[u].summary, summary[u]
+        rows.append({"unit": label(u), "look-up examples": found[u].n_lookup,
+                     "k50 ratio: M": sm.k50_ratio, "k50 ratio: look-up": lk.k50_ratio,
+                     "top activity: M": sm.top_activity_median, "top activity: look-up": lk.top_activity_median,
+                     "positions: M": sm.positions_over_min, "positions: look-up": lk.positions_over_min})
     return pd.DataFrame(rows).set_index("unit").round(3)
 
 
@@ -222,7 +222,7 @@ SCALARS = ["k50_M", "k50_C", "k50_ratio", "top_activity_median", "positions_over
 
 
 def scalars_table(units: list, summary: dict) -> pd.DataFrame:
-    return pd.DataFrame({label(u): {k: summary[u][k] for k in SCALARS} for u in units}).round(3)
+    return pd.DataFrame({label(u): {k: getattr(summary[u], k) for k in SCALARS} for u in units}).round(3)
 
 
 @plots.seeded_jitter
@@ -243,8 +243,8 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
         else:
             ax.text(0.5, 0.5, "no examples", ha="center", va="center", transform=ax.transAxes)
         ax.axhline(1, ls="--", color=LOOKUP_COLOR, lw=1.5, label="look-up: 1 neuron")
-        if not np.isnan(summary[u]["k50_C"]):
-            ax.axhline(T["k50_ratio_min"] * summary[u]["k50_C"], ls=":", color="k", lw=1, label="threshold")
+        if not np.isnan(summary[u].k50_C):
+            ax.axhline(T["k50_ratio_min"] * summary[u].k50_C, ls=":", color="k", lw=1, label="threshold")
         ax.set(title=f"{label(u)}: neurons carrying half the attribution", xlabel="", ylabel="k50")
         ax.legend(fontsize=8, loc="upper left")
         ax = row[1]
@@ -265,8 +265,8 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
 
 def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     def drops(v):
-        return (summary[v]["position_drops"] or [np.nan] * len(names)) + \
-            [summary[v]["intermediate_drop"], summary[v]["intermediate_control_drop"]]
+        return (summary[v].position_drops or [np.nan] * len(names)) + \
+            [summary[v].intermediate_drop, summary[v].intermediate_control_drop]
 
     bars = pd.DataFrame({"removed": names + ["intermediate", "random subspace"], "drop": drops(u),
                          "kind": ["input position"] * len(names) + ["intermediate result", "control"]})
@@ -280,7 +280,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     if len(dots):
         ax.scatter(dots["removed"], dots["drop"], color="k", s=14, zorder=3, label="each seed")
     ax.axhline(T["drop_min"], ls=":", color="k", lw=1)
-    if np.isnan(summary[u]["intermediate_drop"]):
+    if np.isnan(summary[u].intermediate_drop):
         ax.text(len(names), 0.02, "not\nfound", ha="center", fontsize=8)
     if bars["drop"].isna().all():
         ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
@@ -297,9 +297,9 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
     lines = []
     for (task, condition), members in groups_.items():
         def pick(check_id, yes, no, key):
-            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [summary[u][key] for u in members])
+            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [getattr(summary[u], key) for u in members])
 
-        n_pos = " / ".join(str(len(summary[u]["position_drops"])) if summary[u]["position_drops"] else "n/a"
+        n_pos = " / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
                            for u in members)
         noun = "digit" if task == "fda" else "label"
         head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
@@ -346,11 +346,8 @@ def controls_figure(units: list, evaluations: dict, found: dict):
     its threshold, and the intermediate drop over the information-matched control's."""
     rows = []
     for u in units:
-        sm, lk = evaluations[u][0], found[u]
-        for who, k50_m, k_c, act, pos in (("M", sm["k50_M"], sm["k50_C"], sm["top_activity_median"],
-                                           sm["positions_over_min"]),
-                                          ("look-up", lk["k50_M"], lk["k50_C"], lk["top_activity_median"],
-                                           lk["positions_over_min"])):
+        for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record())):
+            k50_m, k_c, act, pos = (s[k] for k in ("k50_M", "k50_C", "top_activity_median", "positions_over_min"))
             rows.append({"where": where(u.task, u.condition), "seed": u.seed, "set": who,
                          "k50 / (threshold x k50 on C)": k50_m / (T["k50_ratio_min"] * k_c) if k_c else np.nan,
                          "top-neuron activity": act, "positions removing >= drop_min": pos})
@@ -481,8 +478,7 @@ def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
     depends, judged = sections.dependency, {}
     for u in build.units:
         summary = sections.summary[u]
-        judged[u] = verdicts.c4.checks({**summary, "n_memorized": len(build.sets[u]["M"]),
-                                        "n_clean": len(build.sets[u]["C"]), "n_positions": len(summary["position_drops"]),
-                                        "erasure_layers": depends.sites[u]["layers"], "erasure_rank": depends.rank,
-                                        "matched_available": _matched(depends, u)}, sections.lookups[u])
+        setting = verdicts.c4.Setting(len(build.sets[u]["M"]), len(build.sets[u]["C"]), len(summary.position_drops),
+                                      depends.sites[u]["layers"], depends.rank, _matched(depends, u))
+        judged[u] = verdicts.c4.checks(summary, sections.lookups[u], setting)
     return ClaimResult(SPEC.id, {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})
