@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 import matplotlib.pyplot as plt
@@ -210,7 +210,7 @@ class Study:
     widths: pd.DataFrame
     ratios: pd.DataFrame
     curves: pd.DataFrame
-    evaluations: dict[int, tuple[dict, list[Check]]] = field(default_factory=dict)
+    evaluations: dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]] = field(default_factory=dict)
     missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
 
     # -- one value per seed, for the sentences -----------------------------------------------------
@@ -224,7 +224,7 @@ class Study:
     @property
     def judged(self) -> bool:
         """Whether some seed has two widths trained (X1 compares widths): else the record is not run."""
-        return any(sum(m["trained"]) >= 2 for m, _ in self.evaluations.values())
+        return any(sum(m.trained) >= 2 for m, _ in self.evaluations.values())
 
     def train_command(self) -> str:
         """The command that trains the missing runs: ``rote train --plan --x1`` for the profile's grid and
@@ -294,7 +294,7 @@ class Study:
     def trend(self, seed: int) -> str:
         """How the cost of one seed moves up the grid, in words."""
         metrics = self.evaluations[seed][0]
-        widths, rises, rise_max = metrics["widths"], metrics["rises"], THRESHOLDS[CLAIM]["rise_max"]
+        widths, rises, rise_max = metrics.widths, metrics.rises, THRESHOLDS[CLAIM]["rise_max"]
         steps = [(a, b, r) for a, b, r in zip(widths, widths[1:], rises) if not math.isnan(r)]
         if not steps:
             return "cannot be followed (no two neighbouring widths trained)"
@@ -546,7 +546,7 @@ def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
 
 # -- the claim's checks ----------------------------------------------------------------------------
 def evaluate(g: Grid, widths: pd.DataFrame,
-             ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[dict, list[Check]]]]:
+             ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]]]:
     """X1 judged on the measures of :func:`study`: the width table with its ``memorizes`` column (final mem
     counts as memorization: :func:`rote.verdicts.x1.memorizes`), and per seed of the grid its metrics and
     checks (:func:`rote.verdicts.x1.checks` on the seed's rows, against the registered widths ``g.widths``)
@@ -557,7 +557,6 @@ def evaluate(g: Grid, widths: pd.DataFrame,
     for seed in g.seeds:
         metrics, checks = verdicts.x1.checks(widths[widths.seed == seed], g.widths)
         mine = ratios[ratios.seed == seed]
-        metrics.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
-                       cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})
-        out[seed] = (metrics, checks)
+        out[seed] = (replace(metrics, noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
+                             cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)}), checks)
     return widths, out

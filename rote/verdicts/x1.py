@@ -44,6 +44,7 @@ counts), never for a fail that two memorizing widths decide.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable
 
 import pandas as pd
@@ -196,7 +197,25 @@ def _rising_check(widths: list[int], present: dict, cost: list[float], memorized
     return check.replace(passed=passed, reason=reason if passed is None else "")
 
 
-def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[dict, list[Check]]:
+@dataclass(frozen=True)
+class X1Metrics:
+    """One seed's X1 numbers as its record stores them: per width of the grid its gen cost, the rises
+    between neighbours, whether it memorizes and was trained, every measure by width; and the gen cost
+    at each noise ratio of the sweep (shown, not judged; :func:`rote.chapters.x1.evaluate`)."""
+
+    widths: list[int]
+    largest_width: int
+    cost_by_width: list[float]
+    rises: list[float]
+    memorizes: list[bool]
+    trained: list[bool]
+    by_width: dict
+    noise_ratio: float | None = None
+    sweep_width: int | None = None
+    cost_by_noise_ratio: dict | None = None
+
+
+def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[X1Metrics, list[Check]]:
     """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
     in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
     rows); a width without a row was not trained: its checks, and those that need it, are unresolved."""
@@ -208,8 +227,7 @@ def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple
     cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
     out = [_mem_check(w, present.get(w)) for w in widths]
     out += [_largest_check(widths[-1], present.get(widths[-1])), _rising_check(widths, present, cost, memorized)]
-    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost,
-               "rises": [b - a for a, b in zip(cost, cost[1:])], "memorizes": memorized, "trained": trained,
-               "by_width": {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
-                            for w in widths if w in present}}
+    metrics = X1Metrics(widths, widths[-1], cost, [b - a for a, b in zip(cost, cost[1:])], memorized, trained,
+                        {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
+                         for w in widths if w in present})
     return metrics, out
