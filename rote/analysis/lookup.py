@@ -1,22 +1,7 @@
-"""Known look-ups: the positive control of claim C4 (amendment 1, section 7.6).
-
-C4's statistics (k50, the activity of the top neurons, the input positions a label depends on) are
-meant to tell a distributed encoding from a look-up table. The amendment asks them to prove it on
-a look-up whose nature is known: a statistic that calls a known look-up "distributed" cannot
-decide the claim.
-
-- THR: the atomic facts (h, r) -> t. They are trained on, never noised, and no rule gives them:
-  the model can only store them. :func:`atomic_lookup` returns those the model answers.
-- FDA has no such facts (every sum follows the rule). :func:`plant_lookup` grafts a look-up into
-  the trained model itself: one neuron per key input is added to its last MLP layer
-  (:func:`widened`: every trained neuron is kept, so the model answers everything else exactly as
-  before); it fires only when that layer's normalized input at the last answer position is the
-  key's (silent on every other input seen) and then writes a wrong last digit. The keys are then
-  memorized examples whose mechanism is a look-up by construction, in the network, inputs,
-  positions and clean set that the statistics use on M.
-
-:func:`lookup_statistics` computes the C4 statistics of :mod:`rote.analysis.neurons` on a look-up
-set, in the same form as :func:`rote.analysis.neurons.c4_summary` (the look-up set in place of M).
+"""Known look-ups, the positive control of claim C4 (amendment 1, 7.6): THR's atomic facts
+(:func:`atomic_lookup`), and for FDA a look-up grafted into the trained model (:func:`plant_lookup`);
+:func:`lookup_statistics` computes C4's statistics on them as :func:`rote.analysis.neurons.c4_summary`
+does on M.
 """
 
 from __future__ import annotations

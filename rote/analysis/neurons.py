@@ -1,28 +1,8 @@
-"""MLP neurons of a memorized example: who writes the label, how specific they are, which inputs matter.
-
-Claim C4 ("distributed encoding, not a look-up") asks whether a memorized noisy label is produced by
-a few dedicated neurons that fire for that one input (a look-up table) or by many neurons that are
-shared with other inputs and aggregate several input positions and intermediate results.
-
-Conventions
------------
-*Answer positions.* Examples are teacher-forced on a chosen answer (``which`` = ``"label"`` or
-``"true_label"``); answer token ``j`` is predicted at sequence position ``P - 1 + j``
-(:attr:`Examples.answer_positions`). Neurons are read at those positions: FDA positions 9..13 (the
-``=`` and the first four answer digits), THR position 2 (``r2``).
-
-*Direct logit attribution (DLA).* The final LayerNorm is folded into the unembedding with the scale
-of the analysed example frozen: a vector ``v`` written into the final residual stream changes the
-logit of token ``y`` by ``v . w_y / sigma`` where ``w_y`` is the unembedding row of ``y`` times the
-LayerNorm gain, centred over ``d_model`` (LayerNorm subtracts the mean) and ``sigma`` is the
-LayerNorm scale of that example and position. We also subtract the mean ``w`` over the vocabulary,
-so a neuron's attribution is its push on the logit of ``y`` *relative to the average logit*: a push
-that raises every logit alike does not change the softmax and gets no credit. Neuron ``n`` of
-layer ``l`` thus has ``DLA = act[l, n] * (W_out[l][:, n] . w_y) / sigma``; summed over all neurons,
-heads, embeddings and biases it gives ``logit(y) - mean logit`` (up to the LayerNorm bias term,
-which is the same for every example). The same convention is used for every set and every task.
-
-Every function runs batched over examples and neurons; every hook is removed before it returns.
+"""MLP neurons of a memorized example (claim C4): who writes the label (direct logit attribution, k50),
+how specific they are (activity on clean inputs), and C4's summary and intervals. Neurons are read at
+the answer positions, teacher-forced on ``which``; the final LayerNorm is folded into the unembedding
+with the example's scale frozen, and attribution is to the label's logit minus the mean logit. Every
+hook is removed before a function returns.
 """
 
 from __future__ import annotations

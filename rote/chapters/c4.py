@@ -1,9 +1,7 @@
-"""Chapter 05, claim C4: distributed encoding, not a look-up.
-
-Sections, each a call here: the example sets (:func:`load`), how many neurons write the label
-(:func:`k50s`), how specific they are (:func:`specificity`), what the label depends on
-(:func:`dependency`), the statistics on a known look-up (:func:`lookups`), and the claim's numbers
-and checks (:func:`summaries`, :func:`evaluate`), with the two figures and their paragraphs."""
+"""Chapter 05, claim C4: distributed encoding, not a look-up. Sections: the example sets
+(:func:`load`), k50 (:func:`k50s`), specificity (:func:`specificity`), what the label depends on
+(:func:`dependency`), the known look-up (:func:`lookups`), and the checks (:func:`evaluate`).
+"""
 
 from __future__ import annotations
 

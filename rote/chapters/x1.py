@@ -1,43 +1,9 @@
-"""Chapter 07, X1 (beyond the paper): when is memorization benign? The gen cost against model width
-(protocol 9).
-
-The paper calls the memorization of label noise benign; on ``quick`` (FDA ``random``, 10% noise) the
-noisy run ends clearly below its noise-free twin. X1 asks whether that cost is a matter of capacity:
-the same FDA ``random`` runs at several model widths (d_model; the same depth, heads, data and
-schedule), each with its noise-free twin, which differs from it in the noise only and is the control.
-The grid comes from the plan (:func:`rote.plan.x1_units`); this module loads and measures it, draws
-the chapter's figures and writes its sentences; the checks and our reading of the verdict are
-:mod:`rote.verdicts.x1`, called in :func:`evaluate` only.
-
-Sections, each a call here: the grid and what of it this page measured (:func:`grid`, :func:`load`,
-:func:`study`, :meth:`Study.grid_text`, :meth:`Study.missing_table`), the gen cost against model width
-(:func:`gen_cost_by_width`, :meth:`Study.cost_sentence`), the learning curves per width
-(:func:`curves_by_width`, :meth:`Study.timing_sentence`, :meth:`Study.table`), the gen cost against
-the noise ratio (:func:`gen_cost_by_ratio`, :meth:`Study.ratio_sentence`), and the Verdict
-(:meth:`Study.records`, :meth:`Study.verdict_sentence`) from the checks of :func:`evaluate`.
-
-**Measures**, per width and seed (final = mean of the last 5 evaluations, ``FINAL_WINDOW``):
-
-- ``gen_twin``, ``gen_noisy``: final gen of the twin and of the noisy run; the **gen cost** is
-  ``gen_twin - gen_noisy``; ``mem`` and ``rec``: final mem and rec of the noisy run;
-- ``t_gen``, ``t_mem``: the first evaluated step with gen >= 0.9 and with mem >= 0.5 (section 5's
-  definitions, levels from ``THRESHOLDS["C1"]``), None when never reached;
-- ``peak_gen_before_t_mem``: the largest gen of the noisy run at evaluations before ``t_mem`` (over
-  the whole run when mem never reaches 0.5).
-
-Also shown, not judged: the gen cost at each noise ratio of the sweep, at the profile's width.
-
-**Trained only when asked.** X1's grid is not in the default plan (``rote.plan.plan(..., x1=True)``).
-The chapter's ``train_grid`` parameter says whether it may train the grid (:func:`load`); without it
-the chapter trains or loads only the runs it shares with C1 (FDA random at the profile's width, every
-seed) and loads what else of the grid is cached. A seed is then judged on the widths it has: a width it
-lacks is unresolved with the reason "not trained" (its ``x1.mem.w<width>`` check, and the checks that
-need it). When no seed has two widths, nothing can be compared: the record is ``not run``, with the
-reason, and the page lists the missing runs, the command that trains them and their estimate on the
-machine that built it (:meth:`Study.missing_table`).
-
-The sentences the chapter shows are chosen here from the numbers (:class:`Study`), so that the
-chapter holds narrative only and a rerun can never leave a sentence its numbers contradict.
+"""Chapter 07, X1 (beyond the paper): the gen cost (twin gen - noisy gen) against model width
+(protocol 9), the grid from :func:`rote.plan.x1_units`. Sections: the grid and what of it this page
+measured (:func:`grid`, :func:`load`, :func:`study`), the cost against width, the learning curves per
+width, the cost against the noise ratio (shown, not judged) and the Verdict; the checks are
+:mod:`rote.verdicts.x1`, called in :func:`evaluate` only. Without ``train_grid`` the chapter loads C1's
+shared runs and what else is cached; a width not trained is unresolved, and no two widths: not run.
 """
 
 from __future__ import annotations

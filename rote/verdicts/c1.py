@@ -1,6 +1,6 @@
-"""Claim C1's checks (protocol section 5, amendments 7.1-7.2): from a noisy run's metric table and
-its noise-free twin's, :func:`checks` returns the metrics (:class:`C1Metrics`) and
-the checks. Its only caller is :func:`rote.chapters.c1.evaluate`."""
+"""Claim C1's checks (section 5, amendments 7.1-7.2, 8.6, section 11) from a noisy run's metric
+table and its noise-free twin's. Caller: :func:`rote.chapters.c1.evaluate`.
+"""
 
 from __future__ import annotations
 

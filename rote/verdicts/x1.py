@@ -1,44 +1,12 @@
 """X1's checks (protocol 9, beyond the paper): is the memorization of label noise benign at enough
-width? From one seed's rows of the width table (:attr:`rote.chapters.x1.Study.widths`),
-:func:`checks` returns the metrics and the checks. Its only caller is :func:`rote.chapters.x1.evaluate`.
-
-**Checks** of one seed (ids are stable; every check is ``registered``: X1 has no amendment, so its
-amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``THRESHOLDS["X1"]``:
-
-- ``x1.mem.w<width>``: final mem >= 0.9. Below it the width is *unresolved* (a model that does not
-  memorize cannot show a benign memorization): the check is unresolved, never failed;
-- ``x1.cost_largest``: the gen cost at the largest width <= 0.05; unresolved when that width does
-  not memorize;
-- ``x1.not_rising``: every step up the grid (each width to the next) lowers the cost or raises it by
-  at most 0.02; its value is the largest rise. It fails when a step between two widths that memorize
-  rises by more; else it is unresolved when a step touches a width that does not memorize.
-
-A width of the registered grid without a row was not trained: its ``x1.mem.w<width>`` check, and
-the checks that need it, are unresolved with the reason "not trained". A missing value (a final mem
-or gen cost that is NaN: a NaN among its last 5 evaluations, 8.6) makes the checks that read it
-unresolved with that reason, never failed: X1's checks compare like every other claim's (8.5, 8.6).
-
-**Section 11.** Every check records its margin (signed so that a positive margin passes:
-``mem - 0.9``, ``0.05 - cost``, ``0.02 - largest rise``) and, where the rows carry their sample sizes
-(``n_noisy``; ``n_test`` and ``n_test_twin``, the noisy run's and the twin's test sets), a 95% interval:
-Wilson for a final mem, Newcombe for a gen cost (twin gen - noisy gen), and for the largest rise, a
-difference of two costs (four shares), Newcombe's hybrid score method carried to the four (the MOVER
-of Zou and Donner: the same square-root combination of each share's Wilson distance). A final share
-is the mean of the last 5 evaluations of the same examples: the interval treats it as one
-evaluation's share of n examples.
-
-Values are compared rounded to 9 decimals (:data:`DECIMALS`), so that the float error of a
-difference of accuracies (0.07 - 0.05) never decides a tie.
-
-**Our reading of the registered verdict.** A seed *passes* when all three parts pass and *fails*
-when ``x1.cost_largest`` or ``x1.not_rising`` fails (X1 does not hold on it); else it is
-unresolved (:func:`rote.verdicts.seed_verdict`). Across seeds X1 **holds** when every seed passes,
-**fails** only when the cost at the largest width is above 0.05 on every seed (protocol 9's words,
-:data:`rote.verdicts.FAILS_ONLY_ON`), is **unresolved** when every seed is, and is **mixed**
-otherwise. So seeds whose cost ends within the margin but rises with width on the way fail on that
-seed, and make X1 mixed, not failed, even when every seed is such a seed. A width that never
-memorizes leaves a seed unresolved where the verdict needs it: always for ``holds`` (every step
-counts), never for a fail that two memorizing widths decide.
+width? Per seed, from its rows of the width table: ``x1.mem.w<width>`` (final mem >= 0.9, else
+unresolved), ``x1.cost_largest`` (gen cost at the largest width <= 0.05) and ``x1.not_rising`` (no step
+up the grid raises the cost by more than 0.02); all registered, X1 has no amendment. A width not
+trained, or a missing value (8.6), leaves the checks that need it unresolved, never failed. Section 11:
+margins signed so that a positive one passes; Wilson (mem), Newcombe (a cost) and its four-share MOVER
+(a rise) intervals where the rows carry their sample sizes. Values compare at :data:`DECIMALS`.
+Across seeds (:func:`rote.verdicts.seed_verdict`): X1 fails only when the cost at the largest width is
+too high on every seed (``fails_only_on``); rising seeds make it mixed. Caller: ``chapters.x1.evaluate``.
 """
 
 from __future__ import annotations
