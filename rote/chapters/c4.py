@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
+from IPython.display import Markdown
 
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import erasure, inlp, lookup, neurons, patching
@@ -44,7 +45,8 @@ class Params(ChapterParams):
     seed: int = param(0, whole(0))
 
 
-def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int) -> None:
+def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int,
+                    profile: str) -> None:
     """The thresholds and parameters the chapter's method text quotes."""
     glue_values({"c4_k50_ratio_min": T["k50_ratio_min"], "c4_activity_min": T["activity_fraction_min"],
                  "c4_positions_min": T["positions_min"], "c4_drop_min": T["drop_min"],
@@ -52,7 +54,8 @@ def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: i
                  "c4_layer_average": round(1 - T["activity_quantile"], 6),
                  "c4_probe_over_chance": MIN_OVER_CHANCE, "c4_erasure_rank": erasure_rank,
                  "c4_n_samples": n_samples, "c4_n_matched": n_matched, "c4_n_keys": n_keys,
-                 "c4_max_lookup": max_lookup, "c4_over_matched_min": T["intermediate_over_matched_min"]})
+                 "c4_max_lookup": max_lookup, "c4_over_matched_min": T["intermediate_over_matched_min"],
+                 "c4_profile": Markdown(profile)})  # {glue:md}: the word, without quotes
 
 
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
@@ -289,7 +292,8 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
-def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict, profile: str) -> str:
+# generated: which sentence each statistic gets depends on its check on each seed
+def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict) -> str:
     """Per task and condition: each statistic per seed against its threshold, the sentence its check
     (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
     lines = []
@@ -333,8 +337,7 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
                    "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
                    "separates a distributed encoding from a look-up", "intermediate_drop")
             + ". " + not_passed)
-    return (f"**What this build shows** ({profile} profile; one number per seed; the records in the Verdict section are "
-            "authoritative):\n\n" + "\n".join(lines))
+    return "\n".join(lines)
 
 
 # -- amendment 1: the statistics on a known look-up, and the information-matched erasure -------------
@@ -404,6 +407,7 @@ def lookup_verdict(checks: list, n: int) -> str:
                                                                           else "passes"))
 
 
+# generated: what each look-up control decides, and on which seeds, depends on the result
 def controls_text(groups_: dict, evaluations: dict) -> str:
     """Per task and condition: each statistic on the known look-up and what its control decides, the
     intermediate drop over the information-matched control, and whether the verdict rests on the
@@ -437,7 +441,7 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
                       "unresolved there (amendment 2, 8.5)")
         lines.append(f"- **{where(task, condition)}**: " + ". ".join(x[0].upper() + x[1:] for x in sentences)
                      + f". Finally, {inter}." + rests)
-    return "**What the amendment's controls show** (one number per seed):\n\n" + "\n".join(lines)
+    return "\n".join(lines)
 
 
 # -- the claim's metrics and checks, and the records -------------------------------------------------
