@@ -292,51 +292,52 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
-# generated: which sentence each statistic gets depends on its check on each seed
+# each statistic per task and condition: {name} is one value per seed, {part} the clause its check chooses
+HYPOTHESES = (
+    "the median k50 of a memorized {noun} is {k50_M} neurons against {k50_C} for a correct answer {noun} (ratio "
+    "{k50_ratio}; threshold {k50_ratio_min}), {k50}. The top neurons of memorized {noun}s are active on a median "
+    "share {top_activity_median} of clean inputs (a look-up neuron: about {one_input}; the layer average: "
+    "{layer_average}; threshold {activity_fraction_min}), {activity}. Resampling one prompt position at a time, "
+    "{positions_over_min} of {n_pos} positions each remove at least {drop_min} of P(noisy label) (largest mean drop "
+    "{max_position_drop}; at least {positions_min} required), {positions}; erasing the intermediate result removes "
+    "{intermediate_drop} (random subspaces of the same rank: {intermediate_control_drop}; information-matched "
+    "erasures: {intermediate_matched_drop}), {intermediate}. ")
+CLAUSES = {  # part: (its check, the number it judges, the clause where it passes, where it does not)
+    "k50": ("c4.k50", "k50_ratio", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many "
+            "neurons as a correct answer (a look-up would use one)", f"so memorized labels are written by fewer than "
+            f"{T['k50_ratio_min']} times as many neurons as correct answers"),
+    "activity": ("c4.activity", "top_activity_median", "so they are shared with other inputs",
+                 "so they are active on fewer clean inputs than the claim requires"),
+    "positions": ("c4.positions", "max_position_drop", "so the label depends on several input tokens",
+                  "so fewer positions than required matter this much"),
+    "intermediate": ("c4.intermediate.registered", "intermediate_drop", "so the memorized label depends on the "
+                     "intermediate result, which a look-up would bypass", "so this build does not show the dependency "
+                     "on the intermediate result that separates a distributed encoding from a look-up"),
+}
+
+
+# generated: which clause each statistic gets depends on its check on each seed
 def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict) -> str:
-    """Per task and condition: each statistic per seed against its threshold, the sentence its check
-    (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
+    """Per task and condition: :data:`HYPOTHESES` and the registered checks not passed (``sizes``: unit ->
+    {"M": |M|, "C": |C|})."""
     lines = []
     for (task, condition), members in groups_.items():
-        def pick(check_id, yes, no, key):
-            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [getattr(summary[u], key) for u in members])
-
-        n_pos = " / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
-                           for u in members)
-        noun = "digit" if task == "fda" else "label"
         head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
                 f"{' / '.join(str(sizes[u]['M']) for u in members)}): ")
         not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members})
         if not any(sizes[u]["M"] for u in members):
             lines.append(head + "no memorized examples, so none of the measures applies. " + not_passed)
             continue
-        lines.append(
-            head + f"the median k50 of a memorized {noun} is {each_seed(summary, members, 'k50_M')} neurons against "
-            f"{each_seed(summary, members, 'k50_C')} for a correct answer {noun} (ratio "
-            f"{each_seed(summary, members, 'k50_ratio')}; threshold {T['k50_ratio_min']}), "
-            + pick("c4.k50", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many neurons "
-                   "as a correct answer (a look-up would use one)",
-                   f"so memorized labels are written by fewer than {T['k50_ratio_min']} times as many neurons as correct "
-                   "answers", "k50_ratio")
-            + f". The top neurons of memorized {noun}s are active on a median share "
-            f"{each_seed(summary, members, 'top_activity_median')} of clean inputs (a look-up neuron: about "
-            f"{' / '.join(num(1 / sizes[u]['C'], '.3g') if sizes[u]['C'] else 'n/a' for u in members)}; "
-            f"the layer average: {num(1 - T['activity_quantile'], '.3g')}; threshold {T['activity_fraction_min']}), "
-            + pick("c4.activity", "so they are shared with other inputs",
-                   "so they are active on fewer clean inputs than the claim requires", "top_activity_median")
-            + ". Resampling one prompt position at a time, "
-            f"{each_seed(summary, members, 'positions_over_min', 'd')} of {n_pos} positions each remove at least "
-            f"{T['drop_min']} of P(noisy label) (largest mean drop {each_seed(summary, members, 'max_position_drop')}; "
-            f"at least {T['positions_min']} required), "
-            + pick("c4.positions", "so the label depends on several input tokens",
-                   "so fewer positions than required matter this much", "max_position_drop")
-            + f"; erasing the intermediate result removes {each_seed(summary, members, 'intermediate_drop')} (random "
-            f"subspaces of the same rank: {each_seed(summary, members, 'intermediate_control_drop')}; "
-            f"information-matched erasures: {each_seed(summary, members, 'intermediate_matched_drop')}), "
-            + pick("c4.intermediate.registered", "so the memorized label depends on the intermediate result, which a "
-                   "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
-                   "separates a distributed encoding from a look-up", "intermediate_drop")
-            + ". " + not_passed)
+        values_ = {k: each_seed(summary, members, k, "d" if k == "positions_over_min" else ".3g") for k in SCALARS}
+        clauses = {part: choose_by([evaluations[u][1] for u in members], check, yes, no,
+                                   [getattr(summary[u], key) for u in members])
+                   for part, (check, key, yes, no) in CLAUSES.items()}
+        lines.append(head + HYPOTHESES.format(
+            **T, **values_, **clauses, noun="digit" if task == "fda" else "label", layer_average=num(
+                1 - T["activity_quantile"], ".3g"), one_input=" / ".join(num(1 / sizes[u]["C"], ".3g") if sizes[u]["C"]
+                                                                         else "n/a" for u in members),
+            n_pos=" / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
+                             for u in members)) + not_passed)
     return "\n".join(lines)
 
 
@@ -409,10 +410,8 @@ def lookup_verdict(checks: list, n: int) -> str:
 
 # generated: what each look-up control decides, and on which seeds, depends on the result
 def controls_text(groups_: dict, evaluations: dict) -> str:
-    """Per task and condition: each statistic on the known look-up and what its control decides, the
-    intermediate drop over the information-matched control, and whether the verdict rests on the
-    intermediate dependency alone."""
-    margin = T["intermediate_over_matched_min"]
+    """Per task and condition: each statistic on the known look-up and what its control decides, then
+    :func:`_intermediate_text`."""
     lines = []
     for (task, condition), members in groups_.items():
         kind = "atomic facts" if task == "thr" else "grafted look-up"
@@ -422,26 +421,31 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
             sentences.append(f"{text} gives {values([c.value if c is not None else None for c in found], '.3g')} on the "
                              f"{kind} (threshold {values([c.threshold if c is not None else None for c in found], '.3g')}):"
                              f" {lookup_verdict(found, len(members))}")
-        overs = [evaluations[u][0].get("intermediate_over_matched", float("nan")) for u in members]
-        ok = sum(o >= margin for o in overs if measured(o))
-        siteless = [str(u.seed) for u in members if evaluations[u][0].get("erasure_layers") == []]
-        if not any(measured(o) for o in overs):
-            inter = ("the intermediate result was not erased (no site found or no memorized example), so its checks are "
-                     "unresolved (amendment 2, 8.5: the intervention cannot run, and a missing number never decides)")
-        else:
-            inter = (f"erasing the intermediate result removes {values(overs, '.3g')} more of P(noisy label) than the "
-                     f"information-matched control (margin {margin}), "
-                     + ("enough on every seed" if ok == len(members) else "not enough on any seed" if ok == 0
-                        else f"enough on {ok} of {len(members)} seeds"))
         rests = (" No look-up statistic is validated on any seed: the amended verdict rests on the intermediate "
                  "dependency alone." if all(evaluations[u][0].get("rests_on_intermediate_alone") for u in members) else "")
-        if siteless and any(measured(o) for o in overs):
-            inter += (f"; on seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
-                      f"{MIN_OVER_CHANCE:g} x chance on C, so the removal cannot run and both intermediate checks are "
-                      "unresolved there (amendment 2, 8.5)")
         lines.append(f"- **{where(task, condition)}**: " + ". ".join(x[0].upper() + x[1:] for x in sentences)
-                     + f". Finally, {inter}." + rests)
+                     + f". Finally, {_intermediate_text(members, evaluations)}." + rests)
     return "\n".join(lines)
+
+
+# generated: whether the intermediate drop beats the matched control, and on which seeds, depends on the result
+def _intermediate_text(members: list, evaluations: dict) -> str:
+    margin = T["intermediate_over_matched_min"]
+    overs = [evaluations[u][0].get("intermediate_over_matched", float("nan")) for u in members]
+    if not any(measured(o) for o in overs):
+        return ("the intermediate result was not erased (no site found or no memorized example), so its checks are "
+                "unresolved (amendment 2, 8.5: the intervention cannot run, and a missing number never decides)")
+    ok = sum(o >= margin for o in overs if measured(o))
+    text = (f"erasing the intermediate result removes {values(overs, '.3g')} more of P(noisy label) than the "
+            f"information-matched control (margin {margin}), "
+            + ("enough on every seed" if ok == len(members) else "not enough on any seed" if ok == 0
+               else f"enough on {ok} of {len(members)} seeds"))
+    siteless = [str(u.seed) for u in members if evaluations[u][0].get("erasure_layers") == []]
+    if siteless:
+        text += (f"; on seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
+                 f"{MIN_OVER_CHANCE:g} x chance on C, so the removal cannot run and both intermediate checks are "
+                 "unresolved there (amendment 2, 8.5)")
+    return text
 
 
 # -- the claim's metrics and checks, and the records -------------------------------------------------
