@@ -31,12 +31,8 @@ def atomic_lookup(model: HookedTransformer, data: TaskData) -> Examples:
 # -- FDA: a look-up grafted into the trained model -------------------------------------------------
 @dataclass
 class PlantedLookup:
-    """A copy of a model with look-up neurons grafted into its last MLP layer.
-
-    ``keys``: the key inputs whose first answer digit the look-up rewrites (``label``: the planted
-    digit, ``true_label``: the rule's answer) and that the grafted model does answer with it;
-    ``neurons``: the grafted neuron of each key (last layer); ``answer_index``: the answer token
-    the look-up writes; ``clean``: the clean examples the grafted model still answers correctly."""
+    """A copy of a model with look-up neurons grafted into its last MLP layer: the ``keys`` it answers
+    with their planted digit (``label``), each key's ``neurons``, and the ``clean`` examples it still answers."""
 
     model: HookedTransformer
     keys: Examples
@@ -86,22 +82,11 @@ def widened(model: HookedTransformer, extra: int) -> HookedTransformer:
 @torch.no_grad()
 def plant_lookup(model: HookedTransformer, clean: Examples, keys: Examples, *, answer_index: int = -1,
                  seed: int = 0, max_scale: int = 12) -> PlantedLookup:
-    """Graft a look-up of the inputs ``keys`` (examples the model answers correctly, not in
-    ``clean``) into a copy of ``model``; ``clean``: the clean examples it is compared with.
-
-    For key k, with x the normalized MLP input of the last layer (before ``ln2``'s gain and bias) at
-    answer position ``answer_index`` (default: the last, so that no later answer token is
-    teacher-forced on the planted one; the model reads the answer written so far) and
-    c(x) = x . x_k / |x_k|^2 (1 at the key), its neuron's
-    pre-activation is g (c(x) - tau), tau halfway between 1 and the largest c over ``clean`` and the
-    other keys, g = 4 / (1 - tau): 4 at the key, <= -4 at every input seen (GELU ~0); a key that
-    another input matches within 1e-3 is dropped. Its
-    output weight writes the planted digit (the true digit + 1 + a random 0..8, mod 10): the
-    direction whose folded-unembedding logits are those of the planted token alone (least squares),
-    doubled until the grafted model gives the
-    planted label (at most ``max_scale`` doublings; keys it never gives are dropped). The look-up
-    neurons are added to the last layer (:func:`widened`: every trained neuron is kept as it is).
-    """
+    """Graft a look-up of ``keys`` (answered correctly, not in ``clean``) into a copy of ``model``: one
+    last-layer neuron per key, g (x . x_k / |x_k|^2 - tau) on the normalized MLP input x at ``answer_index``,
+    tau halfway to the closest other input (4 at the key, <= -4 elsewhere), writing a wrong digit through the
+    least-squares direction of the folded unembedding, doubled until the key gives it (``max_scale``); keys
+    another input matches, or never given, are dropped."""
     layer = model.shape.n_layers - 1
     gen = torch.Generator().manual_seed(seed)
     answer_index = answer_index % keys.label.shape[1]

@@ -43,12 +43,8 @@ def _layers(model: HookedTransformer, layers: Sequence[int] | None) -> list[int]
 
 def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "label",
                     layers: Sequence[int] | None = None, with_scale: bool = False):
-    """MLP neuron activations at the answer positions, teacher-forced on ``examples.<which>``.
-
-    Returns ``acts`` of shape [N, A, L, d_mlp] (A answer positions, L chosen layers) and, when
-    ``with_scale``, also the final LayerNorm scale ``sigma`` [N, A] (``ln_final.hook_scale``) of
-    each example and position.
-    """
+    """MLP activations [N, A, L, d_mlp] at the answer positions, teacher-forced on ``examples.<which>``;
+    with ``with_scale`` also the final LayerNorm scale [N, A]."""
     layers = _layers(model, layers)
     d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
     if len(examples) == 0:
@@ -64,12 +60,8 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
 @torch.no_grad()
 def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label",
                layers: Sequence[int] | None = None) -> torch.Tensor:
-    """Direct logit attribution of every MLP neuron to the answer token ``examples.<which>``.
-
-    [N, A, L, d_mlp]: for example n, answer position j, layer l, neuron i the contribution of the
-    neuron (through W_out and the frozen final LayerNorm) to the logit of the answer token j minus
-    the mean logit. Teacher-forced on the same answer.
-    """
+    """[N, A, L, d_mlp]: each MLP neuron's direct logit attribution to answer token ``examples.<which>``
+    (minus the mean logit, the final LayerNorm's scale frozen), teacher-forced on the same answer."""
     layers = _layers(model, layers)
     acts, sigma = mlp_activations(model, examples, which, layers, with_scale=True)
     target = getattr(examples, which).to(model.device)  # [N, A]
@@ -82,10 +74,7 @@ def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label
 
 
 def k50(attributions: torch.Tensor) -> torch.Tensor:
-    """The fewest units that carry half of the total positive attribution, over the last dim.
-
-    ``attributions`` [..., U] -> float [...]; NaN where no unit has a positive attribution.
-    """
+    """The fewest units carrying half of the total positive attribution (last dim); NaN where none is positive."""
     pos = attributions.clamp(min=0)
     total = pos.sum(-1, keepdim=True)
     cum = pos.sort(dim=-1, descending=True).values.cumsum(-1)
@@ -100,13 +89,8 @@ def memorized_positions(examples: Examples) -> torch.Tensor:
 
 def k50_table(model: HookedTransformer, memorized: Examples, clean: Examples,
               mask: torch.Tensor | None = None) -> pd.DataFrame:
-    """k50 per (example, answer position): on M to the noisy label at the positions where it
-    differs from the true label (or those of ``mask`` [N, A], e.g. every position of a look-up of
-    clean facts), on the clean set to the true label at every answer position.
-
-    Neurons of all layers compete (units = layer x neuron at that position).
-    Columns: set ("M" | "C"), example, position, k50, positive (total positive attribution).
-    """
+    """k50 per (example, answer position): on M to the noisy label where it differs from the true one (or
+    at ``mask``), on C to the true label everywhere; every layer's neurons compete."""
     frames = []
     m_mask = memorized_positions(memorized) if mask is None else mask.bool()
     for name, ex, which, mask in (("M", memorized, "label", m_mask),
@@ -133,18 +117,8 @@ def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
 @torch.no_grad()
 def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
                        which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
-    """How many clean inputs each neuron is active on: :func:`active_fractions` of the MLP activations
-    of ``clean`` at the answer positions (teacher-forced on ``examples.<which>``).
-
-    A neuron is *active* on an input when its activation exceeds the layer's activity threshold:
-    the ``quantile`` of all activations of that layer (every neuron, every clean input) at that
-    answer position. (A per-neuron quantile would make every neuron active on exactly
-    ``1 - quantile`` of the inputs by construction: amendment 2, 8.6, the registered reading of C4
-    uses the layer's.) A look-up neuron that fires for one input is active on about 1/N of them; a
-    shared heuristic on many; the layer average is ``1 - quantile``.
-
-    Returns ``fractions`` [A, L, d_mlp] and ``thresholds`` [A, L].
-    """
+    """:func:`active_fractions` of the MLP activations of ``clean`` at the answer positions: per neuron,
+    the share of clean inputs above its layer's ``quantile`` (8.6). Returns [A, L, d_mlp] and [A, L]."""
     return active_fractions(mlp_activations(model, clean, which), quantile)
 
 
@@ -153,12 +127,9 @@ ACTIVITY_THRESHOLD = "layer"  # 8.6: "above its 90th percentile" is the layer's 
 
 def active_fractions(acts: torch.Tensor, quantile: float,
                      per: str = ACTIVITY_THRESHOLD) -> tuple[torch.Tensor, torch.Tensor]:
-    """The share of inputs on which each neuron is active, from activations ``acts`` [N, A, L, D]
-    (inputs, answer positions, layers, neurons): above the ``quantile`` of its layer's activations at
-    that answer position (``per="layer"``, the reading of C4; thresholds [A, L]), or of its own
-    (``per="neuron"``, thresholds [A, L, D]: only to show why C4 does not read it: every neuron is then
-    active on about ``1 - quantile`` of the inputs, by construction). Returns ``fractions`` [A, L, D]
-    and the thresholds, on the CPU."""
+    """The share of inputs on which each neuron of ``acts`` [N, A, L, D] is active: above its layer's
+    ``quantile`` (``per="layer"``, C4's reading) or its own (``per="neuron"``: ``1 - quantile`` by
+    construction, shown only to say why not). Returns fractions [A, L, D] and thresholds, on the CPU."""
     if per not in ("layer", "neuron"):
         raise ValueError(f"per must be 'layer' or 'neuron', got {per!r}")
     n_ans, n_layers = acts.shape[1], acts.shape[2]
@@ -196,17 +167,9 @@ class SpecificitySettings:
 
 def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples,
                            settings: SpecificitySettings, *, mask: torch.Tensor | None = None) -> pd.DataFrame:
-    """The top neurons by DLA to the noisy label of each memorized (example, position) and the
-    fraction of clean inputs each is active on (:func:`activity_fractions`).
-
-    Positions are those where the noisy digit differs from the true one (or those of ``mask``
-    [N, A]). The top neurons are the
-    ``settings.top`` with the largest attribution; with ``settings.within_k50`` only those among the
-    k50 neurons that carry the first half of the positive attribution (so at most min(top, k50)): in
-    a look-up the one neuron that writes the label would otherwise be outvoted by nine bystanders
-    whose attribution is negligible. Columns: example, position, rank, layer, neuron, attribution,
-    activity.
-    """
+    """Per memorized (example, position) (or those of ``mask``), its ``settings.top`` neurons by DLA to
+    the noisy label (with ``within_k50``, only those among its k50: a look-up neuron is not outvoted by
+    bystanders) and the share of clean inputs each is active on (:func:`activity_fractions`)."""
     top, quantile, within_k50 = settings.top, settings.quantile, settings.within_k50
     cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
     if len(memorized) == 0:
@@ -233,10 +196,7 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 # -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
 def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
                        matched_controls=(), *, which: str = "label") -> pd.DataFrame:
-    """:func:`intermediate_removal` with both erasure controls: rows of method ``INLP``, ``random``
-    (random subspaces of the same rank at the same sites) and ``matched`` (the information-matched
-    control of amendment 1, 7.5: INLP of the same rank and sites fitted to a random relabeling of
-    the same input key; :func:`rote.analysis.erasure.information_matched`; None: not available)."""
+    """:func:`intermediate_removal` with both controls: ``random`` subspaces and ``matched`` (7.5)."""
     table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
     if len(table) and matched_controls:
         matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
@@ -287,19 +247,10 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
 # -- section 11: the sampling intervals of C4's statistics, a percentile bootstrap over examples ------
 def c4_intervals(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
                  intermediate: pd.DataFrame, *, drop_min: float) -> dict[str, Interval | None]:
-    """Section 11: the 95% percentile bootstrap interval of each statistic of :func:`c4_summary` that C4
-    judges, over the examples it is computed on (an example's rows, its digits and top neurons, are
-    resampled together; a table without an ``example`` column: each row its own example), from the same
-    tables; None where a table is empty.
-
-    - ``k50``: the median k50 on M against half the median on C: the ratio of the two medians, M and C
-      resampled on their own, read on the scale of the median k50 on M (times the median on C), so
-      that it contains the threshold exactly where the ratio's interval contains the threshold ratio;
-    - ``activity``: the median activity share of the top neurons;
-    - ``positions``: the number of input positions whose mean drop reaches ``drop_min`` (the examples
-      resampled once for every position);
-    - ``intermediate``: the mean drop under INLP; ``intermediate_over_matched``: the mean over examples
-      of INLP's drop minus the information-matched control's (paired: the same examples)."""
+    """Section 11: the 95% percentile bootstrap interval of each judged statistic of :func:`c4_summary`
+    over its examples (an example's rows resampled together); None where a table is empty. ``k50``: the
+    ratio of the two medians (M and C resampled on their own) times the median on C; ``positions``: the
+    count of positions reaching ``drop_min``; ``intermediate_over_matched``: paired, per example."""
     m, c = (_example_rows(k50s[k50s.set == name], "k50") for name in ("M", "C"))
     k_c = np.median(c[0]) if len(c[0]) else math.nan
     k50 = None
