@@ -112,9 +112,7 @@ def curves_text(groups_: dict, evaluations: dict) -> str:
 
 
 def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
-    """Final gen and mem (mean of the last 5 evaluations) of runs that differ from each unit's noisy
-    run only in the noise ratio (``ratios``; None: :func:`rote.plan.sweep_ratios`), one row per seed,
-    ratio and metric."""
+    """Final gen and mem of runs that differ from each unit's noisy run only in the noise ratio."""
     rows = []
     for u in build.units:
         for r in (ratios if ratios is not None else plan.sweep_ratios(profile, u.noisy)):
@@ -146,9 +144,7 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 
 @dataclass(frozen=True)
 class C1Sections:
-    """What C1's checks read from the chapter's sections (:func:`learning_curves`): per unit, the metric
-    table (one row per evaluation) of its noisy run and of its noise-free twin, and the sample sizes of
-    both (:func:`rote.analysis.curves.sample_sizes`; a unit without them has margins and no intervals)."""
+    """What C1's checks read, per unit: the noisy run's and the twin's metric tables and sample sizes."""
 
     noisy_curves: dict  # unit -> the noisy run's metric table
     clean_curves: dict  # unit -> the noise-free twin's metric table

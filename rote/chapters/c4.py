@@ -95,10 +95,8 @@ def activity_table(tables: dict) -> pd.DataFrame:
 # -- what the label depends on: input positions and the intermediate result --------------------------
 @dataclass(frozen=True)
 class Ablations:
-    """How :func:`dependency` ablates: ``n_samples`` resample draws per example and prompt position;
-    INLP of ``rank`` directions at each erasure site, against ``n_controls`` random subspaces and
-    ``n_matched`` information-matched erasures; ``max_fit`` clean training examples for the probes
-    that locate the result and for INLP; ``seed`` of the resampling and of the fits."""
+    """How :func:`dependency` ablates: resample draws, INLP rank, random and matched controls, probe
+    and INLP examples, and the seed."""
 
     n_samples: int
     rank: int
@@ -117,11 +115,9 @@ class Ablations:
 
 @dataclass(frozen=True)
 class Dependency:
-    """Per unit: the drop of P(noisy label) when each prompt position is resampled (``positions``), the
-    erasure sites of chapter C3's rule (``sites``), the drop when the intermediate result is erased,
-    with both controls (``removal``), the INLP rank erased (``rank``), and whether the
-    information-matched control was computed (``matched``: False where there is no site, 8.5, or no
-    draw; None: read from ``removal``)."""
+    """Per unit: the drop per resampled position, the erasure sites (C3's rule), the intermediate
+    removal with both controls, the INLP rank, and whether the matched control was computed (None: read
+    from ``removal``)."""
 
     positions: dict
     sites: dict
@@ -228,9 +224,8 @@ def scalars_table(units: list, summary: dict) -> pd.DataFrame:
 
 @plots.seeded_jitter
 def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
-    """One row per task and condition (first seed): k50 of M and C against the look-up's one neuron;
-    the activity of the top neurons against one input and the layer average; the drop of P(noisy
-    label) per input position and from the intermediate result, a dot per seed."""
+    """Per task and condition (first seed): k50 of M and C, the top neurons' activity, the drop per
+    position and from the intermediate result."""
     fig, axes = plt.subplots(len(build.shown), 3, figsize=(15, 4.2 * len(build.shown)), squeeze=False)
     for row, u in zip(axes, build.shown):
         r, k, s = build.runs[u], k50[u], active[u]
@@ -456,9 +451,7 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 
 @dataclass(frozen=True)
 class C4Sections:
-    """The section results the claim is judged on, per unit: the numbers of :func:`summaries`, the
-    dependency section (:func:`dependency`: the erasure sites, the INLP rank, whether the matched
-    control was computed) and the statistics on the known look-up (:func:`lookups`)."""
+    """What C4 is judged on, per unit: :func:`summaries`, :func:`dependency` and :func:`lookups`."""
 
     summary: dict
     dependency: Dependency

@@ -18,10 +18,8 @@ from .core import Check, CheckLabel, at_least, supersede
 
 @dataclass(frozen=True)
 class C1Metrics:
-    """One unit's C1 numbers, read off the metric tables of its noisy run and its noise-free twin (the
-    record stores them as a dict, per_seed[i]["metrics"], in this order). Steps are training steps; a
-    crossing that never happens is None; "final" is the mean of the last 5 evaluations (7.1; missing
-    where one of them is, 8.6), "last" the last evaluation (section 5)."""
+    """One unit's C1 numbers, in the record's order: steps are training steps (None: never crossed),
+    "final" the mean of the last 5 evaluations (7.1, 8.6), "last" the last evaluation (section 5)."""
 
     t_gen: int | None  # first evaluated step with gen >= t_gen_level (section 5)
     t_mem: int | None  # first evaluated step with mem >= t_mem_level (section 5)
@@ -57,14 +55,8 @@ class C1Metrics:
 
 def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
            clean_sizes: SampleSizes | None = None) -> tuple[C1Metrics, list[Check]]:
-    """C1 from the metric tables of a noisy run and its noise-free twin.
-
-    Registered (section 5, now ``superseded``): first evaluated steps, strict ``t_gen < t_mem``,
-    final = the last evaluation. Amended (7.1, 7.2): interpolated crossings, ``unresolved`` when
-    they are closer than one evaluation interval, final = mean of the last 5 evaluations (missing, so
-    unresolved, where one of them is: 8.6). ``sizes``, ``clean_sizes``: how many examples the noisy
-    run's and the twin's shares are measured on (:func:`rote.analysis.curves.sample_sizes`), for the
-    section-11 intervals (None: margins only)."""
+    """C1 from a noisy run's metric table and its twin's: section 5's checks (``superseded``) and 7.1-7.2's
+    (interpolated crossings, mean of the last 5); ``sizes``, ``clean_sizes``: section 11's sample sizes."""
     metrics = _metrics(noisy, clean, eval_every, sizes, clean_sizes)
     (order_registered, order), (registered, amended) = _order_checks(noisy, metrics), _final_checks(noisy, clean, metrics)
     return metrics, [order_registered, *registered, order, *amended]
