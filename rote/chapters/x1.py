@@ -272,6 +272,7 @@ class Study:
             return f"falls at every step up in width{among}"
         return f"never rises by more than {rise_max:g} from one width to the next{among}"
 
+    # generated: the trend, where the cost ends and which widths do not memorize depend on the result
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
         th, seeds = THRESHOLDS[CLAIM], seeds_head(self.grid.seeds, plural=True)
@@ -284,7 +285,17 @@ class Study:
             trend = ("On every seed the cost " if len(trends) > 1 else "The cost ") + next(iter(trends.values())) + "."
         else:
             trend = "The cost " + "; ".join(f"{t} on seed {s}" for s, t in trends.items()) + "."
-        largest = self.widths[self.widths.width == self.grid.widths[-1]]
+        idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
+                self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
+                .itertuples(index=False)]
+        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
+                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
+        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
+                f"At the largest width the cost is {self._largest_end()}." + unresolved)
+
+    # generated: within or above the margin, on how many seeds, depends on the result
+    def _largest_end(self) -> str:
+        th, largest = THRESHOLDS[CLAIM], self.widths[self.widths.width == self.grid.widths[-1]]
         known = largest["cost"].dropna()  # 8.6: a cost that is missing is neither within the margin nor above it
         within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in known))
         n, margin = len(known), f"the margin of {th['cost_largest_max']:g}"
@@ -297,38 +308,32 @@ class Study:
         if n < len(largest):
             end = (f"{end}, and missing on {len(largest) - n} seed{'s' if len(largest) - n > 1 else ''} (a NaN among "
                    "the last 5 evaluations)" if n else "missing (a NaN among the last 5 evaluations)")
-        idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
-                self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
-                .itertuples(index=False)]
-        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
-                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
-        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
-                f"At the largest width the cost is {end}." + unresolved)
+        return end
 
     # -- the learning curves per width -------------------------------------------------------------
+    # generated: whether the rule comes first at each width depends on the result
     def timing_sentence(self) -> str:
         """Per width: when the rule and the noise are learned, and how high gen got before memorization."""
-        c1 = THRESHOLDS["C1"]
-        lines = []
-        for w in self.grid.widths:
-            rows = self.widths[self.widths.width == w]
-            if not len(rows):
-                lines.append(f"- **width {w}**: {NOT_TRAINED}.")
-                continue
-            learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
-            first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
-            order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
-                     else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
-                     else "the rule does not come first on every seed")
-            lines.append(
-                f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._values(rows, 't_gen', '.0f')} and mem "
-                f"reaches {c1['t_mem_level']:g} at step {self._values(rows, 't_mem', '.0f')} ({order}); gen peaks at "
-                f"{self._values(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
+        never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
+        note = (f" Where mem never reaches {THRESHOLDS['C1']['t_mem_level']:g}, the peak is over the whole run."
+                if never else "")
+        return (f"Per width ({seeds_head(self.grid.seeds, plural=True)}):{note}\n\n"
+                + "\n".join(self._timing_line(w) for w in self.grid.widths))
+
+    def _timing_line(self, w: int) -> str:
+        c1, rows = THRESHOLDS["C1"], self.widths[self.widths.width == w]
+        if not len(rows):
+            return f"- **width {w}**: {NOT_TRAINED}."
+        learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
+        first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
+        order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
+                 else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
+                 else "the rule does not come first on every seed")
+        return (f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._values(rows, 't_gen', '.0f')} and "
+                f"mem reaches {c1['t_mem_level']:g} at step {self._values(rows, 't_mem', '.0f')} ({order}); gen peaks "
+                f"at {self._values(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
                 f"{self._values(rows, 'gen_noisy')} (twin: {self._values(rows, 'gen_twin')}); final mem "
                 f"{self._values(rows, 'mem')}.")
-        never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
-        note = (f" Where mem never reaches {c1['t_mem_level']:g}, the peak is over the whole run." if never else "")
-        return f"Per width ({seeds_head(self.grid.seeds, plural=True)}):{note}\n\n" + "\n".join(lines)
 
     def table(self) -> pd.DataFrame:
         """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
@@ -375,46 +380,40 @@ class Study:
             results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
+    # generated: the verdict, and for a mixed one its reasons, depend on the result
     def verdict_sentence(self, rec: claims.ClaimRecord) -> str:
-        """What the record's registered verdict says, in words, with its reason."""
-        th = THRESHOLDS[CLAIM]
-        verdict = rec.verdict_registered
+        """What the record's registered verdict says, in words, with its reason (:data:`WHY`)."""
+        th, verdict = THRESHOLDS[CLAIM], rec.verdict_registered
         if verdict == claims.NOT_RUN:
             return f"**X1 ({rec.profile}): not run.** {rec.reason[:1].upper()}{rec.reason[1:]}."
         word = verdict.split()[0].rstrip(":")
-        largest, margin, rise = self.grid.widths[-1], f"{th['cost_largest_max']:g}", f"{th['rise_max']:g}"
-        why = {
-            "holds": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
-                     f"than {rise} from one width to the next, on every seed: on this grid the cost of memorizing "
-                     "the noise shrinks with capacity until it is benign by C1's margin",
-            "pass": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
-                    f"than {rise} from one width to the next: on this grid the cost of memorizing the noise shrinks "
-                    "with capacity until it is benign by C1's margin",
-            "fails": f"at the largest width ({largest}) the gen cost is above {margin} on every seed: up to this "
-                     "width, memorizing the noise costs generalization, and capacity alone does not make it benign",
-            "fail": f"at the largest width ({largest}) the gen cost is above {margin}: up to this width, memorizing "
-                    "the noise costs generalization, and capacity alone does not make it benign",
-            "unresolved": (f"a width the verdict needs is {NOT_TRAINED} or does not memorize (final mem below "
-                           f"{th['final_mem_min']:g}), so the grid cannot tell whether memorization is benign there")
-                          if self.missing else
-                          f"a width the verdict needs does not memorize (final mem below {th['final_mem_min']:g}), "
-                          "so the grid cannot tell whether memorization is benign there",
-        }
-        rising_only = [s["seed"] for s in rec.per_seed
-                       if (verdicts.find(s["checks"], "x1.cost_largest") or {}).get("passed") is True
-                       and (verdicts.find(s["checks"], "x1.not_rising") or {}).get("passed") is False]
+        names = dict(largest=self.grid.widths[-1], margin=f"{th['cost_largest_max']:g}", rise=f"{th['rise_max']:g}",
+                     mem=f"{th['final_mem_min']:g}", untrained=f"is {NOT_TRAINED} or " if self.missing else "")
+        text = WHY.get(word, "").format(**names)
         if word == "mixed":
-            outcomes = {s["registered"] for s in rec.per_seed}
-            parts = ["the seeds disagree"] if len(outcomes) > 1 else []
-            if rising_only:
-                which = ("seed " if len(rising_only) == 1 else "seeds ") + ", ".join(str(s) for s in rising_only)
-                parts.append(f"on {which} the cost ends within {margin} but "
-                             f"rises by more than {rise} from one width to the next on the way, which protocol 9 "
-                             "counts as neither holding nor failing")
-            why["mixed"] = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
-        text = why.get(word, "")
+            rising = [str(s["seed"]) for s in rec.per_seed
+                      if (verdicts.find(s["checks"], "x1.cost_largest") or {}).get("passed") is True
+                      and (verdicts.find(s["checks"], "x1.not_rising") or {}).get("passed") is False]
+            parts = ["the seeds disagree"] if len({s["registered"] for s in rec.per_seed}) > 1 else []
+            if rising:
+                parts.append(RISING.format(seeds=("seed " if len(rising) == 1 else "seeds ") + ", ".join(rising), **names))
+            text = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
         per_seed = "; ".join(f"seed {s['seed']}: {s['registered']}" for s in rec.per_seed)
         return f"**X1 ({rec.profile}): {verdict}.** {text[:1].upper()}{text[1:]}. Per seed: {per_seed}."
+
+
+_WITHIN = ("at the largest width ({largest}) the gen cost is within {margin} and it never rises by more than {rise} "
+           "from one width to the next{every}: on this grid the cost of memorizing the noise shrinks with capacity "
+           "until it is benign by C1's margin")
+_ABOVE = ("at the largest width ({largest}) the gen cost is above {margin}{every}: up to this width, memorizing the "
+          "noise costs generalization, and capacity alone does not make it benign")
+WHY = {  # the registered verdict's first word: why, in words
+    "holds": _WITHIN.replace("{every}", ", on every seed"), "pass": _WITHIN.replace("{every}", ""),
+    "fails": _ABOVE.replace("{every}", " on every seed"), "fail": _ABOVE.replace("{every}", ""),
+    "unresolved": "a width the verdict needs {untrained}does not memorize (final mem below {mem}), so the grid "
+                  "cannot tell whether memorization is benign there"}
+RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise} from one width to the next on the "
+          "way, which protocol 9 counts as neither holding nor failing")
 
 
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
