@@ -24,15 +24,14 @@ def _is_count(x) -> bool:
 
 @dataclass(frozen=True)
 class Setting:
-    """What the chapter measured on: |M|, |C|, the resampled positions, the erasure sites' layers (``[]``:
-    no site), the INLP rank, and whether the information-matched control was computed; None: not given."""
+    """What the chapter measured on (None: not given)."""
 
-    n_memorized: int | None = None
-    n_clean: int | None = None
-    n_positions: int | None = None
-    erasure_layers: list[int] | None = None
-    erasure_rank: int | None = None
-    matched_available: bool | None = None
+    n_memorized: int | None = None  # |M|
+    n_clean: int | None = None  # |C|
+    n_positions: int | None = None  # the prompt positions resampled
+    erasure_layers: list[int] | None = None  # the erasure sites' layers ([]: no site, 8.5)
+    erasure_rank: int | None = None  # the INLP rank erased
+    matched_available: bool | None = None  # whether the information-matched control was computed
 
     def __post_init__(self):
         for name in ("n_memorized", "n_clean", "n_positions", "erasure_rank"):
