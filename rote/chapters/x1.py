@@ -167,10 +167,8 @@ def sample_sizes(u: Unit) -> dict:
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
 @dataclass
 class Study:
-    """X1 measured on a grid: ``widths`` (one row per width and seed: the measures), ``ratios`` (one row
-    per noise ratio and seed at the sweep width: ``gen_twin``, ``gen_noisy``, ``cost``, ``mem``),
-    ``curves`` (the noisy runs' learning curves with ``width``, ``seed`` and the twin's gen as
-    ``twin_gen``) and, per seed, its metrics and checks (``evaluations``: :func:`evaluate`)."""
+    """X1 measured on a grid: ``widths`` (a row per width and seed), ``ratios`` (a row per noise ratio and
+    seed), ``curves`` (with the twin's gen) and per seed its metrics and checks (:func:`evaluate`)."""
 
     grid: Grid
     widths: pd.DataFrame
@@ -417,10 +415,8 @@ RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise
 
 
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
-    """X1 measured and judged from the metric tables of the grid's runs (``metrics``: run key ->
-    :attr:`rote.runs.Run.metrics`, :func:`load`). A run without a table was not trained: a width (or
-    noise ratio) whose noisy run or twin is missing is left out of that seed's rows, and its checks are
-    unresolved ("not trained")."""
+    """X1 measured and judged from the grid's metric tables (run key -> table, :func:`load`); a width
+    without both runs is left out of its seed's rows (not trained)."""
     have = [u for u in g.width_units if u.noisy.key in metrics and u.clean.key in metrics]
     rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key]),
              **sample_sizes(u)} for u in have]
@@ -443,10 +439,8 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
 
 # -- figure: the gen cost against model width ------------------------------------------------------
 def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
-    """X1's headline (``widths``: :attr:`Study.widths`): left, the gen cost (twin gen - noisy gen)
-    against model width, one line per seed, the registered margin dashed, a hollow marker on a width that
-    does not memorize (unresolved); right, the final gen of the twins (dashed) and of the noisy runs and
-    their final mem. Returns the figure."""
+    """X1's headline: the gen cost against width, one line per seed (hollow: does not memorize), the
+    margin dashed; right, the final gen of twins and noisy runs and final mem."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
     idle_labelled = False
     for i, (seed, g) in enumerate(widths.sort_values("width").groupby("seed")):
@@ -512,10 +506,8 @@ def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
 # -- the claim's checks ----------------------------------------------------------------------------
 def evaluate(g: Grid, widths: pd.DataFrame,
              ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]]]:
-    """X1 judged on the measures of :func:`study`: the width table with its ``memorizes`` column (final mem
-    counts as memorization: :func:`rote.verdicts.x1.memorizes`), and per seed of the grid its metrics and
-    checks (:func:`rote.verdicts.x1.checks` on the seed's rows, against the registered widths ``g.widths``)
-    with the gen cost at each noise ratio of the sweep (shown, not judged)."""
+    """The width table with ``memorizes``, and per seed its metrics (with the noise-ratio sweep's costs,
+    shown, not judged) and checks (:func:`rote.verdicts.x1.checks` against the registered widths)."""
     widths = widths.copy()
     widths["memorizes"] = [verdicts.x1.memorizes(m) for m in widths["mem"]]
     out = {}

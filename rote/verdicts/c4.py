@@ -86,15 +86,10 @@ class C4Metrics:
 
 def checks(summary: C4Summary, lookup: LookupStatistics | None = None,
            setting: Setting = Setting()) -> tuple[C4Metrics, list[Check]]:
-    """C4 on M (``summary``) and on a known look-up (``lookup``; None: not measured).
-
-    Section 5's four checks are registered; the activity check reads "above its 90th percentile" as
-    the layer's percentile (8.6). 7.6 as 8.1 reads it: per statistic a ``validity`` check
-    (``c4.<statistic>.lookup``) passes when the look-up fails the statistic's threshold; where the
-    look-up passes it, or was not measured (8.5), the statistic is ``superseded``. The intermediate
-    result is also judged (``amended``) as the INLP drop minus the matched control's. Section 11: each
-    check has its margin and, where the summaries give one, its bootstrap interval. Missing values
-    (8.5): no erasure site, an empty M, an undefined k50 leave their checks unresolved with that case."""
+    """C4 on M (``summary``) and a known look-up (``lookup``; None: not measured). Section 5's checks
+    are registered (activity: the layer's percentile, 8.6); per statistic a ``validity`` check passes where
+    the look-up fails it, else the statistic is ``superseded`` (7.6, 8.1, 8.5); the intermediate drop over
+    the matched control's is ``amended``. Missing values (8.5) leave their checks unresolved."""
     m = C4Metrics(summary, setting, OnLookup.of(lookup),
                   numeric(summary.intermediate_drop) - numeric(summary.intermediate_matched_drop))
     on_lookup = {} if lookup is None else lookup.summary.intervals

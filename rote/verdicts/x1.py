@@ -36,10 +36,8 @@ def memorizes(mem: float) -> bool:
 
 def _judge(label: CheckLabel, value, threshold: float, *, at_most: bool = False, missing: str,
            interval: Interval | None = None) -> Check:
-    """``value >= threshold`` (``at_most``: ``value <= threshold``) compared at :data:`DECIMALS`, through
-    :func:`rote.verdicts.core.at_least`: a missing value is unresolved with ``missing``, never a fail. The
-    margin is signed so that a positive one passes (``threshold - value`` for ``at_most``, which core has no
-    comparison for)."""
+    """``value >= threshold`` (``at_most``: ``<=``) at :data:`DECIMALS`; missing: unresolved with
+    ``missing``; the margin positive where it passes."""
     check = at_least(label, value, threshold, missing=missing, interval=interval)
     if check.passed is None:
         return check
