@@ -160,31 +160,17 @@ def _gap(value: float, n: int | None, twin: float, twin_n: int | None) -> Interv
 def _final_checks(noisy: pd.DataFrame, clean: pd.DataFrame, m: C1Metrics) -> tuple[list[Check], list[Check]]:
     """Final mem, final gen and the benign gap: section 5's last evaluation (superseded) and 7.1's mean of the
     last 5, each with its section-11 interval (Wilson; Newcombe for the gap)."""
-    th = THRESHOLDS["C1"]
-    drop = th["benign_gen_drop_max"]
-    last, mean = "7.1: final = mean of the last 5 evaluations", FINAL_WINDOW
-    registered = [
-        supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
-                           m.last_mem, th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", 1),
-                           interval=_share(m.last_mem, m.n_noisy)), last, "7.1"),
-        supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
-                           m.last_gen, th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", 1),
-                           interval=_share(m.last_gen, m.n_test)), last, "7.1"),
-        supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
-                                      "benign gap"), m.last_gen, m.last_clean_gen - drop,
-                           missing=_missing(noisy, "gen", "noisy run", 1) or _missing(clean, "gen", "noise-free twin", 1),
-                           interval=_gap(m.last_gen, m.n_test, m.last_clean_gen, m.clean_n_test)), last, "7.1"),
-    ]
-    amended = [
-        at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), m.final_mem,
-                 th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", mean),
-                 interval=_share(m.final_mem, m.n_noisy)),
-        at_least(CheckLabel("c1.gen", "final gen (mean of last 5)", "amended", "final gen"), m.final_gen,
-                 th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", mean),
-                 interval=_share(m.final_gen, m.n_test)),
-        at_least(CheckLabel("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", "benign gap"),
-                 m.final_gen, m.clean_final_gen - drop,
-                 missing=_missing(noisy, "gen", "noisy run", mean) or _missing(clean, "gen", "noise-free twin", mean),
-                 interval=_gap(m.final_gen, m.n_test, m.clean_final_gen, m.clean_n_test)),
-    ]
-    return registered, amended
+    th, out = THRESHOLDS["C1"], []
+    for kind, window, what, (mem, gen, twin) in (
+            ("registered", 1, "last evaluation", (m.last_mem, m.last_gen, m.last_clean_gen)),
+            ("amended", FINAL_WINDOW, "mean of last 5", (m.final_mem, m.final_gen, m.clean_final_gen))):
+        suffix, no_gen = ".registered" if kind == "registered" else "", _missing(noisy, "gen", "noisy run", window)
+        out.append([
+            at_least(CheckLabel(f"c1.mem{suffix}", f"final mem ({what})", kind, "final mem"), mem, th["final_mem_min"],
+                     missing=_missing(noisy, "mem", "noisy run", window), interval=_share(mem, m.n_noisy)),
+            at_least(CheckLabel(f"c1.gen{suffix}", f"final gen ({what})", kind, "final gen"), gen, th["final_gen_min"],
+                     missing=no_gen, interval=_share(gen, m.n_test)),
+            at_least(CheckLabel(f"c1.benign{suffix}", f"gen vs noise-free gen ({what})", kind, "benign gap"), gen,
+                     twin - th["benign_gen_drop_max"], missing=no_gen or _missing(clean, "gen", "noise-free twin", window),
+                     interval=_gap(gen, m.n_test, twin, m.clean_n_test))])
+    return [supersede(c, "7.1: final = mean of the last 5 evaluations", "7.1") for c in out[0]], out[1]
