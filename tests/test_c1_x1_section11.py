@@ -14,6 +14,7 @@ from rote import plan, verdicts
 from rote.analysis import curves, intervals
 from rote.chapters import c1, x1
 from rote.tasks import build_task
+from test_verdicts import _by, _c1_tables  # one helper for planted C1 tables (tests/test_verdicts.py)
 
 NAN = math.nan
 GEN = [0.0, 0.95, 0.99, 0.97, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
@@ -21,17 +22,7 @@ MEM = [0.0, 0.0, 0.0, 0.3, 0.9, 0.95, 0.9, 0.95, 0.95, 0.95]
 
 
 def _tables(gen=GEN, mem=MEM, clean_gen=None, every=50):
-    steps = [i * every for i in range(len(gen))]
-    noisy = pd.DataFrame({"step": steps, "gen": gen, "mem": mem, "rec": [0.5] * len(gen), "fit": [1.0] * len(gen)})
-    clean = pd.DataFrame({"step": steps, "gen": clean_gen or [0.97] * len(gen), "mem": [NAN] * len(gen),
-                          "rec": [NAN] * len(gen), "fit": [1.0] * len(gen)})
-    return noisy, clean
-
-
-def _by(checks, check_id):
-    found = verdicts.find(checks, check_id)
-    assert found is not None, [c.id for c in checks]
-    return found
+    return _c1_tables(gen, mem, clean_gen or [0.97] * len(gen), every=every)
 
 
 # -- 8.6: "final" is missing when its window holds a NaN ------------------------------------------------

@@ -278,8 +278,8 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
     assert table.empty
     summary = neurons.c4_summary(pd.DataFrame(columns=["set", "k50"]), pd.DataFrame(columns=["activity"]),
                                  pd.DataFrame(columns=["position", "drop"]), table, drop_min=0.2)
-    _, checks = verdicts.c4.checks({**summary, "n_memorized": 20, "erasure_layers": found["layers"],
-                             "matched_available": False})
+    _, checks = verdicts.c4.checks(summary, None, verdicts.c4.Setting(n_memorized=20, erasure_layers=found["layers"],
+                                                                       matched_available=False))
     for check_id in ("c4.intermediate", "c4.intermediate.registered"):
         c = verdicts.find(checks, check_id)
         assert c.passed is None and c.reason == verdicts.c4.C4_NO_SITE

@@ -63,13 +63,13 @@ def test_planted_lookup_fails_c4_statistics():
     own = N.mlp_activations(pl.model, pl.keys, "label", [pl.layer])[:, pl.answer_index, 0, pl.neurons]
     assert (own.diagonal() > 3).all()
     st = L.lookup_statistics(pl.model, L.LookupSets(pl.keys, pl.clean, pl.clean, clean), C4_SETTINGS)
-    assert st["k50_M"] == 1.0 and st["k50_ratio"] < T["k50_ratio_min"]  # one neuron writes the label
-    top = st["tables"]["specificity"]
+    assert st.summary.k50_M == 1.0 and st.summary.k50_ratio < T["k50_ratio_min"]  # one neuron writes the label
+    top = st.tables["specificity"]
     assert set(top.neuron) <= set(pl.neurons) and (top.activity == 0).all()  # active on no clean input
-    assert st["positions_over_min"] >= 2  # the key reads many positions: this statistic cannot tell
+    assert st.summary.positions_over_min >= 2  # the key reads many positions: this statistic cannot tell
     # the verdict: k50 and activity separate the look-up (control passes), positions does not
-    treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
-                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
+    treatment = N.C4Summary(**{"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
+                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1})
     _, checks = verdicts.c4.checks(treatment, st)
     by = {c.id: c for c in checks}
     assert by["c4.k50.lookup"].passed is True and by["c4.activity.lookup"].passed is True
@@ -105,11 +105,11 @@ def test_distributed_encoding_passes_and_supersedes_when_taken_for_a_lookup():
     ex = Examples(torch.stack([torch.zeros_like(t), t], 1), torch.full((40, 1), 3), torch.full((40, 1), 3))
     st = L.lookup_statistics(model, L.LookupSets(ex[:5], ex[5:], ex, ex), C4_SETTINGS,
                              mask=torch.ones(5, 1, dtype=torch.bool))
-    assert st["k50_M"] >= 15 and st["k50_ratio"] >= T["k50_ratio_min"]  # many writers
-    assert st["top_activity_median"] >= T["activity_fraction_min"]  # shared with other inputs
+    assert st.summary.k50_M >= 15 and st.summary.k50_ratio >= T["k50_ratio_min"]  # many writers
+    assert st.summary.top_activity_median >= T["activity_fraction_min"]  # shared with other inputs
     # had this been the "known look-up", both statistics would call it distributed: superseded
-    treatment = {"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
-                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1}
+    treatment = N.C4Summary(**{"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2, "positions_over_min": 3,
+                 "intermediate_drop": 0.5, "intermediate_matched_drop": 0.1})
     _, checks = verdicts.c4.checks(treatment, st)
     superseded = [c.name for c in checks if c.kind == "superseded"]
     assert any(n.startswith("median k50") for n in superseded)
@@ -122,8 +122,8 @@ def test_empty_lookup_is_unmeasured():
     pl = L.plant_lookup(model, clean, keys[:0])
     st = L.lookup_statistics(pl.model, L.LookupSets(pl.keys, clean, clean, clean),
                              L.LookupSettings(top=10, quantile=0.9, drop_min=0.2))
-    assert st["n_lookup"] == 0 and math.isnan(st["k50_M"]) and math.isnan(st["positions_over_min"])
-    _, checks = verdicts.c4.checks({"k50_M": 10.0, "k50_C": 12.0}, st)
+    assert st.n_lookup == 0 and math.isnan(st.summary.k50_M) and math.isnan(st.summary.positions_over_min)
+    _, checks = verdicts.c4.checks(N.C4Summary(k50_M=10.0, k50_C=12.0), st)
     assert all(c.passed is None for c in checks if c.kind == "control")
 
 
@@ -146,7 +146,7 @@ def test_intermediate_table_has_the_matched_control():
     assert drop["INLP"] > drop["random"] + 0.2
     s = N.c4_summary(pd.DataFrame({"set": [], "k50": []}), pd.DataFrame({"activity": []}),
                      pd.DataFrame({"position": [], "drop": []}), table, drop_min=0.2)
-    assert s["intermediate_matched_drop"] == drop["matched"]
+    assert s.intermediate_matched_drop == drop["matched"]
     assert len(N.intermediate_table(model, ex, erase, [other])) == 12  # no matched rows without controls
 
 
@@ -178,7 +178,7 @@ def test_settings_reject_out_of_range_values():
     for bad in ({"k50_ratio_min": -1}, {"activity_min": 2}, {"positions_min": 1.5}):
         with pytest.raises(ValueError, match="HypothesisThresholds"):
             N.HypothesisThresholds(**{**good, **bad})
-    table = N.hypotheses_table({"k50_ratio": 1.0, "top_activity_median": 0.1, "positions_over_min": 3,
-                                "intermediate_drop": 0.4}, N.HypothesisThresholds(**good), n_clean=100)
+    table = N.hypotheses_table(N.C4Summary(**{"k50_ratio": 1.0, "top_activity_median": 0.1, "positions_over_min": 3,
+                                "intermediate_drop": 0.4}), N.HypothesisThresholds(**good), n_clean=100)
     assert table.threshold.tolist() == [">= 0.5", ">= 0.05", ">= 2", ">= 0.2"]
     assert table.loc["median activity of top neurons", "look-up predicts"] == "~1/100 = 0.0100"

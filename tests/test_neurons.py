@@ -167,16 +167,16 @@ def test_c4_summary_and_empty_sets():
     pos = P.resample_positions(model, empty, clean)
     inter = P.intermediate_removal(model, empty, None)
     s = N.c4_summary(k, spec, pos, inter, drop_min=0.2)
-    assert math.isnan(s["k50_M"]) and s["k50_C"] >= 15 and math.isnan(s["k50_ratio"])
-    assert math.isnan(s["top_activity_median"]) and s["positions_over_min"] == 0
-    assert math.isnan(s["intermediate_drop"])
+    assert math.isnan(s.k50_M) and s.k50_C >= 15 and math.isnan(s.k50_ratio)
+    assert math.isnan(s.top_activity_median) and s.positions_over_min == 0
+    assert math.isnan(s.intermediate_drop)
     full = N.c4_summary(pd.DataFrame({"set": ["M", "M", "C"], "k50": [2.0, 4.0, 6.0]}),
                         pd.DataFrame({"activity": [0.1, 0.2, 0.3]}),
                         pd.DataFrame({"position": [0, 0, 1, 2], "drop": [0.1, 0.5, 0.25, 0.1]}),
                         pd.DataFrame({"method": ["INLP", "random"], "drop": [0.4, 0.05]}), drop_min=0.2)
-    assert full["k50_ratio"] == 0.5 and full["top_activity_median"] == 0.2
-    assert full["positions_over_min"] == 2 and full["position_drops"] == [0.3, 0.25, 0.1]
-    assert full["intermediate_drop"] == 0.4 and full["intermediate_control_drop"] == 0.05
+    assert full.k50_ratio == 0.5 and full.top_activity_median == 0.2
+    assert full.positions_over_min == 2 and full.position_drops == [0.3, 0.25, 0.1]
+    assert full.intermediate_drop == 0.4 and full.intermediate_control_drop == 0.05
 
 
 def test_activity_reads_the_layers_percentile_for_a_neurons_own_cannot_fail():
@@ -205,9 +205,9 @@ def test_activity_reads_the_layers_percentile_for_a_neurons_own_cannot_fail():
     frac, thr = N.activity_fractions(model, clean, T4["activity_quantile"])
     expected = N.active_fractions(N.mlp_activations(model, clean, "true_label"), T4["activity_quantile"])
     assert torch.equal(frac, expected[0]) and torch.equal(thr, expected[1])
-    _, checks = verdicts.c4.checks({"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2,
+    _, checks = verdicts.c4.checks(N.C4Summary(**{"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2,
                                     "positions_over_min": 3, "intermediate_drop": 0.6,
-                                    "intermediate_matched_drop": 0.1})
+                                    "intermediate_matched_drop": 0.1}))
     assert "the layer's 90th percentile" in verdicts.find(checks, "c4.activity").name
 
 
@@ -241,22 +241,22 @@ def test_c4_intervals_resample_examples_with_their_rows():
                           "drop": np.r_[rng.normal(0.6, 0.2, 40), rng.normal(0.2, 0.2, 40)]})
     iv = N.c4_intervals(k50s, spec, positions, inter, drop_min=0.2)
     s = N.c4_summary(k50s, spec, positions, inter, drop_min=0.2)
-    assert s["intervals"] == iv and all(i.method == "bootstrap" for i in iv.values())
+    assert s.intervals == iv and all(i.method == "bootstrap" for i in iv.values())
     M, C = k50s[k50s.set == "M"], k50s[k50s.set == "C"]
     literal = intervals.bootstrap(lambda a, b: np.median(_rows_of(M, "k50", a)) / np.median(_rows_of(C, "k50", b)),
                                   [np.arange(40), np.arange(60)])
-    assert (iv["k50"].low, iv["k50"].high) == pytest.approx((literal.low * s["k50_C"], literal.high * s["k50_C"]))
-    assert iv["k50"].contains(s["k50_M"])  # on the scale of the median k50 on M
+    assert (iv["k50"].low, iv["k50"].high) == pytest.approx((literal.low * s.k50_C, literal.high * s.k50_C))
+    assert iv["k50"].contains(s.k50_M)  # on the scale of the median k50 on M
     literal = intervals.bootstrap(lambda a: np.median(_rows_of(spec, "activity", a)), np.arange(40))
     assert (iv["activity"].low, iv["activity"].high) == pytest.approx((literal.low, literal.high))
     wide = positions.pivot(index="example", columns="position", values="drop").to_numpy()
     literal = intervals.bootstrap(lambda a: float((wide[a.astype(int)].mean(0) >= 0.2).sum()), np.arange(40))
     assert (iv["positions"].low, iv["positions"].high) == (literal.low, literal.high)
-    assert iv["positions"].low <= s["positions_over_min"] <= iv["positions"].high
+    assert iv["positions"].low <= s.positions_over_min <= iv["positions"].high
     inlp, matched = (inter[inter.method == m]["drop"].to_numpy() for m in ("INLP", "matched"))
     assert iv["intermediate"] == intervals.bootstrap(np.mean, inlp)
     assert iv["intermediate_over_matched"] == intervals.bootstrap(np.mean, inlp - matched)  # paired: one resample
-    assert iv["intermediate_over_matched"].contains(s["intermediate_drop"] - s["intermediate_matched_drop"])
+    assert iv["intermediate_over_matched"].contains(s.intermediate_drop - s.intermediate_matched_drop)
 
 
 def test_c4_intervals_where_a_table_is_empty_or_has_no_examples():
@@ -271,6 +271,6 @@ def test_c4_intervals_where_a_table_is_empty_or_has_no_examples():
                      pd.DataFrame({"activity": [0.1, 0.2]}),
                      pd.DataFrame({"position": [0, 0, 1, 1], "drop": [0.1, 0.5, 0.25, 0.3]}),
                      pd.DataFrame({"method": ["INLP", "random"], "drop": [0.4, 0.05]}), drop_min=0.2)
-    assert s["intervals"]["k50"].contains(s["k50_M"]) and s["intervals"]["activity"].contains(0.15)
-    assert s["intervals"]["intermediate"].low == s["intervals"]["intermediate"].high == 0.4
-    assert s["intervals"]["intermediate_over_matched"] is None
+    assert s.intervals["k50"].contains(s.k50_M) and s.intervals["activity"].contains(0.15)
+    assert s.intervals["intermediate"].low == s.intervals["intermediate"].high == 0.4
+    assert s.intervals["intermediate_over_matched"] is None

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from rote.analysis.neurons import C4Summary
 from rote import claims, verdicts
 from rote.analysis import curves
 from rote.verdicts import Check
@@ -263,8 +264,8 @@ def test_c3_c4_c5_checks_read_their_inputs():
     assert verdicts.seed_verdict(checks, "registered") == "pass"
     assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # 7.5 controls not computed yet
     assert "information-matched" in _by(checks, "c3.erasure").reason
-    _, checks = verdicts.c4.checks({"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
-                             "intermediate_drop": 0.5})
+    _, checks = verdicts.c4.checks(C4Summary(**{"k50_M": 4, "k50_C": 10, "top_activity_median": 0.1, "positions_over_min": 3,
+                             "intermediate_drop": 0.5}))
     assert _by(checks, "c4.k50").passed is False  # 4 < 0.5 x 10
     _, checks = verdicts.c5.checks(verdicts.c5.from_record(heuristic_fraction=0.8, z_ratio=2.2, pattern_corr_M=0.7,
                                                            patch_revert_last=0.77, control_revert_last=0.39))

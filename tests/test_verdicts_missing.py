@@ -16,6 +16,7 @@ import pytest
 
 from rote import claims, verdicts
 from rote.verdicts.core import CheckLabel
+from c4_inputs import c4_checks  # tests/c4_inputs.py
 
 RULE = re.compile(r"section 5|\b7\.\d|\b8\.\d")  # a reason that cites the protocol's rule for its case
 MISSING = (math.nan, None)
@@ -259,8 +260,8 @@ C4_LOOKUP = {"k50_M": 1.0, "k50_C": 12.0, "top_activity_median": 0.0, "positions
 @pytest.mark.parametrize("key", ["k50_M", "k50_C", "top_activity_median", "positions_over_min", "intermediate_drop",
                                  "intermediate_matched_drop"])
 def test_c4_every_statistic_missing(key, value):
-    good = verdicts.c4.checks(C4_GOOD, C4_LOOKUP)[1]
-    checks = verdicts.c4.checks({**C4_GOOD, key: value}, C4_LOOKUP)[1]
+    good = c4_checks(C4_GOOD, C4_LOOKUP)[1]
+    checks = c4_checks({**C4_GOOD, key: value}, C4_LOOKUP)[1]
     _no_nan_decides(checks)
     changed = _changed(good, checks)
     assert changed and all(c.passed is None for c in changed), changed
@@ -269,7 +270,7 @@ def test_c4_every_statistic_missing(key, value):
 
 @pytest.mark.parametrize("key", ["k50_M", "k50_C", "top_activity_median", "positions_over_min", "n_lookup"])
 def test_c4_a_lookup_number_missing_takes_its_statistic_out_without_unresolving_the_seed(key):
-    checks = verdicts.c4.checks(C4_GOOD, {**C4_LOOKUP, key: math.nan if key != "n_lookup" else 0})[1]
+    checks = c4_checks(C4_GOOD, {**C4_LOOKUP, key: math.nan if key != "n_lookup" else 0})[1]
     _no_nan_decides(checks)
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert all(c.passed is None and c.reason for c in checks if c.kind == "validity" and c.passed is not True)
@@ -279,18 +280,18 @@ def test_c4_named_cases():
     nan = math.nan
     no_site = {**C4_GOOD, "erasure_layers": [], "intermediate_drop": nan, "intermediate_matched_drop": nan,
                "intermediate_control_drop": nan, "matched_available": False}
-    _expect(verdicts.c4.checks(no_site, C4_LOOKUP)[1], {
+    _expect(c4_checks(no_site, C4_LOOKUP)[1], {
         "c4.intermediate": ("unresolved", "8.5: the intervention cannot run"),
         "c4.intermediate.registered": ("unresolved", "8.5: the intervention cannot run")})
     empty = {**C4_GOOD, "n_memorized": 0, "k50_M": nan, "top_activity_median": nan, "positions_over_min": 0,
              "position_drops": [], "intermediate_drop": nan, "intermediate_matched_drop": nan}
-    checks = verdicts.c4.checks(empty, C4_LOOKUP)[1]
+    checks = c4_checks(empty, C4_LOOKUP)[1]
     _no_nan_decides(checks)
     _expect(checks, {c: ("unresolved", verdicts.c4.C4_NO_M) for c in
                      ("c4.k50", "c4.activity", "c4.positions", "c4.intermediate", "c4.intermediate.registered")})
-    _expect(verdicts.c4.checks({**C4_GOOD, "k50_C": nan}, C4_LOOKUP)[1],
+    _expect(c4_checks({**C4_GOOD, "k50_C": nan}, C4_LOOKUP)[1],
             {"c4.k50": ("unresolved", "k50 on C is undefined")})
-    _expect(verdicts.c4.checks({**C4_GOOD, "intermediate_matched_drop": nan, "matched_available": False}, C4_LOOKUP)[1],
+    _expect(c4_checks({**C4_GOOD, "intermediate_matched_drop": nan, "matched_available": False}, C4_LOOKUP)[1],
             {"c4.intermediate": ("unresolved", "information-matched control could not be computed")})
 
 
@@ -360,8 +361,8 @@ def test_the_reasons_name_their_cases():
     reasons = set()
     for key in ("k50_M", "k50_C", "top_activity_median", "positions_over_min", "intermediate_drop",
                 "intermediate_matched_drop"):
-        checks = verdicts.c4.checks({**C4_GOOD, key: math.nan}, C4_LOOKUP)[1]
-        reasons |= {c.reason for c in _changed(verdicts.c4.checks(C4_GOOD, C4_LOOKUP)[1], checks)}
+        checks = c4_checks({**C4_GOOD, key: math.nan}, C4_LOOKUP)[1]
+        reasons |= {c.reason for c in _changed(c4_checks(C4_GOOD, C4_LOOKUP)[1], checks)}
     assert len(reasons) >= 5, reasons
 
 

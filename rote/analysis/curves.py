@@ -48,9 +48,7 @@ def never_evaluated(metrics: pd.DataFrame, column: str) -> str:
 
 
 def final(metrics: pd.DataFrame, column: str, window: int = FINAL_WINDOW) -> float:
-    """Mean of ``column`` over the last ``window`` evaluations (1: the last evaluation). Missing (NaN)
-    where the table has no evaluation or a NaN lies anywhere in the window (protocol 8.6: a NaN among a
-    curve's last 5 evaluations makes "final" missing, not the mean of the others)."""
+    """Mean of ``column`` over the last ``window`` evaluations; NaN where one of them is (8.6)."""
     values = metrics[column].iloc[-window:].to_numpy(float)
     if not values.size or np.isnan(values).any():
         return math.nan
@@ -76,10 +74,8 @@ class SampleSizes:
 
 
 def sample_sizes(config) -> SampleSizes:
-    """The sample sizes of a run (:class:`rote.config.RunConfig`), from its configuration: the test split
-    holds exactly ``n_test`` examples and the noise exactly ``round(noise_ratio x n_train)`` training
-    examples (:func:`rote.tasks.base.choose_noisy`; THR's training examples are its two-hop facts).
-    Read off the configuration, so that no task is generated for it (a test pins it to the data)."""
+    """A run's sample sizes, read off its configuration (no task generated): ``n_test`` and
+    round(noise_ratio x n_train) noisy examples (THR: its two-hop facts)."""
     data = config.data
     n_train = data.n_train_two_hop if config.task == "thr" else data.n_train
     return SampleSizes(int(data.n_test), int(round(data.noise_ratio * n_train)))

@@ -1,29 +1,14 @@
-"""Known look-ups: the positive control of claim C4 (amendment 1, section 7.6).
-
-C4's statistics (k50, the activity of the top neurons, the input positions a label depends on) are
-meant to tell a distributed encoding from a look-up table. The amendment asks them to prove it on
-a look-up whose nature is known: a statistic that calls a known look-up "distributed" cannot
-decide the claim.
-
-- THR: the atomic facts (h, r) -> t. They are trained on, never noised, and no rule gives them:
-  the model can only store them. :func:`atomic_lookup` returns those the model answers.
-- FDA has no such facts (every sum follows the rule). :func:`plant_lookup` grafts a look-up into
-  the trained model itself: one neuron per key input is added to its last MLP layer
-  (:func:`widened`: every trained neuron is kept, so the model answers everything else exactly as
-  before); it fires only when that layer's normalized input at the last answer position is the
-  key's (silent on every other input seen) and then writes a wrong last digit. The keys are then
-  memorized examples whose mechanism is a look-up by construction, in the network, inputs,
-  positions and clean set that the statistics use on M.
-
-:func:`lookup_statistics` computes the C4 statistics of :mod:`rote.analysis.neurons` on a look-up
-set, in the same form as :func:`rote.analysis.neurons.c4_summary` (the look-up set in place of M).
+"""Known look-ups, the positive control of claim C4 (amendment 1, 7.6): THR's atomic facts
+(:func:`atomic_lookup`), and for FDA a look-up grafted into the trained model (:func:`plant_lookup`);
+:func:`lookup_statistics` computes C4's statistics on them as :func:`rote.analysis.neurons.c4_summary`
+does on M.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import torch
@@ -46,12 +31,8 @@ def atomic_lookup(model: HookedTransformer, data: TaskData) -> Examples:
 # -- FDA: a look-up grafted into the trained model -------------------------------------------------
 @dataclass
 class PlantedLookup:
-    """A copy of a model with look-up neurons grafted into its last MLP layer.
-
-    ``keys``: the key inputs whose first answer digit the look-up rewrites (``label``: the planted
-    digit, ``true_label``: the rule's answer) and that the grafted model does answer with it;
-    ``neurons``: the grafted neuron of each key (last layer); ``answer_index``: the answer token
-    the look-up writes; ``clean``: the clean examples the grafted model still answers correctly."""
+    """A copy of a model with look-up neurons grafted into its last MLP layer: the ``keys`` it answers
+    with their planted digit (``label``), each key's ``neurons``, and the ``clean`` examples it still answers."""
 
     model: HookedTransformer
     keys: Examples
@@ -101,22 +82,11 @@ def widened(model: HookedTransformer, extra: int) -> HookedTransformer:
 @torch.no_grad()
 def plant_lookup(model: HookedTransformer, clean: Examples, keys: Examples, *, answer_index: int = -1,
                  seed: int = 0, max_scale: int = 12) -> PlantedLookup:
-    """Graft a look-up of the inputs ``keys`` (examples the model answers correctly, not in
-    ``clean``) into a copy of ``model``; ``clean``: the clean examples it is compared with.
-
-    For key k, with x the normalized MLP input of the last layer (before ``ln2``'s gain and bias) at
-    answer position ``answer_index`` (default: the last, so that no later answer token is
-    teacher-forced on the planted one; the model reads the answer written so far) and
-    c(x) = x . x_k / |x_k|^2 (1 at the key), its neuron's
-    pre-activation is g (c(x) - tau), tau halfway between 1 and the largest c over ``clean`` and the
-    other keys, g = 4 / (1 - tau): 4 at the key, <= -4 at every input seen (GELU ~0); a key that
-    another input matches within 1e-3 is dropped. Its
-    output weight writes the planted digit (the true digit + 1 + a random 0..8, mod 10): the
-    direction whose folded-unembedding logits are those of the planted token alone (least squares),
-    doubled until the grafted model gives the
-    planted label (at most ``max_scale`` doublings; keys it never gives are dropped). The look-up
-    neurons are added to the last layer (:func:`widened`: every trained neuron is kept as it is).
-    """
+    """Graft a look-up of ``keys`` (answered correctly, not in ``clean``) into a copy of ``model``: one
+    last-layer neuron per key, g (x . x_k / |x_k|^2 - tau) on the normalized MLP input x at ``answer_index``,
+    tau halfway to the closest other input (4 at the key, <= -4 elsewhere), writing a wrong digit through the
+    least-squares direction of the folded unembedding, doubled until the key gives it (``max_scale``); keys
+    another input matches, or never given, are dropped."""
     layer = model.shape.n_layers - 1
     gen = torch.Generator().manual_seed(seed)
     answer_index = answer_index % keys.label.shape[1]
@@ -208,18 +178,20 @@ class LookupSettings:
                 raise ValueError(f"LookupSettings.{name} must be a number in [0, 1], got {value!r}")
 
 
-def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: LookupSettings, *,
-                      mask: torch.Tensor | None = None) -> dict:
-    """C4's statistics on a known look-up, in the form of :func:`rote.analysis.neurons.c4_summary`.
+@dataclass(frozen=True)
+class LookupStatistics:
+    """C4's statistics on a known look-up (``summary``: the look-up set in place of M, no intermediate
+    result), on ``n_lookup`` examples, and the tables they come from (k50s, specificity, positions)."""
 
-    ``sets``: the look-up and the sets it is compared with (:class:`LookupSets`); ``mask`` [N, A]: the
-    answer positions of the look-up judged (None: those where label != true_label, as for M; a
-    look-up of clean facts passes all ones); ``settings``: :class:`LookupSettings`.
-    Returns ``k50_M`` (k50 on the look-up), ``k50_C``, ``k50_ratio``, ``top_activity_median``,
-    ``position_drops``, ``positions_over_min``, ``max_position_drop``, ``n_lookup``, the sampling
-    intervals of the three statistics (``intervals``: section 11, a bootstrap over the look-up's
-    examples, :func:`rote.analysis.neurons.c4_intervals`) and the tables they come from (``tables``:
-    k50s, specificity, positions)."""
+    summary: neurons.C4Summary
+    n_lookup: int
+    tables: dict
+
+
+def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: LookupSettings, *,
+                      mask: torch.Tensor | None = None) -> LookupStatistics:
+    """C4's statistics on a known look-up (:class:`LookupSets`). ``mask`` [N, A]: the answer positions
+    judged (None: where label != true_label, as for M; a look-up of clean facts passes all ones)."""
     lookup = sets.lookup
     k_lookup = neurons.k50_table(model, lookup, sets.clean, mask=mask)
     spec = neurons.top_neuron_specificity(model, lookup, sets.population,
@@ -227,10 +199,7 @@ def lookup_statistics(model: HookedTransformer, sets: LookupSets, settings: Look
     pos = patching.resample_positions(model, lookup, sets.reference, n_samples=settings.n_samples, seed=settings.seed)
     empty = pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     summary = neurons.c4_summary(k_lookup, spec, pos, empty, drop_min=settings.drop_min)
-    summary = {k: v for k, v in summary.items() if not k.startswith("intermediate")}
-    summary["intervals"] = {k: v for k, v in summary["intervals"].items() if not k.startswith("intermediate")}
-    if not len(pos):  # no look-up example: no position was measured (c4_summary counts 0)
-        summary["positions_over_min"] = math.nan
-    summary["n_lookup"] = len(lookup)
-    summary["tables"] = {"k50s": k_lookup, "specificity": spec, "positions": pos}
-    return summary
+    summary = replace(summary, intervals={k: v for k, v in summary.intervals.items() if not k.startswith("intermediate")},
+                      # no look-up example: no position was measured (c4_summary counts 0)
+                      positions_over_min=summary.positions_over_min if len(pos) else math.nan)
+    return LookupStatistics(summary, len(lookup), {"k50s": k_lookup, "specificity": spec, "positions": pos})

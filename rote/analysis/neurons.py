@@ -1,34 +1,14 @@
-"""MLP neurons of a memorized example: who writes the label, how specific they are, which inputs matter.
-
-Claim C4 ("distributed encoding, not a look-up") asks whether a memorized noisy label is produced by
-a few dedicated neurons that fire for that one input (a look-up table) or by many neurons that are
-shared with other inputs and aggregate several input positions and intermediate results.
-
-Conventions
------------
-*Answer positions.* Examples are teacher-forced on a chosen answer (``which`` = ``"label"`` or
-``"true_label"``); answer token ``j`` is predicted at sequence position ``P - 1 + j``
-(:attr:`Examples.answer_positions`). Neurons are read at those positions: FDA positions 9..13 (the
-``=`` and the first four answer digits), THR position 2 (``r2``).
-
-*Direct logit attribution (DLA).* The final LayerNorm is folded into the unembedding with the scale
-of the analysed example frozen: a vector ``v`` written into the final residual stream changes the
-logit of token ``y`` by ``v . w_y / sigma`` where ``w_y`` is the unembedding row of ``y`` times the
-LayerNorm gain, centred over ``d_model`` (LayerNorm subtracts the mean) and ``sigma`` is the
-LayerNorm scale of that example and position. We also subtract the mean ``w`` over the vocabulary,
-so a neuron's attribution is its push on the logit of ``y`` *relative to the average logit*: a push
-that raises every logit alike does not change the softmax and gets no credit. Neuron ``n`` of
-layer ``l`` thus has ``DLA = act[l, n] * (W_out[l][:, n] . w_y) / sigma``; summed over all neurons,
-heads, embeddings and biases it gives ``logit(y) - mean logit`` (up to the LayerNorm bias term,
-which is the same for every example). The same convention is used for every set and every task.
-
-Every function runs batched over examples and neurons; every hook is removed before it returns.
+"""MLP neurons of a memorized example (claim C4): who writes the label (direct logit attribution, k50),
+how specific they are (activity on clean inputs), and C4's summary and intervals. Neurons are read at
+the answer positions, teacher-forced on ``which``; the final LayerNorm is folded into the unembedding
+with the example's scale frozen, and attribution is to the label's logit minus the mean logit. Every
+hook is removed before a function returns.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Sequence
 
 import numpy as np
@@ -63,12 +43,8 @@ def _layers(model: HookedTransformer, layers: Sequence[int] | None) -> list[int]
 
 def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "label",
                     layers: Sequence[int] | None = None, with_scale: bool = False):
-    """MLP neuron activations at the answer positions, teacher-forced on ``examples.<which>``.
-
-    Returns ``acts`` of shape [N, A, L, d_mlp] (A answer positions, L chosen layers) and, when
-    ``with_scale``, also the final LayerNorm scale ``sigma`` [N, A] (``ln_final.hook_scale``) of
-    each example and position.
-    """
+    """MLP activations [N, A, L, d_mlp] at the answer positions, teacher-forced on ``examples.<which>``;
+    with ``with_scale`` also the final LayerNorm scale [N, A]."""
     layers = _layers(model, layers)
     d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
     if len(examples) == 0:
@@ -84,12 +60,8 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
 @torch.no_grad()
 def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label",
                layers: Sequence[int] | None = None) -> torch.Tensor:
-    """Direct logit attribution of every MLP neuron to the answer token ``examples.<which>``.
-
-    [N, A, L, d_mlp]: for example n, answer position j, layer l, neuron i the contribution of the
-    neuron (through W_out and the frozen final LayerNorm) to the logit of the answer token j minus
-    the mean logit. Teacher-forced on the same answer.
-    """
+    """[N, A, L, d_mlp]: each MLP neuron's direct logit attribution to answer token ``examples.<which>``
+    (minus the mean logit, the final LayerNorm's scale frozen), teacher-forced on the same answer."""
     layers = _layers(model, layers)
     acts, sigma = mlp_activations(model, examples, which, layers, with_scale=True)
     target = getattr(examples, which).to(model.device)  # [N, A]
@@ -102,10 +74,7 @@ def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label
 
 
 def k50(attributions: torch.Tensor) -> torch.Tensor:
-    """The fewest units that carry half of the total positive attribution, over the last dim.
-
-    ``attributions`` [..., U] -> float [...]; NaN where no unit has a positive attribution.
-    """
+    """The fewest units carrying half of the total positive attribution (last dim); NaN where none is positive."""
     pos = attributions.clamp(min=0)
     total = pos.sum(-1, keepdim=True)
     cum = pos.sort(dim=-1, descending=True).values.cumsum(-1)
@@ -120,13 +89,8 @@ def memorized_positions(examples: Examples) -> torch.Tensor:
 
 def k50_table(model: HookedTransformer, memorized: Examples, clean: Examples,
               mask: torch.Tensor | None = None) -> pd.DataFrame:
-    """k50 per (example, answer position): on M to the noisy label at the positions where it
-    differs from the true label (or those of ``mask`` [N, A], e.g. every position of a look-up of
-    clean facts), on the clean set to the true label at every answer position.
-
-    Neurons of all layers compete (units = layer x neuron at that position).
-    Columns: set ("M" | "C"), example, position, k50, positive (total positive attribution).
-    """
+    """k50 per (example, answer position): on M to the noisy label where it differs from the true one (or
+    at ``mask``), on C to the true label everywhere; every layer's neurons compete."""
     frames = []
     m_mask = memorized_positions(memorized) if mask is None else mask.bool()
     for name, ex, which, mask in (("M", memorized, "label", m_mask),
@@ -153,18 +117,8 @@ def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
 @torch.no_grad()
 def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
                        which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
-    """How many clean inputs each neuron is active on: :func:`active_fractions` of the MLP activations
-    of ``clean`` at the answer positions (teacher-forced on ``examples.<which>``).
-
-    A neuron is *active* on an input when its activation exceeds the layer's activity threshold:
-    the ``quantile`` of all activations of that layer (every neuron, every clean input) at that
-    answer position. (A per-neuron quantile would make every neuron active on exactly
-    ``1 - quantile`` of the inputs by construction: amendment 2, 8.6, the registered reading of C4
-    uses the layer's.) A look-up neuron that fires for one input is active on about 1/N of them; a
-    shared heuristic on many; the layer average is ``1 - quantile``.
-
-    Returns ``fractions`` [A, L, d_mlp] and ``thresholds`` [A, L].
-    """
+    """:func:`active_fractions` of the MLP activations of ``clean`` at the answer positions: per neuron,
+    the share of clean inputs above its layer's ``quantile`` (8.6). Returns [A, L, d_mlp] and [A, L]."""
     return active_fractions(mlp_activations(model, clean, which), quantile)
 
 
@@ -173,12 +127,9 @@ ACTIVITY_THRESHOLD = "layer"  # 8.6: "above its 90th percentile" is the layer's 
 
 def active_fractions(acts: torch.Tensor, quantile: float,
                      per: str = ACTIVITY_THRESHOLD) -> tuple[torch.Tensor, torch.Tensor]:
-    """The share of inputs on which each neuron is active, from activations ``acts`` [N, A, L, D]
-    (inputs, answer positions, layers, neurons): above the ``quantile`` of its layer's activations at
-    that answer position (``per="layer"``, the reading of C4; thresholds [A, L]), or of its own
-    (``per="neuron"``, thresholds [A, L, D]: only to show why C4 does not read it: every neuron is then
-    active on about ``1 - quantile`` of the inputs, by construction). Returns ``fractions`` [A, L, D]
-    and the thresholds, on the CPU."""
+    """The share of inputs on which each neuron of ``acts`` [N, A, L, D] is active: above its layer's
+    ``quantile`` (``per="layer"``, C4's reading) or its own (``per="neuron"``: ``1 - quantile`` by
+    construction, shown only to say why not). Returns fractions [A, L, D] and thresholds, on the CPU."""
     if per not in ("layer", "neuron"):
         raise ValueError(f"per must be 'layer' or 'neuron', got {per!r}")
     n_ans, n_layers = acts.shape[1], acts.shape[2]
@@ -216,17 +167,9 @@ class SpecificitySettings:
 
 def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples,
                            settings: SpecificitySettings, *, mask: torch.Tensor | None = None) -> pd.DataFrame:
-    """The top neurons by DLA to the noisy label of each memorized (example, position) and the
-    fraction of clean inputs each is active on (:func:`activity_fractions`).
-
-    Positions are those where the noisy digit differs from the true one (or those of ``mask``
-    [N, A]). The top neurons are the
-    ``settings.top`` with the largest attribution; with ``settings.within_k50`` only those among the
-    k50 neurons that carry the first half of the positive attribution (so at most min(top, k50)): in
-    a look-up the one neuron that writes the label would otherwise be outvoted by nine bystanders
-    whose attribution is negligible. Columns: example, position, rank, layer, neuron, attribution,
-    activity.
-    """
+    """Per memorized (example, position) (or those of ``mask``), its ``settings.top`` neurons by DLA to
+    the noisy label (with ``within_k50``, only those among its k50: a look-up neuron is not outvoted by
+    bystanders) and the share of clean inputs each is active on (:func:`activity_fractions`)."""
     top, quantile, within_k50 = settings.top, settings.quantile, settings.within_k50
     cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
     if len(memorized) == 0:
@@ -253,10 +196,7 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 # -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
 def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
                        matched_controls=(), *, which: str = "label") -> pd.DataFrame:
-    """:func:`intermediate_removal` with both erasure controls: rows of method ``INLP``, ``random``
-    (random subspaces of the same rank at the same sites) and ``matched`` (the information-matched
-    control of amendment 1, 7.5: INLP of the same rank and sites fitted to a random relabeling of
-    the same input key; :func:`rote.analysis.erasure.information_matched`; None: not available)."""
+    """:func:`intermediate_removal` with both controls: ``random`` subspaces and ``matched`` (7.5)."""
     table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
     if len(table) and matched_controls:
         matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
@@ -266,51 +206,51 @@ def intermediate_table(model: HookedTransformer, examples: Examples, erasure, ra
 
 
 
-def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
-               intermediate: pd.DataFrame, *, drop_min: float) -> dict:
-    """The numbers claim C4 is judged on, from the tables of :func:`k50_table`,
-    :func:`top_neuron_specificity`, :func:`rote.analysis.patching.resample_positions` and
-    :func:`rote.analysis.patching.intermediate_removal`.
+@dataclass(frozen=True)
+class C4Summary:
+    """The numbers C4 is judged on (:func:`c4_summary`); NaN where a table is empty, None: not given.
+    ``intervals``: section 11's bootstrap intervals (:func:`c4_intervals`), not part of the record."""
 
-    Medians of k50 on M and C and their ratio; the median activity fraction of the top neurons;
-    the mean drop of P(noisy label) per input position and the number of positions whose mean drop
-    is at least ``drop_min``; the mean drop under INLP, under the random control and under the
-    information-matched control (:func:`intermediate_table`). NaN where a table is empty. Then
-    ``intervals``, the sampling intervals of the judged statistics (section 11, :func:`c4_intervals`).
-    """
+    k50_M: float | None = None  # median k50 on M
+    k50_C: float | None = None  # median k50 on C
+    k50_ratio: float | None = None
+    top_activity_median: float | None = None  # median activity share of the top neurons
+    position_drops: list[float] | None = None  # mean drop of P(label) per prompt position
+    positions_over_min: int | float | None = None  # positions whose mean drop reaches drop_min
+    max_position_drop: float | None = None
+    intermediate_drop: float | None = None  # mean drop under INLP
+    intermediate_control_drop: float | None = None  # under random subspaces
+    intermediate_matched_drop: float | None = None  # under the information-matched erasure
+    intervals: dict = field(default_factory=dict, compare=False)
+
+    def record(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "intervals"}
+
+
+def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
+               intermediate: pd.DataFrame, *, drop_min: float) -> C4Summary:
+    """C4's numbers from :func:`k50_table`, :func:`top_neuron_specificity`,
+    :func:`rote.analysis.patching.resample_positions` and :func:`intermediate_table`."""
     def med(frame, col):
         return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
 
     k_m, k_c = med(k50s[k50s.set == "M"], "k50"), med(k50s[k50s.set == "C"], "k50")
     per_pos = positions.groupby("position")["drop"].mean() if len(positions) else pd.Series(dtype=float)
     inter = intermediate.groupby("method")["drop"].mean() if len(intermediate) else pd.Series(dtype=float)
-    return {"k50_M": k_m, "k50_C": k_c, "k50_ratio": k_m / k_c if k_c and not math.isnan(k_c) else math.nan,
-            "top_activity_median": med(specificity, "activity"),
-            "position_drops": [float(v) for v in per_pos.values],
-            "positions_over_min": int((per_pos >= drop_min).sum()),
-            "max_position_drop": float(per_pos.max()) if len(per_pos) else math.nan,
-            "intermediate_drop": float(inter.get("INLP", math.nan)),
-            "intermediate_control_drop": float(inter.get("random", math.nan)),
-            "intermediate_matched_drop": float(inter.get("matched", math.nan)),
-            "intervals": c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min)}
+    return C4Summary(k_m, k_c, k_m / k_c if k_c and not math.isnan(k_c) else math.nan, med(specificity, "activity"),
+                     [float(v) for v in per_pos.values], int((per_pos >= drop_min).sum()),
+                     float(per_pos.max()) if len(per_pos) else math.nan,
+                     *(float(inter.get(m, math.nan)) for m in ("INLP", "random", "matched")),
+                     intervals=c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min))
 
 
 # -- section 11: the sampling intervals of C4's statistics, a percentile bootstrap over examples ------
 def c4_intervals(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.DataFrame,
                  intermediate: pd.DataFrame, *, drop_min: float) -> dict[str, Interval | None]:
-    """Section 11: the 95% percentile bootstrap interval of each statistic of :func:`c4_summary` that C4
-    judges, over the examples it is computed on (an example's rows, its digits and top neurons, are
-    resampled together; a table without an ``example`` column: each row its own example), from the same
-    tables; None where a table is empty.
-
-    - ``k50``: the median k50 on M against half the median on C: the ratio of the two medians, M and C
-      resampled on their own, read on the scale of the median k50 on M (times the median on C), so
-      that it contains the threshold exactly where the ratio's interval contains the threshold ratio;
-    - ``activity``: the median activity share of the top neurons;
-    - ``positions``: the number of input positions whose mean drop reaches ``drop_min`` (the examples
-      resampled once for every position);
-    - ``intermediate``: the mean drop under INLP; ``intermediate_over_matched``: the mean over examples
-      of INLP's drop minus the information-matched control's (paired: the same examples)."""
+    """Section 11: the 95% percentile bootstrap interval of each judged statistic of :func:`c4_summary`
+    over its examples (an example's rows resampled together); None where a table is empty. ``k50``: the
+    ratio of the two medians (M and C resampled on their own) times the median on C; ``positions``: the
+    count of positions reaching ``drop_min``; ``intermediate_over_matched``: paired, per example."""
     m, c = (_example_rows(k50s[k50s.set == name], "k50") for name in ("M", "C"))
     k_c = np.median(c[0]) if len(c[0]) else math.nan
     k50 = None
@@ -419,21 +359,21 @@ class HypothesisThresholds:
             raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
 
 
-def hypotheses_table(summary: dict, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
+def hypotheses_table(summary: C4Summary, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
     """What a look-up table and a distributed encoding each predict for the measures of
     :func:`c4_summary`, next to what was observed and the pass threshold (``thresholds``)."""
     quantile, k50_ratio_min, activity_min = thresholds.quantile, thresholds.k50_ratio_min, thresholds.activity_min
     drop_min, positions_min = thresholds.drop_min, thresholds.positions_min
     return pd.DataFrame([
         {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
-         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary["k50_ratio"]},
+         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary.k50_ratio},
         {"measure": "median activity of top neurons", "look-up predicts": f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
          "distributed predicts": f"~{1 - quantile:.2f} (layer average)", "threshold": f">= {activity_min}",
-         "observed": summary["top_activity_median"]},
+         "observed": summary.top_activity_median},
         {"measure": "input positions removing >= 20% of P(noisy)", "look-up predicts": "all (any change breaks the key)",
          "distributed predicts": f">= {positions_min}", "threshold": f">= {positions_min}",
-         "observed": summary["positions_over_min"]},
+         "observed": summary.positions_over_min},
         {"measure": "share of P(noisy) removed with the intermediate result",
          "look-up predicts": "~0 (the label bypasses the reasoning)", "distributed predicts": "large",
-         "threshold": f">= {drop_min}", "observed": summary["intermediate_drop"]},
+         "threshold": f">= {drop_min}", "observed": summary.intermediate_drop},
     ]).set_index("measure")

@@ -1,9 +1,7 @@
-"""Chapter 02, claim C1: generalize first, then memorize; the memorization is benign.
-
-Sections: the learning curves of every noisy run and its noise-free twin (:func:`load`,
-:func:`learning_curves`, :func:`curves_figure`, :func:`curves_text`), the noise-ratio sweep
-(:func:`sweep`), and the Verdict (:func:`results`). :func:`evaluate` judges the curves: it is the
-only caller of :mod:`rote.verdicts.c1`."""
+"""Chapter 02, claim C1: generalize first, then memorize; the memorization is benign. Sections: the
+learning curves (:func:`load`, :func:`learning_curves`), the noise-ratio sweep (:func:`sweep`) and the
+Verdict; :func:`evaluate` is the only caller of :mod:`rote.verdicts.c1`.
+"""
 
 from __future__ import annotations
 
@@ -86,37 +84,35 @@ def curves_figure(build: Build, result: ClaimResult):
     return fig
 
 
+# generated: the sentences it chooses (the rule first on every seed or not, rec falling) depend on the result
 def curves_text(groups_: dict, evaluations: dict) -> str:
-    """What the curves show, one paragraph per task and condition: the crossings, whether the rule
-    comes first on every seed, rec's rise and fall, the final numbers and the cost against the twin.
-    ``evaluations``: unit -> (metrics dict, checks), as :attr:`rote.chapters.ClaimResult.evaluations`."""
+    """Per task and condition: the crossings, rec's rise and fall, the final numbers and the cost against
+    the twin (``evaluations``: :attr:`rote.chapters.ClaimResult.evaluations`)."""
     lines = []
     for (task, condition), members in groups_.items():
         ms = {u: evaluations[u][0] for u in members}
+
+        def seeds(key, spec=".3f", missing="n/a"):
+            return each_seed(ms, members, key, spec, missing)
+
         first = all(m["t_gen_interpolated"] is not None and (m["t_mem_interpolated"] is None
                                                              or m["t_mem_interpolated"] > m["t_gen_interpolated"])
                     for m in ms.values())
         falls = all(m["rec_peak_before_t_mem"] > m["final_rec"] for m in ms.values())
         lines.append(
             f"- **{where(task, condition)}** (seed {', '.join(str(u.seed) for u in members)}): gen reaches "
-            f"{T['t_gen_level']} at step {each_seed(ms, members, 't_gen_interpolated', '.0f', 'never')} and mem "
-            f"reaches {T['t_mem_level']} at step {each_seed(ms, members, 't_mem_interpolated', '.0f', 'never')}, so "
-            + ("the rule is learned before the noise on every seed. " if first else
-               "the rule does not come first on every seed. ")
-            + f"rec peaks at {each_seed(ms, members, 'rec_peak_before_t_mem', '.3f')} before $t_{{mem}}$ and ends at "
-            f"{each_seed(ms, members, 'final_rec', '.3f')}"
+            f"{T['t_gen_level']} at step {seeds('t_gen_interpolated', '.0f', 'never')} and mem reaches "
+            f"{T['t_mem_level']} at step {seeds('t_mem_interpolated', '.0f', 'never')}, so the rule "
+            + ("is learned before the noise on every seed. " if first else "does not come first on every seed. ")
+            + f"rec peaks at {seeds('rec_peak_before_t_mem')} before $t_{{mem}}$ and ends at {seeds('final_rec')}"
             + (" (the noisy examples are first answered by the rule). " if falls else ". ")
-            + f"Final gen {each_seed(ms, members, 'final_gen', '.3f')} and mem "
-            f"{each_seed(ms, members, 'final_mem', '.3f')}; the noise-free twin ends at gen "
-            f"{each_seed(ms, members, 'clean_final_gen', '.3f')}, a cost of "
-            f"{each_seed(ms, members, 'gen_cost', '.3f')} (allowance {T['benign_gen_drop_max']}).")
-    return "**What this build shows** (mean of the last 5 evaluations; one number per seed):\n\n" + "\n".join(lines)
+            + f"Final gen {seeds('final_gen')} and mem {seeds('final_mem')}; the noise-free twin ends at gen "
+            f"{seeds('clean_final_gen')}, a cost of {seeds('gen_cost')} (allowance {T['benign_gen_drop_max']}).")
+    return "\n".join(lines)
 
 
 def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
-    """Final gen and mem (mean of the last 5 evaluations) of runs that differ from each unit's noisy
-    run only in the noise ratio (``ratios``; None: :func:`rote.plan.sweep_ratios`), one row per seed,
-    ratio and metric."""
+    """Final gen and mem of runs that differ from each unit's noisy run only in the noise ratio."""
     rows = []
     for u in build.units:
         for r in (ratios if ratios is not None else plan.sweep_ratios(profile, u.noisy)):
@@ -148,9 +144,7 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 
 @dataclass(frozen=True)
 class C1Sections:
-    """What C1's checks read from the chapter's sections (:func:`learning_curves`): per unit, the metric
-    table (one row per evaluation) of its noisy run and of its noise-free twin, and the sample sizes of
-    both (:func:`rote.analysis.curves.sample_sizes`; a unit without them has margins and no intervals)."""
+    """What C1's checks read, per unit: the noisy run's and the twin's metric tables and sample sizes."""
 
     noisy_curves: dict  # unit -> the noisy run's metric table
     clean_curves: dict  # unit -> the noise-free twin's metric table

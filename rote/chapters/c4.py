@@ -1,9 +1,7 @@
-"""Chapter 05, claim C4: distributed encoding, not a look-up.
-
-Sections, each a call here: the example sets (:func:`load`), how many neurons write the label
-(:func:`k50s`), how specific they are (:func:`specificity`), what the label depends on
-(:func:`dependency`), the statistics on a known look-up (:func:`lookups`), and the claim's numbers
-and checks (:func:`summaries`, :func:`evaluate`), with the two figures and their paragraphs."""
+"""Chapter 05, claim C4: distributed encoding, not a look-up. Sections: the example sets
+(:func:`load`), k50 (:func:`k50s`), specificity (:func:`specificity`), what the label depends on
+(:func:`dependency`), the known look-up (:func:`lookups`), and the checks (:func:`evaluate`).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
+from IPython.display import Markdown
 
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import erasure, inlp, lookup, neurons, patching
@@ -46,7 +45,8 @@ class Params(ChapterParams):
     seed: int = param(0, whole(0))
 
 
-def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int) -> None:
+def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int,
+                    profile: str) -> None:
     """The thresholds and parameters the chapter's method text quotes."""
     glue_values({"c4_k50_ratio_min": T["k50_ratio_min"], "c4_activity_min": T["activity_fraction_min"],
                  "c4_positions_min": T["positions_min"], "c4_drop_min": T["drop_min"],
@@ -54,7 +54,8 @@ def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: i
                  "c4_layer_average": round(1 - T["activity_quantile"], 6),
                  "c4_probe_over_chance": MIN_OVER_CHANCE, "c4_erasure_rank": erasure_rank,
                  "c4_n_samples": n_samples, "c4_n_matched": n_matched, "c4_n_keys": n_keys,
-                 "c4_max_lookup": max_lookup, "c4_over_matched_min": T["intermediate_over_matched_min"]})
+                 "c4_max_lookup": max_lookup, "c4_over_matched_min": T["intermediate_over_matched_min"],
+                 "c4_profile": Markdown(profile)})  # {glue:md}: the word, without quotes
 
 
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
@@ -94,10 +95,8 @@ def activity_table(tables: dict) -> pd.DataFrame:
 # -- what the label depends on: input positions and the intermediate result --------------------------
 @dataclass(frozen=True)
 class Ablations:
-    """How :func:`dependency` ablates: ``n_samples`` resample draws per example and prompt position;
-    INLP of ``rank`` directions at each erasure site, against ``n_controls`` random subspaces and
-    ``n_matched`` information-matched erasures; ``max_fit`` clean training examples for the probes
-    that locate the result and for INLP; ``seed`` of the resampling and of the fits."""
+    """How :func:`dependency` ablates: resample draws, INLP rank, random and matched controls, probe
+    and INLP examples, and the seed."""
 
     n_samples: int
     rank: int
@@ -116,11 +115,9 @@ class Ablations:
 
 @dataclass(frozen=True)
 class Dependency:
-    """Per unit: the drop of P(noisy label) when each prompt position is resampled (``positions``), the
-    erasure sites of chapter C3's rule (``sites``), the drop when the intermediate result is erased,
-    with both controls (``removal``), the INLP rank erased (``rank``), and whether the
-    information-matched control was computed (``matched``: False where there is no site, 8.5, or no
-    draw; None: read from ``removal``)."""
+    """Per unit: the drop per resampled position, the erasure sites (C3's rule), the intermediate
+    removal with both controls, the INLP rank, and whether the matched control was computed (None: read
+    from ``removal``)."""
 
     positions: dict
     sites: dict
@@ -199,11 +196,11 @@ def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
     """Each statistic on M beside the same statistic on the known look-up."""
     rows = []
     for u in units:
-        lk, sm = found[u], summary[u]
-        rows.append({"unit": label(u), "look-up examples": lk["n_lookup"],
-                     "k50 ratio: M": sm["k50_ratio"], "k50 ratio: look-up": lk["k50_ratio"],
-                     "top activity: M": sm["top_activity_median"], "top activity: look-up": lk["top_activity_median"],
-                     "positions: M": sm["positions_over_min"], "positions: look-up": lk["positions_over_min"]})
+        lk, sm = found[u].summary, summary[u]
+        rows.append({"unit": label(u), "look-up examples": found[u].n_lookup,
+                     "k50 ratio: M": sm.k50_ratio, "k50 ratio: look-up": lk.k50_ratio,
+                     "top activity: M": sm.top_activity_median, "top activity: look-up": lk.top_activity_median,
+                     "positions: M": sm.positions_over_min, "positions: look-up": lk.positions_over_min})
     return pd.DataFrame(rows).set_index("unit").round(3)
 
 
@@ -222,14 +219,13 @@ SCALARS = ["k50_M", "k50_C", "k50_ratio", "top_activity_median", "positions_over
 
 
 def scalars_table(units: list, summary: dict) -> pd.DataFrame:
-    return pd.DataFrame({label(u): {k: summary[u][k] for k in SCALARS} for u in units}).round(3)
+    return pd.DataFrame({label(u): {k: getattr(summary[u], k) for k in SCALARS} for u in units}).round(3)
 
 
 @plots.seeded_jitter
 def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
-    """One row per task and condition (first seed): k50 of M and C against the look-up's one neuron;
-    the activity of the top neurons against one input and the layer average; the drop of P(noisy
-    label) per input position and from the intermediate result, a dot per seed."""
+    """Per task and condition (first seed): k50 of M and C, the top neurons' activity, the drop per
+    position and from the intermediate result."""
     fig, axes = plt.subplots(len(build.shown), 3, figsize=(15, 4.2 * len(build.shown)), squeeze=False)
     for row, u in zip(axes, build.shown):
         r, k, s = build.runs[u], k50[u], active[u]
@@ -243,8 +239,8 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
         else:
             ax.text(0.5, 0.5, "no examples", ha="center", va="center", transform=ax.transAxes)
         ax.axhline(1, ls="--", color=LOOKUP_COLOR, lw=1.5, label="look-up: 1 neuron")
-        if not np.isnan(summary[u]["k50_C"]):
-            ax.axhline(T["k50_ratio_min"] * summary[u]["k50_C"], ls=":", color="k", lw=1, label="threshold")
+        if not np.isnan(summary[u].k50_C):
+            ax.axhline(T["k50_ratio_min"] * summary[u].k50_C, ls=":", color="k", lw=1, label="threshold")
         ax.set(title=f"{label(u)}: neurons carrying half the attribution", xlabel="", ylabel="k50")
         ax.legend(fontsize=8, loc="upper left")
         ax = row[1]
@@ -265,8 +261,8 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
 
 def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     def drops(v):
-        return (summary[v]["position_drops"] or [np.nan] * len(names)) + \
-            [summary[v]["intermediate_drop"], summary[v]["intermediate_control_drop"]]
+        return (summary[v].position_drops or [np.nan] * len(names)) + \
+            [summary[v].intermediate_drop, summary[v].intermediate_control_drop]
 
     bars = pd.DataFrame({"removed": names + ["intermediate", "random subspace"], "drop": drops(u),
                          "kind": ["input position"] * len(names) + ["intermediate result", "control"]})
@@ -280,7 +276,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     if len(dots):
         ax.scatter(dots["removed"], dots["drop"], color="k", s=14, zorder=3, label="each seed")
     ax.axhline(T["drop_min"], ls=":", color="k", lw=1)
-    if np.isnan(summary[u]["intermediate_drop"]):
+    if np.isnan(summary[u].intermediate_drop):
         ax.text(len(names), 0.02, "not\nfound", ha="center", fontsize=8)
     if bars["drop"].isna().all():
         ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
@@ -291,52 +287,53 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
-def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict, profile: str) -> str:
-    """Per task and condition: each statistic per seed against its threshold, the sentence its check
-    (by id) chooses, and the registered checks not passed. ``sizes``: unit -> {"M": |M|, "C": |C|}."""
+# each statistic per task and condition: {name} is one value per seed, {part} the clause its check chooses
+HYPOTHESES = (
+    "the median k50 of a memorized {noun} is {k50_M} neurons against {k50_C} for a correct answer {noun} (ratio "
+    "{k50_ratio}; threshold {k50_ratio_min}), {k50}. The top neurons of memorized {noun}s are active on a median "
+    "share {top_activity_median} of clean inputs (a look-up neuron: about {one_input}; the layer average: "
+    "{layer_average}; threshold {activity_fraction_min}), {activity}. Resampling one prompt position at a time, "
+    "{positions_over_min} of {n_pos} positions each remove at least {drop_min} of P(noisy label) (largest mean drop "
+    "{max_position_drop}; at least {positions_min} required), {positions}; erasing the intermediate result removes "
+    "{intermediate_drop} (random subspaces of the same rank: {intermediate_control_drop}; information-matched "
+    "erasures: {intermediate_matched_drop}), {intermediate}. ")
+CLAUSES = {  # part: (its check, the number it judges, the clause where it passes, where it does not)
+    "k50": ("c4.k50", "k50_ratio", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many "
+            "neurons as a correct answer (a look-up would use one)", f"so memorized labels are written by fewer than "
+            f"{T['k50_ratio_min']} times as many neurons as correct answers"),
+    "activity": ("c4.activity", "top_activity_median", "so they are shared with other inputs",
+                 "so they are active on fewer clean inputs than the claim requires"),
+    "positions": ("c4.positions", "max_position_drop", "so the label depends on several input tokens",
+                  "so fewer positions than required matter this much"),
+    "intermediate": ("c4.intermediate.registered", "intermediate_drop", "so the memorized label depends on the "
+                     "intermediate result, which a look-up would bypass", "so this build does not show the dependency "
+                     "on the intermediate result that separates a distributed encoding from a look-up"),
+}
+
+
+# generated: which clause each statistic gets depends on its check on each seed
+def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict) -> str:
+    """Per task and condition: :data:`HYPOTHESES` and the registered checks not passed (``sizes``: unit ->
+    {"M": |M|, "C": |C|})."""
     lines = []
     for (task, condition), members in groups_.items():
-        def pick(check_id, yes, no, key):
-            return choose_by([evaluations[u][1] for u in members], check_id, yes, no, [summary[u][key] for u in members])
-
-        n_pos = " / ".join(str(len(summary[u]["position_drops"])) if summary[u]["position_drops"] else "n/a"
-                           for u in members)
-        noun = "digit" if task == "fda" else "label"
         head = (f"- **{where(task, condition)}** ({seeds_head([u.seed for u in members], plural=True)}; |M| = "
                 f"{' / '.join(str(sizes[u]['M']) for u in members)}): ")
         not_passed = registered_not_passed({u.seed: evaluations[u][1] for u in members})
         if not any(sizes[u]["M"] for u in members):
             lines.append(head + "no memorized examples, so none of the measures applies. " + not_passed)
             continue
-        lines.append(
-            head + f"the median k50 of a memorized {noun} is {each_seed(summary, members, 'k50_M')} neurons against "
-            f"{each_seed(summary, members, 'k50_C')} for a correct answer {noun} (ratio "
-            f"{each_seed(summary, members, 'k50_ratio')}; threshold {T['k50_ratio_min']}), "
-            + pick("c4.k50", f"so a memorized label is written by at least {T['k50_ratio_min']} times as many neurons "
-                   "as a correct answer (a look-up would use one)",
-                   f"so memorized labels are written by fewer than {T['k50_ratio_min']} times as many neurons as correct "
-                   "answers", "k50_ratio")
-            + f". The top neurons of memorized {noun}s are active on a median share "
-            f"{each_seed(summary, members, 'top_activity_median')} of clean inputs (a look-up neuron: about "
-            f"{' / '.join(num(1 / sizes[u]['C'], '.3g') if sizes[u]['C'] else 'n/a' for u in members)}; "
-            f"the layer average: {num(1 - T['activity_quantile'], '.3g')}; threshold {T['activity_fraction_min']}), "
-            + pick("c4.activity", "so they are shared with other inputs",
-                   "so they are active on fewer clean inputs than the claim requires", "top_activity_median")
-            + ". Resampling one prompt position at a time, "
-            f"{each_seed(summary, members, 'positions_over_min', 'd')} of {n_pos} positions each remove at least "
-            f"{T['drop_min']} of P(noisy label) (largest mean drop {each_seed(summary, members, 'max_position_drop')}; "
-            f"at least {T['positions_min']} required), "
-            + pick("c4.positions", "so the label depends on several input tokens",
-                   "so fewer positions than required matter this much", "max_position_drop")
-            + f"; erasing the intermediate result removes {each_seed(summary, members, 'intermediate_drop')} (random "
-            f"subspaces of the same rank: {each_seed(summary, members, 'intermediate_control_drop')}; "
-            f"information-matched erasures: {each_seed(summary, members, 'intermediate_matched_drop')}), "
-            + pick("c4.intermediate.registered", "so the memorized label depends on the intermediate result, which a "
-                   "look-up would bypass", "so this build does not show the dependency on the intermediate result that "
-                   "separates a distributed encoding from a look-up", "intermediate_drop")
-            + ". " + not_passed)
-    return (f"**What this build shows** ({profile} profile; one number per seed; the records in the Verdict section are "
-            "authoritative):\n\n" + "\n".join(lines))
+        values_ = {k: each_seed(summary, members, k, "d" if k == "positions_over_min" else ".3g") for k in SCALARS}
+        clauses = {part: choose_by([evaluations[u][1] for u in members], check, yes, no,
+                                   [getattr(summary[u], key) for u in members])
+                   for part, (check, key, yes, no) in CLAUSES.items()}
+        lines.append(head + HYPOTHESES.format(
+            **T, **values_, **clauses, noun="digit" if task == "fda" else "label", layer_average=num(
+                1 - T["activity_quantile"], ".3g"), one_input=" / ".join(num(1 / sizes[u]["C"], ".3g") if sizes[u]["C"]
+                                                                         else "n/a" for u in members),
+            n_pos=" / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
+                             for u in members)) + not_passed)
+    return "\n".join(lines)
 
 
 # -- amendment 1: the statistics on a known look-up, and the information-matched erasure -------------
@@ -346,11 +343,8 @@ def controls_figure(units: list, evaluations: dict, found: dict):
     its threshold, and the intermediate drop over the information-matched control's."""
     rows = []
     for u in units:
-        sm, lk = evaluations[u][0], found[u]
-        for who, k50_m, k_c, act, pos in (("M", sm["k50_M"], sm["k50_C"], sm["top_activity_median"],
-                                           sm["positions_over_min"]),
-                                          ("look-up", lk["k50_M"], lk["k50_C"], lk["top_activity_median"],
-                                           lk["positions_over_min"])):
+        for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record())):
+            k50_m, k_c, act, pos = (s[k] for k in ("k50_M", "k50_C", "top_activity_median", "positions_over_min"))
             rows.append({"where": where(u.task, u.condition), "seed": u.seed, "set": who,
                          "k50 / (threshold x k50 on C)": k50_m / (T["k50_ratio_min"] * k_c) if k_c else np.nan,
                          "top-neuron activity": act, "positions removing >= drop_min": pos})
@@ -409,11 +403,10 @@ def lookup_verdict(checks: list, n: int) -> str:
                                                                           else "passes"))
 
 
+# generated: what each look-up control decides, and on which seeds, depends on the result
 def controls_text(groups_: dict, evaluations: dict) -> str:
-    """Per task and condition: each statistic on the known look-up and what its control decides, the
-    intermediate drop over the information-matched control, and whether the verdict rests on the
-    intermediate dependency alone."""
-    margin = T["intermediate_over_matched_min"]
+    """Per task and condition: each statistic on the known look-up and what its control decides, then
+    :func:`_intermediate_text`."""
     lines = []
     for (task, condition), members in groups_.items():
         kind = "atomic facts" if task == "thr" else "grafted look-up"
@@ -423,26 +416,31 @@ def controls_text(groups_: dict, evaluations: dict) -> str:
             sentences.append(f"{text} gives {values([c.value if c is not None else None for c in found], '.3g')} on the "
                              f"{kind} (threshold {values([c.threshold if c is not None else None for c in found], '.3g')}):"
                              f" {lookup_verdict(found, len(members))}")
-        overs = [evaluations[u][0].get("intermediate_over_matched", float("nan")) for u in members]
-        ok = sum(o >= margin for o in overs if measured(o))
-        siteless = [str(u.seed) for u in members if evaluations[u][0].get("erasure_layers") == []]
-        if not any(measured(o) for o in overs):
-            inter = ("the intermediate result was not erased (no site found or no memorized example), so its checks are "
-                     "unresolved (amendment 2, 8.5: the intervention cannot run, and a missing number never decides)")
-        else:
-            inter = (f"erasing the intermediate result removes {values(overs, '.3g')} more of P(noisy label) than the "
-                     f"information-matched control (margin {margin}), "
-                     + ("enough on every seed" if ok == len(members) else "not enough on any seed" if ok == 0
-                        else f"enough on {ok} of {len(members)} seeds"))
         rests = (" No look-up statistic is validated on any seed: the amended verdict rests on the intermediate "
                  "dependency alone." if all(evaluations[u][0].get("rests_on_intermediate_alone") for u in members) else "")
-        if siteless and any(measured(o) for o in overs):
-            inter += (f"; on seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
-                      f"{MIN_OVER_CHANCE:g} x chance on C, so the removal cannot run and both intermediate checks are "
-                      "unresolved there (amendment 2, 8.5)")
         lines.append(f"- **{where(task, condition)}**: " + ". ".join(x[0].upper() + x[1:] for x in sentences)
-                     + f". Finally, {inter}." + rests)
-    return "**What the amendment's controls show** (one number per seed):\n\n" + "\n".join(lines)
+                     + f". Finally, {_intermediate_text(members, evaluations)}." + rests)
+    return "\n".join(lines)
+
+
+# generated: whether the intermediate drop beats the matched control, and on which seeds, depends on the result
+def _intermediate_text(members: list, evaluations: dict) -> str:
+    margin = T["intermediate_over_matched_min"]
+    overs = [evaluations[u][0].get("intermediate_over_matched", float("nan")) for u in members]
+    if not any(measured(o) for o in overs):
+        return ("the intermediate result was not erased (no site found or no memorized example), so its checks are "
+                "unresolved (amendment 2, 8.5: the intervention cannot run, and a missing number never decides)")
+    ok = sum(o >= margin for o in overs if measured(o))
+    text = (f"erasing the intermediate result removes {values(overs, '.3g')} more of P(noisy label) than the "
+            f"information-matched control (margin {margin}), "
+            + ("enough on every seed" if ok == len(members) else "not enough on any seed" if ok == 0
+               else f"enough on {ok} of {len(members)} seeds"))
+    siteless = [str(u.seed) for u in members if evaluations[u][0].get("erasure_layers") == []]
+    if siteless:
+        text += (f"; on seed{'s' if len(siteless) > 1 else ''} {', '.join(siteless)} no layer carries the result at "
+                 f"{MIN_OVER_CHANCE:g} x chance on C, so the removal cannot run and both intermediate checks are "
+                 "unresolved there (amendment 2, 8.5)")
+    return text
 
 
 # -- the claim's metrics and checks, and the records -------------------------------------------------
@@ -453,9 +451,7 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 
 @dataclass(frozen=True)
 class C4Sections:
-    """The section results the claim is judged on, per unit: the numbers of :func:`summaries`, the
-    dependency section (:func:`dependency`: the erasure sites, the INLP rank, whether the matched
-    control was computed) and the statistics on the known look-up (:func:`lookups`)."""
+    """What C4 is judged on, per unit: :func:`summaries`, :func:`dependency` and :func:`lookups`."""
 
     summary: dict
     dependency: Dependency
@@ -481,8 +477,7 @@ def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
     depends, judged = sections.dependency, {}
     for u in build.units:
         summary = sections.summary[u]
-        judged[u] = verdicts.c4.checks({**summary, "n_memorized": len(build.sets[u]["M"]),
-                                        "n_clean": len(build.sets[u]["C"]), "n_positions": len(summary["position_drops"]),
-                                        "erasure_layers": depends.sites[u]["layers"], "erasure_rank": depends.rank,
-                                        "matched_available": _matched(depends, u)}, sections.lookups[u])
+        setting = verdicts.c4.Setting(len(build.sets[u]["M"]), len(build.sets[u]["C"]), len(summary.position_drops),
+                                      depends.sites[u]["layers"], depends.rank, _matched(depends, u))
+        judged[u] = verdicts.c4.checks(summary, sections.lookups[u], setting)
     return ClaimResult(SPEC.id, {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})

@@ -1,50 +1,16 @@
-"""Chapter 07, X1 (beyond the paper): when is memorization benign? The gen cost against model width
-(protocol 9).
-
-The paper calls the memorization of label noise benign; on ``quick`` (FDA ``random``, 10% noise) the
-noisy run ends clearly below its noise-free twin. X1 asks whether that cost is a matter of capacity:
-the same FDA ``random`` runs at several model widths (d_model; the same depth, heads, data and
-schedule), each with its noise-free twin, which differs from it in the noise only and is the control.
-The grid comes from the plan (:func:`rote.plan.x1_units`); this module loads and measures it, draws
-the chapter's figures and writes its sentences; the checks and our reading of the verdict are
-:mod:`rote.verdicts.x1`, called in :func:`evaluate` only.
-
-Sections, each a call here: the grid and what of it this page measured (:func:`grid`, :func:`load`,
-:func:`study`, :meth:`Study.grid_text`, :meth:`Study.missing_table`), the gen cost against model width
-(:func:`gen_cost_by_width`, :meth:`Study.cost_sentence`), the learning curves per width
-(:func:`curves_by_width`, :meth:`Study.timing_sentence`, :meth:`Study.table`), the gen cost against
-the noise ratio (:func:`gen_cost_by_ratio`, :meth:`Study.ratio_sentence`), and the Verdict
-(:meth:`Study.records`, :meth:`Study.verdict_sentence`) from the checks of :func:`evaluate`.
-
-**Measures**, per width and seed (final = mean of the last 5 evaluations, ``FINAL_WINDOW``):
-
-- ``gen_twin``, ``gen_noisy``: final gen of the twin and of the noisy run; the **gen cost** is
-  ``gen_twin - gen_noisy``; ``mem`` and ``rec``: final mem and rec of the noisy run;
-- ``t_gen``, ``t_mem``: the first evaluated step with gen >= 0.9 and with mem >= 0.5 (section 5's
-  definitions, levels from ``THRESHOLDS["C1"]``), None when never reached;
-- ``peak_gen_before_t_mem``: the largest gen of the noisy run at evaluations before ``t_mem`` (over
-  the whole run when mem never reaches 0.5).
-
-Also shown, not judged: the gen cost at each noise ratio of the sweep, at the profile's width.
-
-**Trained only when asked.** X1's grid is not in the default plan (``rote.plan.plan(..., x1=True)``).
-The chapter's ``train_grid`` parameter says whether it may train the grid (:func:`load`); without it
-the chapter trains or loads only the runs it shares with C1 (FDA random at the profile's width, every
-seed) and loads what else of the grid is cached. A seed is then judged on the widths it has: a width it
-lacks is unresolved with the reason "not trained" (its ``x1.mem.w<width>`` check, and the checks that
-need it). When no seed has two widths, nothing can be compared: the record is ``not run``, with the
-reason, and the page lists the missing runs, the command that trains them and their estimate on the
-machine that built it (:meth:`Study.missing_table`).
-
-The sentences the chapter shows are chosen here from the numbers (:class:`Study`), so that the
-chapter holds narrative only and a rerun can never leave a sentence its numbers contradict.
+"""Chapter 07, X1 (beyond the paper): the gen cost (twin gen - noisy gen) against model width
+(protocol 9), the grid from :func:`rote.plan.x1_units`. Sections: the grid and what of it this page
+measured (:func:`grid`, :func:`load`, :func:`study`), the cost against width, the learning curves per
+width, the cost against the noise ratio (shown, not judged) and the Verdict; the checks are
+:mod:`rote.verdicts.x1`, called in :func:`evaluate` only. Without ``train_grid`` the chapter loads C1's
+shared runs and what else is cached; a width not trained is unresolved, and no two widths: not run.
 """
 
 from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 import matplotlib.pyplot as plt
@@ -201,16 +167,14 @@ def sample_sizes(u: Unit) -> dict:
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
 @dataclass
 class Study:
-    """X1 measured on a grid: ``widths`` (one row per width and seed: the measures), ``ratios`` (one row
-    per noise ratio and seed at the sweep width: ``gen_twin``, ``gen_noisy``, ``cost``, ``mem``),
-    ``curves`` (the noisy runs' learning curves with ``width``, ``seed`` and the twin's gen as
-    ``twin_gen``) and, per seed, its metrics and checks (``evaluations``: :func:`evaluate`)."""
+    """X1 measured on a grid: ``widths`` (a row per width and seed), ``ratios`` (a row per noise ratio and
+    seed), ``curves`` (with the twin's gen) and per seed its metrics and checks (:func:`evaluate`)."""
 
     grid: Grid
     widths: pd.DataFrame
     ratios: pd.DataFrame
     curves: pd.DataFrame
-    evaluations: dict[int, tuple[dict, list[Check]]] = field(default_factory=dict)
+    evaluations: dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]] = field(default_factory=dict)
     missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
 
     # -- one value per seed, for the sentences -----------------------------------------------------
@@ -224,7 +188,7 @@ class Study:
     @property
     def judged(self) -> bool:
         """Whether some seed has two widths trained (X1 compares widths): else the record is not run."""
-        return any(sum(m["trained"]) >= 2 for m, _ in self.evaluations.values())
+        return any(sum(m.trained) >= 2 for m, _ in self.evaluations.values())
 
     def train_command(self) -> str:
         """The command that trains the missing runs: ``rote train --plan --x1`` for the profile's grid and
@@ -294,7 +258,7 @@ class Study:
     def trend(self, seed: int) -> str:
         """How the cost of one seed moves up the grid, in words."""
         metrics = self.evaluations[seed][0]
-        widths, rises, rise_max = metrics["widths"], metrics["rises"], THRESHOLDS[CLAIM]["rise_max"]
+        widths, rises, rise_max = metrics.widths, metrics.rises, THRESHOLDS[CLAIM]["rise_max"]
         steps = [(a, b, r) for a, b, r in zip(widths, widths[1:], rises) if not math.isnan(r)]
         if not steps:
             return "cannot be followed (no two neighbouring widths trained)"
@@ -306,6 +270,7 @@ class Study:
             return f"falls at every step up in width{among}"
         return f"never rises by more than {rise_max:g} from one width to the next{among}"
 
+    # generated: the trend, where the cost ends and which widths do not memorize depend on the result
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
         th, seeds = THRESHOLDS[CLAIM], seeds_head(self.grid.seeds, plural=True)
@@ -318,7 +283,17 @@ class Study:
             trend = ("On every seed the cost " if len(trends) > 1 else "The cost ") + next(iter(trends.values())) + "."
         else:
             trend = "The cost " + "; ".join(f"{t} on seed {s}" for s, t in trends.items()) + "."
-        largest = self.widths[self.widths.width == self.grid.widths[-1]]
+        idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
+                self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
+                .itertuples(index=False)]
+        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
+                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
+        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
+                f"At the largest width the cost is {self._largest_end()}." + unresolved)
+
+    # generated: within or above the margin, on how many seeds, depends on the result
+    def _largest_end(self) -> str:
+        th, largest = THRESHOLDS[CLAIM], self.widths[self.widths.width == self.grid.widths[-1]]
         known = largest["cost"].dropna()  # 8.6: a cost that is missing is neither within the margin nor above it
         within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in known))
         n, margin = len(known), f"the margin of {th['cost_largest_max']:g}"
@@ -331,38 +306,32 @@ class Study:
         if n < len(largest):
             end = (f"{end}, and missing on {len(largest) - n} seed{'s' if len(largest) - n > 1 else ''} (a NaN among "
                    "the last 5 evaluations)" if n else "missing (a NaN among the last 5 evaluations)")
-        idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
-                self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
-                .itertuples(index=False)]
-        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
-                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
-        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
-                f"At the largest width the cost is {end}." + unresolved)
+        return end
 
     # -- the learning curves per width -------------------------------------------------------------
+    # generated: whether the rule comes first at each width depends on the result
     def timing_sentence(self) -> str:
         """Per width: when the rule and the noise are learned, and how high gen got before memorization."""
-        c1 = THRESHOLDS["C1"]
-        lines = []
-        for w in self.grid.widths:
-            rows = self.widths[self.widths.width == w]
-            if not len(rows):
-                lines.append(f"- **width {w}**: {NOT_TRAINED}.")
-                continue
-            learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
-            first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
-            order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
-                     else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
-                     else "the rule does not come first on every seed")
-            lines.append(
-                f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._values(rows, 't_gen', '.0f')} and mem "
-                f"reaches {c1['t_mem_level']:g} at step {self._values(rows, 't_mem', '.0f')} ({order}); gen peaks at "
-                f"{self._values(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
+        never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
+        note = (f" Where mem never reaches {THRESHOLDS['C1']['t_mem_level']:g}, the peak is over the whole run."
+                if never else "")
+        return (f"Per width ({seeds_head(self.grid.seeds, plural=True)}):{note}\n\n"
+                + "\n".join(self._timing_line(w) for w in self.grid.widths))
+
+    def _timing_line(self, w: int) -> str:
+        c1, rows = THRESHOLDS["C1"], self.widths[self.widths.width == w]
+        if not len(rows):
+            return f"- **width {w}**: {NOT_TRAINED}."
+        learned = [not pd.isna(r.t_gen) for r in rows.itertuples()]
+        first = all(ok and (pd.isna(r.t_mem) or r.t_gen < r.t_mem) for ok, r in zip(learned, rows.itertuples()))
+        order = ("the rule first" + (", on every seed" if len(rows) > 1 else "") if first
+                 else f"gen never reaches {c1['t_gen_level']:g}" if not any(learned)
+                 else "the rule does not come first on every seed")
+        return (f"- **width {w}**: gen reaches {c1['t_gen_level']:g} at step {self._values(rows, 't_gen', '.0f')} and "
+                f"mem reaches {c1['t_mem_level']:g} at step {self._values(rows, 't_mem', '.0f')} ({order}); gen peaks "
+                f"at {self._values(rows, 'peak_gen_before_t_mem')} before t_mem and ends at "
                 f"{self._values(rows, 'gen_noisy')} (twin: {self._values(rows, 'gen_twin')}); final mem "
                 f"{self._values(rows, 'mem')}.")
-        never = bool(len(self.widths)) and self.widths["t_mem"].isna().any()
-        note = (f" Where mem never reaches {c1['t_mem_level']:g}, the peak is over the whole run." if never else "")
-        return f"Per width ({seeds_head(self.grid.seeds, plural=True)}):{note}\n\n" + "\n".join(lines)
 
     def table(self) -> pd.DataFrame:
         """Per width and seed: the twin's and the noisy run's final gen, the cost, mem, t_gen, t_mem
@@ -409,53 +378,45 @@ class Study:
             results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
+    # generated: the verdict, and for a mixed one its reasons, depend on the result
     def verdict_sentence(self, rec: claims.ClaimRecord) -> str:
-        """What the record's registered verdict says, in words, with its reason."""
-        th = THRESHOLDS[CLAIM]
-        verdict = rec.verdict_registered
+        """What the record's registered verdict says, in words, with its reason (:data:`WHY`)."""
+        th, verdict = THRESHOLDS[CLAIM], rec.verdict_registered
         if verdict == claims.NOT_RUN:
             return f"**X1 ({rec.profile}): not run.** {rec.reason[:1].upper()}{rec.reason[1:]}."
         word = verdict.split()[0].rstrip(":")
-        largest, margin, rise = self.grid.widths[-1], f"{th['cost_largest_max']:g}", f"{th['rise_max']:g}"
-        why = {
-            "holds": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
-                     f"than {rise} from one width to the next, on every seed: on this grid the cost of memorizing "
-                     "the noise shrinks with capacity until it is benign by C1's margin",
-            "pass": f"at the largest width ({largest}) the gen cost is within {margin} and it never rises by more "
-                    f"than {rise} from one width to the next: on this grid the cost of memorizing the noise shrinks "
-                    "with capacity until it is benign by C1's margin",
-            "fails": f"at the largest width ({largest}) the gen cost is above {margin} on every seed: up to this "
-                     "width, memorizing the noise costs generalization, and capacity alone does not make it benign",
-            "fail": f"at the largest width ({largest}) the gen cost is above {margin}: up to this width, memorizing "
-                    "the noise costs generalization, and capacity alone does not make it benign",
-            "unresolved": (f"a width the verdict needs is {NOT_TRAINED} or does not memorize (final mem below "
-                           f"{th['final_mem_min']:g}), so the grid cannot tell whether memorization is benign there")
-                          if self.missing else
-                          f"a width the verdict needs does not memorize (final mem below {th['final_mem_min']:g}), "
-                          "so the grid cannot tell whether memorization is benign there",
-        }
-        rising_only = [s["seed"] for s in rec.per_seed
-                       if (verdicts.find(s["checks"], "x1.cost_largest") or {}).get("passed") is True
-                       and (verdicts.find(s["checks"], "x1.not_rising") or {}).get("passed") is False]
+        names = dict(largest=self.grid.widths[-1], margin=f"{th['cost_largest_max']:g}", rise=f"{th['rise_max']:g}",
+                     mem=f"{th['final_mem_min']:g}", untrained=f"is {NOT_TRAINED} or " if self.missing else "")
+        text = WHY.get(word, "").format(**names)
         if word == "mixed":
-            outcomes = {s["registered"] for s in rec.per_seed}
-            parts = ["the seeds disagree"] if len(outcomes) > 1 else []
-            if rising_only:
-                which = ("seed " if len(rising_only) == 1 else "seeds ") + ", ".join(str(s) for s in rising_only)
-                parts.append(f"on {which} the cost ends within {margin} but "
-                             f"rises by more than {rise} from one width to the next on the way, which protocol 9 "
-                             "counts as neither holding nor failing")
-            why["mixed"] = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
-        text = why.get(word, "")
+            rising = [str(s["seed"]) for s in rec.per_seed
+                      if (verdicts.find(s["checks"], "x1.cost_largest") or {}).get("passed") is True
+                      and (verdicts.find(s["checks"], "x1.not_rising") or {}).get("passed") is False]
+            parts = ["the seeds disagree"] if len({s["registered"] for s in rec.per_seed}) > 1 else []
+            if rising:
+                parts.append(RISING.format(seeds=("seed " if len(rising) == 1 else "seeds ") + ", ".join(rising), **names))
+            text = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
         per_seed = "; ".join(f"seed {s['seed']}: {s['registered']}" for s in rec.per_seed)
         return f"**X1 ({rec.profile}): {verdict}.** {text[:1].upper()}{text[1:]}. Per seed: {per_seed}."
 
 
+_WITHIN = ("at the largest width ({largest}) the gen cost is within {margin} and it never rises by more than {rise} "
+           "from one width to the next{every}: on this grid the cost of memorizing the noise shrinks with capacity "
+           "until it is benign by C1's margin")
+_ABOVE = ("at the largest width ({largest}) the gen cost is above {margin}{every}: up to this width, memorizing the "
+          "noise costs generalization, and capacity alone does not make it benign")
+WHY = {  # the registered verdict's first word: why, in words
+    "holds": _WITHIN.replace("{every}", ", on every seed"), "pass": _WITHIN.replace("{every}", ""),
+    "fails": _ABOVE.replace("{every}", " on every seed"), "fail": _ABOVE.replace("{every}", ""),
+    "unresolved": "a width the verdict needs {untrained}does not memorize (final mem below {mem}), so the grid "
+                  "cannot tell whether memorization is benign there"}
+RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise} from one width to the next on the "
+          "way, which protocol 9 counts as neither holding nor failing")
+
+
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
-    """X1 measured and judged from the metric tables of the grid's runs (``metrics``: run key ->
-    :attr:`rote.runs.Run.metrics`, :func:`load`). A run without a table was not trained: a width (or
-    noise ratio) whose noisy run or twin is missing is left out of that seed's rows, and its checks are
-    unresolved ("not trained")."""
+    """X1 measured and judged from the grid's metric tables (run key -> table, :func:`load`); a width
+    without both runs is left out of its seed's rows (not trained)."""
     have = [u for u in g.width_units if u.noisy.key in metrics and u.clean.key in metrics]
     rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key]),
              **sample_sizes(u)} for u in have]
@@ -478,10 +439,8 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
 
 # -- figure: the gen cost against model width ------------------------------------------------------
 def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
-    """X1's headline (``widths``: :attr:`Study.widths`): left, the gen cost (twin gen - noisy gen)
-    against model width, one line per seed, the registered margin dashed, a hollow marker on a width that
-    does not memorize (unresolved); right, the final gen of the twins (dashed) and of the noisy runs and
-    their final mem. Returns the figure."""
+    """X1's headline: the gen cost against width, one line per seed (hollow: does not memorize), the
+    margin dashed; right, the final gen of twins and noisy runs and final mem."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
     idle_labelled = False
     for i, (seed, g) in enumerate(widths.sort_values("width").groupby("seed")):
@@ -546,18 +505,15 @@ def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
 
 # -- the claim's checks ----------------------------------------------------------------------------
 def evaluate(g: Grid, widths: pd.DataFrame,
-             ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[dict, list[Check]]]]:
-    """X1 judged on the measures of :func:`study`: the width table with its ``memorizes`` column (final mem
-    counts as memorization: :func:`rote.verdicts.x1.memorizes`), and per seed of the grid its metrics and
-    checks (:func:`rote.verdicts.x1.checks` on the seed's rows, against the registered widths ``g.widths``)
-    with the gen cost at each noise ratio of the sweep (shown, not judged)."""
+             ratios: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]]]:
+    """The width table with ``memorizes``, and per seed its metrics (with the noise-ratio sweep's costs,
+    shown, not judged) and checks (:func:`rote.verdicts.x1.checks` against the registered widths)."""
     widths = widths.copy()
     widths["memorizes"] = [verdicts.x1.memorizes(m) for m in widths["mem"]]
     out = {}
     for seed in g.seeds:
         metrics, checks = verdicts.x1.checks(widths[widths.seed == seed], g.widths)
         mine = ratios[ratios.seed == seed]
-        metrics.update(noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
-                       cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)})
-        out[seed] = (metrics, checks)
+        out[seed] = (replace(metrics, noise_ratio=g.noise_ratio, sweep_width=g.sweep_width,
+                             cost_by_noise_ratio={f"{r:g}": c for r, c in zip(mine.noise_ratio, mine.cost)}), checks)
     return widths, out

@@ -1,6 +1,6 @@
-"""Claim C1's checks (protocol section 5, amendments 7.1-7.2): from a noisy run's metric table and
-its noise-free twin's, :func:`checks` returns the metrics (:class:`C1Metrics`) and
-the checks. Its only caller is :func:`rote.chapters.c1.evaluate`."""
+"""Claim C1's checks (section 5, amendments 7.1-7.2, 8.6, section 11) from a noisy run's metric
+table and its noise-free twin's. Caller: :func:`rote.chapters.c1.evaluate`.
+"""
 
 from __future__ import annotations
 
@@ -18,10 +18,8 @@ from .core import Check, CheckLabel, at_least, supersede
 
 @dataclass(frozen=True)
 class C1Metrics:
-    """One unit's C1 numbers, read off the metric tables of its noisy run and its noise-free twin (the
-    record stores them as a dict, per_seed[i]["metrics"], in this order). Steps are training steps; a
-    crossing that never happens is None; "final" is the mean of the last 5 evaluations (7.1; missing
-    where one of them is, 8.6), "last" the last evaluation (section 5)."""
+    """One unit's C1 numbers, in the record's order: steps are training steps (None: never crossed),
+    "final" the mean of the last 5 evaluations (7.1, 8.6), "last" the last evaluation (section 5)."""
 
     t_gen: int | None  # first evaluated step with gen >= t_gen_level (section 5)
     t_mem: int | None  # first evaluated step with mem >= t_mem_level (section 5)
@@ -57,14 +55,8 @@ class C1Metrics:
 
 def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
            clean_sizes: SampleSizes | None = None) -> tuple[C1Metrics, list[Check]]:
-    """C1 from the metric tables of a noisy run and its noise-free twin.
-
-    Registered (section 5, now ``superseded``): first evaluated steps, strict ``t_gen < t_mem``,
-    final = the last evaluation. Amended (7.1, 7.2): interpolated crossings, ``unresolved`` when
-    they are closer than one evaluation interval, final = mean of the last 5 evaluations (missing, so
-    unresolved, where one of them is: 8.6). ``sizes``, ``clean_sizes``: how many examples the noisy
-    run's and the twin's shares are measured on (:func:`rote.analysis.curves.sample_sizes`), for the
-    section-11 intervals (None: margins only)."""
+    """C1 from a noisy run's metric table and its twin's: section 5's checks (``superseded``) and 7.1-7.2's
+    (interpolated crossings, mean of the last 5); ``sizes``, ``clean_sizes``: section 11's sample sizes."""
     metrics = _metrics(noisy, clean, eval_every, sizes, clean_sizes)
     (order_registered, order), (registered, amended) = _order_checks(noisy, metrics), _final_checks(noisy, clean, metrics)
     return metrics, [order_registered, *registered, order, *amended]
@@ -168,31 +160,17 @@ def _gap(value: float, n: int | None, twin: float, twin_n: int | None) -> Interv
 def _final_checks(noisy: pd.DataFrame, clean: pd.DataFrame, m: C1Metrics) -> tuple[list[Check], list[Check]]:
     """Final mem, final gen and the benign gap: section 5's last evaluation (superseded) and 7.1's mean of the
     last 5, each with its section-11 interval (Wilson; Newcombe for the gap)."""
-    th = THRESHOLDS["C1"]
-    drop = th["benign_gen_drop_max"]
-    last, mean = "7.1: final = mean of the last 5 evaluations", FINAL_WINDOW
-    registered = [
-        supersede(at_least(CheckLabel("c1.mem.registered", "final mem (last evaluation)", "registered", "final mem"),
-                           m.last_mem, th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", 1),
-                           interval=_share(m.last_mem, m.n_noisy)), last, "7.1"),
-        supersede(at_least(CheckLabel("c1.gen.registered", "final gen (last evaluation)", "registered", "final gen"),
-                           m.last_gen, th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", 1),
-                           interval=_share(m.last_gen, m.n_test)), last, "7.1"),
-        supersede(at_least(CheckLabel("c1.benign.registered", "gen vs noise-free gen (last evaluation)", "registered",
-                                      "benign gap"), m.last_gen, m.last_clean_gen - drop,
-                           missing=_missing(noisy, "gen", "noisy run", 1) or _missing(clean, "gen", "noise-free twin", 1),
-                           interval=_gap(m.last_gen, m.n_test, m.last_clean_gen, m.clean_n_test)), last, "7.1"),
-    ]
-    amended = [
-        at_least(CheckLabel("c1.mem", "final mem (mean of last 5)", "amended", "final mem"), m.final_mem,
-                 th["final_mem_min"], missing=_missing(noisy, "mem", "noisy run", mean),
-                 interval=_share(m.final_mem, m.n_noisy)),
-        at_least(CheckLabel("c1.gen", "final gen (mean of last 5)", "amended", "final gen"), m.final_gen,
-                 th["final_gen_min"], missing=_missing(noisy, "gen", "noisy run", mean),
-                 interval=_share(m.final_gen, m.n_test)),
-        at_least(CheckLabel("c1.benign", "gen vs noise-free gen (mean of last 5)", "amended", "benign gap"),
-                 m.final_gen, m.clean_final_gen - drop,
-                 missing=_missing(noisy, "gen", "noisy run", mean) or _missing(clean, "gen", "noise-free twin", mean),
-                 interval=_gap(m.final_gen, m.n_test, m.clean_final_gen, m.clean_n_test)),
-    ]
-    return registered, amended
+    th, out = THRESHOLDS["C1"], []
+    for kind, window, what, (mem, gen, twin) in (
+            ("registered", 1, "last evaluation", (m.last_mem, m.last_gen, m.last_clean_gen)),
+            ("amended", FINAL_WINDOW, "mean of last 5", (m.final_mem, m.final_gen, m.clean_final_gen))):
+        suffix, no_gen = ".registered" if kind == "registered" else "", _missing(noisy, "gen", "noisy run", window)
+        out.append([
+            at_least(CheckLabel(f"c1.mem{suffix}", f"final mem ({what})", kind, "final mem"), mem, th["final_mem_min"],
+                     missing=_missing(noisy, "mem", "noisy run", window), interval=_share(mem, m.n_noisy)),
+            at_least(CheckLabel(f"c1.gen{suffix}", f"final gen ({what})", kind, "final gen"), gen, th["final_gen_min"],
+                     missing=no_gen, interval=_share(gen, m.n_test)),
+            at_least(CheckLabel(f"c1.benign{suffix}", f"gen vs noise-free gen ({what})", kind, "benign gap"), gen,
+                     twin - th["benign_gen_drop_max"], missing=no_gen or _missing(clean, "gen", "noise-free twin", window),
+                     interval=_gap(gen, m.n_test, twin, m.clean_n_test))])
+    return [supersede(c, "7.1: final = mean of the last 5 evaluations", "7.1") for c in out[0]], out[1]

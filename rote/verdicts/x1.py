@@ -1,49 +1,18 @@
 """X1's checks (protocol 9, beyond the paper): is the memorization of label noise benign at enough
-width? From one seed's rows of the width table (:attr:`rote.chapters.x1.Study.widths`),
-:func:`checks` returns the metrics and the checks. Its only caller is :func:`rote.chapters.x1.evaluate`.
-
-**Checks** of one seed (ids are stable; every check is ``registered``: X1 has no amendment, so its
-amended reading is its registered one, ``claims.UNAMENDED``), thresholds in ``THRESHOLDS["X1"]``:
-
-- ``x1.mem.w<width>``: final mem >= 0.9. Below it the width is *unresolved* (a model that does not
-  memorize cannot show a benign memorization): the check is unresolved, never failed;
-- ``x1.cost_largest``: the gen cost at the largest width <= 0.05; unresolved when that width does
-  not memorize;
-- ``x1.not_rising``: every step up the grid (each width to the next) lowers the cost or raises it by
-  at most 0.02; its value is the largest rise. It fails when a step between two widths that memorize
-  rises by more; else it is unresolved when a step touches a width that does not memorize.
-
-A width of the registered grid without a row was not trained: its ``x1.mem.w<width>`` check, and
-the checks that need it, are unresolved with the reason "not trained". A missing value (a final mem
-or gen cost that is NaN: a NaN among its last 5 evaluations, 8.6) makes the checks that read it
-unresolved with that reason, never failed: X1's checks compare like every other claim's (8.5, 8.6).
-
-**Section 11.** Every check records its margin (signed so that a positive margin passes:
-``mem - 0.9``, ``0.05 - cost``, ``0.02 - largest rise``) and, where the rows carry their sample sizes
-(``n_noisy``; ``n_test`` and ``n_test_twin``, the noisy run's and the twin's test sets), a 95% interval:
-Wilson for a final mem, Newcombe for a gen cost (twin gen - noisy gen), and for the largest rise, a
-difference of two costs (four shares), Newcombe's hybrid score method carried to the four (the MOVER
-of Zou and Donner: the same square-root combination of each share's Wilson distance). A final share
-is the mean of the last 5 evaluations of the same examples: the interval treats it as one
-evaluation's share of n examples.
-
-Values are compared rounded to 9 decimals (:data:`DECIMALS`), so that the float error of a
-difference of accuracies (0.07 - 0.05) never decides a tie.
-
-**Our reading of the registered verdict.** A seed *passes* when all three parts pass and *fails*
-when ``x1.cost_largest`` or ``x1.not_rising`` fails (X1 does not hold on it); else it is
-unresolved (:func:`rote.verdicts.seed_verdict`). Across seeds X1 **holds** when every seed passes,
-**fails** only when the cost at the largest width is above 0.05 on every seed (protocol 9's words,
-:data:`rote.verdicts.FAILS_ONLY_ON`), is **unresolved** when every seed is, and is **mixed**
-otherwise. So seeds whose cost ends within the margin but rises with width on the way fail on that
-seed, and make X1 mixed, not failed, even when every seed is such a seed. A width that never
-memorizes leaves a seed unresolved where the verdict needs it: always for ``holds`` (every step
-counts), never for a fail that two memorizing widths decide.
+width? Per seed, from its rows of the width table: ``x1.mem.w<width>`` (final mem >= 0.9, else
+unresolved), ``x1.cost_largest`` (gen cost at the largest width <= 0.05) and ``x1.not_rising`` (no step
+up the grid raises the cost by more than 0.02); all registered, X1 has no amendment. A width not
+trained, or a missing value (8.6), leaves the checks that need it unresolved, never failed. Section 11:
+margins signed so that a positive one passes; Wilson (mem), Newcombe (a cost) and its four-share MOVER
+(a rise) intervals where the rows carry their sample sizes. Values compare at :data:`DECIMALS`.
+Across seeds (:func:`rote.verdicts.seed_verdict`): X1 fails only when the cost at the largest width is
+too high on every seed (``fails_only_on``); rising seeds make it mixed. Caller: ``chapters.x1.evaluate``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable
 
 import pandas as pd
@@ -67,10 +36,8 @@ def memorizes(mem: float) -> bool:
 
 def _judge(label: CheckLabel, value, threshold: float, *, at_most: bool = False, missing: str,
            interval: Interval | None = None) -> Check:
-    """``value >= threshold`` (``at_most``: ``value <= threshold``) compared at :data:`DECIMALS`, through
-    :func:`rote.verdicts.core.at_least`: a missing value is unresolved with ``missing``, never a fail. The
-    margin is signed so that a positive one passes (``threshold - value`` for ``at_most``, which core has no
-    comparison for)."""
+    """``value >= threshold`` (``at_most``: ``<=``) at :data:`DECIMALS`; missing: unresolved with
+    ``missing``; the margin positive where it passes."""
     check = at_least(label, value, threshold, missing=missing, interval=interval)
     if check.passed is None:
         return check
@@ -196,7 +163,25 @@ def _rising_check(widths: list[int], present: dict, cost: list[float], memorized
     return check.replace(passed=passed, reason=reason if passed is None else "")
 
 
-def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[dict, list[Check]]:
+@dataclass(frozen=True)
+class X1Metrics:
+    """One seed's X1 numbers as its record stores them: per width of the grid its gen cost, the rises
+    between neighbours, whether it memorizes and was trained, every measure by width; and the gen cost
+    at each noise ratio of the sweep (shown, not judged; :func:`rote.chapters.x1.evaluate`)."""
+
+    widths: list[int]
+    largest_width: int
+    cost_by_width: list[float]
+    rises: list[float]
+    memorizes: list[bool]
+    trained: list[bool]
+    by_width: dict
+    noise_ratio: float | None = None
+    sweep_width: int | None = None
+    cost_by_noise_ratio: dict | None = None
+
+
+def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[X1Metrics, list[Check]]:
     """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
     in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
     rows); a width without a row was not trained: its checks, and those that need it, are unresolved."""
@@ -208,8 +193,7 @@ def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple
     cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
     out = [_mem_check(w, present.get(w)) for w in widths]
     out += [_largest_check(widths[-1], present.get(widths[-1])), _rising_check(widths, present, cost, memorized)]
-    metrics = {"widths": widths, "largest_width": widths[-1], "cost_by_width": cost,
-               "rises": [b - a for a, b in zip(cost, cost[1:])], "memorizes": memorized, "trained": trained,
-               "by_width": {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
-                            for w in widths if w in present}}
+    metrics = X1Metrics(widths, widths[-1], cost, [b - a for a, b in zip(cost, cost[1:])], memorized, trained,
+                        {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
+                         for w in widths if w in present})
     return metrics, out
