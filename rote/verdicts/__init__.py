@@ -18,5 +18,11 @@ from ..spec import specs
 
 __all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'kind_as_of', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'group', 'inline', 'from_inline', 'flat', 'seed_result', 'records', 'deciding_checks', 'deciding', 'readings', 'amendment_change', 'OUTCOME_WORDS', 'near_checks', 'near_seeds', 'check_ranges']
 
-for _spec in specs():  # the claim modules (they import the core above)
-    importlib.import_module(f".{_spec.module}", __name__)
+
+
+def __getattr__(name: str):
+    """A claim's module (``rote.verdicts.c5``), imported when first asked for: the core alone stays free of
+    the analyses (and of torch) for the site and the scorecard."""
+    if name in {s.module for s in specs()}:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
