@@ -364,13 +364,14 @@ _KEEP = object()
 
 def inline(metrics, absent=_KEEP) -> dict:
     """A dataclass's fields in order, each :func:`group` field that holds a dataclass replaced by that
-    dataclass's fields (flattened alike) under the group's prefix; every value that is ``absent`` is left
-    out (a group that is ``absent`` whole too). Other dataclass values are stored as their ``asdict``."""
+    dataclass's fields (flattened alike, or its own ``record()``) under the group's prefix; every value that
+    is ``absent`` is left out (a group that is ``absent`` whole too). Other dataclasses: their ``asdict``."""
     out = {}
     for f in dataclasses.fields(metrics):
         value = getattr(metrics, f.name)
         if "group" in f.metadata and dataclasses.is_dataclass(value):
-            out.update({f.metadata["group"] + k: v for k, v in inline(value, absent).items()})
+            inner = value.record() if hasattr(value, "record") else inline(value, absent)
+            out.update({f.metadata["group"] + k: v for k, v in inner.items()})
         elif value is not absent:
             out[f.name] = asdict(value) if dataclasses.is_dataclass(value) else value
     return out
