@@ -78,18 +78,25 @@ def wilson(k: float, n: float, level: float = LEVEL) -> Interval | None:
     return Interval(low, high, "wilson")
 
 
+def newcombe_terms(terms: Sequence[tuple[float, tuple[float, float], float]]) -> tuple[float, float, float]:
+    """Newcombe's hybrid score method for a weighted sum of independent shares, ``terms`` = ((share, its
+    Wilson bounds, weight), ...): (the sum, its distance down, its distance up), each distance the terms'
+    distances to their bounds combined in quadrature on the side their weight's sign takes."""
+    total, down, up = 0.0, 0.0, 0.0
+    for p, (lo, hi), w in terms:
+        total += w * p
+        down += (w * (p - lo)) ** 2 if w > 0 else (-w * (hi - p)) ** 2
+        up += (w * (hi - p)) ** 2 if w > 0 else (-w * (p - lo)) ** 2
+    return total, math.sqrt(down), math.sqrt(up)
+
+
 def newcombe(k1: float, n1: float, k2: float, n2: float, level: float = LEVEL) -> Interval | None:
     """Newcombe's hybrid score interval of the difference ``k1/n1 - k2/n2`` of two independent shares
     (None where either sample is empty)."""
     if not n1 or not n2 or not all(math.isfinite(x) for x in (k1, n1, k2, n2)):
         return None
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_bounds(k1, n1, level)
-    l2, u2 = wilson_bounds(k2, n2, level)
-    d = p1 - p2
-    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return Interval(low, high, "newcombe")
+    d, down, up = newcombe_terms([(k1 / n1, wilson_bounds(k1, n1, level), 1), (k2 / n2, wilson_bounds(k2, n2, level), -1)])
+    return Interval(d - down, d + up, "newcombe")
 
 
 def bootstrap(statistic: Callable[..., float], samples: Sequence[Sequence[float]] | Sequence[float], *,

@@ -8,7 +8,7 @@ import numbers
 from dataclasses import dataclass
 
 from ..analysis.heuristics import CutShares, Shares
-from ..analysis.intervals import Interval, wilson, wilson_bounds
+from ..analysis.intervals import Interval, newcombe_terms, wilson, wilson_bounds
 from ..analysis.neuron_patching import AfterJstarCurves, DoseSummary, JstarDose, LayerPatch
 from ..analysis.outliers import AfterJstar, JstarComparison, NullComparison, OutlierComparison, ShiftDirection
 from ..claims import THRESHOLDS
@@ -136,15 +136,12 @@ def _share(share, n) -> Interval | None:
 
 
 def _over_null(share, null, n, factor: float) -> Interval | None:
-    """Newcombe's hybrid score interval of share - ``factor`` x null (two shares of ``n`` neurons), shifted by
-    factor x null onto the share's scale (section 11; with factor 1, :func:`~rote.analysis.intervals.newcombe`)."""
+    """Newcombe's interval of share - ``factor`` x null (two shares of ``n`` neurons), on the share's scale."""
     p1, p2 = numeric(share), numeric(null)
     if n is None or not n or math.isnan(p1) or math.isnan(p2):
         return None
-    (l1, u1), (l2, u2) = wilson_bounds(p1 * n, n), wilson_bounds(p2 * n, n)
-    low = p1 - math.sqrt((p1 - l1) ** 2 + (factor * (u2 - p2)) ** 2)
-    high = p1 + math.sqrt((u1 - p1) ** 2 + (factor * (p2 - l2)) ** 2)
-    return Interval(low, high, "newcombe")
+    _, down, up = newcombe_terms([(p1, wilson_bounds(p1 * n, n), 1), (p2, wilson_bounds(p2 * n, n), -factor)])
+    return Interval(p1 - down, p1 + up, "newcombe")
 
 
 SHARE, Z, SPEC = "heuristic share", "outlier |z|", "specificity"  # the claim's parts

@@ -17,7 +17,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..analysis.intervals import Interval, newcombe, wilson, wilson_bounds
+from ..analysis.intervals import Interval, newcombe, newcombe_terms, wilson, wilson_bounds
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, at_least, missing_reason, unresolved
 
@@ -76,19 +76,13 @@ def _cost_interval(row: dict) -> Interval | None:
 
 def _rise_interval(low: dict, high: dict) -> Interval | None:
     """The interval of cost(high) - cost(low) = twin_h - noisy_h - twin_l + noisy_l: Newcombe's hybrid score
-    method over the four shares (each share's distance to its Wilson bound, combined in quadrature on the side
-    its sign takes; for two shares it is :func:`rote.analysis.intervals.newcombe` exactly)."""
+    method over the four shares (:func:`rote.analysis.intervals.newcombe_terms`)."""
     a, b = _shares(high), _shares(low)
     if a is None or b is None:
         return None
     terms = [(a[0], 1), (a[1], -1), (b[0], -1), (b[1], 1)]  # ((share, n), sign)
-    diff, below_, above_ = 0.0, 0.0, 0.0
-    for (p, n), sign in terms:
-        lo, hi = wilson_bounds(p * n, n)
-        diff += sign * p
-        below_ += (p - lo) ** 2 if sign > 0 else (hi - p) ** 2
-        above_ += (hi - p) ** 2 if sign > 0 else (p - lo) ** 2
-    return Interval(diff - math.sqrt(below_), diff + math.sqrt(above_), "newcombe")
+    diff, down, up = newcombe_terms([(p, wilson_bounds(p * n, n), sign) for (p, n), sign in terms])
+    return Interval(diff - down, diff + up, "newcombe")
 
 
 def _why_mem(w: int, row: dict | None) -> str:
