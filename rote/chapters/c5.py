@@ -758,7 +758,9 @@ def registered_values(groups_: dict, claim: ClaimResult, hmaps: dict) -> dict:
                                                     + "]" for u in ms),
                  kinds=lambda ms: f"seed {ms[0].seed}, {top_kinds(hmaps[ms[0]])}",
                  not_passed=lambda ms: registered_not_passed({u.seed: checks[u] for u in ms}, key="name"))
-    return {f"c5_reg_{k}": "; ".join(f"{where(t, c)}: {fn(ms)}" for (t, c), ms in groups_.items()) for k, fn in parts.items()}
+    sep = {"not_passed": " "}  # whole sentences, one per condition; the rest: values in one sentence
+    return {f"c5_reg_{k}": sep.get(k, "; ").join(f"{where(t, c)}: {fn(ms)}" for (t, c), ms in groups_.items())
+            for k, fn in parts.items()}
 
 
 AMENDED_IDS = ["c5.share", "c5.share.null", "c5.z", "c5.pattern.jstar", "c5.specificity",
