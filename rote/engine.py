@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Callable
 
 from .config import ConfigError, RunConfig, code_fingerprint
-from .fmt import say as _say
-from .timings import default_workers, entry_name, estimate_seconds, fmt_seconds, makespan, remaining_seconds
+from .fmt import entry_name, say as _say
+from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
 
 

@@ -53,6 +53,12 @@ def get(rec, name, default=None):
     return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
 
 
+def entry_name(config) -> str:
+    """A run's name (a :class:`rote.config.RunConfig`'s) in the run cache, its logs, progress files and timing
+    records: here, below the run cache and the engine alike."""
+    return f"{config.task}-{config.key}"
+
+
 def say(message: str) -> None:
     """A ``[rote]`` line on stderr."""
     print(f"[rote] {message}", file=sys.stderr, flush=True)

@@ -29,8 +29,7 @@ import torch
 from .config import PROJECT_ROOT, RunConfig, code_fingerprint
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import TaskData, build_task
-from .fmt import say as _say
-from .timings import entry_name
+from .fmt import entry_name, say as _say
 from .train import TRAIN_THREADS, train
 
 

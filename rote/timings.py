@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import RunConfig
-from .fmt import say
+from .fmt import entry_name, say
 
 STORE = ".timings.jsonl"
 VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corrects it
@@ -39,11 +39,6 @@ SOURCES = ("measured", "probe_now", "probe", "workers", "formula")
 
 def no_probe() -> bool:
     return os.environ.get("ROTE_NO_PROBE", "").strip() not in ("", "0")
-
-
-def entry_name(config: RunConfig) -> str:
-    """A run's name in the run cache, its logs, progress files and timing records."""
-    return f"{config.task}-{config.key}"
 
 
 # -- what a run is -------------------------------------------------------------------------------------

@@ -55,3 +55,9 @@ def test_the_import_reader_sees_lazy_and_relative_imports():
     assert {"site", "claims", "plan"} <= imported(ROTE / "staging.py")
     assert "runs" in imported(ROTE / "engine.py")  # imported inside functions only
     assert {"analysis", "specs", "verdicts"} <= imported(ROTE / "chapters" / "c1.py")
+
+
+def test_the_run_cache_does_not_import_the_estimates():
+    """``runs`` (training's layer) sits below ``timings`` (the orchestration's estimates): they share the run's
+    name from ``fmt``."""
+    assert not {"timings", "plan", "engine"} & imported(ROTE / "runs.py")
