@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from .analysis.ranges import is_whole
 from .config import TASKS, ConfigError, RunConfig, make_config, param_names
 
 CONDITIONS: dict[str, tuple[str, ...]] = {"fda": ("random", "digit"), "thr": ("-",)}  # primary first (7.3)
@@ -44,8 +45,8 @@ def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
 
 
 def at_least(n, least: int) -> bool:
-    """Whether ``n`` is a whole number (not a bool) >= ``least``."""
-    return isinstance(n, int) and not isinstance(n, bool) and n >= least
+    """Whether ``n`` is a whole number (not a bool, :func:`rote.analysis.ranges.is_whole`) >= ``least``."""
+    return is_whole(n) and n >= least
 
 
 def protocol_seeds(profile: str) -> list[int]:
