@@ -155,11 +155,9 @@ _NEEDED = {"run": ("machine", "shape", "steps", "n_evals", "eval_sequences", "cp
 
 
 def _valid(rec) -> bool:
-    if not isinstance(rec, dict) or rec.get("v") not in (1, VERSION) or rec.get("kind") not in _NEEDED:
-        return False
-    if not all(k in rec for k in _NEEDED[rec["kind"]]):
-        return False
-    if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
+    if not (isinstance(rec, dict) and rec.get("v") in (1, VERSION) and rec.get("kind") in _NEEDED
+            and all(k in rec for k in _NEEDED[rec["kind"]])
+            and isinstance(rec["machine"], dict) and isinstance(rec["shape"], dict)):
         return False
     if rec["v"] == 1 and rec["shape"].get("task") == "thr" and isinstance(rec["shape"].get("vocab"), int):
         rec["shape"]["vocab"] -= 5  # the vocabulary as rote.tasks.shapes counts it
@@ -214,73 +212,54 @@ def _rates(rec: dict) -> tuple[float, float, float]:
 
 # -- recording a finished run (in the worker) -------------------------------------------------------------
 class ConcurrencySampler:
-    """How many other runs trained on this host beside one run: every ``every`` s, the ``.progress`` files
-    of other runs this host wrote within ``fresh`` s; :attr:`mean` over the samples."""
+    """How many other runs trained on this host beside one run: every ``every`` s (the first after at most
+    5 s: a short run gets a sample too), the ``.progress`` files of other runs this host wrote within ``fresh`` s."""
 
     def __init__(self, root: Path, name: str, every: float = 20.0, fresh: float = 120.0):
         self.root, self.name, self.every, self.fresh = Path(root), name, every, fresh
         self.samples: list[int] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="rote-concurrency", daemon=True)
 
-    def __enter__(self):
-        self._thread.start()
+    def start(self) -> ConcurrencySampler:
+        threading.Thread(target=self._loop, name="rote-concurrency", daemon=True).start()
         return self
 
-    def __exit__(self, *exc):
+    def stop(self) -> float | None:
+        """Stop sampling; the mean of the samples (None: none taken)."""
         self._stop.set()
+        return sum(self.samples) / len(self.samples) if self.samples else None
 
     def sample(self) -> int:
         host, now, n = os.uname().nodename, time.time(), 0
         with contextlib.suppress(OSError):
             for path in (self.root / ".progress").glob("*.json"):
-                if path.stem == self.name:
-                    continue
                 with contextlib.suppress(OSError, ValueError):
                     info = json.loads(path.read_text())
-                    n += info.get("host") == host and now - float(info.get("time", 0)) < self.fresh
+                    fresh = now - float(info.get("time", 0)) < self.fresh
+                    n += path.stem != self.name and info.get("host") == host and fresh
         return n
 
     def _loop(self) -> None:
-        wait = min(5.0, self.every)  # a first look soon: a short run gets a sample too
+        wait = min(5.0, self.every)
         while not self._stop.wait(wait):
             wait = self.every
             with contextlib.suppress(Exception):
                 self.samples.append(self.sample())
 
-    @property
-    def mean(self) -> float | None:
-        return sum(self.samples) / len(self.samples) if self.samples else None
 
-
-@dataclass(frozen=True)
-class RunTiming:
-    """What a worker measured of a run: this process's ``wall_s`` and ``cpu_s`` for it, the step it
-    ``resumed`` from (0: the start), and how many runs trained beside it on average (``concurrent``)."""
-
-    wall_s: float
-    cpu_s: float
-    resumed: int = 0
-    concurrent: float | None = None
-
-    def __post_init__(self):
-        for name in ("wall_s", "cpu_s", "resumed", "concurrent"):
-            if (getattr(self, name) or 0) < 0:
-                raise ValueError(f"a run's {name} must be >= 0, got {getattr(self, name)}")
-
-
-def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, device=None) -> dict | None:
-    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`); returns it."""
+def record_run(config: RunConfig, run, *, wall_s: float, cpu_s: float, resumed: int = 0,
+               concurrent: float | None = None, root: Path | str, device=None) -> dict | None:
+    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`): this process's
+    wall and CPU seconds for it, the step it resumed from, how many runs trained beside it on average."""
     seconds = [float(s) for s in run.metrics["seconds"]]
     if not seconds:
         return None
     rec = {"kind": "run", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
            "shape": shape(config), "name": entry_name(config), "key": config.key,
            "steps": config.train.steps, "eval_every": config.train.eval_every, "n_evals": len(seconds),
-           "eval_sequences": eval_sequences(config), "wall_s": round(timing.wall_s, 3),
-           "cpu_s": round(timing.cpu_s, 3), "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4),
-           "resumed": int(timing.resumed),
-           "concurrent": None if timing.concurrent is None else round(timing.concurrent, 2)}
+           "eval_sequences": eval_sequences(config), "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
+           "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4), "resumed": int(resumed),
+           "concurrent": None if concurrent is None else round(concurrent, 2)}
     with contextlib.suppress(OSError):
         rec["load1"] = round(os.getloadavg()[0], 2)
     append(rec, root)
@@ -288,10 +267,15 @@ def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, d
 
 
 # -- the probe -------------------------------------------------------------------------------------------
+class _Timed(Exception):
+    """Stops the probe's training once its steps are timed."""
+
+
 def probe(config: RunConfig, device=None) -> dict:
-    """Time ``config``'s shape here: build its data and a throwaway model, train a few steps as
-    ``rote.train`` does and run one evaluation on ``TRAIN_THREADS`` threads (restored after, with torch's
-    RNG); this thread's CPU time on a CPU, wall time on a GPU. Returns the probe record, not stored."""
+    """Time ``config``'s shape here: build its data, train a throwaway model with ``rote.train.train`` on it
+    (evaluations cut to about PROBE_EVAL_SEQUENCES sequences) until PROBE_STEP_S of timed steps, then time
+    one evaluation; this thread's CPU time on a CPU, wall time on a GPU; torch's RNG is restored after.
+    Returns the probe record, not stored."""
     import torch
 
     from . import train as T
@@ -299,69 +283,43 @@ def probe(config: RunConfig, device=None) -> dict:
     from .tasks import build_task
 
     dev = pick_device(device)
-    if dev.type == "cpu":
-        clock = time.thread_time
-    else:
-        def clock():
-            with contextlib.suppress(Exception):
-                torch.cuda.synchronize(dev)
-            return time.perf_counter()
-    threads, rng = torch.get_num_threads(), torch.get_rng_state()
-    torch.set_num_threads(T.TRAIN_THREADS)
-    wall0 = time.perf_counter()
+
+    def clock():
+        if dev.type == "cpu":
+            return time.thread_time()
+        with contextlib.suppress(Exception):
+            torch.cuda.synchronize(dev)
+        return time.perf_counter()
+
+    marks, timed = [], {}  # marks: the clock after the first evaluation and after each step
+
+    def on_step(step, model, *_):
+        marks.append(clock())
+        steps = [b - a for a, b in zip(marks[PROBE_WARMUP_STEPS:], marks[PROBE_WARMUP_STEPS + 1:])]
+        if len(steps) >= PROBE_MAX_STEPS or (len(steps) >= PROBE_MIN_STEPS and sum(steps) >= PROBE_STEP_S):
+            t = clock()
+            T.evaluate(model, sub, fit)
+            timed.update(steps=steps, eval_s=clock() - t)
+            raise _Timed
+
+    rng, wall0 = torch.get_rng_state(), time.perf_counter()
     try:
         t = clock()
         data = build_task(config)
         setup_s = clock() - t  # the worker builds the data too; the model's first operations below warm up
-        model = T.build_model(config, data).to(dev)
-        times = _timed_steps(config, data, model, dev, clock)
         sub, fit, scored = _eval_subset(data, config.train.fit_eval_size, PROBE_EVAL_SEQUENCES)
-        t = clock()
-        T.evaluate(model, sub, fit)
-        eval_s = clock() - t
+        steps = max(config.train.steps, PROBE_WARMUP_STEPS + PROBE_MAX_STEPS + 1)
+        short = config.replace(steps=steps, eval_every=steps, checkpoint_every=1, fit_eval_size=fit)
+        with contextlib.suppress(_Timed):
+            T.train(short, sub, device=dev, progress=False, on_checkpoint=on_step,
+                    on_eval=lambda row: marks.append(clock()))
     finally:
-        torch.set_num_threads(threads)
         torch.set_rng_state(rng)
     return {"kind": "probe", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
-            "shape": shape(config), "step_s": round(statistics.median(times[PROBE_WARMUP_STEPS:]), 5),
-            "eval_s": round(eval_s, 4), "eval_sequences": scored, "setup_s": round(setup_s, 4),
-            "probe_steps": len(times), "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: the load
-            "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
-
-
-def _timed_steps(config: RunConfig, data, model, dev, clock) -> list[float]:
-    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock`` until the probe's
-    limits (:data:`PROBE_STEP_S`); every step's seconds, warm-up first."""
-    import torch
-    import torch.nn.functional as F
-
-    from . import train as T
-    from .tasks import IGNORE
-
-    optimizer = T.make_optimizer(model, config)
-    inputs, targets = data.training_sequences()
-    inputs, targets = inputs.to(dev), targets.to(dev)
-    tc, generator, times = config.train, torch.Generator(), []
-    model.train()
-    step = 0
-    while True:  # rote.train._train's step
-        t = clock()
-        generator.manual_seed(config.model.model_seed * 1_000_003 + step)
-        batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
-        for group in optimizer.param_groups:
-            group["lr"] = tc.lr_at(step)
-        with T._autocast(config, dev):
-            logits = model(inputs[batch])
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss.item()
-        times.append(clock() - t)
-        step += 1
-        timed = times[PROBE_WARMUP_STEPS:]
-        if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
-            return times
+            "shape": shape(config), "step_s": round(statistics.median(timed["steps"]), 5),
+            "eval_s": round(timed["eval_s"], 4), "eval_sequences": scored, "setup_s": round(setup_s, 4),
+            "probe_steps": len(marks) - 1, "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: the load
+            "probe_clock_s": round(setup_s + sum(timed["steps"]) + timed["eval_s"], 3)}
 
 
 # -- estimates -------------------------------------------------------------------------------------------
@@ -558,10 +516,7 @@ def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
 
 def default_workers() -> int:
     """The cores this process may use: a local pool's default size."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def makespan(seconds: list[float], workers: int) -> float:
