@@ -96,7 +96,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
     The time of a run it trains goes to the timings store; a failure there never fails the run."""
     from .runs import get_or_train, status
-    from .timings import ConcurrencySampler, record_run
+    from .timings import ConcurrencySampler, RunTiming, record_run
 
     if fingerprint is not None and code_fingerprint() != fingerprint:
         raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
@@ -111,9 +111,9 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
         concurrent = sampler.stop()
     if not run.cached:
         try:
-            record_run(config, run, wall_s=time.perf_counter() - wall0, cpu_s=_cpu_seconds() - cpu0,
-                       resumed=int(state.split()[1]) if state.startswith("partial ") else 0,
-                       concurrent=concurrent, root=root, device=device)
+            resumed = int(state.split()[1]) if state.startswith("partial ") else 0
+            timing = RunTiming(time.perf_counter() - wall0, _cpu_seconds() - cpu0, resumed, concurrent)
+            record_run(config, run, timing, root=root, device=device)
         except Exception as err:
             _say(f"could not record the time of {entry_name(config)}: {type(err).__name__}: {err}")
     return {"name": entry_name(config), "path": str(run.path), "cached": run.cached,

@@ -247,19 +247,29 @@ class ConcurrencySampler:
                 self.samples.append(self.sample())
 
 
-def record_run(config: RunConfig, run, *, wall_s: float, cpu_s: float, resumed: int = 0,
-               concurrent: float | None = None, root: Path | str, device=None) -> dict | None:
-    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`): this process's
-    wall and CPU seconds for it, the step it resumed from, how many runs trained beside it on average."""
+@dataclass(frozen=True)
+class RunTiming:
+    """What a worker measured of a run: this process's ``wall_s`` and ``cpu_s`` for it, the step it
+    ``resumed`` from (0: the start), and how many runs trained beside it on average (``concurrent``)."""
+
+    wall_s: float
+    cpu_s: float
+    resumed: int = 0
+    concurrent: float | None = None
+
+
+def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, device=None) -> dict | None:
+    """Append the record of a run this process trained (``run``: :class:`rote.runs.Run`); returns it."""
     seconds = [float(s) for s in run.metrics["seconds"]]
     if not seconds:
         return None
     rec = {"kind": "run", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
            "shape": shape(config), "name": entry_name(config), "key": config.key,
            "steps": config.train.steps, "eval_every": config.train.eval_every, "n_evals": len(seconds),
-           "eval_sequences": eval_sequences(config), "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
-           "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4), "resumed": int(resumed),
-           "concurrent": None if concurrent is None else round(concurrent, 2)}
+           "eval_sequences": eval_sequences(config), "wall_s": round(timing.wall_s, 3),
+           "cpu_s": round(timing.cpu_s, 3), "train_s": round(seconds[-1], 3), "eval0_s": round(seconds[0], 4),
+           "resumed": int(timing.resumed),
+           "concurrent": None if timing.concurrent is None else round(timing.concurrent, 2)}
     with contextlib.suppress(OSError):
         rec["load1"] = round(os.getloadavg()[0], 2)
     append(rec, root)
