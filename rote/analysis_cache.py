@@ -12,7 +12,6 @@ import functools
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 
 from .analysis.erasure import sites_from_sweep
@@ -20,7 +19,7 @@ from .analysis.probes import ProbeSettings, ProbeSweep, ProbeTargets, sweep_prob
 from .analysis.sets import correct, memorized
 from .analysis.targets import probe_positions
 from .config import PROJECT_ROOT, fingerprint_sources
-from .fmt import say
+from .runs import quarantine
 
 # The stored layout of an entry (what the file holds, not the computation: that is the fingerprint).
 FORMAT = 2
@@ -94,13 +93,6 @@ def _read_verified(path: Path, params: dict, code: str):
     return stored["value"]
 
 
-def _quarantine(root: Path, path: Path, reason: str) -> None:
-    target = root / ".corrupt" / path.parent.name / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(path, target)
-    say(f"cached analysis {path.parent.name}/{path.name} is damaged ({reason}); moved to {target} and recomputing")
-
-
 def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], root: Path | None = None):
     """``compute()`` for ``run``, stored under (run, name, params, code of ``sources``) and read back."""
     root = root or analysis_root()
@@ -110,7 +102,7 @@ def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], r
         try:
             return _read_verified(path, params, code)
         except AnalysisCacheError as err:
-            _quarantine(root, path, str(err))
+            quarantine(root, path, str(err), "analysis", "recomputing")
     value = compute()
     _write_atomically(path, {"format": FORMAT, "name": name, "params": params, "code": code,
                              "sha256": _value_digest(value), "value": value})

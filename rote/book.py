@@ -65,7 +65,7 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
             return [v for v in value.split(",") if v]
         return [value] if isinstance(value, (int, float)) else value
 
-    grid = PlanGrid(sweep=listed("sweep_ratios"), widths=listed("widths"), noise_ratios=listed("noise_ratios"))
+    grid = PlanGrid(listed("sweep_ratios"), widths=listed("widths"), noise_ratios=listed("noise_ratios"))
     out: dict[str, object] = {}
     for name in [n for n in names if chapter_runs(n, x1)]:
         defaults = notebook_parameters(chapter_path(name))

@@ -110,7 +110,7 @@ def cmd_train(args) -> int:
 
 def cmd_plan(args) -> int:
     from .plan import differs, plan, seed_list
-    from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
+    from .timings import (default_estimator, default_workers, estimate_seconds, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
     from .runs import status
@@ -135,7 +135,7 @@ def cmd_plan(args) -> int:
     if args.json:
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
                           "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),
-                          "estimates": estimate_summary(configs)}, indent=2))
+                          "estimates": default_estimator().summary(configs)}, indent=2))
         return 0
     import pandas as pd
 
@@ -148,7 +148,7 @@ def cmd_plan(args) -> int:
     precisions = ", ".join(sorted({r["precision"] for r in rows}))
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
-          f"(1 thread a run; {estimate_summary(configs)})")
+          f"(1 thread a run; {default_estimator().summary(configs)})")
     return 0
 
 

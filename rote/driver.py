@@ -204,7 +204,8 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
 
     source, params = chapter_path(name), dict(params or {"profile": profile})
     out_dir = output_dir(name, profile, params)
-    figures, notebook, partial = out_dir / "figures", out_dir / f"{name}.ipynb", out_dir / f"{name}.partial.ipynb"
+    figures, notebook = out_dir / "figures", out_dir / f"{name}.ipynb"
+    partial = out_dir / f"{name}.partial.ipynb"
     figures.mkdir(parents=True, exist_ok=True)
     for key in ("ROTE_RUNS", "ROTE_RESULTS"):  # the kernel runs in book/: a relative cache would land there
         if os.environ.get(key):
@@ -300,7 +301,8 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                     if stop.is_set() or state["next"] >= len(jobs):
                         return
                     index, job, busy = state["next"], jobs[state["next"]], state["running"]
-                    if not ((job.last or job.waits) and busy) and busy < min(capacity, slots()):  # the last waits
+                    # the scorecard (last) and a waiting job start once every earlier one ended
+                    if not ((job.last or job.waits) and busy) and busy < min(capacity, slots()):
                         state["next"], state["running"] = index + 1, busy + 1
                         break
                     cond.wait(1.0)

@@ -96,7 +96,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
     The time of a run it trains goes to the timings store; a failure there never fails the run."""
     from .runs import get_or_train, status
-    from .timings import ConcurrencySampler, RunTiming, record_run
+    from .timings import RunTiming, record_run, runs_beside
 
     if fingerprint is not None and code_fingerprint() != fingerprint:
         raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
@@ -104,14 +104,13 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     config, root = RunConfig.from_dict(config_dict), Path(root)
     state = status(config, root)
     wall0, cpu0 = time.perf_counter(), _cpu_seconds()
-    sampler = ConcurrencySampler(root, entry_name(config)).start()
-    try:
-        run = get_or_train(config, root=root, device=device, progress=False)
-    finally:
-        concurrent = sampler.stop()
+    beside: list[int] = []  # how many other runs trained on this host, at each checkpoint
+    run = get_or_train(config, root=root, device=device, progress=False,
+                       on_checkpoint=lambda step: beside.append(runs_beside(root, entry_name(config))))
     if not run.cached:
         try:
             resumed = int(state.split()[1]) if state.startswith("partial ") else 0
+            concurrent = sum(beside) / len(beside) if beside else None
             timing = RunTiming(time.perf_counter() - wall0, _cpu_seconds() - cpu0, resumed, concurrent)
             record_run(config, run, timing, root=root, device=device)
         except Exception as err:
@@ -121,8 +120,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
 
 
 def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return sum(resource.getrusage(resource.RUSAGE_SELF)[:2])  # user and system time
 
 
 def _worker_main(root: str, config_json: str, fingerprint: str, device: str | None = None) -> int:
@@ -183,7 +181,8 @@ class _SubmititJob:
     has said for RESULT_GRACE_S that it ended (submitit's own watcher polls sacct, which fails without
     accounting storage); submitit's local executor knows its own processes."""
 
-    def __init__(self, executor, config: RunConfig, root: Path, device: str | None, queue: _SlurmQueue | None):
+    def __init__(self, executor, config: RunConfig, root: Path, device: str | None,
+                 queue: _SlurmQueue | None):
         self.config, self.root, self.queue = config, root, queue
         self.job = executor.submit(train_one, config.to_dict(), str(root), device, code_fingerprint())
         self.log = Path(str(self.job.paths.stdout))
@@ -292,9 +291,10 @@ def _last_line(path: Path) -> str:
 def _submitit_executor(executor: str, root: Path, slurm: SlurmOptions):
     import submitit
 
-    ex = submitit.AutoExecutor(folder=root / ".submitit" / "%j", cluster="slurm" if executor == "slurm" else "local")
+    cluster = "slurm" if executor == "slurm" else "local"
+    ex = submitit.AutoExecutor(folder=root / ".submitit" / "%j", cluster=cluster)
     params = dict(timeout_min=slurm.time_min, cpus_per_task=slurm.cpus, name="rote")
-    if executor == "slurm":
+    if cluster == "slurm":
         params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus,
                       **({"slurm_partition": slurm.partition} if slurm.partition else {}), **slurm.extra)
     ex.update_parameters(**params)
@@ -327,8 +327,9 @@ class Display:
             if step > 0 and info.get("seconds") and estimate > 0:  # observed time per step against the estimate
                 pace.append(info["seconds"] / step / (estimate / config.train.steps))
         eta = makespan(left, self.workers) * (sorted(pace)[len(pace) // 2] if pace else 1.0)
-        return (f"{done}/{self.total} runs done" + (f", {failed} failed" if failed else "")
-                + ("; training " + ", ".join(parts) if parts else "") + f"; ~{fmt_seconds(eta)} left (estimate)")
+        training = "; training " + ", ".join(parts) if parts else ""
+        return (f"{done}/{self.total} runs done" + (f", {failed} failed" if failed else "") + training
+                + f"; ~{fmt_seconds(eta)} left (estimate)")
 
     def update(self, outcomes: list[Outcome], running: dict, pending: list, force: bool = False) -> None:
         if not self.enabled or (not force and time.time() - self.last < (30.0 if self.plain else 2.0)):
@@ -387,17 +388,7 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
                 except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
                     outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
                     _say(f"run {entry_name(config)} could not start: {err}")
-            for key, job in list(running.items()):
-                result = job.poll()
-                if result is None:
-                    continue
-                ok, error = result
-                del running[key]
-                outcomes.append(Outcome(job.config, ok, time.time() - started[key], error, str(job.log)))
-                if not ok:
-                    _say(f"run {entry_name(job.config)} FAILED: {error} (log: {job.log}); "
-                         "its checkpoints stay in .partial")
-                display.update(outcomes, running, pending, force=True)
+            _collect(running, started, outcomes, display, pending)
             display.update(outcomes, running, pending)
             if on_free is not None and not pending and sub is None and all(o.ok for o in outcomes):
                 on_free(max(0, slots - len(running)))
@@ -409,6 +400,21 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
         raise
     display.close()
     return outcomes
+
+
+def _collect(running: dict, started: dict, outcomes: list, display: Display, pending: list) -> None:
+    """Move each finished job of ``running`` to ``outcomes`` (saying so where it failed)."""
+    for key, job in list(running.items()):
+        result = job.poll()
+        if result is None:
+            continue
+        ok, error = result
+        del running[key]
+        outcomes.append(Outcome(job.config, ok, time.time() - started[key], error, str(job.log)))
+        if not ok:
+            _say(f"run {entry_name(job.config)} FAILED: {error} (log: {job.log}); "
+                 "its checkpoints stay in .partial")
+        display.update(outcomes, running, pending, force=True)
 
 
 def _stop_all(running: dict) -> None:

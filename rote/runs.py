@@ -142,11 +142,13 @@ def _lock(root: Path, name: str):
         yield
 
 
-def _quarantine(root: Path, path: Path, reason: str) -> None:
-    target = root / ".corrupt" / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+def quarantine(root: Path, path: Path, reason: str, kind: str = "run", then: str = "retraining") -> None:
+    """Move a damaged cache entry aside to ``root/.corrupt/`` (in its folder there), saying so."""
+    name = path.relative_to(root)
+    target = root / ".corrupt" / name.parent / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(path, target)
-    _say(f"cached run {path.name} is damaged ({reason}); moved to {target} and retraining")
+    os.replace(path, target)
+    _say(f"cached {kind} {name} is damaged ({reason}); moved to {target} and {then}")
 
 
 def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
@@ -158,7 +160,7 @@ def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
     try:
         metrics = verify(path, config)
     except CacheError as err:
-        _quarantine(root, path, str(err))
+        quarantine(root, path, str(err))
         return None
     return Run(config, path, cached=True, metrics=metrics)
 

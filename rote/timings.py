@@ -19,7 +19,6 @@ import json
 import math
 import os
 import statistics
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,6 @@ VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corr
 PROBE_WARMUP_STEPS, PROBE_MIN_STEPS, PROBE_MAX_STEPS, PROBE_STEP_S = 2, 4, 30, 0.6
 PROBE_EVAL_SEQUENCES = 2048
 WORKER_START_S = 1.5  # a worker's CPU seconds beyond data and training (interpreter, imports, saving)
-SOURCES = ("measured", "probe_now", "probe", "workers", "formula")
 
 
 def no_probe() -> bool:
@@ -211,40 +209,17 @@ def _rates(rec: dict) -> tuple[float, float, float]:
 
 
 # -- recording a finished run (in the worker) -------------------------------------------------------------
-class ConcurrencySampler:
-    """How many other runs trained on this host beside one run: every ``every`` s (the first after at most
-    5 s: a short run gets a sample too), the ``.progress`` files of other runs this host wrote within ``fresh`` s."""
-
-    def __init__(self, root: Path, name: str, every: float = 20.0, fresh: float = 120.0):
-        self.root, self.name, self.every, self.fresh = Path(root), name, every, fresh
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-
-    def start(self) -> ConcurrencySampler:
-        threading.Thread(target=self._loop, name="rote-concurrency", daemon=True).start()
-        return self
-
-    def stop(self) -> float | None:
-        """Stop sampling; the mean of the samples (None: none taken)."""
-        self._stop.set()
-        return sum(self.samples) / len(self.samples) if self.samples else None
-
-    def sample(self) -> int:
-        host, now, n = os.uname().nodename, time.time(), 0
-        with contextlib.suppress(OSError):
-            for path in (self.root / ".progress").glob("*.json"):
-                with contextlib.suppress(OSError, ValueError):
-                    info = json.loads(path.read_text())
-                    fresh = now - float(info.get("time", 0)) < self.fresh
-                    n += path.stem != self.name and info.get("host") == host and fresh
-        return n
-
-    def _loop(self) -> None:
-        wait = min(5.0, self.every)
-        while not self._stop.wait(wait):
-            wait = self.every
-            with contextlib.suppress(Exception):
-                self.samples.append(self.sample())
+def runs_beside(root: Path, name: str, fresh: float = 120.0) -> int:
+    """How many other runs train on this host beside run ``name`` now: the ``.progress`` files of other
+    runs this host wrote within ``fresh`` s (a worker asks at each checkpoint)."""
+    host, now, n = os.uname().nodename, time.time(), 0
+    with contextlib.suppress(OSError):
+        for path in (Path(root) / ".progress").glob("*.json"):
+            with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):  # torn or foreign files
+                info = json.loads(path.read_text())
+                recent = now - float(info.get("time", 0)) < fresh
+                n += path.stem != name and info.get("host") == host and recent
+    return n
 
 
 @dataclass(frozen=True)
@@ -336,10 +311,11 @@ def probe(config: RunConfig, device=None) -> dict:
 @dataclass(frozen=True)
 class Estimate:
     seconds: float
-    source: str  # one of SOURCES
+    source: str  # one of SOURCE_WORDS
     records: int = 0  # how many records it comes from
 
 
+# where an estimate comes from, in the order the summary names them
 SOURCE_WORDS = {"measured": "from finished runs on this machine", "probe_now": "timed now",
                 "probe": "timed earlier on this machine", "workers": "from runs finished on {}",
                 "formula": "from the static table or FLOP formula (rote/timings.py)"}
@@ -361,13 +337,9 @@ class Estimator:
         self.probed_now: set[str] = set()  # shapes timed by this estimator, in probe_seconds (wall)
         self.probe_seconds, self._memory = 0.0, []  # _memory: probes that could not be stored
 
-    @property
-    def path(self) -> Path:
-        return store_path(self.root)
-
     def records(self) -> list[dict]:
         try:
-            st = None if self._given is not None else self.path.stat()
+            st = None if self._given is not None else store_path(self.root).stat()
             stamp = ("given", len(self._given)) if st is None else (st.st_size, st.st_mtime_ns)
         except OSError:
             stamp = (None,)
@@ -450,11 +422,11 @@ class Estimator:
 
     def summary(self, configs) -> str:
         """Where the estimates come from, e.g. "estimates: 9 from finished runs, 6 timed now (4.1 s)"."""
-        counts = {s: 0 for s in SOURCES}
+        counts = {s: 0 for s in SOURCE_WORDS}
         for config in {c.key: c for c in configs}.values():
             counts[self.estimate(config).source] += 1
         parts = [f"{counts[s]} " + SOURCE_WORDS[s].format("the workers" if self.workers else "other machines")
-                 + (f" ({self.probe_seconds:.1f} s)" if s == "probe_now" else "") for s in SOURCES if counts[s]]
+                 + (f" ({self.probe_seconds:.1f} s)" if s == "probe_now" else "") for s in counts if counts[s]]
         return "estimates: " + (", ".join(parts) if parts else "none")
 
 
@@ -496,10 +468,6 @@ def estimate_seconds(config: RunConfig, estimator=None) -> float:
     """Estimated solo seconds of training ``config`` (evaluations included), by ``estimator`` (default:
     the run cache's, :func:`default_estimator`)."""
     return (estimator or default_estimator()).seconds(config)
-
-
-def estimate_summary(configs, estimator=None) -> str:
-    return (estimator or default_estimator()).summary(list(configs))
 
 
 def formula_seconds(config: RunConfig) -> float:
