@@ -12,8 +12,6 @@ import functools
 import hashlib
 import json
 import os
-import sys
-import time
 from pathlib import Path
 
 from .analysis.erasure import sites_from_sweep
@@ -21,6 +19,7 @@ from .analysis.probes import ProbeSettings, ProbeSweep, ProbeTargets, sweep_prob
 from .analysis.sets import correct, memorized
 from .analysis.targets import probe_positions
 from .config import PROJECT_ROOT, fingerprint_sources
+from .runs import quarantine
 
 # The stored layout of an entry (what the file holds, not the computation: that is the fingerprint).
 FORMAT = 2
@@ -49,13 +48,9 @@ def sources_fingerprint(roots: tuple[str, ...], package_dir: Path = _PACKAGE_DIR
 
 
 @functools.lru_cache(maxsize=None)
-def _cached_fingerprint(roots: tuple[str, ...]) -> str:
-    return sources_fingerprint(roots)
-
-
 def code_fingerprint(roots: tuple[str, ...] = PROBE_SWEEP_SOURCES) -> str:
     """The code fingerprint of an analysis (computed once per process). Tests may patch this."""
-    return _cached_fingerprint(tuple(roots))
+    return sources_fingerprint(tuple(roots))
 
 
 def _value_digest(value) -> str:
@@ -98,14 +93,6 @@ def _read_verified(path: Path, params: dict, code: str):
     return stored["value"]
 
 
-def _quarantine(root: Path, path: Path, reason: str) -> None:
-    target = root / ".corrupt" / path.parent.name / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(path, target)
-    print(f"[rote] cached analysis {path.parent.name}/{path.name} is damaged ({reason}); moved to {target} "
-          f"and recomputing", file=sys.stderr, flush=True)
-
-
 def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], root: Path | None = None):
     """``compute()`` for ``run``, stored under (run, name, params, code of ``sources``) and read back."""
     root = root or analysis_root()
@@ -115,7 +102,7 @@ def cached(run, name: str, params: dict, compute, *, sources: tuple[str, ...], r
         try:
             return _read_verified(path, params, code)
         except AnalysisCacheError as err:
-            _quarantine(root, path, str(err))
+            quarantine(root, path, str(err), "analysis", "recomputing")
     value = compute()
     _write_atomically(path, {"format": FORMAT, "name": name, "params": params, "code": code,
                              "sha256": _value_digest(value), "value": value})

@@ -65,17 +65,13 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
             return [v for v in value.split(",") if v]
         return [value] if isinstance(value, (int, float)) else value
 
-    sweep = listed("sweep_ratios")
+    grid = PlanGrid(listed("sweep_ratios"), widths=listed("widths"), noise_ratios=listed("noise_ratios"))
     out: dict[str, object] = {}
-    for name in names:
-        parts = chapter_runs(name, x1)
-        if not parts:
-            continue
+    for name in [n for n in names if chapter_runs(n, x1)]:
         defaults = notebook_parameters(chapter_path(name))
         tasks = listed("tasks") if "tasks" in params else literal_default(defaults.get("tasks"))
         chapter_seeds = [int(s) for s in listed("seeds")] if "seeds" in params and "seeds" in defaults else seeds
-        grid = PlanGrid(sweep=sweep, widths=listed("widths"), noise_ratios=listed("noise_ratios"))
-        for config in runs(profile, parts, chapter_seeds, overrides, tasks=tasks, grid=grid):
+        for config in runs(profile, chapter_runs(name, x1), chapter_seeds, overrides, tasks=tasks, grid=grid):
             out.setdefault(config.key, config)
     return list(out.values())
 
@@ -144,8 +140,7 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
         failed: dict = {}  # the stability chapters that failed: their change is not run (8.6)
         extra_configs, extra_jobs = stability_jobs(profile, selected, resolved, seed_values, precision=not why_not,
                                                    failed=failed)
-        planned = {c.key for c in configs}
-        configs += [c for c in extra_configs if c.key not in planned]
+        configs = list({c.key: c for c in configs + extra_configs}.values())
         params = resolved.get("scorecard") or resolve_parameters("scorecard", profile, {})
         # the scorecard last, after the entries it shows are written (also when it was not selected)
         jobs = [j for j in jobs if not j.last] + extra_jobs + [ChapterJob(
@@ -234,10 +229,7 @@ def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[i
         configs += book_plan(profile, [name], {}, list(stab.EXTRA_SEEDS))
     if jobs:
         jobs[0] = dataclasses.replace(jobs[0], waits=True)
-    unique: dict[str, object] = {}
-    for c in configs:
-        unique.setdefault(c.key, c)
-    return list(unique.values()), jobs
+    return list({c.key: c for c in configs}.values()), jobs
 
 
 def _note_failure(failed: dict | None, key: tuple) -> Callable[[ChapterResult], None] | None:

@@ -110,36 +110,32 @@ def cmd_train(args) -> int:
 
 def cmd_plan(args) -> int:
     from .plan import differs, plan, seed_list
-    from .timings import (default_workers, estimate_seconds, estimate_summary, fmt_seconds, pool_seconds,
+    from .timings import (default_estimator, default_workers, estimate_seconds, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
+    from .runs import status
+
     _at_least_one(args, "workers", "seeds")
-    seeds = seed_list(args.profile, args.seeds)
-    configs = plan(args.profile, seeds, _params(args.param), tasks=[args.task] if args.task else None, x1=args.x1)
+    seeds, tasks = seed_list(args.profile, args.seeds), [args.task] if args.task else None
+    configs = plan(args.profile, seeds, _params(args.param), tasks=tasks, x1=args.x1)
     if args.stability:  # protocol 10: the precision twins (where bf16 is native) and seeds 3 and 4
         from . import stability
 
-        tasks = [args.task] if args.task else None
         why_not = stability.precision_not_run()
         if why_not:
             print(f"stability: {why_not}", file=sys.stderr)
         extra = ([] if why_not else stability.precision_twins(args.profile, seeds, tasks)) + \
             stability.extra_seed_runs(args.profile, tasks)
-        configs += [c for c in extra if c.key not in {k.key for k in configs}]
-    from .runs import runs_root, status
-    root = runs_root()
-    rows = []
-    for c in configs:
-        state = status(c, root)
-        rows.append({"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": state,
-                     "precision": c.train.precision,
-                     "estimate_s": round(estimate_seconds(c)), "left_s": round(remaining_seconds(c, state))})
+        configs = list({c.key: c for c in configs + extra}.values())
+    rows = [{"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": status(c),
+             "precision": c.train.precision, "estimate_s": round(estimate_seconds(c)),
+             "left_s": round(remaining_seconds(c, status(c)))} for c in configs]
     workers = args.workers or default_workers()
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
     if args.json:
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
                           "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),
-                          "estimates": estimate_summary(configs)}, indent=2))
+                          "estimates": default_estimator().summary(configs)}, indent=2))
         return 0
     import pandas as pd
 
@@ -152,7 +148,7 @@ def cmd_plan(args) -> int:
     precisions = ", ".join(sorted({r["precision"] for r in rows}))
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
-          f"(1 thread a run; {estimate_summary(configs)})")
+          f"(1 thread a run; {default_estimator().summary(configs)})")
     return 0
 
 

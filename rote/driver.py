@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import plan, provenance, site
-from .config import PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
+from .config import PRECISIONS, PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 from .fmt import say
 
 KERNEL = "python3"
@@ -174,52 +174,45 @@ def _stamp(nb_path: Path, text: str, meta: dict) -> None:
     os.replace(tmp, nb_path)
 
 
-def chapter_precision(params: dict[str, object]) -> str:
-    """The training precision of a chapter's runs: its ``precision`` override, else "fda fp32, thr bf16"."""
-    from .config import PRECISIONS
-
-    asked = _asked_precision(params)
-    return asked if asked in PRECISIONS else ", ".join(f"{t} {p}" for t, p in chapter_precisions(params).items())
-
-
 def _asked_precision(params: dict[str, object]) -> str:
-    from .config import AUTO_PRECISION
-
     overrides = params.get("overrides") if isinstance(params.get("overrides"), dict) else {}
-    return str(overrides.get("precision", AUTO_PRECISION))
+    return str(overrides.get("precision"))
 
 
 def chapter_precisions(params: dict[str, object]) -> dict[str, str]:
     """Task -> the training precision of a chapter's runs, per task of its ``tasks`` (all without one):
     its ``precision`` override, else what ``auto`` resolves to here."""
-    from .config import PRECISIONS, precision_for
+    from .config import precision_for
 
-    asked = _asked_precision(params)
-    tasks = params.get("tasks")
+    asked, tasks = _asked_precision(params), params.get("tasks")
     tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS  # the chapter's own
     return {task: asked if asked in PRECISIONS else precision_for(task) for task in tasks}
 
 
+def chapter_precision(params: dict[str, object]) -> str:
+    """The training precision of a chapter's runs: its ``precision`` override, else "fda fp32, thr bf16"."""
+    asked = _asked_precision(params)
+    return asked if asked in PRECISIONS else ", ".join(f"{t} {p}" for t, p in chapter_precisions(params).items())
+
+
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
                 progress: bool = False) -> ChapterResult:
-    """Execute one chapter with papermill (parameters already resolved) and stamp its page."""
+    """Execute one chapter with papermill (parameters already resolved) and stamp its page (the site
+    rewrites the stamp from its metadata: :func:`rote.site.stamp_markdown`)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    source = chapter_path(name)
-    params = dict(params or {"profile": profile})
+    source, params = chapter_path(name), dict(params or {"profile": profile})
     out_dir = output_dir(name, profile, params)
-    figures = out_dir / "figures"
-    figures.mkdir(parents=True, exist_ok=True)
-    notebook = out_dir / f"{name}.ipynb"
+    figures, notebook = out_dir / "figures", out_dir / f"{name}.ipynb"
     partial = out_dir / f"{name}.partial.ipynb"
+    figures.mkdir(parents=True, exist_ok=True)
     for key in ("ROTE_RUNS", "ROTE_RESULTS"):  # the kernel runs in book/: a relative cache would land there
         if os.environ.get(key):
             os.environ[key] = str(Path(os.environ[key]).expanduser().resolve())
-    env_before = {k: os.environ.get(k) for k in ("ROTE_PROFILE", "ROTE_FIGURES", "ROTE_PLAIN_PROGRESS")}
+    env_before = dict(os.environ)
     os.environ.update(ROTE_PROFILE=profile, ROTE_FIGURES=str(figures), ROTE_PLAIN_PROGRESS="1")
-    error = ""
-    start = time.perf_counter()
+    error, start = "", time.perf_counter()
     try:
         papermill.execute_notebook(str(source), str(partial), parameters=params, kernel_name=KERNEL,
                                    cwd=str(site.BOOK_DIR), progress_bar=progress)
@@ -228,22 +221,17 @@ def run_chapter(name: str, profile: str, params: dict[str, object] | None = None
     except Exception as err:  # kernel died, notebook unreadable, ...
         error = f"{type(err).__name__}: {err}"
     finally:
-        for k, v in env_before.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        for key in ("ROTE_PROFILE", "ROTE_FIGURES", "ROTE_PLAIN_PROGRESS"):
+            os.environ.pop(key, None)
+            if key in env_before:
+                os.environ[key] = env_before[key]
     seconds = time.perf_counter() - start
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
-            "executed": when, "ok": not error, "error": error, "source_sha": source_hash(source),
-            "precision": chapter_precision(params)}
-    meta["environment"] = provenance.collect(chapter_precisions(params))  # the page's "Build environment"
+            "executed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": not error, "error": error,
+            "source_sha": source_hash(source), "precision": chapter_precision(params),
+            "environment": provenance.collect(chapter_precisions(params))}  # the page's "Build environment"
     if partial.exists():
-        if error:
-            text = (f"```{{error}}\nThis chapter FAILED in the build of {when} (profile `{profile}`): {error}. "
-                    f"The outputs below stop at the failing cell.\n```")
-        else:
-            text = (f"```{{note}}\nExecuted {when} with profile `{profile}` and parameters "
-                    f"`{json.dumps(params)}` in {seconds:.0f} s; training precision `{meta['precision']}`.\n```")
-        _stamp(partial, text, meta)
+        _stamp(partial, site.stamp_markdown(meta), meta)
         os.replace(partial, notebook)
     elif notebook.exists():  # nothing new was written: never leave the old page looking current
         notebook.unlink()
@@ -265,8 +253,6 @@ def _record_build(profile: str, name: str, meta: dict) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=2))
         os.replace(tmp, path)
-
-
 
 
 @dataclass(frozen=True)
@@ -314,12 +300,10 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                 while True:
                     if stop.is_set() or state["next"] >= len(jobs):
                         return
-                    job = jobs[state["next"]]
-                    waiting_on_others = (job.last or job.waits) and state["running"] > 0
-                    if not waiting_on_others and state["running"] < min(capacity, slots()):
-                        index = state["next"]
-                        state["next"] += 1
-                        state["running"] += 1
+                    index, job, busy = state["next"], jobs[state["next"]], state["running"]
+                    # the scorecard (last) and a waiting job start once every earlier one ended
+                    if not ((job.last or job.waits) and busy) and busy < min(capacity, slots()):
+                        state["next"], state["running"] = index + 1, busy + 1
                         break
                     cond.wait(1.0)
             try:
@@ -345,7 +329,6 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
     for t in threads:
         t.join()
     return [results[i] for i in sorted(results)]
-
 
 
 def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:

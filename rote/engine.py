@@ -12,7 +12,6 @@ the timings store (:mod:`rote.timings`), whose estimates order the runs and the 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -30,7 +29,6 @@ from .config import ConfigError, RunConfig, code_fingerprint
 from .fmt import entry_name, say as _say
 from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
-
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 POLL_S = 0.25
@@ -95,65 +93,39 @@ class CodeChanged(RuntimeError):
 
 def train_one(config_dict: dict, root: str, device: str | None = None, fingerprint: str | None = None) -> dict:
     """Train (or load) one run into ``root``: a worker's and a Slurm job's body. A worker whose code
-    fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks."""
-    from .runs import get_or_train
+    fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
+    The time of a run it trains goes to the timings store; a failure there never fails the run."""
+    from .runs import get_or_train, status
+    from .timings import RunTiming, record_run, runs_beside
 
     if fingerprint is not None and code_fingerprint() != fingerprint:
         raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
                           f"{code_fingerprint()}); rerun the command")
-    config = RunConfig.from_dict(config_dict)
+    config, root = RunConfig.from_dict(config_dict), Path(root)
+    state = status(config, root)
     wall0, cpu0 = time.perf_counter(), _cpu_seconds()
-    sampler, resumed = _start_timing(config, Path(root))
-    try:
-        run = get_or_train(config, root=Path(root), device=device, progress=False)
-    finally:
-        if sampler is not None:
-            sampler.__exit__(None, None, None)
+    beside: list[int] = []  # how many other runs trained on this host, at each checkpoint
+    run = get_or_train(config, root=root, device=device, progress=False,
+                       on_checkpoint=lambda step: beside.append(runs_beside(root, entry_name(config))))
     if not run.cached:
-        _record_time(config, run, root, device, time.perf_counter() - wall0, _cpu_seconds() - cpu0, resumed, sampler)
+        try:
+            resumed = int(state.split()[1]) if state.startswith("partial ") else 0
+            concurrent = sum(beside) / len(beside) if beside else None
+            timing = RunTiming(time.perf_counter() - wall0, _cpu_seconds() - cpu0, resumed, concurrent)
+            record_run(config, run, timing, root=root, device=device)
+        except Exception as err:
+            _say(f"could not record the time of {entry_name(config)}: {type(err).__name__}: {err}")
     return {"name": entry_name(config), "path": str(run.path), "cached": run.cached,
             "train_seconds": run.train_seconds}
 
 
 def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return sum(resource.getrusage(resource.RUSAGE_SELF)[:2])  # user and system time
 
 
-def _start_timing(config: RunConfig, root: Path):
-    """Before training: the step it resumes from, and a started :class:`rote.timings.ConcurrencySampler`."""
+def _worker_main(root: str, config_json: str, fingerprint: str, device: str | None = None) -> int:
     try:
-        from .runs import status
-        from .timings import ConcurrencySampler
-
-        state = status(config, root)
-        resumed = int(state.split()[1]) if state.startswith("partial ") else 0
-        return ConcurrencySampler(root, entry_name(config)).__enter__(), resumed
-    except Exception:
-        return None, 0
-
-
-def _record_time(config, run, root, device, wall_s, cpu_s, resumed, sampler) -> None:
-    """Append the run's time to the store (:func:`rote.timings.record_run`); a failure never fails the run."""
-    try:
-        from .timings import RunTiming, record_run
-
-        concurrent = sampler.mean if sampler is not None else None
-        record_run(config, run, RunTiming(wall_s=wall_s, cpu_s=cpu_s, resumed=resumed, concurrent=concurrent),
-                   root=root, device=device)
-    except Exception as err:
-        _say(f"could not record the time of {entry_name(config)}: {type(err).__name__}: {err}")
-
-
-def _worker_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m rote.engine worker")
-    p.add_argument("--root", required=True)
-    p.add_argument("--config", required=True, help="the run's configuration as JSON")
-    p.add_argument("--device", default=None)
-    p.add_argument("--fingerprint", default=None)
-    args = p.parse_args(argv)
-    try:
-        print(json.dumps(train_one(json.loads(args.config), args.root, args.device, args.fingerprint)), flush=True)
+        print(json.dumps(train_one(json.loads(config_json), root, device, fingerprint)), flush=True)
     except CodeChanged as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 3
@@ -163,17 +135,15 @@ def _worker_main(argv: list[str]) -> int:
     return 0
 
 
-# -- launchers: start a run, poll it, stop it ------------------------------------------------------
+# -- launchers: start a run, poll it (None: running; else (ok, error)), stop it, wait for it ----------
 class _LocalJob:
     def __init__(self, config: RunConfig, root: Path, device: str | None):
         self.config, self.root = config, root
         self.log = root / ".logs" / f"{entry_name(config)}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ROTE_RUNS": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        cmd = [sys.executable, "-m", "rote.engine", "worker", "--root", str(root),
-               "--config", json.dumps(config.to_dict()), "--fingerprint", code_fingerprint()]
-        if device:
-            cmd += ["--device", device]
+        cmd = [sys.executable, "-m", "rote.engine", "worker", str(root), json.dumps(config.to_dict()),
+               code_fingerprint()] + ([device] if device else [])
         with open(self.log, "ab") as log:
             # its own session: Ctrl-C reaches the engine, which stops each worker itself
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -194,47 +164,49 @@ class _LocalJob:
                 os.killpg(self.proc.pid, sig)
 
     def wait(self, timeout: float) -> bool:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+        return self.proc.poll() is not None
+
+
+# Slurm job states after which a job never runs again (squeue's %T). "GONE": no longer in the queue.
+SLURM_ENDED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
+                         "OUT_OF_MEMORY", "PREEMPTED", "GONE"})
+RESULT_GRACE_S = 15.0  # how long a job that Slurm says ended may take to show its result file
+SQUEUE_EVERY_S = 5.0   # one squeue call for all jobs at most this often
 
 
 class _SubmititJob:
+    """A run as a submitit job. On Slurm (``queue``) a job whose result file is missing is done once squeue
+    has said for RESULT_GRACE_S that it ended (submitit's own watcher polls sacct, which fails without
+    accounting storage); submitit's local executor knows its own processes."""
+
     def __init__(self, executor, config: RunConfig, root: Path, device: str | None,
-                 queue: "_SlurmQueue | None" = None):
+                 queue: _SlurmQueue | None):
         self.config, self.root, self.queue = config, root, queue
         self.job = executor.submit(train_one, config.to_dict(), str(root), device, code_fingerprint())
         self.log = Path(str(self.job.paths.stdout))
         self.ended_at: float | None = None  # when Slurm first reported the job ended without a result
 
     def poll(self) -> tuple[bool, str] | None:
-        if self.queue is None:  # submitit's local executor: it knows its own processes
-            if not self.job.done():
+        if self.queue is None and not self.job.done():
+            return None
+        if self.queue is not None and not self._result_exists():
+            state = self.queue.state(self.job.job_id)
+            if state not in SLURM_ENDED:  # queued, running, completing, requeued, or squeue did not answer
+                self.ended_at = None
                 return None
-        elif not self._result_exists():
-            return self._ended_without_result()
+            self.ended_at = self.ended_at or time.time()
+            if time.time() - self.ended_at < RESULT_GRACE_S:  # a shared filesystem may show the file late
+                return None
+            how = "left the queue" if state == "GONE" else f"ended {state}"
+            last = _last_line(Path(str(self.job.paths.stderr))) or _last_line(self.log)
+            return False, f"job {self.job.job_id} {how} without a result; last log line: {last}"
         try:
             self.job.result()
             return True, ""
         except Exception as err:  # the job's exception, or submitit's report of a dead job
             return False, f"job {self.job.job_id} failed ({type(err).__name__}): {_job_error(err)}"
-
-    def _ended_without_result(self) -> tuple[bool, str] | None:
-        """A job whose result file is missing is done once squeue has said for RESULT_GRACE_S that it
-        ended (submitit's own watcher polls sacct, which fails without accounting storage)."""
-        state = self.queue.state(self.job.job_id)
-        if state not in SLURM_ENDED:  # queued, running, completing, requeued, or squeue did not answer
-            self.ended_at = None
-            return None
-        if self.ended_at is None:
-            self.ended_at = time.time()
-        if time.time() - self.ended_at < RESULT_GRACE_S:  # a shared filesystem may show the file late
-            return None
-        how = "left the queue" if state == "GONE" else f"ended {state}"
-        last = _last_line(Path(str(self.job.paths.stderr))) or _last_line(self.log)
-        return False, f"job {self.job.job_id} {how} without a result; last log line: {last}"
 
     def _result_exists(self) -> bool:
         folder = self.job.paths.folder
@@ -246,34 +218,23 @@ class _SubmititJob:
         with contextlib.suppress(Exception):
             self.job.cancel(check=False)
 
-    def _ended(self) -> bool:
-        if self.queue is None:
-            return self.job.done()
-        return self._result_exists() or self.queue.state(self.job.job_id, max_age=1.0) in SLURM_ENDED
-
     def wait(self, timeout: float) -> bool:
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self._ended():
-                return True
+        while not (self.job.done() if self.queue is None else self._result_exists()
+                   or self.queue.state(self.job.job_id, max_age=1.0) in SLURM_ENDED):
+            if time.time() >= deadline:
+                return False
             time.sleep(0.2)
-        return False
+        return True
 
 
 def _job_error(err: Exception) -> str:
     """What went wrong in a submitit error: the traceback's last line (between submitit's dashes)."""
-    lines = [line.rstrip() for line in str(err).strip().splitlines() if line.strip()]
-    rules = [i for i, line in enumerate(lines) if set(line.strip()) == {"-"} and len(line.strip()) >= 10]
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    rules = [i for i, line in enumerate(lines) if set(line) == {"-"} and len(line) >= 10]
     if len(rules) >= 2 and rules[-1] - rules[0] > 1:
-        return lines[rules[-1] - 1].strip()[:300]
-    return lines[-1].strip()[:300] if lines else ""
-
-
-# Slurm job states after which a job never runs again (squeue's %T). "GONE": no longer in the queue.
-SLURM_ENDED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
-                         "OUT_OF_MEMORY", "PREEMPTED", "GONE"})
-RESULT_GRACE_S = 15.0  # how long a job that Slurm says ended may take to show its result file
-SQUEUE_EVERY_S = 5.0   # one squeue call for all jobs at most this often
+        return lines[rules[-1] - 1][:300]
+    return lines[-1][:300] if lines else ""
 
 
 class _SlurmQueue:
@@ -283,8 +244,7 @@ class _SlurmQueue:
     def __init__(self):
         self.ids: set[str] = set()
         self.states: dict[str, str] = {}
-        self.checked = float("-inf")
-        self.warned = False
+        self.checked, self.warned = float("-inf"), False
 
     def state(self, job_id: str, max_age: float = SQUEUE_EVERY_S) -> str | None:
         self.ids.add(str(job_id))
@@ -331,30 +291,25 @@ def _last_line(path: Path) -> str:
 def _submitit_executor(executor: str, root: Path, slurm: SlurmOptions):
     import submitit
 
-    folder = root / ".submitit" / "%j"
     cluster = "slurm" if executor == "slurm" else "local"
-    ex = submitit.AutoExecutor(folder=folder, cluster=cluster)
+    ex = submitit.AutoExecutor(folder=root / ".submitit" / "%j", cluster=cluster)
     params = dict(timeout_min=slurm.time_min, cpus_per_task=slurm.cpus, name="rote")
     if cluster == "slurm":
-        params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus)
-        if slurm.partition:
-            params["slurm_partition"] = slurm.partition
-        params.update(slurm.extra)
+        params.update(mem_gb=slurm.mem_gb, gpus_per_node=slurm.gpus,
+                      **({"slurm_partition": slurm.partition} if slurm.partition else {}), **slurm.extra)
     ex.update_parameters(**params)
     return ex
 
 
 # -- progress ---------------------------------------------------------------------------------------
 class Display:
-    """The overall display: runs done of total, which are training (with their step), time left."""
+    """The overall display: runs done of total, which are training (with their step), time left; a tqdm
+    bar on a terminal, else a line every 30 s."""
 
     def __init__(self, total: int, workers: int, root: Path, enabled: bool = True, estimator=None):
         self.total, self.workers, self.root, self.enabled = total, workers, root, enabled
-        self.estimator = estimator
+        self.estimator, self.last, self.bar = estimator, 0.0, None
         self.plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS")) or not sys.stderr.isatty()
-        self.interval = 30.0 if self.plain else 2.0
-        self.last = 0.0
-        self.bar = None
         if enabled and not self.plain:
             from tqdm.auto import tqdm
 
@@ -363,35 +318,30 @@ class Display:
     def line(self, done: int, running: list[RunConfig], pending: list[RunConfig], failed: int) -> str:
         from .runs import read_progress
 
-        parts, left, pace = [], [], []
+        parts, left, pace = [], [estimate_seconds(c, self.estimator) for c in pending], []
         for config in running:
             info = read_progress(config, self.root) or {}
-            step = info.get("step", 0)
+            step, estimate = info.get("step", 0), estimate_seconds(config, self.estimator)
             parts.append(f"{entry_name(config)[:12]} {step}/{config.train.steps}")
-            estimate = estimate_seconds(config, self.estimator)
             left.append(estimate * max(0.0, 1 - step / config.train.steps))
             if step > 0 and info.get("seconds") and estimate > 0:  # observed time per step against the estimate
                 pace.append(info["seconds"] / step / (estimate / config.train.steps))
-        left += [estimate_seconds(c, self.estimator) for c in pending]
-        pace.sort()
-        eta = makespan(left, self.workers) * (pace[len(pace) // 2] if pace else 1.0)
-        text = f"{done}/{self.total} runs done"
-        if failed:
-            text += f", {failed} failed"
-        if parts:
-            text += "; training " + ", ".join(parts)
-        return text + f"; ~{fmt_seconds(eta)} left (estimate)"
+        eta = makespan(left, self.workers) * (sorted(pace)[len(pace) // 2] if pace else 1.0)
+        training = "; training " + ", ".join(parts) if parts else ""
+        return (f"{done}/{self.total} runs done" + (f", {failed} failed" if failed else "") + training
+                + f"; ~{fmt_seconds(eta)} left (estimate)")
 
-    def update(self, done, running, pending, failed, force=False) -> None:
-        if not self.enabled or (not force and time.time() - self.last < self.interval):
+    def update(self, outcomes: list[Outcome], running: dict, pending: list, force: bool = False) -> None:
+        if not self.enabled or (not force and time.time() - self.last < (30.0 if self.plain else 2.0)):
             return
         self.last = time.time()
-        text = self.line(done, running, pending, failed)
-        if self.bar is not None:
-            self.bar.n = done
-            self.bar.set_postfix_str(text.split("; ", 1)[1] if "; " in text else "", refresh=True)
-        else:
+        text = self.line(len(outcomes), [j.config for j in running.values()], pending,
+                         sum(not o.ok for o in outcomes))
+        if self.bar is None:
             _say(text)
+        else:
+            self.bar.n = len(outcomes)
+            self.bar.set_postfix_str(text.split("; ", 1)[1] if "; " in text else "", refresh=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -405,9 +355,10 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     the outcomes of those it trained. ``on_free(n)``: once nothing is left to start and nothing failed,
     told at every poll how many local slots are free (``rote book`` executes chapters there)."""
     settings = settings or EngineSettings()
-    workers, executor, device = settings.workers, settings.executor, settings.device
+    executor, device = settings.executor, settings.device
     check_executor(executor)
     from .runs import runs_root, status
+    from .timings import Estimator
 
     root = Path(root or runs_root())
     root.mkdir(parents=True, exist_ok=True)
@@ -416,27 +367,29 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     if not todo:
         return []
     # longest first (close to the ideal makespan); probes run before any worker, on an idle core
-    from .timings import Estimator
-
     estimator = Estimator(root, workers=executor == "slurm", device=device)
     todo.sort(key=lambda c: remaining_seconds(c, status(c, root), estimator), reverse=True)
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
-    slots = (workers or len(todo)) if executor == "slurm" else (workers or default_workers())
+    slots = settings.workers or (len(todo) if executor == "slurm" else default_workers())
     sub = _submitit_executor(executor, root, settings.slurm or SlurmOptions()) if executor != "local" else None
     queue = _SlurmQueue() if executor == "slurm" else None
     _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time); "
          f"{estimator.summary(todo)}")
     display = Display(len(todo), min(slots, len(todo)), root, enabled=settings.progress, estimator=estimator)
-    pending, running, outcomes = list(todo), {}, []
-    started: dict[str, float] = {}
+    pending, running, outcomes, started = list(todo), {}, [], {}
     try:
         while pending or running:
             while pending and len(running) < slots:
-                _start(pending.pop(0), running, started, outcomes, lambda c: (
-                    _LocalJob(c, root, device) if sub is None else _SubmititJob(sub, c, root, device, queue)))
+                config = pending.pop(0)
+                try:
+                    running[config.key] = (_LocalJob(config, root, device) if sub is None
+                                           else _SubmititJob(sub, config, root, device, queue))
+                    started[config.key] = time.time()
+                except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
+                    outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
+                    _say(f"run {entry_name(config)} could not start: {err}")
             _collect(running, started, outcomes, display, pending)
-            display.update(len(outcomes), [j.config for j in running.values()], pending,
-                           sum(not o.ok for o in outcomes))
+            display.update(outcomes, running, pending)
             if on_free is not None and not pending and sub is None and all(o.ok for o in outcomes):
                 on_free(max(0, slots - len(running)))
             time.sleep(POLL_S)
@@ -449,18 +402,6 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     return outcomes
 
 
-def _start(config: RunConfig, running: dict, started: dict, outcomes: list, make_job) -> None:
-    """Start ``make_job(config)`` into ``running``; one that cannot start is a failed outcome."""
-    try:
-        job = make_job(config)
-    except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
-        outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
-        _say(f"run {entry_name(config)} could not start: {err}")
-        return
-    running[config.key] = job
-    started[config.key] = time.time()
-
-
 def _collect(running: dict, started: dict, outcomes: list, display: Display, pending: list) -> None:
     """Move each finished job of ``running`` to ``outcomes`` (saying so where it failed)."""
     for key, job in list(running.items()):
@@ -469,12 +410,11 @@ def _collect(running: dict, started: dict, outcomes: list, display: Display, pen
             continue
         ok, error = result
         del running[key]
-        outcome = Outcome(job.config, ok, time.time() - started[key], error, str(job.log))
-        outcomes.append(outcome)
+        outcomes.append(Outcome(job.config, ok, time.time() - started[key], error, str(job.log)))
         if not ok:
-            _say(f"run {outcome.name} FAILED: {error} (log: {job.log}); its checkpoints stay in .partial")
-        display.update(len(outcomes), [j.config for j in running.values()], pending,
-                       sum(not o.ok for o in outcomes), force=True)
+            _say(f"run {entry_name(job.config)} FAILED: {error} (log: {job.log}); "
+                 "its checkpoints stay in .partial")
+        display.update(outcomes, running, pending, force=True)
 
 
 def _stop_all(running: dict) -> None:
@@ -508,8 +448,8 @@ def sigterm_as_interrupt() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        sigterm_as_interrupt()
-        sys.exit(_worker_main(sys.argv[2:]))
-    print("usage: python -m rote.engine worker --root ROOT --config JSON", file=sys.stderr)
-    sys.exit(2)
+    if len(sys.argv) not in (5, 6) or sys.argv[1] != "worker":
+        print("usage: python -m rote.engine worker ROOT CONFIG_JSON FINGERPRINT [DEVICE]", file=sys.stderr)
+        sys.exit(2)
+    sigterm_as_interrupt()
+    sys.exit(_worker_main(*sys.argv[2:]))

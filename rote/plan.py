@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .analysis.ranges import is_whole
+from .analysis.ranges import is_real, is_whole
 from .config import TASKS, ConfigError, RunConfig, make_config, param_names
 
 CONDITIONS: dict[str, tuple[str, ...]] = {"fda": ("random", "digit"), "thr": ("-",)}  # primary first (7.3)
@@ -32,13 +32,10 @@ def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
     """Seeds 0 .. N-1: N from ``n_seeds``, else ``$ROTE_SEEDS``, else :data:`DEFAULT_SEEDS` (3)."""
     if n_seeds is None:
         text = os.environ.get("ROTE_SEEDS", "").strip()
-        if text:
-            try:
-                n_seeds = int(text)
-            except ValueError:
-                raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
-        else:
-            n_seeds = DEFAULT_SEEDS
+        try:
+            n_seeds = int(text) if text else DEFAULT_SEEDS
+        except ValueError:
+            raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
     if not at_least(n_seeds, 1):
         raise ConfigError(f"the number of seeds must be >= 1, got {n_seeds!r}")
     return list(range(n_seeds))
@@ -180,23 +177,15 @@ def _grid_values(name: str, value: object, kind: type) -> list:
     """A grid parameter (a list, a number, or comma text "64,128") as an increasing list of ``kind``."""
     if isinstance(value, str):
         value = [v.strip() for v in value.strip().strip("[]").split(",") if v.strip()]
-    elif not isinstance(value, (list, tuple)):
-        value = [value]
     out = []
-    for item in value:
-        number = item
-        if isinstance(item, str):
-            try:
-                number = json.loads(item)
-            except json.JSONDecodeError:
-                number = None
-        if kind is float and isinstance(number, int) and not isinstance(number, bool):
-            number = float(number)
-        if kind is int and isinstance(number, float) and number.is_integer():
-            number = int(number)
-        if isinstance(number, bool) or not isinstance(number, kind):
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        try:
+            number = json.loads(item) if isinstance(item, str) else item
+        except json.JSONDecodeError:
+            number = None
+        if not (is_real(number) and (kind is float or float(number).is_integer())):
             raise ConfigError(f"X1 {name} must be {'whole numbers' if kind is int else 'numbers'}, got {item!r}")
-        out.append(number)
+        out.append(kind(number))
     if not out:
         raise ConfigError(f"X1 {name} must not be empty")
     if out != sorted(set(out)):
@@ -219,12 +208,10 @@ def x1_grid(profile: str, widths: object = None, noise_ratios: object = None,
     if base.data.noise_ratio <= 0:
         raise ConfigError("X1 measures the cost of memorizing noise: noise_ratio must be > 0")
     width_list = _grid_values("widths", X1_WIDTHS[profile] if widths is None else widths, int)
-    heads = base.model.n_heads
     for w in width_list:
-        if w <= 0:
-            raise ConfigError(f"X1 widths must be > 0, got {w}")
-        if w % heads:
-            raise ConfigError(f"X1 width {w} is not divisible by n_heads={heads}")
+        if w <= 0 or w % base.model.n_heads:
+            raise ConfigError(f"X1 widths must be > 0, got {w}" if w <= 0 else
+                              f"X1 width {w} is not divisible by n_heads={base.model.n_heads}")
     if len(width_list) < 2:
         raise ConfigError(f"X1 compares model widths: give at least two, got {width_list}")
     ratio_list = _grid_values("noise_ratios", X1_NOISE_RATIOS if noise_ratios is None else noise_ratios, float)

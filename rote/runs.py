@@ -54,14 +54,12 @@ def _sha256(path: Path) -> str:
 
 
 def _atomic_save(obj, path: Path) -> None:
+    """``obj`` into ``path`` by a rename: text as text, anything else by ``torch.save``."""
     tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def _atomic_write_text(text: str, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    if isinstance(obj, str):
+        tmp.write_text(obj)
+    else:
+        torch.save(obj, tmp)
     os.replace(tmp, path)
 
 
@@ -70,12 +68,6 @@ def _model_dict(model: HookedTransformer) -> dict:
     return {"shape": {"n_layers": shape.n_layers, "d_model": shape.d_model, "n_heads": shape.n_heads,
                       "vocab_size": shape.vocab_size, "n_ctx": shape.n_ctx},
             "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
-
-
-def model_from_dict(d: dict, device=None) -> HookedTransformer:
-    model = HookedTransformer(ModelShape(**d["shape"]))
-    model.load_state_dict(d["state_dict"])
-    return model.to(pick_device(device)).eval()
 
 
 @dataclass
@@ -100,7 +92,10 @@ class Run:
         path = self.path / "final.pt" if step is None else self.path / "checkpoints" / f"step_{step:06d}.pt"
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint at step {step}; have {self.checkpoint_steps}")
-        return model_from_dict(torch.load(path, map_location="cpu", weights_only=True), device)
+        stored = torch.load(path, map_location="cpu", weights_only=True)
+        model = HookedTransformer(ModelShape(**stored["shape"]))
+        model.load_state_dict(stored["state_dict"])
+        return model.to(pick_device(device)).eval()
 
     @cached_property
     def model(self) -> HookedTransformer:
@@ -143,18 +138,17 @@ def verify(path: Path, config: RunConfig) -> pd.DataFrame:
 def _lock(root: Path, name: str):
     (root / ".locks").mkdir(parents=True, exist_ok=True)
     with open(root / ".locks" / f"{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # closing the file releases it
+        yield
 
 
-def _quarantine(root: Path, path: Path, reason: str) -> None:
-    target = root / ".corrupt" / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+def quarantine(root: Path, path: Path, reason: str, kind: str = "run", then: str = "retraining") -> None:
+    """Move a damaged cache entry aside to ``root/.corrupt/`` (in its folder there), saying so."""
+    name = path.relative_to(root)
+    target = root / ".corrupt" / name.parent / f"{path.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(path, target)
-    _say(f"cached run {path.name} is damaged ({reason}); moved to {target} and retraining")
+    os.replace(path, target)
+    _say(f"cached {kind} {name} is damaged ({reason}); moved to {target} and {then}")
 
 
 def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
@@ -166,7 +160,7 @@ def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
     try:
         metrics = verify(path, config)
     except CacheError as err:
-        _quarantine(root, path, str(err))
+        quarantine(root, path, str(err))
         return None
     return Run(config, path, cached=True, metrics=metrics)
 
@@ -184,14 +178,13 @@ def status(config: RunConfig, root: Path | None = None) -> str:
 
 
 def _write_progress(root: Path, name: str, config: RunConfig, row: dict) -> None:
-    folder = root / ".progress"
-    folder.mkdir(parents=True, exist_ok=True)
+    (root / ".progress").mkdir(parents=True, exist_ok=True)
     info = {"step": int(row["step"]), "steps": config.train.steps, "seconds": float(row["seconds"]),
             "gen": float(row["gen"]), "mem": float(row["mem"]), "time": time.time(), "host": os.uname().nodename,
             "pid": os.getpid()}
-    tmp = folder / f"{name}.{os.getpid()}.tmp"
+    tmp = root / ".progress" / f"{name}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(info))
-    os.replace(tmp, folder / f"{name}.json")
+    os.replace(tmp, root / ".progress" / f"{name}.json")
 
 
 def read_progress(config: RunConfig, root: Path | None = None) -> dict | None:
@@ -213,7 +206,7 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
             return run
         partial = root / ".partial" / name
         (partial / "checkpoints").mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True), partial / "config.json")
+        _atomic_save(json.dumps(config.to_dict(), indent=2, sort_keys=True), partial / "config.json")
         resume = None
         if (partial / "resume.pt").exists():
             try:
@@ -240,7 +233,7 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
         files = sorted(str(p.relative_to(partial)) for p in partial.rglob("*") if p.is_file())
         manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time(),
                     "code": code_fingerprint(), "host": os.uname().nodename, "threads": TRAIN_THREADS}
-        _atomic_write_text(json.dumps(manifest, indent=2), partial / "manifest.json")
+        _atomic_save(json.dumps(manifest, indent=2), partial / "manifest.json")
         os.rename(partial, root / name)
         with contextlib.suppress(OSError):
             (root / ".progress" / f"{name}.json").unlink()

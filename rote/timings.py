@@ -19,7 +19,6 @@ import json
 import math
 import os
 import statistics
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,6 @@ VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corr
 PROBE_WARMUP_STEPS, PROBE_MIN_STEPS, PROBE_MAX_STEPS, PROBE_STEP_S = 2, 4, 30, 0.6
 PROBE_EVAL_SEQUENCES = 2048
 WORKER_START_S = 1.5  # a worker's CPU seconds beyond data and training (interpreter, imports, saving)
-SOURCES = ("measured", "probe_now", "probe", "workers", "formula")
 
 
 def no_probe() -> bool:
@@ -155,11 +153,9 @@ _NEEDED = {"run": ("machine", "shape", "steps", "n_evals", "eval_sequences", "cp
 
 
 def _valid(rec) -> bool:
-    if not isinstance(rec, dict) or rec.get("v") not in (1, VERSION) or rec.get("kind") not in _NEEDED:
-        return False
-    if not all(k in rec for k in _NEEDED[rec["kind"]]):
-        return False
-    if not isinstance(rec["machine"], dict) or not isinstance(rec["shape"], dict):
+    if not (isinstance(rec, dict) and rec.get("v") in (1, VERSION) and rec.get("kind") in _NEEDED
+            and all(k in rec for k in _NEEDED[rec["kind"]])
+            and isinstance(rec["machine"], dict) and isinstance(rec["shape"], dict)):
         return False
     if rec["v"] == 1 and rec["shape"].get("task") == "thr" and isinstance(rec["shape"].get("vocab"), int):
         rec["shape"]["vocab"] -= 5  # the vocabulary as rote.tasks.shapes counts it
@@ -213,44 +209,17 @@ def _rates(rec: dict) -> tuple[float, float, float]:
 
 
 # -- recording a finished run (in the worker) -------------------------------------------------------------
-class ConcurrencySampler:
-    """How many other runs trained on this host beside one run: every ``every`` s, the ``.progress`` files
-    of other runs this host wrote within ``fresh`` s; :attr:`mean` over the samples."""
-
-    def __init__(self, root: Path, name: str, every: float = 20.0, fresh: float = 120.0):
-        self.root, self.name, self.every, self.fresh = Path(root), name, every, fresh
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="rote-concurrency", daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-
-    def sample(self) -> int:
-        host, now, n = os.uname().nodename, time.time(), 0
-        with contextlib.suppress(OSError):
-            for path in (self.root / ".progress").glob("*.json"):
-                if path.stem == self.name:
-                    continue
-                with contextlib.suppress(OSError, ValueError):
-                    info = json.loads(path.read_text())
-                    n += info.get("host") == host and now - float(info.get("time", 0)) < self.fresh
-        return n
-
-    def _loop(self) -> None:
-        wait = min(5.0, self.every)  # a first look soon: a short run gets a sample too
-        while not self._stop.wait(wait):
-            wait = self.every
-            with contextlib.suppress(Exception):
-                self.samples.append(self.sample())
-
-    @property
-    def mean(self) -> float | None:
-        return sum(self.samples) / len(self.samples) if self.samples else None
+def runs_beside(root: Path, name: str, fresh: float = 120.0) -> int:
+    """How many other runs train on this host beside run ``name`` now: the ``.progress`` files of other
+    runs this host wrote within ``fresh`` s (a worker asks at each checkpoint)."""
+    host, now, n = os.uname().nodename, time.time(), 0
+    with contextlib.suppress(OSError):
+        for path in (Path(root) / ".progress").glob("*.json"):
+            with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):  # torn or foreign files
+                info = json.loads(path.read_text())
+                recent = now - float(info.get("time", 0)) < fresh
+                n += path.stem != name and info.get("host") == host and recent
+    return n
 
 
 @dataclass(frozen=True)
@@ -262,11 +231,6 @@ class RunTiming:
     cpu_s: float
     resumed: int = 0
     concurrent: float | None = None
-
-    def __post_init__(self):
-        for name in ("wall_s", "cpu_s", "resumed", "concurrent"):
-            if (getattr(self, name) or 0) < 0:
-                raise ValueError(f"a run's {name} must be >= 0, got {getattr(self, name)}")
 
 
 def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, device=None) -> dict | None:
@@ -288,10 +252,15 @@ def record_run(config: RunConfig, run, timing: RunTiming, *, root: Path | str, d
 
 
 # -- the probe -------------------------------------------------------------------------------------------
+class _Timed(Exception):
+    """Stops the probe's training once its steps are timed."""
+
+
 def probe(config: RunConfig, device=None) -> dict:
-    """Time ``config``'s shape here: build its data and a throwaway model, train a few steps as
-    ``rote.train`` does and run one evaluation on ``TRAIN_THREADS`` threads (restored after, with torch's
-    RNG); this thread's CPU time on a CPU, wall time on a GPU. Returns the probe record, not stored."""
+    """Time ``config``'s shape here: build its data, train a throwaway model with ``rote.train.train`` on it
+    (evaluations cut to about PROBE_EVAL_SEQUENCES sequences) until PROBE_STEP_S of timed steps, then time
+    one evaluation; this thread's CPU time on a CPU, wall time on a GPU; torch's RNG is restored after.
+    Returns the probe record, not stored."""
     import torch
 
     from . import train as T
@@ -299,79 +268,54 @@ def probe(config: RunConfig, device=None) -> dict:
     from .tasks import build_task
 
     dev = pick_device(device)
-    if dev.type == "cpu":
-        clock = time.thread_time
-    else:
-        def clock():
-            with contextlib.suppress(Exception):
-                torch.cuda.synchronize(dev)
-            return time.perf_counter()
-    threads, rng = torch.get_num_threads(), torch.get_rng_state()
-    torch.set_num_threads(T.TRAIN_THREADS)
-    wall0 = time.perf_counter()
+
+    def clock():
+        if dev.type == "cpu":
+            return time.thread_time()
+        with contextlib.suppress(Exception):
+            torch.cuda.synchronize(dev)
+        return time.perf_counter()
+
+    marks, timed = [], {}  # marks: the clock after the first evaluation and after each step
+
+    def on_step(step, model, *_):
+        marks.append(clock())
+        steps = [b - a for a, b in zip(marks[PROBE_WARMUP_STEPS:], marks[PROBE_WARMUP_STEPS + 1:])]
+        if len(steps) >= PROBE_MAX_STEPS or (len(steps) >= PROBE_MIN_STEPS and sum(steps) >= PROBE_STEP_S):
+            t = clock()
+            T.evaluate(model, sub, fit)
+            timed.update(steps=steps, eval_s=clock() - t)
+            raise _Timed
+
+    rng, wall0 = torch.get_rng_state(), time.perf_counter()
     try:
         t = clock()
         data = build_task(config)
         setup_s = clock() - t  # the worker builds the data too; the model's first operations below warm up
-        model = T.build_model(config, data).to(dev)
-        times = _timed_steps(config, data, model, dev, clock)
         sub, fit, scored = _eval_subset(data, config.train.fit_eval_size, PROBE_EVAL_SEQUENCES)
-        t = clock()
-        T.evaluate(model, sub, fit)
-        eval_s = clock() - t
+        steps = max(config.train.steps, PROBE_WARMUP_STEPS + PROBE_MAX_STEPS + 1)
+        short = config.replace(steps=steps, eval_every=steps, checkpoint_every=1, fit_eval_size=fit)
+        with contextlib.suppress(_Timed):
+            T.train(short, sub, device=dev, progress=False, on_checkpoint=on_step,
+                    on_eval=lambda row: marks.append(clock()))
     finally:
-        torch.set_num_threads(threads)
         torch.set_rng_state(rng)
     return {"kind": "probe", "time": time.time(), "host": os.uname().nodename, "machine": machine(device),
-            "shape": shape(config), "step_s": round(statistics.median(times[PROBE_WARMUP_STEPS:]), 5),
-            "eval_s": round(eval_s, 4), "eval_sequences": scored, "setup_s": round(setup_s, 4),
-            "probe_steps": len(times), "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: the load
-            "probe_clock_s": round(setup_s + sum(times) + eval_s, 3)}
-
-
-def _timed_steps(config: RunConfig, data, model, dev, clock) -> list[float]:
-    """Train ``model`` as ``rote.train._train`` does, timing each step with ``clock`` until the probe's
-    limits (:data:`PROBE_STEP_S`); every step's seconds, warm-up first."""
-    import torch
-    import torch.nn.functional as F
-
-    from . import train as T
-    from .tasks import IGNORE
-
-    optimizer = T.make_optimizer(model, config)
-    inputs, targets = data.training_sequences()
-    inputs, targets = inputs.to(dev), targets.to(dev)
-    tc, generator, times = config.train, torch.Generator(), []
-    model.train()
-    step = 0
-    while True:  # rote.train._train's step
-        t = clock()
-        generator.manual_seed(config.model.model_seed * 1_000_003 + step)
-        batch = torch.randint(len(inputs), (tc.batch_size,), generator=generator).to(dev)
-        for group in optimizer.param_groups:
-            group["lr"] = tc.lr_at(step)
-        with T._autocast(config, dev):
-            logits = model(inputs[batch])
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets[batch].flatten(), ignore_index=IGNORE)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss.item()
-        times.append(clock() - t)
-        step += 1
-        timed = times[PROBE_WARMUP_STEPS:]
-        if len(timed) >= PROBE_MAX_STEPS or (len(timed) >= PROBE_MIN_STEPS and sum(timed) >= PROBE_STEP_S):
-            return times
+            "shape": shape(config), "step_s": round(statistics.median(timed["steps"]), 5),
+            "eval_s": round(timed["eval_s"], 4), "eval_sequences": scored, "setup_s": round(setup_s, 4),
+            "probe_steps": len(marks) - 1, "probe_wall_s": round(time.perf_counter() - wall0, 3),  # against the next: the load
+            "probe_clock_s": round(setup_s + sum(timed["steps"]) + timed["eval_s"], 3)}
 
 
 # -- estimates -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Estimate:
     seconds: float
-    source: str  # one of SOURCES
+    source: str  # one of SOURCE_WORDS
     records: int = 0  # how many records it comes from
 
 
+# where an estimate comes from, in the order the summary names them
 SOURCE_WORDS = {"measured": "from finished runs on this machine", "probe_now": "timed now",
                 "probe": "timed earlier on this machine", "workers": "from runs finished on {}",
                 "formula": "from the static table or FLOP formula (rote/timings.py)"}
@@ -393,13 +337,9 @@ class Estimator:
         self.probed_now: set[str] = set()  # shapes timed by this estimator, in probe_seconds (wall)
         self.probe_seconds, self._memory = 0.0, []  # _memory: probes that could not be stored
 
-    @property
-    def path(self) -> Path:
-        return store_path(self.root)
-
     def records(self) -> list[dict]:
         try:
-            st = None if self._given is not None else self.path.stat()
+            st = None if self._given is not None else store_path(self.root).stat()
             stamp = ("given", len(self._given)) if st is None else (st.st_size, st.st_mtime_ns)
         except OSError:
             stamp = (None,)
@@ -482,11 +422,11 @@ class Estimator:
 
     def summary(self, configs) -> str:
         """Where the estimates come from, e.g. "estimates: 9 from finished runs, 6 timed now (4.1 s)"."""
-        counts = {s: 0 for s in SOURCES}
+        counts = {s: 0 for s in SOURCE_WORDS}
         for config in {c.key: c for c in configs}.values():
             counts[self.estimate(config).source] += 1
         parts = [f"{counts[s]} " + SOURCE_WORDS[s].format("the workers" if self.workers else "other machines")
-                 + (f" ({self.probe_seconds:.1f} s)" if s == "probe_now" else "") for s in SOURCES if counts[s]]
+                 + (f" ({self.probe_seconds:.1f} s)" if s == "probe_now" else "") for s in counts if counts[s]]
         return "estimates: " + (", ".join(parts) if parts else "none")
 
 
@@ -530,10 +470,6 @@ def estimate_seconds(config: RunConfig, estimator=None) -> float:
     return (estimator or default_estimator()).seconds(config)
 
 
-def estimate_summary(configs, estimator=None) -> str:
-    return (estimator or default_estimator()).summary(list(configs))
-
-
 def formula_seconds(config: RunConfig) -> float:
     """The last fallback: the static :data:`MEASURED` table (one machine's numbers), else a FLOP formula."""
     from .tasks.shapes import n_ctx, vocab_size
@@ -558,10 +494,7 @@ def remaining_seconds(config: RunConfig, status: str, estimator=None) -> float:
 
 def default_workers() -> int:
     """The cores this process may use: a local pool's default size."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def makespan(seconds: list[float], workers: int) -> float:

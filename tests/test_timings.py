@@ -212,7 +212,7 @@ def test_concurrent_runs_on_this_host_are_sampled(tmp_path):
                        "node2": {"host": host + "-x", "time": time.time()}}.items():
         (tmp_path / ".progress" / f"{name}.json").write_text(json.dumps(info))
     (tmp_path / ".progress" / "torn.json").write_text("{")
-    assert TM.ConcurrencySampler(tmp_path, "me").sample() == 1
+    assert TM.runs_beside(tmp_path, "me") == 1
 
 
 def test_rote_plan_says_where_its_estimates_come_from(tmp_path):
