@@ -18,7 +18,6 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
-from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
@@ -59,31 +58,6 @@ def glue_thresholds() -> None:
                  "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """The analyses' settings (the parameters cell): the judged rank and the sweep's ranks, the control draws,
-    the overlap's split-half and bootstrap draws, the examples attributed and fitted on, and the seed."""
-
-    erasure_rank: int
-    sweep_ranks: tuple[int, ...]
-    n_controls: int
-    n_matched: int
-    n_splits: int
-    n_boot: int
-    max_examples: int
-    max_fit: int
-    seed: int
-
-    def __post_init__(self):
-        object.__setattr__(self, "sweep_ranks", tuple(self.sweep_ranks))
-        for f in dataclasses.fields(self):
-            value, low = getattr(self, f.name), 0 if f.name == "seed" else 1
-            each = value if f.name == "sweep_ranks" else (value,)
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in each):
-                raise ValueError(f"{f.name} must be {'whole numbers' if each is value else 'a whole number'} >= {low}, "
-                                 f"got {value!r}")
-
-
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
     """Every unit's noisy run and its sets with the label each is scored on: ``mem`` (M), ``gen`` (C) and for
     THR ``mem_unconnected``. Seeds torch's generator first, as the analyses draw from it."""
@@ -100,7 +74,7 @@ def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
 
 
 # -- erasure -------------------------------------------------------------------------------------------
-def sites(build: Build, analysis: Analysis) -> dict:
+def sites(build: Build, analysis: Params) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
     return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
@@ -126,29 +100,27 @@ class Erasure:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
-    def at(self, u, s: str) -> SetErasure:
+    def at(self, u, s: str) -> verdicts.c3.SetErasure:
         """Set ``s`` of unit ``u`` at the judged rank (NaN where the sweep does not hold it)."""
-        return SetErasure.of(self.sweeps[u], s, self.rank)
+        return verdicts.c3.SetErasure.of(self.sweeps[u], s, self.rank)
 
 
-def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
+def erasure(build: Build, found: dict, analysis: Params) -> Erasure:
     """INLP fitted once per unit at its sites up to the largest rank, the information-matched erasures,
     and the sweep over ranks with the random control."""
     a = analysis
     ranks = sorted({0, a.erasure_rank, *a.sweep_ranks})
     fit = erasure_analysis.ErasureSettings(max_train=a.max_fit, seed=a.seed)
     sweep = patching.ErasureSweepSettings(ranks, n_controls=a.n_controls, seed=a.seed)
-    sweeps, inlp, outcomes = {}, {}, {}
+    inlp, outcomes = {}, {}
     for u, r in build.runs.items():
-        s = found[u]
-        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean,
-                                               erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"]),
-                                               max(ranks), fit)
-        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u], fit,
-                                                       n_controls=a.n_matched)
+        s, ref = found[u], r.data.train_clean
+        at = erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"])
+        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, ref, at, max(ranks), fit)
+        matched = erasure_analysis.information_matched(r.model, r.data, ref, inlp[u], fit, n_controls=a.n_matched)
         outcomes[u] = patching.erasure_outcomes(r.model, inlp[u], build.sets[u], sweep, matched=matched)
-        sweeps[u] = outcomes[u].table
-    return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units}, outcomes)
+    return Erasure(a.erasure_rank, {u: o.table for u, o in outcomes.items()}, inlp,
+                   {u: found[u]["layers"] for u in build.units}, outcomes)
 
 
 def erasure_figure(build: Build, found: dict, result: Erasure):
@@ -222,7 +194,12 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
 def _erasure_line(task: str, condition: str, members: list, sets: dict, result: Erasure, claim: ClaimResult) -> str:
     """Each set before and after INLP and both controls, the margins with how many seeds pass each check
     (by id), THR's unconnected subset and the seeds without a site."""
-    got, margin = _margins([claim.checks[u] for u in members]), T["erasure_mem_drop_over_control_min"]
+    per_seed, margin = [claim.checks[u] for u in members], T["erasure_mem_drop_over_control_min"]
+
+    def got(check_id):  # its values per seed, how many seeds pass it
+        found = checks_of(per_seed, check_id)
+        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
+
     moves = "; ".join(_set_moves(s, [result.at(u, s) for u in members]) for s in SET_NAMES if s in sets)
     (reg, reg_pass), (amd, amd_pass), (gen, gen_pass) = (got(i) for i in ("c3.erasure.random", "c3.erasure",
                                                                           "c3.erasure.gen"))
@@ -246,14 +223,6 @@ def _siteless(text: str, seeds: list) -> str:
         f"On seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} no layer carries the result at "
         f"{MIN_OVER_CHANCE:g} x chance on C: the erasure cannot run there, so its checks are unresolved on that seed "
         "(amendment 2, 8.5), not failed.")
-
-
-def _margins(per_seed: list):
-    """check id -> (its values per seed, how many seeds pass it)."""
-    def got(check_id):
-        found = checks_of(per_seed, check_id)
-        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
-    return got
 
 
 def _set_moves(s: str, e: list) -> str:
@@ -282,18 +251,16 @@ class Circuits:
         return math.nan if v is None else float(v)
 
 
-def circuits(build: Build, analysis: Analysis) -> Circuits:
+def circuits(build: Build, analysis: Params) -> Circuits:
     """Attribution patching of every head and neuron on C (true answer) and M (noisy label), both
     metrics, with split-half ceilings, bootstrap intervals and the ablation."""
-    a, out = analysis, {}
+    a = analysis
     settings = attribution.CircuitSettings(fraction=T["top_fraction"], max_examples=a.max_examples, max_fit=a.max_fit,
                                            n_controls=a.n_controls, seed=a.seed, n_splits=a.n_splits,
                                            n_boot=a.n_boot, level=T["bootstrap_level"])
-    for u, r in build.runs.items():
-        out[u] = attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
-                                      build.sets[u], settings)
-    return Circuits({u: c["scores"] for u, c in out.items()}, {u: c["overlap"] for u, c in out.items()},
-                    {u: c["ablations"] for u, c in out.items()},
+    out = {u: attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
+                                   build.sets[u], settings) for u, r in build.runs.items()}
+    return Circuits(*({u: c[key] for u, c in out.items()} for key in ("scores", "overlap", "ablations")),
                     {u: {m: v["statistics"] for m, v in c["by_metric"].items()} for u, c in out.items()})
 
 
