@@ -32,12 +32,6 @@ def n_components(model: HookedTransformer) -> tuple[int, int]:
     return s.n_layers * s.n_heads, s.n_layers * s.d_mlp
 
 
-def component_labels(model: HookedTransformer) -> list[str]:
-    s = model.shape
-    return [f"L{l}H{h}" for l in range(s.n_layers) for h in range(s.n_heads)] + \
-        [f"L{l}N{n}" for l in range(s.n_layers) for n in range(s.d_mlp)]
-
-
 def resample(reference: Examples, n: int, seed: int = 0) -> Examples:
     """``n`` examples drawn uniformly with replacement from ``reference`` (the corrupted inputs)."""
     idx = torch.randint(len(reference), (n,), generator=torch.Generator().manual_seed(seed))

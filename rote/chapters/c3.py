@@ -21,6 +21,7 @@ from ..analysis.sets import correct, memorized
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
+from ..verdicts.core import numeric
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
 
@@ -246,10 +247,6 @@ class Circuits:
         return pd.DataFrame({(label(u), k): {m: v[m] for m in ("jaccard", "random", "k_a", "k_b", "n")}
                              for u, o in self.overlaps.items() for k, v in o.items()}).T.round(3)
 
-    def stat(self, u, metric: str, key: str) -> float:
-        v = self.stats[u].get(metric, {}).get(key, math.nan)
-        return math.nan if v is None else float(v)
-
 
 def circuits(build: Build, analysis: Params) -> Circuits:
     """Attribution patching of every head and neuron on C (true answer) and M (noisy label), both
@@ -274,10 +271,10 @@ def circuits_figure(build: Build, result: Circuits):
         sc = result.scores[u]
         if not torch.isnan(sc["C"]).any() and not torch.isnan(sc["M"]).any():
             o = result.overlaps[u]["all"]
-            labels = attribution.component_labels(build.runs[u].model)
+            n_heads, n_neurons = attribution.n_components(build.runs[u].model)
             member = ["both" if c in o["top_a"] and c in o["top_b"] else "C only" if c in o["top_a"]
-                      else "M only" if c in o["top_b"] else "neither" for c in range(len(labels))]
-            kind = ["head" if "H" in name else "neuron" for name in labels]
+                      else "M only" if c in o["top_b"] else "neither" for c in range(n_heads + n_neurons)]
+            kind = ["head"] * n_heads + ["neuron"] * n_neurons
             df = pd.DataFrame({"C": sc["C"].clamp_min(1e-8), "M": sc["M"].clamp_min(1e-8), top_name: member, "kind": kind})
             sns.scatterplot(data=df, x="C", y="M", hue=top_name, style="kind", s=14, alpha=0.7, ax=ax,
                             hue_order=["both", "C only", "M only", "neither"],
@@ -409,8 +406,8 @@ def _ceiling_case(ceil: list) -> str:
 
 
 def _ceiling_line(place: str, members: list, result: Circuits) -> str:
-    def each(metric, key):
-        return [result.stat(u, metric, key) for u in members]
+    def each(metric, key):  # per seed, a statistic (NaN: not computed)
+        return [numeric(result.stats[u].get(metric, {}).get(key)) for u in members]
 
     ceil, (j, c) = each("logprob", "split_half_C"), (each("logit_diff", k) for k in ("jaccard", "split_half_C"))
     return (f"- **{place}** ({seeds_head([u.seed for u in members])}): with log-prob attribution, two halves of C "

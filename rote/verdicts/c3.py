@@ -139,20 +139,6 @@ def _stat(stats: OverlapStats | None, name: str) -> float:
     return math.nan if value is None else value
 
 
-def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | None = None,
-            erasure_layers: list | None = None) -> C3Metrics:
-    """C3's numbers from the inputs of :func:`checks`, without ``overlap_superseded`` (the checks decide
-    it) and the chapter's numbers."""
-    erasure = {s: SetErasure.of(sweep, s, rank) if s in set(sweep.set) else None for s in SETS}
-    lp, ld = (OverlapStats.of((statistics or {}).get(k)) for k in ("logprob", "logit_diff"))
-    j, rand = numeric(overlap.get("jaccard")), numeric(overlap.get("random"))
-    ceiling_ld = _stat(ld, "split_half_C")
-    return C3Metrics(rank, erasure["mem"], erasure["gen"], erasure["mem_unconnected"], overlap=j, overlap_random=rand,
-                     overlap_over_random=j / rand if rand else math.nan, overlap_lp=lp, overlap_ld=ld,
-                     overlap_ld_over_ceiling=_stat(ld, "jaccard") / ceiling_ld if ceiling_ld else math.nan,
-                     erasure_layers=None if erasure_layers is None else list(erasure_layers))
-
-
 def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: str,
            statistics: dict | None = None, erasure_layers: list | None = None) -> tuple[C3Metrics, list[Check]]:
     """C3 from the erasure sweep (a table with rows rank / method / set / accuracy, rank 0 = before, or a
@@ -164,9 +150,16 @@ def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: s
     and >= 3 x random. Amended (7.5): the same margin over the larger control. The gen check (8.6,
     ``validity``) leaves the erasure checks unresolved in the amended reading where it fails; the split-half
     ceiling (8.1, ``validity``) supersedes the registered overlap check below 0.5 by the logit-difference
-    J(M, C) >= 0.5 x J(C, C'). A missing number leaves its check unresolved with the case (8.5)."""
+    J(M, C) >= 0.5 x J(C, C'). A missing number leaves its check unresolved with the case (8.5). Returns C3's
+    numbers (the chapter adds its own) and the checks."""
     table, outcomes = (sweep, None) if isinstance(sweep, pd.DataFrame) else (sweep.table, sweep)
-    m = measure(table, rank, overlap, statistics, erasure_layers)
+    at_rank = {s: SetErasure.of(table, s, rank) if s in set(table.set) else None for s in SETS}
+    lp, ld = (OverlapStats.of((statistics or {}).get(k)) for k in ("logprob", "logit_diff"))
+    j, rand, ceiling_ld = numeric(overlap.get("jaccard")), numeric(overlap.get("random")), _stat(ld, "split_half_C")
+    m = C3Metrics(rank, at_rank["mem"], at_rank["gen"], at_rank["mem_unconnected"], overlap=j, overlap_random=rand,
+                  overlap_over_random=j / rand if rand else math.nan, overlap_lp=lp, overlap_ld=ld,
+                  overlap_ld_over_ceiling=_stat(ld, "jaccard") / ceiling_ld if ceiling_ld else math.nan,
+                  erasure_layers=None if erasure_layers is None else list(erasure_layers))
     no_site = erasure_layers is not None and not list(erasure_layers)
     erasure = _erasure_checks(table, outcomes, m, no_site, task)
     overlaps = _overlap_checks(m, overlap, statistics or {})
