@@ -55,7 +55,7 @@ def test_logit_difference_attribution_and_the_circuit_statistics(tiny_model, fda
     assert lp.shape == ld.shape == (12, sum(A.n_components(tiny_model)))
     assert not torch.allclose(lp, ld)
     torch.testing.assert_close(lp.mean(0),
-                               A.component_scores(tiny_model, C, "true_label", ref, seed=3))
+                               A.mean_importance(A.example_importance(tiny_model, C, "true_label", ref, seed=3)))
     with pytest.raises(ValueError):
         A.example_importance(tiny_model, C, "true_label", ref, metric="prob")
     # first order: patching a corrupted input equal to the clean one changes nothing

@@ -149,9 +149,10 @@ def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_da
 
 
 def test_component_scores(tiny_model, fda_data):
-    scores = A.component_scores(tiny_model, fda_data.test[:10], "label", fda_data.train_clean)
+    ref = fda_data.train_clean
+    scores = A.mean_importance(A.example_importance(tiny_model, fda_data.test[:10], "label", ref))
     assert len(scores) == sum(A.n_components(tiny_model)) == 2 * 2 + 2 * 64 and (scores >= 0).all()
-    assert torch.isnan(A.component_scores(tiny_model, fda_data.test[:0], "label", fda_data.train_clean)).all()
+    assert torch.isnan(A.mean_importance(A.example_importance(tiny_model, fda_data.test[:0], "label", ref))).all()
 
 
 def test_top_k_and_jaccard():

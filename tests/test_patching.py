@@ -116,9 +116,9 @@ def test_circuits_experiment(tiny_model, fda_data):
     settings = A.CircuitSettings(fraction=0.05, max_examples=10, max_fit=100, n_controls=2, seed=3)
     out = A.circuits(tiny_model, C, M, ref, sets, settings)
     torch.testing.assert_close(out["scores"]["C"],
-                               A.component_scores(tiny_model, C[:10], "true_label", ref, seed=3))
+                               A.mean_importance(A.example_importance(tiny_model, C[:10], "true_label", ref, seed=3)))
     torch.testing.assert_close(out["scores"]["M"],
-                               A.component_scores(tiny_model, M[:10], "label", ref, seed=4))
+                               A.mean_importance(A.example_importance(tiny_model, M[:10], "label", ref, seed=4)))
     assert out["overlap"] == A.overlap(tiny_model, out["scores"]["C"], out["scores"]["M"], 0.05)
     ab = out["ablations"]
     assert list(ab.index) == ["none", "top generalization neurons", "random neurons (matched)"]

@@ -94,16 +94,11 @@ def mean_importance(importance: torch.Tensor) -> torch.Tensor:
     return importance.mean(0) if len(importance) else torch.full(importance.shape[1:], math.nan)
 
 
-def component_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
-                     seed: int = 0, metric: str = "logprob") -> torch.Tensor:
-    """:func:`mean_importance` of :func:`example_importance`."""
-    return mean_importance(example_importance(model, examples, which, reference, seed, metric))
-
-
 def patching_scores(model: HookedTransformer, examples: Examples, which: str, reference: Examples,
                     seed: int = 0) -> torch.Tensor:
-    """Like :func:`component_scores` but with real activation patching (mean |effect| of patching each
-    component alone): the check of the first-order approximation. One forward pass per component."""
+    """The :func:`mean_importance` of :func:`example_importance` (log-prob) from real activation patching (mean
+    |effect| of patching each component alone): the check of the first-order approximation. One forward pass
+    per component."""
     if len(examples) == 0:
         return torch.full((sum(n_components(model)),), math.nan)
     return patching_effects(model, examples, which, resample(reference, len(examples), seed)).abs().mean(0)

@@ -19,7 +19,7 @@ from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
 from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
-from .probes import found_layers, group_curves
+from .probes import found_layers, group_curves, probe_training_set
 from .ranges import is_whole
 from .targets import intermediate_targets
 
@@ -73,12 +73,6 @@ def sites_from_sweep(sweep: pd.DataFrame, task: str, min_over_chance: float, cle
     return {"group": group, "targets": targets, "layers": layers, "positions": sorted({int(p) for p in own.position})}
 
 
-def _subsample(train: Examples, max_train: int, seed: int) -> Examples:
-    if len(train) > max_train:
-        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
-    return train
-
-
 def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, n_classes: list[int],
                layers: list[int], positions: list[int], rank: int, targets: tuple[str, ...],
                inlp: InlpSettings) -> Erasure:
@@ -97,7 +91,7 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites
                 settings: ErasureSettings = ErasureSettings()) -> Erasure:
     """INLP of ``rank`` directions for ``sites.targets`` (jointly) at every site, each fitted on clean
     activations there (per site: a pooled projection misses the other positions' directions)."""
-    train = _subsample(train, settings.max_train, settings.seed)
+    train = probe_training_set(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)
     labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
     return _fit_sites(model, train, labels, [tt[n].n_classes for n in sites.targets], list(sites.layers),
@@ -161,7 +155,7 @@ def information_matched(model: HookedTransformer, data: TaskData, train_examples
     if not erasure.targets:
         raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
     seed = settings.seed
-    train = _subsample(train_examples, settings.max_train, seed)
+    train = probe_training_set(train_examples, settings.max_train, seed)
     out = []
     for c in range(n_controls):
         labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed * 1_000_003 + 7919 * (c + 1))
