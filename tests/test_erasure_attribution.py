@@ -28,8 +28,12 @@ def _sites(model, data, clean, min_over_chance, max_train=300):
     return E.sites_from_sweep(sweep, data.task, min_over_chance)
 
 
+def _patched(model, edits):
+    return model.hooks(patching.edit_hooks(edits)(slice(None)))
+
+
 def _erased(model, erasure):
-    return patching.patched(model, patching.erasure_edits(model, erasure))
+    return _patched(model, patching.erasure_edits(model, erasure))
 
 
 def _planted(n=3000, d=16, seed=0):
@@ -173,7 +177,7 @@ def test_mean_ablation(tiny_model, fda_data):
     means = A.component_means(tiny_model, fda_data.train_clean[:50])
     tokens = scoring.model_inputs(ex)
     n_heads, _ = A.n_components(tiny_model)
-    with patching.patched(tiny_model, patching.component_edits(tiny_model, {1, n_heads + 3}, means)):  # L0H1, L0N3
+    with _patched(tiny_model, patching.component_edits(tiny_model, {1, n_heads + 3}, means)):  # L0H1, L0N3
         _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.attn.hook_z", "blocks.0.mlp.hook_post"])
     assert not tiny_model.has_hooks()
     torch.testing.assert_close(cache["blocks.0.attn.hook_z"][:, :, 1],

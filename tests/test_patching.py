@@ -23,6 +23,11 @@ def fda_data():
     return build_task(make_config("fda", "smoke"))
 
 
+def _patched(model, edits):
+    """``edits`` applied to every forward pass in the block."""
+    return model.hooks(P.edit_hooks(edits)(slice(None)))
+
+
 def _all_component_edits(model, source_cache):
     edits = []
     for c in range(sum(A.n_components(model))):
@@ -60,10 +65,10 @@ def test_setters_write_what_they_say(tiny_model, fda_data):
     tokens = scoring.model_inputs(ex)
     means = A.component_means(tiny_model, fda_data.train_clean[:50])
     post, z = tiny_model.hook_name("post", 0), tiny_model.hook_name("z", 0)
-    with P.patched(tiny_model, [(post, P.set_units([2, 5], means[post]))]):
+    with _patched(tiny_model, [(post, P.set_units([2, 5], means[post]))]):
         _, cache = tiny_model.run_with_cache(tokens, [post])
     torch.testing.assert_close(cache[post][:, :, [2, 5]], means[post][:, [2, 5]].expand(6, -1, -1))
-    with P.patched(tiny_model, [(z, P.set_units([1], means[z]))]):
+    with _patched(tiny_model, [(z, P.set_units([1], means[z]))]):
         _, cache = tiny_model.run_with_cache(tokens, [z])
     torch.testing.assert_close(cache[z][:, :, 1], means[z][:, 1].expand(6, -1, -1))
     positions = ex.answer_positions
@@ -71,7 +76,7 @@ def test_setters_write_what_they_say(tiny_model, fda_data):
     mask = torch.zeros(6, len(positions), 64, dtype=torch.bool)
     mask[2, 1, 7] = True
     _, before = tiny_model.run_with_cache(tokens, [post])
-    with P.patched(tiny_model, [(post, P.set_where(positions, mask, values))]):
+    with _patched(tiny_model, [(post, P.set_where(positions, mask, values))]):
         _, after = tiny_model.run_with_cache(tokens, [post])
     changed = (after[post] != before[post]).nonzero().tolist()
     assert changed == [[2, int(positions[1]), 7]] and after[post][2, positions[1], 7] == values[2, 1, 7]
@@ -93,7 +98,7 @@ def test_hooks_are_gone_after_an_exception(tiny_model, fda_data):
         P.label_probability(tiny_model, ex, "label", edits)
     assert not tiny_model.has_hooks()
     with pytest.raises(ZeroDivisionError):
-        with P.patched(tiny_model, edits[:1]):
+        with _patched(tiny_model, edits[:1]):
             assert tiny_model.has_hooks()
             1 / 0
     assert not tiny_model.has_hooks()

@@ -2,15 +2,14 @@
 
 An *edit* is ``(hook name, setter)``; a *setter* ``setter(act, rows) -> new act`` returns the activation
 that replaces ``act`` for the examples ``rows`` and never modifies ``act`` in place. :func:`edit_hooks`
-turns edits into the scorer's hooks and :func:`patched` applies them for a block; every hook is removed
-before they return, also on error. Components (heads' ``hook_z``, then neurons' ``hook_post``, layer-major)
-have one flat order, :func:`component_hooks` and :func:`component_unit`. Experiments: accuracies under
-edits, the erasure sweep (C3), patching effects, and the share of P(label) a position or an intermediate
-result carries (C4)."""
+turns edits into the scorer's hooks (``model.hooks(edit_hooks(edits)(rows))`` applies them for a block);
+every hook is removed before the scorer returns, also on error. Components (heads' ``hook_z``, then
+neurons' ``hook_post``, layer-major) have one flat order: :func:`component_hooks`, :func:`component_unit`.
+Experiments: accuracies under edits, the erasure sweep (C3), patching effects, and the share of P(label) a
+position or an intermediate result carries (C4)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -39,13 +38,6 @@ def edit_hooks(edits: Sequence[Edit]) -> Callable[[slice], list]:
         return [(name, lambda act, hook, setter=setter: setter(act, rows)) for name, setter in edits]
 
     return hooks
-
-
-@contextlib.contextmanager
-def patched(model: HookedTransformer, edits: Sequence[Edit], rows: slice = slice(None)):
-    """Apply ``edits`` to every forward pass in the block (``rows``: the examples it runs on)."""
-    with model.hooks(edit_hooks(edits)(rows)):
-        yield model
 
 
 # -- setters --------------------------------------------------------------------------------------
