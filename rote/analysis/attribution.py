@@ -22,7 +22,6 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .patching import component_edits, component_hooks, patched_accuracy, patching_effects
 
-BATCH = scoring.BATCH
 METRICS = ("logprob", "logit_diff")
 
 
@@ -58,7 +57,7 @@ def _metric(model: HookedTransformer, examples: Examples, which: str, hooks, met
 
 
 def attribution_scores(model: HookedTransformer, examples: Examples, which: str, corrupt: Examples,
-                       batch_size: int = BATCH, metric: str = "logprob") -> torch.Tensor:
+                       batch_size: int = scoring.BATCH, metric: str = "logprob") -> torch.Tensor:
     """Per-example attribution scores [N, n_components] of every head and neuron for the metric
     (``"logprob"`` or ``"logit_diff"``) of ``examples.<which>``, against ``corrupt`` (row i: the resampled
     input of example i)."""
