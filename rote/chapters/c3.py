@@ -18,6 +18,7 @@ import torch
 from .. import analysis_cache, claims, plan, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
+from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
@@ -101,9 +102,9 @@ class Erasure:
         tidy = pd.concat([sw.assign(run=label(u)) for u, sw in self.sweeps.items()])
         return tidy.pivot_table(index=["run", "set", "method"], columns="rank", values="accuracy", dropna=False).round(3)
 
-    def at(self, u, s: str) -> verdicts.c3.SetErasure:
+    def at(self, u, s: str) -> SetErasure:
         """Set ``s`` of unit ``u`` at the judged rank (NaN where the sweep does not hold it)."""
-        return verdicts.c3.SetErasure.of(self.sweeps[u], s, self.rank)
+        return SetErasure.of(self.sweeps[u], s, self.rank)
 
 
 def erasure(build: Build, found: dict, analysis: Params) -> Erasure:

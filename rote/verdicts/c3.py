@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import fmt
+from ..analysis.sweep_table import SetErasure
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, unresolved, validate
 
@@ -31,34 +32,6 @@ C3_GEN_NOT_LOWERED = ("8.6: the erasure did not lower gen on C more than its lar
                       "the rule does to memorization")
 SETS = ("mem", "gen", "mem_unconnected")  # the sets the erasure sweep may hold, in the record's order
 ABLATIONS = {"top": "top generalization neurons", "random": "random neurons (matched)"}  # ablation rows
-
-
-@dataclass(frozen=True)
-class SetErasure:
-    """One set at one rank of an erasure sweep (:func:`rote.analysis.patching.erasure_outcomes`' table, read
-    here without torch): accuracy before, after INLP and after each control (``random``, ``matched``), and
-    INLP's drop beyond the random control's, the matched one's and the larger of the two (NaN: missing)."""
-
-    before: float
-    inlp: float
-    random: float
-    matched: float
-    drop_over_control: float
-    drop_over_matched: float
-    drop_over_larger_control: float
-
-    @classmethod
-    def of(cls, sweep: pd.DataFrame, s: str, rank: int) -> "SetErasure":
-        def accuracy(method: str, r: int) -> float:  # NaN: no such row
-            hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
-            return float(hit.iloc[0]) if len(hit) else math.nan
-
-        before, inlp, rand, matched = accuracy("INLP", 0), accuracy("INLP", rank), accuracy("random", rank), \
-            accuracy("matched", rank)
-        drops = (before - rand, before - matched)
-        larger = max(drops) if not any(math.isnan(d) for d in drops) else math.nan
-        return cls(before, inlp, rand, matched, (before - inlp) - drops[0], (before - inlp) - drops[1],
-                   (before - inlp) - larger)
 
 
 @dataclass(frozen=True)
