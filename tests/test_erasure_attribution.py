@@ -20,6 +20,22 @@ def fda_data():
     return build_task(make_config("fda", "smoke"))
 
 
+def _sites(model, data, clean, min_over_chance, max_train=300):
+    """The erasure sites (8.6) from C2's probe sweep of ``model`` read on ``clean``, without the cache."""
+    sweep = probes.probe_sweep(model, data, data.train_clean, {"C": clean},
+                               probes.ProbeTargets(positions=targets.probe_positions(data.task)),
+                               probes.ProbeSettings(max_train=max_train, seed=0))
+    return E.sites_from_sweep(sweep, data.task, min_over_chance)
+
+
+def _patched(model, edits):
+    return model.hooks(patching.edit_hooks(edits)(slice(None)))
+
+
+def _erased(model, erasure):
+    return _patched(model, patching.erasure_edits(model, erasure))
+
+
 def _planted(n=3000, d=16, seed=0):
     g = torch.Generator().manual_seed(seed)
     u = torch.randn(d, generator=g)
@@ -77,7 +93,7 @@ def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_
     assert erasure.rank == 3 and erasure.layers == [1] and erasure.positions == [9, 10]
     torch.testing.assert_close(erasure.projection(1, 9), P, atol=1e-5, rtol=0)
     _, clean = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
-    with E.erased(tiny_model, erasure):
+    with _erased(tiny_model, erasure):
         assert tiny_model.has_hooks()
         _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
     assert not tiny_model.has_hooks()
@@ -85,7 +101,7 @@ def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_
     torch.testing.assert_close(got[:, [9, 10]], mean + (x[:, [9, 10]] - mean) @ P)
     torch.testing.assert_close(got[:, :9], x[:, :9])
     with pytest.raises(RuntimeError):
-        with E.erased(tiny_model, erasure):
+        with _erased(tiny_model, erasure):
             raise RuntimeError("boom")
     assert not tiny_model.has_hooks()
 
@@ -100,21 +116,21 @@ def test_fit_erasure_on_model(tiny_model, fda_data):
     ctrl = inlp.random_erasure(er, seed=1)
     assert ctrl.rank == 4 and ctrl.positions == [9, 10]
     sets = {"test": (fda_data.test, "true_label"), "none": (fda_data.test[:0], "label")}
-    acc = patching.erasure_accuracy(tiny_model, sets, er)
+    acc = patching.patched_accuracy(tiny_model, sets, patching.erasure_edits(tiny_model, er))
     assert 0 <= acc["test"] <= 1 and math.isnan(acc["none"])
-    sweep = patching.erasure_sweep(tiny_model, er, sets, patching.ErasureSweepSettings(ranks=[0, 2, 4], n_controls=2))
+    settings = patching.ErasureSweepSettings(ranks=[0, 2, 4], n_controls=2)
+    sweep = patching.erasure_outcomes(tiny_model, er, sets, settings).table
     assert len(sweep) == 3 * 2 * 2 and set(sweep.method) == {"INLP", "random"}
     assert not tiny_model.has_hooks()
 
 
 def test_erasure_sites_follow_the_probe_threshold(tiny_model, fda_data):
-    everywhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
-                                 E.SiteSettings(0.0, max_train=300, seed=0))
+    everywhere = _sites(tiny_model, fda_data, fda_data.test, 0.0)
     assert everywhere["group"] == "carries" and everywhere["targets"] == [f"carry_{i}" for i in range(4)]
-    assert everywhere["positions"] == E.target_positions(fda_data, everywhere["targets"])
+    expected = targets.intermediate_targets(fda_data.test[:1], fda_data)
+    assert everywhere["positions"] == sorted({expected[n].position for n in everywhere["targets"]})
     assert everywhere["layers"] == [1, 2]  # 8.6: every layer C2 reads after the embeddings (0), the last (2) included
-    nowhere = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
-                              E.SiteSettings(1e9, max_train=300, seed=0))
+    nowhere = _sites(tiny_model, fda_data, fda_data.test, 1e9)
     assert nowhere["layers"] == [] and nowhere["positions"] == everywhere["positions"]
 
 
@@ -126,7 +142,7 @@ def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_da
     cor = A.resample(fda_data.train_clean, len(ex), seed=1)
     n_heads, n_neurons = A.n_components(tiny_model)
     components = list(range(n_heads)) + list(range(n_heads, n_heads + n_neurons, 3))
-    approx = A.flatten(A.attribution_scores(tiny_model, ex, "label", cor, batch_size=5))
+    approx = A.attribution_scores(tiny_model, ex, "label", cor, batch_size=5)
     assert approx.shape == (12, n_heads + n_neurons)
     approx = approx[:, components]
     actual = patching.patching_effects(tiny_model, ex, "label", cor, components)
@@ -136,12 +152,11 @@ def test_attribution_patching_agrees_with_activation_patching(tiny_model, fda_da
     assert not tiny_model.has_hooks()
 
 
-def test_component_scores_and_labels(tiny_model, fda_data):
-    scores = A.component_scores(tiny_model, fda_data.test[:10], "label", fda_data.train_clean)
-    labels = A.component_labels(tiny_model)
-    assert len(scores) == len(labels) == 2 * 2 + 2 * 64 and (scores >= 0).all()
-    assert labels[0] == "L0H0" and labels[4] == "L0N0"
-    assert torch.isnan(A.component_scores(tiny_model, fda_data.test[:0], "label", fda_data.train_clean)).all()
+def test_component_scores(tiny_model, fda_data):
+    ref = fda_data.train_clean
+    scores = A.mean_importance(A.example_importance(tiny_model, fda_data.test[:10], "label", ref))
+    assert len(scores) == sum(A.n_components(tiny_model)) == 2 * 2 + 2 * 64 and (scores >= 0).all()
+    assert torch.isnan(A.mean_importance(A.example_importance(tiny_model, fda_data.test[:0], "label", ref))).all()
 
 
 def test_top_k_and_jaccard():
@@ -162,14 +177,13 @@ def test_mean_ablation(tiny_model, fda_data):
     means = A.component_means(tiny_model, fda_data.train_clean[:50])
     tokens = scoring.model_inputs(ex)
     n_heads, _ = A.n_components(tiny_model)
-    with A.ablated(tiny_model, {1, n_heads + 3}, means):  # head L0H1 and neuron L0N3
+    with _patched(tiny_model, patching.component_edits(tiny_model, {1, n_heads + 3}, means)):  # L0H1, L0N3
         _, cache = tiny_model.run_with_cache(tokens, ["blocks.0.attn.hook_z", "blocks.0.mlp.hook_post"])
     assert not tiny_model.has_hooks()
     torch.testing.assert_close(cache["blocks.0.attn.hook_z"][:, :, 1],
                                means["blocks.0.attn.hook_z"][:, 1].expand(6, -1, -1))
     torch.testing.assert_close(cache["blocks.0.mlp.hook_post"][:, :, 3],
                                means["blocks.0.mlp.hook_post"][:, 3].expand(6, -1))
-    assert len(A.random_components(tiny_model, 7, exclude={0, 1})) == 7
 
 
 def test_overlap_and_matched_random_control(tiny_model):
@@ -223,7 +237,7 @@ def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
         return targets.intermediate_targets(ex, data)["carry_0"].labels
 
     def probe_accuracy(erasure=None):
-        with E.erased(tiny_model, erasure) if erasure is not None else contextlib.nullcontext():
+        with _erased(tiny_model, erasure) if erasure is not None else contextlib.nullcontext():
             acts = [lens.residual_stack(tiny_model, scoring.model_inputs(ex), positions=[12])[1:2, :, 0]
                     for ex in (train, test)]
         fitted = probes.fit_probes(acts[0], carry(train), 2)
@@ -238,13 +252,14 @@ def test_rank_zero_erases_nothing_and_an_erased_carry_is_unreadable(tiny_model):
         after, _ = probe_accuracy(er)
         none, acts_rank0 = probe_accuracy(er.truncate(0))
         sets = {"test": (test[:100], "true_label")}
-        sweep = patching.erasure_sweep(tiny_model, er, sets, patching.ErasureSweepSettings(ranks=[0, 3], n_controls=2))
-        unerased = patching.erasure_accuracy(tiny_model, sets)["test"]
+        sweep = patching.erasure_outcomes(tiny_model, er, sets,
+                                          patching.ErasureSweepSettings(ranks=[0, 3], n_controls=2))
+        unerased = patching.patched_accuracy(tiny_model, sets)["test"]
     assert not tiny_model.has_hooks()
     chance = probes.chance_accuracy(carry(test))
     assert before > 0.95 and after < chance + 0.05
     assert torch.equal(acts_rank0, acts) and none == before  # rank 0: exactly no erasure
-    at0 = sweep[sweep["rank"] == 0]
+    at0 = sweep.table[sweep.table["rank"] == 0]
     assert set(at0.method) == {"INLP", "random"} and (at0.accuracy == unerased).all()
 
 
@@ -256,8 +271,7 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
     from rote import verdicts
     from rote.analysis import neurons
 
-    found = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, fda_data.test, "fda",
-                            E.SiteSettings(1e9, max_train=300))
+    found = _sites(tiny_model, fda_data, fda_data.test, 1e9)
     assert found["layers"] == []
     fit = E.ErasureSettings(max_train=300, seed=0)
     fitted = E.fit_erasure(tiny_model, fda_data, fda_data.train_clean,
@@ -266,8 +280,8 @@ def test_a_run_without_an_erasure_site_leaves_the_intervention_unresolved_end_to
     matched = E.information_matched(tiny_model, fda_data, fda_data.train_clean, fitted, fit, n_controls=2)
     assert matched is None
     sets = {"mem": (fda_data.train_noisy[:40], "label"), "gen": (fda_data.test[:40], "true_label")}
-    sweep = patching.erasure_sweep(tiny_model, fitted, sets, patching.ErasureSweepSettings(ranks=[0, 4], n_controls=2),
-                                   matched=matched)
+    settings = patching.ErasureSweepSettings(ranks=[0, 4], n_controls=2)
+    sweep = patching.erasure_outcomes(tiny_model, fitted, sets, settings, matched=matched).table
     assert set(sweep.method) == {"INLP", "random"}  # no NaN "matched" rows
     assert sweep[sweep["rank"] == 4].accuracy.isna().all()
     _, checks = verdicts.c3.checks(sweep, 4, {"jaccard": 0.6, "random": 0.03}, "fda", erasure_layers=found["layers"])
@@ -298,8 +312,8 @@ def _greedy(model, ex):
 
 
 def test_erasure_outcomes_keep_each_examples_outcome_behind_the_sweep(tiny_model, fda_data):
-    """Section 11: the sweep keeps each example's outcome (nothing scored twice): the table is
-    erasure_sweep's, each accuracy the mean of its outcomes, INLP's outcomes those of the erasure by hand."""
+    """Section 11: the sweep keeps each example's outcome (nothing scored twice): each accuracy of the table
+    is the mean of its outcomes, INLP's outcomes those of the erasure by hand."""
     import numpy as np
 
     ex = _greedy(tiny_model, fda_data.test[:80])
@@ -309,7 +323,7 @@ def test_erasure_outcomes_keep_each_examples_outcome_behind_the_sweep(tiny_model
     settings = patching.ErasureSweepSettings(ranks=[0, 2, 4, 8], n_controls=2)
     matched = [inlp.random_erasure(er, seed=7)]
     swept = patching.erasure_outcomes(tiny_model, er, sets, settings, matched=matched)
-    pd.testing.assert_frame_equal(swept.table, patching.erasure_sweep(tiny_model, er, sets, settings, matched=matched))
+    assert list(swept.table.columns) == ["rank", "method", "set", "accuracy"] and len(swept.table) == 4 * 3 * 2
     assert (swept.correct[(0, "INLP", "mem")] == 1).all()
     for (rank, method, s), outcome in swept.correct.items():
         row = swept.table[(swept.table["rank"] == rank) & (swept.table.method == method) & (swept.table.set == s)]

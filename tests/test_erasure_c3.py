@@ -5,6 +5,7 @@ import torch
 
 from rote.analysis import erasure as E
 from rote.analysis import inlp, patching
+from rote.analysis.targets import intermediate_targets
 from rote.config import make_config
 from rote.model import HookedTransformer, ModelShape
 from rote.tasks import build_task
@@ -67,7 +68,7 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     data = fda_data if task == "fda" else thr_data
     model = _model(len(data.vocab), data.train.sequences("label").shape[1])
     targets = ["carry_0", "carry_1"] if task == "fda" else ["bridge"]
-    positions = E.target_positions(data, targets)
+    positions = sorted({t.position for name, t in intermediate_targets(data.test[:1], data).items() if name in targets})
     fit = E.ErasureSettings(max_train=300, seed=0)
     er = E.fit_erasure(model, data, data.train_clean, E.ErasureSites(targets, layers=[1, 2], positions=positions), 3,
                        fit)
@@ -87,15 +88,16 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     assert overlap(controls[0].bases[site], er.bases[site]) < 0.99
     # usable wherever random controls are: in the sweep, as method "matched"
     sets = {"test": (data.test, "true_label")}
-    sweep = patching.erasure_sweep(model, er, sets, patching.ErasureSweepSettings(ranks=[0, 2], n_controls=1),
-                                   matched=controls)
+    sweep = patching.erasure_outcomes(model, er, sets, patching.ErasureSweepSettings(ranks=[0, 2], n_controls=1),
+                                      matched=controls).table
     assert set(sweep.method) == {"INLP", "random", "matched"} and len(sweep) == 2 * 3
     row = sweep[(sweep.method == "matched") & (sweep["rank"] == 2)].accuracy.iloc[0]
-    by_hand = sum(patching.erasure_accuracy(model, sets, c.truncate(2))["test"] for c in controls) / 2
+    by_hand = sum(patching.patched_accuracy(model, sets, patching.erasure_edits(model, c.truncate(2)))["test"]
+                  for c in controls) / 2
     assert row == pytest.approx(by_hand)
     assert not model.has_hooks()
     one_rank = patching.ErasureSweepSettings(ranks=[2], n_controls=1)
-    assert patching.erasure_sweep(model, er, sets, one_rank).method.nunique() == 2  # no matched rows
+    assert patching.erasure_outcomes(model, er, sets, one_rank).table.method.nunique() == 2  # no matched rows
 
 
 def test_information_matched_needs_targets(fda_data):
@@ -171,14 +173,11 @@ def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_
 def test_erasure_settings_keep_the_defaults_and_refuse_out_of_range_values():
     fit = E.ErasureSettings()
     assert (fit.max_train, fit.seed, fit.inlp) == (2000, 0, inlp.InlpSettings(None, 1e-3, 50))
-    # 8.6: the sites are C2's probe results, so their probes are fitted as C2's (3,000 examples, seed 0)
-    assert E.SiteSettings(5.0) == E.SiteSettings(5.0, max_train=3000, seed=0)
     assert patching.ErasureSweepSettings([0, 4, 2]) == patching.ErasureSweepSettings((0, 4, 2), n_controls=3, seed=0)
     assert E.ErasureSites(["carry_0"], [1], []).layers == (1,)
     bad = [(inlp.InlpSettings, dict(per_iteration=0)), (inlp.InlpSettings, dict(weight_decay=-1.0)),
            (inlp.InlpSettings, dict(max_iter=0)), (E.ErasureSettings, dict(max_train=0)),
            (E.ErasureSettings, dict(seed=-1)), (E.ErasureSettings, dict(inlp=None)),
-           (E.SiteSettings, dict(min_over_chance=-1.0)), (E.SiteSettings, dict(min_over_chance=1.0, max_train=0)),
            (E.ErasureSites, dict(targets=[], layers=[1], positions=[9])),
            (E.ErasureSites, dict(targets=["carry_0"], layers=[-1], positions=[9])),
            (patching.ErasureSweepSettings, dict(ranks=[-1])),

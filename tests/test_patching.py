@@ -12,7 +12,8 @@ from rote.analysis import attribution as A
 from rote.analysis import erasure as E
 from rote.analysis import inlp
 from rote.analysis import patching as P
-from rote.analysis.probes import ProbeSettings
+from rote.analysis.probes import ProbeSettings, ProbeTargets, probe_sweep
+from rote.analysis.targets import probe_positions
 from rote.config import make_config
 from rote.tasks import build_task
 
@@ -22,11 +23,16 @@ def fda_data():
     return build_task(make_config("fda", "smoke"))
 
 
+def _patched(model, edits):
+    """``edits`` applied to every forward pass in the block."""
+    return model.hooks(P.edit_hooks(edits)(slice(None)))
+
+
 def _all_component_edits(model, source_cache):
     edits = []
     for c in range(sum(A.n_components(model))):
-        name, index = P.component_site(model, c)
-        edits.append((name, P.set_from(source_cache[name], index)))
+        name, unit = P.component_unit(model, c)
+        edits.append((name, P.set_from(source_cache[name], (slice(None), slice(None), unit))))
     return edits
 
 
@@ -46,7 +52,7 @@ def test_patching_the_clean_activations_themselves_changes_nothing(tiny_model, f
     embed = [(tiny_model.hook_name("embed"), P.set_token_embedding(tiny_model, 3, ex.prompt[:, 3]))]
     torch.testing.assert_close(scoring.answer_logits(tiny_model, ex, hooks=P.edit_hooks(embed)), clean, atol=0, rtol=0)
     nothing = inlp.Erasure({(1, 9): torch.zeros(16, 0)}, {(1, 9): torch.zeros(16)})  # rank 0
-    assert P.erasure_accuracy(tiny_model, {"t": (ex, "true_label")}, nothing) == \
+    assert P.patched_accuracy(tiny_model, {"t": (ex, "true_label")}, P.erasure_edits(tiny_model, nothing)) == \
         {"t": scoring.accuracy(tiny_model, ex, "true_label")}
     # activation patching against the examples themselves: no effect anywhere
     effects = P.patching_effects(tiny_model, ex, "label", ex, components=[0, 3, 4, 70, 131])
@@ -59,10 +65,10 @@ def test_setters_write_what_they_say(tiny_model, fda_data):
     tokens = scoring.model_inputs(ex)
     means = A.component_means(tiny_model, fda_data.train_clean[:50])
     post, z = tiny_model.hook_name("post", 0), tiny_model.hook_name("z", 0)
-    with P.patched(tiny_model, [(post, P.set_units([2, 5], means[post]))]):
+    with _patched(tiny_model, [(post, P.set_units([2, 5], means[post]))]):
         _, cache = tiny_model.run_with_cache(tokens, [post])
     torch.testing.assert_close(cache[post][:, :, [2, 5]], means[post][:, [2, 5]].expand(6, -1, -1))
-    with P.patched(tiny_model, [(z, P.set_units([1], means[z]))]):
+    with _patched(tiny_model, [(z, P.set_units([1], means[z]))]):
         _, cache = tiny_model.run_with_cache(tokens, [z])
     torch.testing.assert_close(cache[z][:, :, 1], means[z][:, 1].expand(6, -1, -1))
     positions = ex.answer_positions
@@ -70,7 +76,7 @@ def test_setters_write_what_they_say(tiny_model, fda_data):
     mask = torch.zeros(6, len(positions), 64, dtype=torch.bool)
     mask[2, 1, 7] = True
     _, before = tiny_model.run_with_cache(tokens, [post])
-    with P.patched(tiny_model, [(post, P.set_where(positions, mask, values))]):
+    with _patched(tiny_model, [(post, P.set_where(positions, mask, values))]):
         _, after = tiny_model.run_with_cache(tokens, [post])
     changed = (after[post] != before[post]).nonzero().tolist()
     assert changed == [[2, int(positions[1]), 7]] and after[post][2, positions[1], 7] == values[2, 1, 7]
@@ -92,7 +98,7 @@ def test_hooks_are_gone_after_an_exception(tiny_model, fda_data):
         P.label_probability(tiny_model, ex, "label", edits)
     assert not tiny_model.has_hooks()
     with pytest.raises(ZeroDivisionError):
-        with P.patched(tiny_model, edits[:1]):
+        with _patched(tiny_model, edits[:1]):
             assert tiny_model.has_hooks()
             1 / 0
     assert not tiny_model.has_hooks()
@@ -115,9 +121,9 @@ def test_circuits_experiment(tiny_model, fda_data):
     settings = A.CircuitSettings(fraction=0.05, max_examples=10, max_fit=100, n_controls=2, seed=3)
     out = A.circuits(tiny_model, C, M, ref, sets, settings)
     torch.testing.assert_close(out["scores"]["C"],
-                               A.component_scores(tiny_model, C[:10], "true_label", ref, A.AttributionSettings(seed=3)))
+                               A.mean_importance(A.example_importance(tiny_model, C[:10], "true_label", ref, seed=3)))
     torch.testing.assert_close(out["scores"]["M"],
-                               A.component_scores(tiny_model, M[:10], "label", ref, A.AttributionSettings(seed=4)))
+                               A.mean_importance(A.example_importance(tiny_model, M[:10], "label", ref, seed=4)))
     assert out["overlap"] == A.overlap(tiny_model, out["scores"]["C"], out["scores"]["M"], 0.05)
     ab = out["ablations"]
     assert list(ab.index) == ["none", "top generalization neurons", "random neurons (matched)"]
@@ -125,19 +131,21 @@ def test_circuits_experiment(tiny_model, fda_data):
     assert ab.loc["none", "gen"] == scoring.accuracy(tiny_model, C, "true_label")
     means = A.component_means(tiny_model, ref[:100])
     top = out["overlap"]["neurons"]["top_a"]
-    assert ab.loc["top generalization neurons"].to_dict() == P.ablation_accuracy(tiny_model, sets, top, means)
+    assert ab.loc["top generalization neurons"].to_dict() == \
+        P.patched_accuracy(tiny_model, sets, P.component_edits(tiny_model, top, means))
     assert not tiny_model.has_hooks()
 
 
 def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data, tmp_path, monkeypatch):
-    """8.6: the sites come from C2's probe sweep of the run, cached once; the uncached path (C2's sweep
-    read on C alone) gives the same sites."""
+    """8.6: the sites come from C2's probe sweep of the run, cached once; C2's sweep read on C alone, without
+    the cache, gives the same sites."""
     run = SimpleNamespace(config=SimpleNamespace(task="fda", key="0123abcd"), model=tiny_model, data=fda_data)
     kw = dict(min_over_chance=0.0, settings=ProbeSettings(max_train=200, seed=0))
     sites = analysis_cache.erasure_sites_cached(run, root=tmp_path, **kw)
     from rote.analysis.sets import correct
-    expected = E.erasure_sites(tiny_model, fda_data, fda_data.train_clean, correct(tiny_model, fda_data.test), "fda",
-                               E.SiteSettings(0.0, max_train=200, seed=0))
+    sweep = probe_sweep(tiny_model, fda_data, fda_data.train_clean, {"C": correct(tiny_model, fda_data.test)},
+                        ProbeTargets(positions=probe_positions("fda")), ProbeSettings(max_train=200, seed=0))
+    expected = E.sites_from_sweep(sweep, "fda", 0.0)
     assert sites == expected
     files = list(tmp_path.rglob("*"))
     stored = [f for f in files if f.is_file()]

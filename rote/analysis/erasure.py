@@ -2,15 +2,16 @@
 
 INLP (:mod:`rote.analysis.inlp`) is fitted per site (layer, position), as the same result is stored in
 different directions at different positions, and applied mean-preserving, x -> mu + (x - mu) P with mu
-the clean mean there (the random control too). The sites are where C2's probes read the result on C at
-the required multiple of chance (8.6: :func:`sites_from_sweep`, from C2's cached sweep). Controls of the
-same rank at the same sites: random subspaces and :func:`information_matched` (7.5)."""
+the clean mean there (the random control too; :func:`rote.analysis.patching.erasure_edits`). The sites
+are where C2's probes read the result on C at the required multiple of chance (8.6:
+:func:`sites_from_sweep`, from C2's cached sweep). Controls of the same rank at the same sites: random
+subspaces and :func:`information_matched` (7.5)."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 
 from ..model import HookedTransformer
@@ -18,35 +19,12 @@ from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
 from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
-from .patching import erasure_edits, patched
-import pandas as pd
+from .probes import found_layers, group_curves, probe_training_set
+from .ranges import is_whole
+from .targets import intermediate_targets
 
-from .probes import ProbeSettings, ProbeTargets, found_layers, group_curves, probe_sweep
-from .ranges import is_finite_at_least, is_whole
-from .targets import intermediate_targets, probe_positions
-
-
-def _check_draw(owner: str, max_train, seed) -> None:
-    """The training draw of ``owner``: up to ``max_train`` (>= 1) examples drawn with ``seed`` (>= 0)."""
-    if not (is_whole(max_train) and max_train >= 1):
-        raise ValueError(f"{owner}.max_train must be an int >= 1, got {max_train!r}")
-    if not (is_whole(seed) and seed >= 0):
-        raise ValueError(f"{owner}.seed must be an int >= 0, got {seed!r}")
-
-
-@dataclass(frozen=True)
-class SiteSettings:
-    """How :func:`erasure_sites` finds the sites: ``min_over_chance`` and the probes' training draw (C2's)."""
-
-    min_over_chance: float
-    max_train: int = ProbeSettings().max_train
-    seed: int = ProbeSettings().seed
-
-    def __post_init__(self):
-        m = self.min_over_chance
-        if not (is_finite_at_least(m)):
-            raise ValueError(f"SiteSettings.min_over_chance must be a finite number >= 0, got {m!r}")
-        _check_draw("SiteSettings", self.max_train, self.seed)
+# what C3 erases (section 5), per task: the result's headline group and the targets INLP is fitted to
+ERASURE_TARGETS = {"fda": ("carries", [f"carry_{i}" for i in range(4)]), "thr": ("bridge", ["bridge"])}
 
 
 @dataclass(frozen=True)
@@ -62,8 +40,7 @@ class ErasureSites:
             raise ValueError(f"ErasureSites.targets must be a non-empty list of target names, got {self.targets!r}")
         for name in ("targets", "layers", "positions"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        for name in ("layers", "positions"):
-            if not all(is_whole(v) and v >= 0 for v in getattr(self, name)):
+            if name != "targets" and not all(is_whole(v) and v >= 0 for v in getattr(self, name)):
                 raise ValueError(f"ErasureSites.{name} must be ints >= 0, got {getattr(self, name)!r}")
 
 
@@ -77,56 +54,23 @@ class ErasureSettings:
     inlp: InlpSettings = InlpSettings()
 
     def __post_init__(self):
-        _check_draw("ErasureSettings", self.max_train, self.seed)
+        for name, low in (("max_train", 1), ("seed", 0)):
+            if not (is_whole(getattr(self, name)) and getattr(self, name) >= low):
+                raise ValueError(f"ErasureSettings.{name} must be an int >= {low}, got {getattr(self, name)!r}")
         if not isinstance(self.inlp, InlpSettings):
             raise ValueError(f"ErasureSettings.inlp must be an InlpSettings, got {self.inlp!r}")
 
 
-@contextlib.contextmanager
-def erased(model: HookedTransformer, erasure: Erasure):
-    """Apply ``erasure`` for the duration of the block (hooks removed on exit, also on error)."""
-    with patched(model, erasure_edits(model, erasure)):
-        yield model
-
-
-def erasure_targets(task: str) -> tuple[str, list[str]]:
-    """What C3 erases (section 5): the result's headline group and the targets INLP is fitted to (FDA: the
-    four carries; THR: the bridge entity)."""
-    if task == "fda":
-        return "carries", [f"carry_{i}" for i in range(4)]
-    if task == "thr":
-        return "bridge", ["bridge"]
-    raise ValueError(f"unknown task {task!r}")
-
-
-def target_positions(data: TaskData, targets: list[str]) -> list[int]:
-    """The positions where the named targets are expected (their own positions)."""
-    tt = intermediate_targets(data.test[:1], data)
-    return sorted({tt[n].position for n in targets})
-
-
-def erasure_sites(model: HookedTransformer, data: TaskData, train: Examples, clean: Examples, task: str,
-                  settings: SiteSettings) -> dict:
-    """Where C3 erases (section 5, 8.6), without the cache: C2's probe sweep read on ``clean`` and
-    :func:`sites_from_sweep` of it (the chapters take the same sites from the cached sweep)."""
-    sweep = probe_sweep(model, data, train, {"C": clean}, ProbeTargets(positions=probe_positions(data.task)),
-                        ProbeSettings(max_train=settings.max_train, seed=settings.seed))
-    return sites_from_sweep(sweep, task, settings.min_over_chance)
-
-
 def sites_from_sweep(sweep: pd.DataFrame, task: str, min_over_chance: float, clean: str = "C") -> dict:
     """The erasure sites C2's probe sweep gives (8.6): {"group", "targets", "layers" (1..L where the probe
-    reads the result on ``clean`` at ``min_over_chance`` x chance; none: no site, 8.5), "positions"}."""
-    group, targets = erasure_targets(task)
+    reads the result on ``clean`` at ``min_over_chance`` x chance; none: no site, 8.5), "positions" (where
+    the targets are expected)}."""
+    if task not in ERASURE_TARGETS:
+        raise ValueError(f"unknown task {task!r}")
+    group, targets = ERASURE_TARGETS[task]
     layers = found_layers(group_curves(sweep, task, {group: [group]}), group, min_over_chance, clean)
     own = sweep[sweep.target.isin(targets) & sweep.own]
     return {"group": group, "targets": targets, "layers": layers, "positions": sorted({int(p) for p in own.position})}
-
-
-def _subsample(train: Examples, max_train: int, seed: int) -> Examples:
-    if len(train) > max_train:
-        train = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))[:max_train]]
-    return train
 
 
 def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, n_classes: list[int],
@@ -147,16 +91,14 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites
                 settings: ErasureSettings = ErasureSettings()) -> Erasure:
     """INLP of ``rank`` directions for ``sites.targets`` (jointly) at every site, each fitted on clean
     activations there (per site: a pooled projection misses the other positions' directions)."""
-    train = _subsample(train, settings.max_train, settings.seed)
+    train = probe_training_set(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)
     labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
-    n_classes = [tt[n].n_classes for n in sites.targets]
-    return _fit_sites(model, train, labels, n_classes, list(sites.layers), list(sites.positions), rank,
-                      sites.targets, settings.inlp)
+    return _fit_sites(model, train, labels, [tt[n].n_classes for n in sites.targets], list(sites.layers),
+                      list(sites.positions), rank, sites.targets, settings.inlp)
 
 
 # --- the information-matched control (protocol section 7.5) -------------------------------------
-
 def input_key(examples: Examples, data: TaskData, target: str) -> tuple[torch.Tensor, int]:
     """The part of the input a target is a function of, one key per example, and the number of keys (THR
     bridge: h * n_relations + r1; FDA carry_i: 10 a_i + b_i)."""
@@ -193,9 +135,8 @@ def matched_labels(examples: Examples, data: TaskData, targets: tuple[str, ...] 
     g = torch.Generator().manual_seed(seed)
     cols, n_classes = [], []
     for t in targets:
-        key, _ = input_key(examples, data, t)
         table, n = random_relabeling(data, t, g)
-        labels = table[key]
+        labels = table[input_key(examples, data, t)[0]]
         if (labels < 0).any():
             raise ValueError(f"examples with an input key outside the graph for target {t!r}")
         cols.append(labels)
@@ -214,13 +155,12 @@ def information_matched(model: HookedTransformer, data: TaskData, train_examples
     if not erasure.targets:
         raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
     seed = settings.seed
-    train = _subsample(train_examples, settings.max_train, seed)
-    layers, positions = erasure.layers, erasure.positions
+    train = probe_training_set(train_examples, settings.max_train, seed)
     out = []
     for c in range(n_controls):
         labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed * 1_000_003 + 7919 * (c + 1))
-        fitted = _fit_sites(model, train, labels, n_classes, layers, positions, erasure.rank, erasure.targets,
-                            settings.inlp)
+        fitted = _fit_sites(model, train, labels, n_classes, erasure.layers, erasure.positions, erasure.rank,
+                            erasure.targets, settings.inlp)
         # only the treatment's sites (its layers x positions grid is what _fit_sites covers)
         out.append(Erasure({s: fitted.bases[s] for s in erasure.bases}, {s: fitted.means[s] for s in erasure.bases},
                            erasure.targets))

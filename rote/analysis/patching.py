@@ -2,15 +2,14 @@
 
 An *edit* is ``(hook name, setter)``; a *setter* ``setter(act, rows) -> new act`` returns the activation
 that replaces ``act`` for the examples ``rows`` and never modifies ``act`` in place. :func:`edit_hooks`
-turns edits into the scorer's hooks and :func:`patched` applies them for a block; every hook is removed
-before they return, also on error. Setters: :func:`set_units` (mean ablation), :func:`set_where`,
-:func:`set_from` (activation patching), :func:`project_out` (INLP erasure), :func:`set_token_embedding`
-(resample ablation). Experiments: accuracies under edits, the erasure sweep (C3), patching effects, and
-the share of P(label) a position or an intermediate result carries (C4)."""
+turns edits into the scorer's hooks (``model.hooks(edit_hooks(edits)(rows))`` applies them for a block);
+every hook is removed before the scorer returns, also on error. Components (heads' ``hook_z``, then
+neurons' ``hook_post``, layer-major) have one flat order: :func:`component_hooks`, :func:`component_unit`.
+Experiments: accuracies under edits, the erasure sweep (C3), patching effects, and the share of P(label) a
+position or an intermediate result carries (C4)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -39,13 +38,6 @@ def edit_hooks(edits: Sequence[Edit]) -> Callable[[slice], list]:
         return [(name, lambda act, hook, setter=setter: setter(act, rows)) for name, setter in edits]
 
     return hooks
-
-
-@contextlib.contextmanager
-def patched(model: HookedTransformer, edits: Sequence[Edit], rows: slice = slice(None)):
-    """Apply ``edits`` to every forward pass in the block (``rows``: the examples it runs on)."""
-    with model.hooks(edit_hooks(edits)(rows)):
-        yield model
 
 
 # -- setters --------------------------------------------------------------------------------------
@@ -112,27 +104,33 @@ def set_token_embedding(model: HookedTransformer, position: int, tokens: torch.T
 
 
 # -- edits of the book's interventions ----------------------------------------------------------
+def component_hooks(model: HookedTransformer) -> list[str]:
+    """The hook points of the components: every head output, then every neuron, layer-major."""
+    return [model.hook_name(kind, l) for kind in ("z", "post") for l in range(model.shape.n_layers)]
+
+
+def component_unit(model: HookedTransformer, c: int) -> tuple[str, int]:
+    """Hook name and unit (head or neuron, the activation's last dimension) of component ``c`` (flat index)."""
+    s = model.shape
+    n_heads = s.n_layers * s.n_heads
+    if c < n_heads:
+        return model.hook_name("z", c // s.n_heads), c % s.n_heads
+    return model.hook_name("post", (c - n_heads) // s.d_mlp), (c - n_heads) % s.d_mlp
+
+
 def erasure_edits(model: HookedTransformer, erasure: Erasure) -> list[Edit]:
     """An INLP (or random-subspace) erasure at its sites, one edit per layer."""
-    edits = []
-    for layer in erasure.layers:
-        sites = {p: (Q, erasure.means[layer, p]) for (l, p), Q in erasure.bases.items() if l == layer}
-        edits.append((layer_hook_name(layer), project_out(sites)))
-    return edits
+    return [(layer_hook_name(layer), project_out({p: (Q, erasure.means[layer, p])
+                                                  for (l, p), Q in erasure.bases.items() if l == layer}))
+            for layer in erasure.layers]
 
 
 def component_edits(model: HookedTransformer, components: Iterable[int], means: dict[str, torch.Tensor]) -> list[Edit]:
-    """Mean ablation of components (flat indices: every head, then every neuron, layer-major; see
-    :mod:`rote.analysis.attribution`) to ``means`` ({hook name: [P, ...]}), at every position."""
-    s = model.shape
-    n_heads = s.n_layers * s.n_heads
+    """Mean ablation of components (flat indices) to ``means`` ({hook name: [P, ...]}), at every position."""
     per_hook: dict[str, list[int]] = {}
     for c in sorted(components):
-        if c < n_heads:
-            per_hook.setdefault(model.hook_name("z", c // s.n_heads), []).append(c % s.n_heads)
-        else:
-            c -= n_heads
-            per_hook.setdefault(model.hook_name("post", c // s.d_mlp), []).append(c % s.d_mlp)
+        name, unit = component_unit(model, c)
+        per_hook.setdefault(name, []).append(unit)
     return [(name, set_units(idx, means[name])) for name, idx in per_hook.items()]
 
 
@@ -144,20 +142,9 @@ def patched_accuracy(model: HookedTransformer, sets: Sets, edits: Sequence[Edit]
     return {name: scoring.accuracy(model, ex, which, hooks=hooks) for name, (ex, which) in sets.items()}
 
 
-def erasure_accuracy(model: HookedTransformer, sets: Sets, erasure: Erasure | None = None) -> dict[str, float]:
-    """:func:`patched_accuracy` with ``erasure`` applied (none: the unmodified model)."""
-    return patched_accuracy(model, sets, erasure_edits(model, erasure) if erasure is not None else ())
-
-
-def ablation_accuracy(model: HookedTransformer, sets: Sets, components: set[int],
-                      means: dict[str, torch.Tensor]) -> dict[str, float]:
-    """:func:`patched_accuracy` with ``components`` mean-ablated."""
-    return patched_accuracy(model, sets, component_edits(model, components, means))
-
-
 @dataclass(frozen=True)
 class ErasureSweepSettings:
-    """What :func:`erasure_sweep` measures: every rank of ``ranks`` (in that order; 0 is the
+    """What :func:`erasure_outcomes` measures: every rank of ``ranks`` (in that order; 0 is the
     unmodified model), each against ``n_controls`` random subspaces drawn from ``seed`` on."""
 
     ranks: tuple[int, ...]
@@ -166,26 +153,18 @@ class ErasureSweepSettings:
 
     def __post_init__(self):
         object.__setattr__(self, "ranks", tuple(self.ranks))
-        if not all(is_whole(r) and r >= 0 for r in self.ranks):
-            raise ValueError(f"ErasureSweepSettings.ranks must be ints >= 0, got {self.ranks!r}")
-        if not (is_whole(self.n_controls) and self.n_controls >= 1):
-            raise ValueError(f"ErasureSweepSettings.n_controls must be an int >= 1, got {self.n_controls!r}")
-        if not (is_whole(self.seed) and self.seed >= 0):
-            raise ValueError(f"ErasureSweepSettings.seed must be an int >= 0, got {self.seed!r}")
-
-
-def erasure_sweep(model: HookedTransformer, erasure: Erasure, sets: Sets, settings: ErasureSweepSettings,
-                  matched: Sequence[Erasure] | None = None) -> pd.DataFrame:
-    """Accuracy of each set after erasing the first ``rank`` INLP directions and after each control of that
-    rank (``random`` subspaces; ``matched`` erasures where given), for every rank of ``settings.ranks``; rank
-    0 is the unmodified model. Rows: rank, method, set, accuracy."""
-    return erasure_outcomes(model, erasure, sets, settings, matched).table
+        for name, each, low in (("ranks", self.ranks, 0), ("n_controls", [self.n_controls], 1),
+                                ("seed", [self.seed], 0)):
+            if not all(is_whole(v) and v >= low for v in each):
+                raise ValueError(f"ErasureSweepSettings.{name} must be whole numbers >= {low}, "
+                                 f"got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
 class ErasureSweep:
-    """:func:`erasure_outcomes`' ``table`` and each example's outcome behind it (``correct``: ``(rank, method,
-    set)`` -> [N], the share of the method's draws that answer the example exactly)."""
+    """:func:`erasure_outcomes`' ``table`` (rows: rank, method, set, accuracy) and each example's outcome
+    behind it (``correct``: ``(rank, method, set)`` -> [N], the share of the method's draws that answer
+    the example exactly)."""
 
     table: pd.DataFrame
     correct: dict
@@ -220,45 +199,31 @@ def _share(correct: torch.Tensor) -> float:
 
 def erasure_outcomes(model: HookedTransformer, erasure: Erasure, sets: Sets, settings: ErasureSweepSettings,
                      matched: Sequence[Erasure] | None = None) -> ErasureSweep:
-    """:func:`erasure_sweep` (its arguments and its table) with each example's outcome kept
-    (:class:`ErasureSweep`), for the sampling intervals of section 11; nothing is scored twice."""
+    """Accuracy of each set after erasing the first ``rank`` INLP directions and after each control of that
+    rank (``random`` subspaces; ``matched`` erasures where given; averaged over their draws), for every rank
+    of ``settings.ranks`` (0: the unmodified model), with each example's outcome kept for the sampling
+    intervals of section 11."""
     methods = ("INLP", "random") + (("matched",) if matched is not None else ())
     rows, correct = [], {}
     for rank in settings.ranks:
         if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
-            rows += [{"rank": rank, "method": m, "set": s, "accuracy": math.nan} for s in sets for m in methods]
-            continue
-        if rank == 0:
-            base = _outcomes(model, sets)
-            rows += [{"rank": 0, "method": m, "set": s, "accuracy": _share(o)}
-                     for s, o in base.items() for m in methods]
-            correct.update({(0, m, s): o.double().numpy() for s, o in base.items() for m in methods})
-            continue
-        inlp = _outcomes(model, sets, erasure_edits(model, erasure.truncate(rank)))
-        rows += [{"rank": rank, "method": "INLP", "set": s, "accuracy": _share(o)} for s, o in inlp.items()]
-        correct.update({(rank, "INLP", s): o.double().numpy() for s, o in inlp.items()})
-        controls = {"random": [random_erasure(erasure.truncate(rank), settings.seed + c)
-                               for c in range(settings.n_controls)]}
-        if matched is not None:
-            controls["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
-        for method, erasures in controls.items():
-            draws = [_outcomes(model, sets, erasure_edits(model, e)) for e in erasures]
+            draws = {m: [] for m in methods}
+        elif rank == 0:
+            draws = dict.fromkeys(methods, [_outcomes(model, sets)])
+        else:
+            erasures = {"INLP": [erasure.truncate(rank)],
+                        "random": [random_erasure(erasure.truncate(rank), settings.seed + c)
+                                   for c in range(settings.n_controls)]}
+            if matched is not None:
+                erasures["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
+            draws = {m: [_outcomes(model, sets, erasure_edits(model, e)) for e in es] for m, es in erasures.items()}
+        for method, got in draws.items():
             rows += [{"rank": rank, "method": method, "set": s,
-                      "accuracy": sum(_share(d[s]) for d in draws) / len(draws) if draws else math.nan} for s in sets]
-            if draws:
-                correct.update({(rank, method, s): torch.stack([d[s] for d in draws]).double().mean(0).numpy()
+                      "accuracy": sum(_share(d[s]) for d in got) / len(got) if got else math.nan} for s in sets]
+            if got:
+                correct.update({(rank, method, s): torch.stack([d[s] for d in got]).double().mean(0).numpy()
                                 for s in sets})
     return ErasureSweep(pd.DataFrame(rows, columns=["rank", "method", "set", "accuracy"]), correct)
-
-
-def component_site(model: HookedTransformer, c: int) -> tuple[str, tuple]:
-    """Hook name and index (example dimension first) of component ``c`` (flat index)."""
-    s = model.shape
-    n_heads = s.n_layers * s.n_heads
-    if c < n_heads:
-        return model.hook_name("z", c // s.n_heads), (slice(None), slice(None), c % s.n_heads)
-    c -= n_heads
-    return model.hook_name("post", c // s.d_mlp), (slice(None), slice(None), c % s.d_mlp)
 
 
 @torch.no_grad()
@@ -267,15 +232,13 @@ def patching_effects(model: HookedTransformer, examples: Examples, which: str, c
     """Activation patching: per example, the change of log P(``examples.<which>``) when each component (all
     positions) takes its activation on ``corrupt``. [N, len(components)]; one pass per component."""
     s = model.shape
-    n = s.n_layers * (s.n_heads + s.d_mlp)
-    components = list(range(n)) if components is None else list(components)
-    names = [model.hook_name(k, l) for k in ("z", "post") for l in range(s.n_layers)]
-    _, cache_cor = model.run_with_cache(scoring.model_inputs(corrupt).to(model.device), names)
+    components = range(s.n_layers * (s.n_heads + s.d_mlp)) if components is None else components
+    _, cache_cor = model.run_with_cache(scoring.model_inputs(corrupt).to(model.device), component_hooks(model))
     base = scoring.label_logprob(model, examples, which)
     out = []
     for c in components:
-        name, index = component_site(model, c)
-        edits = [(name, set_from(cache_cor[name], index))]
+        name, unit = component_unit(model, c)
+        edits = [(name, set_from(cache_cor[name], (slice(None), slice(None), unit)))]
         out.append(scoring.label_logprob(model, examples, which, hooks=edit_hooks(edits)) - base)
     return torch.stack(out, 1).cpu() if out else torch.zeros(len(examples), 0)
 
@@ -289,14 +252,19 @@ def label_probability(model: HookedTransformer, examples: Examples, which: str =
     return scoring.label_logprob(model, examples, which, hooks=edit_hooks(edits)).exp().cpu()
 
 
+def _drops(key: str, value, p_clean: torch.Tensor, p_ablated: torch.Tensor) -> pd.DataFrame:
+    """Rows (example, ``key`` = ``value``, p_clean, p_ablated, drop = 1 - p_ablated / p_clean)."""
+    return pd.DataFrame({"example": range(len(p_clean)), key: value, "p_clean": p_clean.numpy(),
+                         "p_ablated": p_ablated.numpy(), "drop": (1 - p_ablated / p_clean.clamp(min=1e-30)).numpy()})
+
+
 def resample_positions(model: HookedTransformer, examples: Examples, reference: Examples, *,
                        which: str = "label", n_samples: int = 3, seed: int = 0) -> pd.DataFrame:
     """Resample ablation of each prompt position: its token embedding replaced by that of a random
     ``reference`` example (``n_samples`` draws). One row per (example, position): ``p_clean``, ``p_ablated``,
     ``drop`` = 1 - p_ablated / p_clean."""
-    cols = ["example", "position", "p_clean", "p_ablated", "drop"]
     if len(examples) == 0 or len(reference) == 0:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=["example", "position", "p_clean", "p_ablated", "drop"])
     gen = torch.Generator().manual_seed(seed)
     p_clean = label_probability(model, examples, which)
     rows = []
@@ -306,9 +274,7 @@ def resample_positions(model: HookedTransformer, examples: Examples, reference: 
             pick = torch.randint(len(reference), (len(examples),), generator=gen)
             edits = [(model.hook_name("embed"), set_token_embedding(model, p, reference.prompt[pick, p]))]
             ablated += label_probability(model, examples, which, edits) / n_samples
-        rows.append(pd.DataFrame({"example": range(len(examples)), "position": p, "p_clean": p_clean.numpy(),
-                                  "p_ablated": ablated.numpy(),
-                                  "drop": (1 - ablated / p_clean.clamp(min=1e-30)).numpy()}))
+        rows.append(_drops("position", p, p_clean, ablated))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -316,17 +282,14 @@ def intermediate_removal(model: HookedTransformer, examples: Examples, erasure: 
                          controls: Sequence[Erasure] = (), *, which: str = "label") -> pd.DataFrame:
     """The share of P(label) that erasing an intermediate result takes away: rows (example, method "INLP" |
     "random", p_clean, p_ablated, drop), the random rows averaged over ``controls``; empty without an erasure."""
-    cols = ["example", "method", "p_clean", "p_ablated", "drop"]
     if len(examples) == 0 or erasure is None or not erasure.bases:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     p_clean = label_probability(model, examples, which)
     frames = []
     for method, erasures in (("INLP", [erasure]), ("random", list(controls))):
-        if not erasures:
-            continue
-        p = torch.zeros(len(examples))
-        for e in erasures:
-            p += label_probability(model, examples, which, erasure_edits(model, e)) / len(erasures)
-        frames.append(pd.DataFrame({"example": range(len(examples)), "method": method, "p_clean": p_clean.numpy(),
-                                    "p_ablated": p.numpy(), "drop": (1 - p / p_clean.clamp(min=1e-30)).numpy()}))
+        if erasures:
+            p = torch.zeros(len(examples))
+            for e in erasures:
+                p += label_probability(model, examples, which, erasure_edits(model, e)) / len(erasures)
+            frames.append(_drops("method", method, p_clean, p))
     return pd.concat(frames, ignore_index=True)

@@ -1,4 +1,4 @@
-"""Reading an erasure sweep's table (:func:`rote.analysis.patching.erasure_sweep`: one row per rank, method
+"""Reading an erasure sweep's table (:func:`rote.analysis.patching.erasure_outcomes`: one row per rank, method
 and set) without torch, so that the verdicts and the chapters read it the same way: :meth:`SetErasure.of`."""
 
 from __future__ import annotations
@@ -7,12 +7,6 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
-
-
-def sweep_accuracy(sweep: pd.DataFrame, s: str, method: str, rank: int) -> float:
-    """The accuracy of ``method`` on set ``s`` at ``rank`` in an erasure sweep's table (NaN: no such row)."""
-    hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == rank)].accuracy
-    return float(hit.iloc[0]) if len(hit) else math.nan
 
 
 @dataclass(frozen=True)
@@ -30,8 +24,12 @@ class SetErasure:
 
     @classmethod
     def of(cls, sweep: pd.DataFrame, s: str, rank: int) -> "SetErasure":
-        before, inlp, rand, matched = (sweep_accuracy(sweep, s, m, r) for m, r in
-                                       (("INLP", 0), ("INLP", rank), ("random", rank), ("matched", rank)))
+        def accuracy(method: str, r: int) -> float:  # NaN: no such row
+            hit = sweep[(sweep.set == s) & (sweep.method == method) & (sweep["rank"] == r)].accuracy
+            return float(hit.iloc[0]) if len(hit) else math.nan
+
+        before, inlp = accuracy("INLP", 0), accuracy("INLP", rank)
+        rand, matched = accuracy("random", rank), accuracy("matched", rank)
         drops = (before - rand, before - matched)
         larger = max(drops) if not any(math.isnan(d) for d in drops) else math.nan
         return cls(before, inlp, rand, matched, (before - inlp) - drops[0], (before - inlp) - drops[1],

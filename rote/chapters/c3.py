@@ -22,6 +22,7 @@ from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
+from ..verdicts.core import numeric
 from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
 
@@ -59,31 +60,6 @@ def glue_thresholds() -> None:
                  "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """The analyses' settings (the parameters cell): the judged rank and the sweep's ranks, the control draws,
-    the overlap's split-half and bootstrap draws, the examples attributed and fitted on, and the seed."""
-
-    erasure_rank: int
-    sweep_ranks: tuple[int, ...]
-    n_controls: int
-    n_matched: int
-    n_splits: int
-    n_boot: int
-    max_examples: int
-    max_fit: int
-    seed: int
-
-    def __post_init__(self):
-        object.__setattr__(self, "sweep_ranks", tuple(self.sweep_ranks))
-        for f in dataclasses.fields(self):
-            value, low = getattr(self, f.name), 0 if f.name == "seed" else 1
-            each = value if f.name == "sweep_ranks" else (value,)
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in each):
-                raise ValueError(f"{f.name} must be {'whole numbers' if each is value else 'a whole number'} >= {low}, "
-                                 f"got {value!r}")
-
-
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
     """Every unit's noisy run and its sets with the label each is scored on: ``mem`` (M), ``gen`` (C) and for
     THR ``mem_unconnected``. Seeds torch's generator first, as the analyses draw from it."""
@@ -100,7 +76,7 @@ def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
 
 
 # -- erasure -------------------------------------------------------------------------------------------
-def sites(build: Build, analysis: Analysis) -> dict:
+def sites(build: Build, analysis: Params) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
     return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
@@ -131,24 +107,22 @@ class Erasure:
         return SetErasure.of(self.sweeps[u], s, self.rank)
 
 
-def erasure(build: Build, found: dict, analysis: Analysis) -> Erasure:
+def erasure(build: Build, found: dict, analysis: Params) -> Erasure:
     """INLP fitted once per unit at its sites up to the largest rank, the information-matched erasures,
     and the sweep over ranks with the random control."""
     a = analysis
     ranks = sorted({0, a.erasure_rank, *a.sweep_ranks})
     fit = erasure_analysis.ErasureSettings(max_train=a.max_fit, seed=a.seed)
     sweep = patching.ErasureSweepSettings(ranks, n_controls=a.n_controls, seed=a.seed)
-    sweeps, inlp, outcomes = {}, {}, {}
+    inlp, outcomes = {}, {}
     for u, r in build.runs.items():
-        s = found[u]
-        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, r.data.train_clean,
-                                               erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"]),
-                                               max(ranks), fit)
-        matched = erasure_analysis.information_matched(r.model, r.data, r.data.train_clean, inlp[u], fit,
-                                                       n_controls=a.n_matched)
+        s, ref = found[u], r.data.train_clean
+        at = erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"])
+        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, ref, at, max(ranks), fit)
+        matched = erasure_analysis.information_matched(r.model, r.data, ref, inlp[u], fit, n_controls=a.n_matched)
         outcomes[u] = patching.erasure_outcomes(r.model, inlp[u], build.sets[u], sweep, matched=matched)
-        sweeps[u] = outcomes[u].table
-    return Erasure(a.erasure_rank, sweeps, inlp, {u: found[u]["layers"] for u in build.units}, outcomes)
+    return Erasure(a.erasure_rank, {u: o.table for u, o in outcomes.items()}, inlp,
+                   {u: found[u]["layers"] for u in build.units}, outcomes)
 
 
 def erasure_figure(build: Build, found: dict, result: Erasure):
@@ -222,7 +196,12 @@ def erasure_text(build: Build, result: Erasure, claim: ClaimResult) -> str:
 def _erasure_line(task: str, condition: str, members: list, sets: dict, result: Erasure, claim: ClaimResult) -> str:
     """Each set before and after INLP and both controls, the margins with how many seeds pass each check
     (by id), THR's unconnected subset and the seeds without a site."""
-    got, margin = _margins([claim.checks[u] for u in members]), T["erasure_mem_drop_over_control_min"]
+    per_seed, margin = [claim.checks[u] for u in members], T["erasure_mem_drop_over_control_min"]
+
+    def got(check_id):  # its values per seed, how many seeds pass it
+        found = checks_of(per_seed, check_id)
+        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
+
     moves = "; ".join(_set_moves(s, [result.at(u, s) for u in members]) for s in SET_NAMES if s in sets)
     (reg, reg_pass), (amd, amd_pass), (gen, gen_pass) = (got(i) for i in ("c3.erasure.random", "c3.erasure",
                                                                           "c3.erasure.gen"))
@@ -248,14 +227,6 @@ def _siteless(text: str, seeds: list) -> str:
         "(amendment 2, 8.5), not failed.")
 
 
-def _margins(per_seed: list):
-    """check id -> (its values per seed, how many seeds pass it)."""
-    def got(check_id):
-        found = checks_of(per_seed, check_id)
-        return values([math.nan if c is None or c.value is None else c.value for c in found]), passes(found)
-    return got
-
-
 def _set_moves(s: str, e: list) -> str:
     return (f"{SET_NAMES[s]} goes from {values([x.before for x in e])} to {values([x.inlp for x in e])} under INLP, to "
             f"{values([x.random for x in e])} under the random control and to {values([x.matched for x in e])} under "
@@ -277,23 +248,17 @@ class Circuits:
         return pd.DataFrame({(label(u), k): {m: v[m] for m in ("jaccard", "random", "k_a", "k_b", "n")}
                              for u, o in self.overlaps.items() for k, v in o.items()}).T.round(3)
 
-    def stat(self, u, metric: str, key: str) -> float:
-        v = self.stats[u].get(metric, {}).get(key, math.nan)
-        return math.nan if v is None else float(v)
 
-
-def circuits(build: Build, analysis: Analysis) -> Circuits:
+def circuits(build: Build, analysis: Params) -> Circuits:
     """Attribution patching of every head and neuron on C (true answer) and M (noisy label), both
     metrics, with split-half ceilings, bootstrap intervals and the ablation."""
-    a, out = analysis, {}
+    a = analysis
     settings = attribution.CircuitSettings(fraction=T["top_fraction"], max_examples=a.max_examples, max_fit=a.max_fit,
                                            n_controls=a.n_controls, seed=a.seed, n_splits=a.n_splits,
                                            n_boot=a.n_boot, level=T["bootstrap_level"])
-    for u, r in build.runs.items():
-        out[u] = attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
-                                      build.sets[u], settings)
-    return Circuits({u: c["scores"] for u, c in out.items()}, {u: c["overlap"] for u, c in out.items()},
-                    {u: c["ablations"] for u, c in out.items()},
+    out = {u: attribution.circuits(r.model, build.sets[u]["gen"][0], build.sets[u]["mem"][0], r.data.train_clean,
+                                   build.sets[u], settings) for u, r in build.runs.items()}
+    return Circuits(*({u: c[key] for u, c in out.items()} for key in ("scores", "overlap", "ablations")),
                     {u: {m: v["statistics"] for m, v in c["by_metric"].items()} for u, c in out.items()})
 
 
@@ -307,10 +272,10 @@ def circuits_figure(build: Build, result: Circuits):
         sc = result.scores[u]
         if not torch.isnan(sc["C"]).any() and not torch.isnan(sc["M"]).any():
             o = result.overlaps[u]["all"]
-            labels = attribution.component_labels(build.runs[u].model)
+            n_heads, n_neurons = attribution.n_components(build.runs[u].model)
             member = ["both" if c in o["top_a"] and c in o["top_b"] else "C only" if c in o["top_a"]
-                      else "M only" if c in o["top_b"] else "neither" for c in range(len(labels))]
-            kind = ["head" if "H" in name else "neuron" for name in labels]
+                      else "M only" if c in o["top_b"] else "neither" for c in range(n_heads + n_neurons)]
+            kind = ["head"] * n_heads + ["neuron"] * n_neurons
             df = pd.DataFrame({"C": sc["C"].clamp_min(1e-8), "M": sc["M"].clamp_min(1e-8), top_name: member, "kind": kind})
             sns.scatterplot(data=df, x="C", y="M", hue=top_name, style="kind", s=14, alpha=0.7, ax=ax,
                             hue_order=["both", "C only", "M only", "neither"],
@@ -442,8 +407,8 @@ def _ceiling_case(ceil: list) -> str:
 
 
 def _ceiling_line(place: str, members: list, result: Circuits) -> str:
-    def each(metric, key):
-        return [result.stat(u, metric, key) for u in members]
+    def each(metric, key):  # per seed, a statistic (NaN: not computed)
+        return [numeric(result.stats[u].get(metric, {}).get(key)) for u in members]
 
     ceil, (j, c) = each("logprob", "split_half_C"), (each("logit_diff", k) for k in ("jaccard", "split_half_C"))
     return (f"- **{place}** ({seeds_head([u.seed for u in members])}): with log-prob attribution, two halves of C "

@@ -27,6 +27,9 @@ C3_EMPTY = {"mem": "no memorized example (M is empty)", "gen": "no correctly ans
             "mem_unconnected": "no memorized example whose noisy label is unconnected to the bridge"}
 C3_NO_CONTROL = {"random": "the random-subspace control was not computed",
                  "matched": "the information-matched control was not computed"}
+C3_GEN_NOT_LOWERED = ("8.6: the erasure did not lower gen on C more than its larger control (random, "
+                      "information-matched): it did not remove the rule, so its checks cannot say what removing "
+                      "the rule does to memorization")
 SETS = ("mem", "gen", "mem_unconnected")  # the sets the erasure sweep may hold, in the record's order
 ABLATIONS = {"top": "top generalization neurons", "random": "random neurons (matched)"}  # ablation rows
 
@@ -94,11 +97,6 @@ class C3Metrics:
     def __post_init__(self):
         if isinstance(self.erasure_rank, bool) or not isinstance(self.erasure_rank, int) or self.erasure_rank < 0:
             raise ValueError(f"erasure_rank must be a whole number >= 0, got {self.erasure_rank!r}")
-        if self.overlap_superseded is not None and not isinstance(self.overlap_superseded, bool):
-            raise ValueError(f"overlap_superseded must be True, False or None, got {self.overlap_superseded!r}")
-        for name in ("erasure_layers", "erasure_positions"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), list):
-                raise ValueError(f"{name} must be a list or None, got {getattr(self, name)!r}")
 
     def record(self) -> dict:
         """The record's ``metrics``: every number that applies (None left out), in field order."""
@@ -109,20 +107,9 @@ class C3Metrics:
         return getattr(self, s) or SetErasure(*[math.nan] * 7)
 
 
-def measure(sweep: pd.DataFrame, rank: int, overlap: dict, statistics: dict | None = None,
-            erasure_layers: list | None = None) -> C3Metrics:
-    """C3's numbers from the inputs of :func:`checks`, without ``overlap_superseded`` (the checks decide
-    it) and the chapter's numbers."""
-    erasure = {s: SetErasure.of(sweep, s, rank) if s in set(sweep.set) else None for s in SETS}
-    stats = statistics or {}
-    lp, ld = OverlapStats.of(stats.get("logprob")), OverlapStats.of(stats.get("logit_diff"))
-    j, rand = numeric(overlap.get("jaccard")), numeric(overlap.get("random"))
-    ceiling_ld = math.nan if ld is None or ld.split_half_C is None else ld.split_half_C
-    j_ld = math.nan if ld is None or ld.jaccard is None else ld.jaccard
-    return C3Metrics(rank, erasure["mem"], erasure["gen"], erasure["mem_unconnected"], overlap=j, overlap_random=rand,
-                     overlap_over_random=j / rand if rand else math.nan, overlap_lp=lp, overlap_ld=ld,
-                     overlap_ld_over_ceiling=j_ld / ceiling_ld if ceiling_ld else math.nan,
-                     erasure_layers=None if erasure_layers is None else list(erasure_layers))
+def _stat(stats: OverlapStats | None, name: str) -> float:
+    value = None if stats is None else getattr(stats, name)
+    return math.nan if value is None else value
 
 
 def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: str,
@@ -136,58 +123,44 @@ def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: s
     and >= 3 x random. Amended (7.5): the same margin over the larger control. The gen check (8.6,
     ``validity``) leaves the erasure checks unresolved in the amended reading where it fails; the split-half
     ceiling (8.1, ``validity``) supersedes the registered overlap check below 0.5 by the logit-difference
-    J(M, C) >= 0.5 x J(C, C'). A missing number leaves its check unresolved with the case (8.5)."""
+    J(M, C) >= 0.5 x J(C, C'). A missing number leaves its check unresolved with the case (8.5). Returns C3's
+    numbers (the chapter adds its own) and the checks."""
     table, outcomes = (sweep, None) if isinstance(sweep, pd.DataFrame) else (sweep.table, sweep)
-    m = measure(table, rank, overlap, statistics, erasure_layers)
+    at_rank = {s: SetErasure.of(table, s, rank) if s in set(table.set) else None for s in SETS}
+    lp, ld = (OverlapStats.of((statistics or {}).get(k)) for k in ("logprob", "logit_diff"))
+    j, rand, ceiling_ld = numeric(overlap.get("jaccard")), numeric(overlap.get("random")), _stat(ld, "split_half_C")
+    m = C3Metrics(rank, at_rank["mem"], at_rank["gen"], at_rank["mem_unconnected"], overlap=j, overlap_random=rand,
+                  overlap_over_random=j / rand if rand else math.nan, overlap_lp=lp, overlap_ld=ld,
+                  overlap_ld_over_ceiling=_stat(ld, "jaccard") / ceiling_ld if ceiling_ld else math.nan,
+                  erasure_layers=None if erasure_layers is None else list(erasure_layers))
     no_site = erasure_layers is not None and not list(erasure_layers)
-    erasure = _erasure_checks(_ErasureInputs(table, outcomes, rank, no_site, m), task)
+    erasure = _erasure_checks(table, outcomes, m, no_site, task)
     overlaps = _overlap_checks(m, overlap, statistics or {})
     return replace(m, overlap_superseded=overlaps[0].kind == "superseded"), erasure + overlaps
 
 
-@dataclass(frozen=True)
-class _ErasureInputs:
-    """What the erasure checks read: the sweep's table, its per-example outcomes (None: not kept), the
-    judged rank, whether there is no erasure site (8.5), and the numbers measured from them."""
-
-    table: pd.DataFrame
-    outcomes: ErasureSweep | None
-    rank: int
-    no_site: bool
-    metrics: C3Metrics
-
-    def why(self, s: str, controls: tuple) -> str | None:
-        """Why the erasure check on set ``s`` against ``controls`` has no value, naming the case."""
-        if self.no_site:
-            return C3_NO_SITE
-        if s not in set(self.table.set):
-            return f"the set {s} is not in the erasure sweep" if s != "mem_unconnected" else C3_EMPTY[s]
-        e = self.metrics.erasure(s)
-        return missing_reason((e.before, C3_EMPTY[s]), (e.inlp, f"the INLP erasure was not computed at rank {self.rank}"),
-                              *[(getattr(e, c), C3_NO_CONTROL[c]) for c in controls])
-
-    def interval(self, s: str, controls: tuple):
-        """Section 11: the bootstrap interval of INLP's drop on ``s`` beyond the larger of ``controls``."""
-        return None if self.outcomes is None or self.no_site else self.outcomes.drop_over(s, self.rank, controls)
-
-
-C3_GEN_NOT_LOWERED = ("8.6: the erasure did not lower gen on C more than its larger control (random, "
-                      "information-matched): it did not remove the rule, so its checks cannot say what removing "
-                      "the rule does to memorization")
-
-
-def _erasure_checks(inputs: _ErasureInputs, task: str) -> list[Check]:
-    """The erasure checks on M (and THR's unconnected subset), validated by the gen check (8.6)."""
-    th = THRESHOLDS["C3"]
-    no_matched = None if "matched" in set(inputs.table.method) else C3_NO_CONTROL["matched"]
+def _erasure_checks(table: pd.DataFrame, outcomes: ErasureSweep | None, m: C3Metrics, no_site: bool,
+                    task: str) -> list[Check]:
+    """The erasure checks on M (and THR's unconnected subset), validated by the gen check (8.6); ``outcomes``
+    (None: not kept) give their intervals, and without an erasure site (8.5) every one is unresolved."""
+    th, rank = THRESHOLDS["C3"], m.erasure_rank
+    no_matched = None if "matched" in set(table.method) else C3_NO_CONTROL["matched"]
 
     def erasure_check(label: CheckLabel, s: str, number: str, controls: tuple, compare=at_least,
                       threshold=th["erasure_mem_drop_over_control_min"]) -> Check:
-        """The check ``label`` of set ``s``'s ``number`` against ``controls``."""
-        reason = inputs.why(s, controls)
-        check = compare(label, getattr(inputs.metrics.erasure(s), number), threshold,
-                        missing=reason or f"{s}_{number} could not be computed", interval=inputs.interval(s, controls))
-        if inputs.no_site:  # 8.5: unresolved whatever the sweep holds
+        """The check ``label`` of set ``s``'s ``number`` against ``controls``, with why it has no value."""
+        e = m.erasure(s)
+        if no_site or s not in set(table.set):
+            reason = (C3_NO_SITE if no_site else C3_EMPTY[s] if s == "mem_unconnected"
+                      else f"the set {s} is not in the erasure sweep")
+        else:
+            reason = missing_reason((e.before, C3_EMPTY[s]),
+                                    (e.inlp, f"the INLP erasure was not computed at rank {rank}"),
+                                    *[(getattr(e, c), C3_NO_CONTROL[c]) for c in controls])
+        interval = None if outcomes is None or no_site else outcomes.drop_over(s, rank, controls)
+        check = compare(label, getattr(e, number), threshold, missing=reason or f"{s}_{number} could not be computed",
+                        interval=interval)
+        if no_site:  # 8.5: unresolved whatever the sweep holds
             return unresolved(check.replace(value=None, margin=None, interval=None, method="", near=None), C3_NO_SITE)
         if "matched" in controls and no_matched:  # a control the amended check needs was not run
             return unresolved(check, no_matched)
@@ -207,17 +180,12 @@ def _erasure_checks(inputs: _ErasureInputs, task: str) -> list[Check]:
                         threshold=th["gen_drop_over_control_above"]).replace(history=(("7.5", "amended"), ("8.6", "validity")))
     if gen.passed is False:
         gen = gen.replace(reason=C3_GEN_NOT_LOWERED)
-    if inputs.no_site:  # 8.5 already leaves every erasure check unresolved, with that reason
+    if no_site:  # 8.5 already leaves every erasure check unresolved, with that reason
         return treated + [gen]
     # a check already unresolved (its own number missing) stays as it is: unresolved in either reading
     judged = [c for check in treated
               for c in (validate(check, gen, "unresolve", "8.6")[:-1] if check.passed is not None else [check])]
     return judged + [gen]
-
-
-def _stat(stats: OverlapStats | None, name: str) -> float:
-    value = None if stats is None else getattr(stats, name)
-    return math.nan if value is None else value
 
 
 def _overlap_checks(m: C3Metrics, overlap: dict, stats: dict) -> list[Check]:
