@@ -43,9 +43,10 @@ class InlpSettings:
     max_iter: int = 50
 
     def __post_init__(self):
-        ok = {"per_iteration": self.per_iteration is None or (is_whole(self.per_iteration) and self.per_iteration >= 1),
+        per_iteration, max_iter = self.per_iteration, self.max_iter
+        ok = {"per_iteration": per_iteration is None or (is_whole(per_iteration) and per_iteration >= 1),
               "weight_decay": is_finite_at_least(self.weight_decay),
-              "max_iter": is_whole(self.max_iter) and self.max_iter >= 1}
+              "max_iter": is_whole(max_iter) and max_iter >= 1}
         bad = [name for name, good in ok.items() if not good]
         if bad:
             raise ValueError(f"InlpSettings.{bad[0]} is out of range (per_iteration: None or an int >= 1, weight_decay: "

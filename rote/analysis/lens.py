@@ -76,7 +76,8 @@ def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
     for layer in range(race["true"].shape[0]):
         t, s = race["true"][layer][mask], race["noisy"][layer][mask]
         means = {"p_true": t, "p_noisy": s, "true_ahead": (t > s).double(),
-                 "rank_true": race["true_rank"][layer][mask].float(), "rank_noisy": race["noisy_rank"][layer][mask].float()}
+                 "rank_true": race["true_rank"][layer][mask].float(),
+                 "rank_noisy": race["noisy_rank"][layer][mask].float()}
         rows.append({"layer": layer, "n": n, **{k: v.mean().item() if n else math.nan for k, v in means.items()}})
     return pd.DataFrame(rows)
 

@@ -132,21 +132,20 @@ class ProbeSettings:
 
     def __post_init__(self):
         lows = {"max_train": 1, "seed": 0, "max_iter": 1, "chunk": 1, "mask_seed": 0}
-        bad = [name for name, low in lows.items() if not (is_whole(getattr(self, name)) and getattr(self, name) >= low)]
+        bad = [name for name, low in lows.items() if not is_whole(getattr(self, name)) or getattr(self, name) < low]
         if bad or not is_finite_at_least(self.weight_decay):
             name = bad[0] if bad else "weight_decay"
-            raise ValueError(f"ProbeSettings.{name} must be {f'an int >= {lows[name]}' if bad else 'a finite number >= 0'}"
-                             f", got {getattr(self, name)!r}")
+            wanted = f"an int >= {lows[name]}" if bad else "a finite number >= 0"
+            raise ValueError(f"ProbeSettings.{name} must be {wanted}, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
 class ProbeTargets:
     """What :func:`probe_sweep` reads: ``names`` (None: all targets), each at its own position and at every
-    one of ``positions``, and the ``joint`` targets (None: those whose members are all probed)."""
+    one of ``positions``, and the joint targets whose members are all probed."""
 
     names: tuple[str, ...] | None = None
     positions: tuple[int, ...] = ()
-    joint: dict[str, list[str]] | None = None
 
     def __post_init__(self):
         if isinstance(self.names, str):
@@ -233,8 +232,7 @@ def sweep_probes(model: HookedTransformer, data: TaskData, train: Examples, sets
     train = probe_training_set(train, settings.max_train, settings.seed)
     train_t = intermediate_targets(train, data)
     names = list(train_t) if targets.names is None else list(targets.names)
-    joint = targets.joint if targets.joint is not None else {
-        k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
+    joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
     wanted = {n: sorted({train_t[n].position, *(targets.positions or [])}) for n in names}
     all_pos = sorted({p for ps in wanted.values() for p in ps})
@@ -431,7 +429,8 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
         n = int(keep.sum())
         for layer in range(layers):
             hit, raw = masked[layer][keep] == t.labels[keep], plain[layer][keep]
-            shares = {"accuracy": hit, "accuracy_unmasked": raw == t.labels[keep], "reads_masked": raw == hidden[keep]}
+            shares = {"accuracy": hit, "accuracy_unmasked": raw == t.labels[keep],
+                      "reads_masked": raw == hidden[keep]}
             rows.append({"target": target, "layer": layer, "set": s, "n": n, "correct": int(hit.sum()),
                          **{k: v.double().mean().item() if n else math.nan for k, v in shares.items()},
                          "chance": chance if n else math.nan})
@@ -446,7 +445,8 @@ def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked") -> pd.
     row = out.iloc[0]
     ok = not pd.isna(row.best_layer)
     m = sweep[sweep.set == "M"].set_index("layer").loc[int(row.best_layer)] if ok else None
-    interval = ratio_interval(bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C), 0) if ok else None
+    counts = bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C)
+    interval = ratio_interval(*counts, 0) if ok else None
     return out.assign(acc_M_unmasked=float(m.accuracy_unmasked) if ok else math.nan,
                       reads_masked_M=float(m.reads_masked) if ok else math.nan,
                       ratio_M_C_lo=interval.low if interval else math.nan,
