@@ -44,11 +44,8 @@ def residual_stack(model: HookedTransformer, tokens: torch.Tensor, positions=Non
 def logit_lens(model: HookedTransformer, tokens: torch.Tensor, positions=None,
                batch_size: int = scoring.BATCH) -> torch.Tensor:
     """Log-probabilities of the logit lens at every layer and the chosen positions: [L+1, N, P, vocab]."""
-    chunks = []
-    for start in range(0, max(len(tokens), 1), batch_size):
-        resid = residual_stack(model, tokens[start:start + batch_size], positions, batch_size)
-        chunks.append(model.unembed_residual(resid.to(model.device)).log_softmax(-1).cpu())
-    return torch.cat(chunks, dim=1)
+    resid = residual_stack(model, tokens, positions, batch_size)
+    return model.unembed_residual(resid.to(model.device)).log_softmax(-1).cpu()
 
 
 def label_race(model: HookedTransformer, examples: Examples, which: str = "label") -> dict[str, torch.Tensor]:

@@ -395,14 +395,13 @@ def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None) -> pd.DataFrame:
     """:func:`best_layer_summary` of ``target`` read at ``position`` (e.g. THR's bridge at r2): one row,
     NaN where the position was not probed."""
+    group = group or f"{target} at {position}"
     part = sweep[(sweep.target == target) & (sweep.position == position)]
-    curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
-                                                                    "chance"]]
-    if not len(curves):
+    if not len(part):
         empty = {name: math.nan for name in SUMMARY_COLUMNS}
-        return pd.DataFrame([{**empty, "group": group or f"{target} at {position}", "best_layer": None, "n_M": 0,
-                              "best_layer_C": None, "n_C": 0}], columns=SUMMARY_COLUMNS)
-    return best_layer_summary(curves)
+        return pd.DataFrame([{**empty, "group": group, "best_layer": None, "n_M": 0, "best_layer_C": None, "n_C": 0}],
+                            columns=SUMMARY_COLUMNS)
+    return best_layer_summary(part.assign(group=group)[["group", "layer", "set", "n", "accuracy", "chance"]])
 
 
 def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],

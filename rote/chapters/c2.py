@@ -198,9 +198,10 @@ def bridge(build: Build, result: Probes) -> Bridge:
     return Bridge(thr, {u: result.summary[u][result.summary[u].group == "bridge"] for u in thr}, r2)
 
 
-def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> None:
+def seed_points(ax, units: list, tables: dict, title: str) -> None:
     """One point per seed for M and C at each x (``tables[x][unit]``: one summary row), with the two
     thresholds M must reach."""
+    x_names = list(tables)
     for i, name in enumerate(x_names):
         for j, u in enumerate(units):
             row = tables[name][u].iloc[0]
@@ -221,8 +222,8 @@ def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> Non
 def bridge_figure(result: Bridge):
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     if result.units:
-        names = ["r1 (context, superseded)", "r2 (judged)"]
-        seed_points(ax, result.units, dict(zip(names, (result.r1, result.r2))), names, "THR bridge: one point per seed")
+        seed_points(ax, result.units, {"r1 (context, superseded)": result.r1, "r2 (judged)": result.r2},
+                    "THR bridge: one point per seed")
     else:
         ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -281,9 +282,9 @@ def masked_tail_figure(shown: list, result: MaskedTail):
     first = [u for u in result.units if u in shown]
     if first:
         m = result.sweeps[first[0]]
-        for s, style in (("M", "-"), ("C", "-")):
+        for s in ("M", "C"):
             part = m[m.set == s]
-            axes[0].plot(part.layer, part.accuracy, style, marker="o", color=plots.GROUP_COLORS[s], label=f"{s}, masked")
+            axes[0].plot(part.layer, part.accuracy, "-", marker="o", color=plots.GROUP_COLORS[s], label=f"{s}, masked")
         part = m[m.set == "M"]
         axes[0].plot(part.layer, part.accuracy_unmasked, ":", marker="x", color=plots.GROUP_COLORS["M"], label="M, unmasked")
         axes[0].plot(part.layer, part.reads_masked, "--", marker=".", color="#7570b3", label="M: unmasked read = noisy label")
@@ -293,8 +294,7 @@ def masked_tail_figure(shown: list, result: MaskedTail):
                     ylim=(-0.02, 1.02))
         axes[0].xaxis.get_major_locator().set_params(integer=True)
         axes[0].legend(fontsize=7)
-        names = ["unmasked (superseded)", "masked (judged)"]
-        seed_points(axes[1], result.units, dict(zip(names, (result.unmasked, result.summary))), names,
+        seed_points(axes[1], result.units, {"unmasked (superseded)": result.unmasked, "masked (judged)": result.summary},
                     "THR true tail: one point per seed")
     else:
         for ax in axes:
@@ -313,7 +313,7 @@ def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
     reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units] for key in ("tail_masked", "true_tail"))
     reads, plain = [float(r.reads_masked_M) for r in rows], [float(r.acc_M_unmasked) for r in rows]
     output = all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads)
-    return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
+    return (f"**What this build shows** ({seeds_head(seeds)}).\n\n"
             f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n- "
             + probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
                              reach_plain)

@@ -15,6 +15,7 @@ import pandas as pd
 from .. import fmt
 from ..claims import THRESHOLDS
 from ..analysis.intervals import Interval, wilson, wilson_bounds
+from ..analysis.ranges import is_whole
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, supersede, validate
 
 
@@ -105,9 +106,8 @@ class C2Metrics:
     lens_share: LensShare | Absent = group(prefix="lens_", default=ABSENT)
 
     def __post_init__(self):
-        for n in (self.n_M, self.n_C):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ValueError(f"C2Metrics: n_M and n_C count examples, got {self.n_M!r} and {self.n_C!r}")
+        if not all(is_whole(n) and n >= 0 for n in (self.n_M, self.n_C)):
+            raise ValueError(f"C2Metrics: n_M and n_C count examples, got {self.n_M!r} and {self.n_C!r}")
 
     def record(self) -> dict:
         """The metrics as the record stores them: every value the inputs give, in field order."""
