@@ -58,10 +58,7 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
     """INLP at S sites at once: ``acts`` [S, N, d], ``labels`` [N] or [N, k] (k targets, one classifier each
     per iteration); each iteration removes the classifiers' top directions (targets interleaved, strongest
     first) until ``rank`` are gone. Returns orthonormal bases [S, d, rank]."""
-    acts = acts.float()
-    labels = labels.long()
-    if labels.dim() == 1:
-        labels = labels[:, None]
+    acts, labels = acts.float(), labels.long().reshape(len(labels), -1)  # labels [N, k]
     S, N, d = acts.shape
     k = labels.shape[1]
     if not 0 <= rank <= d:
@@ -83,8 +80,7 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
             found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
             width = max(f.shape[1] for f in found)
             ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
-            if settings.per_iteration is not None:
-                ordered = ordered[:settings.per_iteration]
+            ordered = ordered[:settings.per_iteration]  # None: all
             new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
             Qs[s] = _orthonormal_basis(Qs[s], new)
             if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions
