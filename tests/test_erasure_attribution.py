@@ -47,7 +47,8 @@ def _planted(n=3000, d=16, seed=0):
 
 def test_inlp_removes_planted_direction_and_keeps_its_complement():
     x, y, u = _planted()
-    P = inlp.inlp_projection(x, y, rank=1)
+    Q = inlp.inlp_basis(x, y, rank=1)
+    P = torch.eye(len(u)) - Q @ Q.T
     torch.testing.assert_close(P, P.T)
     torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
     assert abs(torch.trace(P).item() - (len(u) - 1)) < 1e-4
@@ -78,20 +79,20 @@ def test_inlp_rank_and_multiple_targets():
     assert Q[0].norm() > 0.9
 
 
-def test_random_projection():
-    P = inlp.random_projection(16, 4, seed=3)
+def test_random_basis():
+    Q = inlp.random_basis(16, 4, seed=3)
+    P = torch.eye(16) - Q @ Q.T
     torch.testing.assert_close(P @ P, P, atol=1e-5, rtol=0)
     assert abs(torch.trace(P).item() - 12) < 1e-4
-    assert not torch.allclose(P, inlp.random_projection(16, 4, seed=4))
+    assert not torch.allclose(Q, inlp.random_basis(16, 4, seed=4))
 
 
 def test_erasure_hook_projects_only_chosen_layers_and_positions(tiny_model, fda_data):
     tokens = scoring.model_inputs(fda_data.test[:6])
-    P = inlp.random_projection(16, 3, seed=0)
-    mean = torch.randn(16)
-    erasure = inlp.Erasure.from_projection(P, layers=[1], positions=[9, 10], mean=mean)
+    Q, mean = inlp.random_basis(16, 3, seed=0), torch.randn(16)
+    P = torch.eye(16) - Q @ Q.T
+    erasure = inlp.Erasure({(1, 9): Q, (1, 10): Q}, {(1, 9): mean, (1, 10): mean})
     assert erasure.rank == 3 and erasure.layers == [1] and erasure.positions == [9, 10]
-    torch.testing.assert_close(erasure.projection(1, 9), P, atol=1e-5, rtol=0)
     _, clean = tiny_model.run_with_cache(tokens, ["blocks.0.hook_resid_post"])
     with _erased(tiny_model, erasure):
         assert tiny_model.has_hooks()

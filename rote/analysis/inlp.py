@@ -5,7 +5,7 @@ control removes a random subspace of the same rank."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -43,13 +43,14 @@ class InlpSettings:
     max_iter: int = 50
 
     def __post_init__(self):
-        if not (self.per_iteration is None or (is_whole(self.per_iteration) and self.per_iteration >= 1)):
-            raise ValueError(f"InlpSettings.per_iteration must be None or an int >= 1, got {self.per_iteration!r}")
-        wd = self.weight_decay
-        if not (is_finite_at_least(wd)):
-            raise ValueError(f"InlpSettings.weight_decay must be a finite number >= 0, got {wd!r}")
-        if not (is_whole(self.max_iter) and self.max_iter >= 1):
-            raise ValueError(f"InlpSettings.max_iter must be an int >= 1, got {self.max_iter!r}")
+        per_iteration, max_iter = self.per_iteration, self.max_iter
+        ok = {"per_iteration": per_iteration is None or (is_whole(per_iteration) and per_iteration >= 1),
+              "weight_decay": is_finite_at_least(self.weight_decay),
+              "max_iter": is_whole(max_iter) and max_iter >= 1}
+        bad = [name for name, good in ok.items() if not good]
+        if bad:
+            raise ValueError(f"InlpSettings.{bad[0]} is out of range (per_iteration: None or an int >= 1, weight_decay: "
+                             f"a finite number >= 0, max_iter: an int >= 1), got {getattr(self, bad[0])!r}")
 
 
 def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: int | list[int] | None = None,
@@ -57,10 +58,7 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
     """INLP at S sites at once: ``acts`` [S, N, d], ``labels`` [N] or [N, k] (k targets, one classifier each
     per iteration); each iteration removes the classifiers' top directions (targets interleaved, strongest
     first) until ``rank`` are gone. Returns orthonormal bases [S, d, rank]."""
-    acts = acts.float()
-    labels = labels.long()
-    if labels.dim() == 1:
-        labels = labels[:, None]
+    acts, labels = acts.float(), labels.long().reshape(len(labels), -1)  # labels [N, k]
     S, N, d = acts.shape
     k = labels.shape[1]
     if not 0 <= rank <= d:
@@ -82,8 +80,7 @@ def inlp_bases(acts: torch.Tensor, labels: torch.Tensor, rank: int, n_classes: i
             found = [_directions(probes.W[s * k + j][:, :n_classes[j]]) for j in range(k)]
             width = max(f.shape[1] for f in found)
             ordered = [f[:, i] for i in range(width) for f in found if i < f.shape[1]]
-            if settings.per_iteration is not None:
-                ordered = ordered[:settings.per_iteration]
+            ordered = ordered[:settings.per_iteration]  # None: all
             new = torch.stack(ordered, 1)[:, :rank - before] if ordered else torch.zeros(d, 0)
             Qs[s] = _orthonormal_basis(Qs[s], new)
             if Qs[s].shape[1] == before:  # nothing linear left to remove: fill with random directions
@@ -98,25 +95,11 @@ def inlp_basis(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) ->
     return inlp_bases(acts.float()[None], labels, rank, **kwargs)[0]
 
 
-def projection_from_basis(Q: torch.Tensor) -> torch.Tensor:
-    return torch.eye(Q.shape[0]) - Q @ Q.T
-
-
-def inlp_projection(acts: torch.Tensor, labels: torch.Tensor, rank: int, **kwargs) -> torch.Tensor:
-    """[d, d] orthogonal projection removing the ``rank`` INLP directions of ``labels`` in ``acts``."""
-    return projection_from_basis(inlp_basis(acts, labels, rank, **kwargs))
-
-
 def random_basis(d: int, rank: int, seed: int = 0) -> torch.Tensor:
     """[d, rank] orthonormal basis of a uniformly random subspace."""
     g = torch.Generator().manual_seed(seed)
     Q, _ = torch.linalg.qr(torch.randn(d, rank, generator=g))
     return Q[:, :rank]
-
-
-def random_projection(d: int, rank: int, seed: int = 0) -> torch.Tensor:
-    """[d, d] orthogonal projection removing a uniformly random ``rank``-dimensional subspace."""
-    return projection_from_basis(random_basis(d, rank, seed))
 
 
 Site = tuple[int, int]  # (layer, position)
@@ -129,7 +112,7 @@ class Erasure:
 
     bases: dict[Site, torch.Tensor]
     means: dict[Site, torch.Tensor]
-    targets: tuple[str, ...] = field(default=())
+    targets: tuple[str, ...] = ()
 
     @property
     def rank(self) -> int:
@@ -143,9 +126,6 @@ class Erasure:
     def positions(self) -> list[int]:
         return sorted({p for _, p in self.bases})
 
-    def projection(self, layer: int, position: int) -> torch.Tensor:
-        return projection_from_basis(self.bases[layer, position])
-
     def truncate(self, rank: int) -> "Erasure":
         """The first ``rank`` directions at every site (INLP finds them in order, so this equals
         INLP run to that rank)."""
@@ -153,19 +133,9 @@ class Erasure:
             raise ValueError(f"rank {rank} exceeds the erasure's rank {self.rank}")
         return Erasure({k: Q[:, :rank] for k, Q in self.bases.items()}, dict(self.means), self.targets)
 
-    @classmethod
-    def from_projection(cls, P: torch.Tensor, layers: list[int], positions: list[int],
-                        mean: torch.Tensor | None = None) -> "Erasure":
-        """One projection matrix applied at every (layer, position) given."""
-        U, S, _ = torch.linalg.svd(torch.eye(P.shape[0]) - P)
-        Q = U[:, S > 0.5]
-        mu = torch.zeros(P.shape[0]) if mean is None else mean
-        return cls({(l, p): Q for l in layers for p in positions}, {(l, p): mu for l in layers for p in positions})
-
 
 def random_erasure(like: Erasure, seed: int = 0) -> Erasure:
     """The control: the same sites, means and rank, uniformly random subspaces."""
-    bases = {}
-    for i, (site, Q) in enumerate(sorted(like.bases.items())):
-        bases[site] = random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
+    bases = {site: random_basis(Q.shape[0], Q.shape[1], seed * 100_003 + i)
+             for i, (site, Q) in enumerate(sorted(like.bases.items()))}
     return Erasure(bases, dict(like.means), like.targets)

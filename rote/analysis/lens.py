@@ -18,24 +18,17 @@ from ..model import HOOK_KINDS, HookedTransformer
 from ..scoring import model_inputs
 from ..tasks import Examples
 
-BATCH = scoring.BATCH
-
-
 def layer_hook_name(layer: int) -> str:
     """Hook point of the residual stream at ``layer`` (0 = embeddings, l = after block l - 1)."""
     kind, block = ("resid_pre", 0) if layer == 0 else ("resid_post", layer - 1)
     return HOOK_KINDS[kind].format(layer=block)
 
 
-def n_lens_layers(model: HookedTransformer) -> int:
-    return model.shape.n_layers + 1
-
-
 @torch.no_grad()
 def residual_stack(model: HookedTransformer, tokens: torch.Tensor, positions=None,
-                   batch_size: int = BATCH) -> torch.Tensor:
+                   batch_size: int = scoring.BATCH) -> torch.Tensor:
     """Residual stream at every layer and the chosen positions (all by default): [L+1, N, P, d]."""
-    names = [layer_hook_name(l) for l in range(n_lens_layers(model))]
+    names = [layer_hook_name(l) for l in range(model.shape.n_layers + 1)]
     pos = slice(None) if positions is None else torch.as_tensor(positions, dtype=torch.long)
     n_pos = tokens.shape[1] if positions is None else len(pos)
     out = []
@@ -49,19 +42,16 @@ def residual_stack(model: HookedTransformer, tokens: torch.Tensor, positions=Non
 
 @torch.no_grad()
 def logit_lens(model: HookedTransformer, tokens: torch.Tensor, positions=None,
-               batch_size: int = BATCH) -> torch.Tensor:
+               batch_size: int = scoring.BATCH) -> torch.Tensor:
     """Log-probabilities of the logit lens at every layer and the chosen positions: [L+1, N, P, vocab]."""
-    chunks = []
-    for start in range(0, max(len(tokens), 1), batch_size):
-        resid = residual_stack(model, tokens[start:start + batch_size], positions, batch_size)
-        chunks.append(model.unembed_residual(resid.to(model.device)).log_softmax(-1).cpu())
-    return torch.cat(chunks, dim=1)
+    resid = residual_stack(model, tokens, positions, batch_size)
+    return model.unembed_residual(resid.to(model.device)).log_softmax(-1).cpu()
 
 
 def label_race(model: HookedTransformer, examples: Examples, which: str = "label") -> dict[str, torch.Tensor]:
     """Teacher-forced on ``examples.<which>``: ``true`` and ``noisy`` [L+1, N, A] lens probabilities of the
     true and the trained answer token, their ranks, and ``differs`` [N, A] (the tokens differ)."""
-    names = [layer_hook_name(layer) for layer in range(n_lens_layers(model))]
+    names = [layer_hook_name(layer) for layer in range(model.shape.n_layers + 1)]
     resid = scoring.answer_activations(model, examples, names, which)  # the scorer's pass: {name: [N, A, d]}
     with torch.no_grad():
         logp = model.unembed_residual(torch.stack([resid[n] for n in names])).log_softmax(-1).cpu()  # [L+1, N, A, V]
@@ -82,14 +72,10 @@ def lens_curves(race: dict[str, torch.Tensor]) -> pd.DataFrame:
     rows = []
     for layer in range(race["true"].shape[0]):
         t, s = race["true"][layer][mask], race["noisy"][layer][mask]
-        rows.append({
-            "layer": layer, "n": n,
-            "p_true": t.mean().item() if n else math.nan,
-            "p_noisy": s.mean().item() if n else math.nan,
-            "true_ahead": (t > s).double().mean().item() if n else math.nan,
-            "rank_true": race["true_rank"][layer][mask].float().mean().item() if n else math.nan,
-            "rank_noisy": race["noisy_rank"][layer][mask].float().mean().item() if n else math.nan,
-        })
+        means = {"p_true": t, "p_noisy": s, "true_ahead": (t > s).double(),
+                 "rank_true": race["true_rank"][layer][mask].float(),
+                 "rank_noisy": race["noisy_rank"][layer][mask].float()}
+        rows.append({"layer": layer, "n": n, **{k: v.mean().item() if n else math.nan for k, v in means.items()}})
     return pd.DataFrame(rows)
 
 

@@ -131,23 +131,21 @@ class ProbeSettings:
     mask_seed: int = 0
 
     def __post_init__(self):
-        for name, low in (("max_train", 1), ("seed", 0), ("max_iter", 1), ("chunk", 1), ("mask_seed", 0)):
-            value = getattr(self, name)
-            if not (is_whole(value) and value >= low):
-                raise ValueError(f"ProbeSettings.{name} must be an int >= {low}, got {value!r}")
-        wd = self.weight_decay
-        if not (is_finite_at_least(wd)):
-            raise ValueError(f"ProbeSettings.weight_decay must be a finite number >= 0, got {wd!r}")
+        lows = {"max_train": 1, "seed": 0, "max_iter": 1, "chunk": 1, "mask_seed": 0}
+        bad = [name for name, low in lows.items() if not is_whole(getattr(self, name)) or getattr(self, name) < low]
+        if bad or not is_finite_at_least(self.weight_decay):
+            name = bad[0] if bad else "weight_decay"
+            wanted = f"an int >= {lows[name]}" if bad else "a finite number >= 0"
+            raise ValueError(f"ProbeSettings.{name} must be {wanted}, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
 class ProbeTargets:
     """What :func:`probe_sweep` reads: ``names`` (None: all targets), each at its own position and at every
-    one of ``positions``, and the ``joint`` targets (None: those whose members are all probed)."""
+    one of ``positions``, and the joint targets whose members are all probed."""
 
     names: tuple[str, ...] | None = None
     positions: tuple[int, ...] = ()
-    joint: dict[str, list[str]] | None = None
 
     def __post_init__(self):
         if isinstance(self.names, str):
@@ -234,9 +232,7 @@ def sweep_probes(model: HookedTransformer, data: TaskData, train: Examples, sets
     train = probe_training_set(train, settings.max_train, settings.seed)
     train_t = intermediate_targets(train, data)
     names = list(train_t) if targets.names is None else list(targets.names)
-    joint = targets.joint
-    if joint is None:
-        joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
+    joint = {k: v for k, v in joint_targets(data.task).items() if set(v) <= set(names)}
     set_t = {s: intermediate_targets(ex, data) for s, ex in sets.items()}
     wanted = {n: sorted({train_t[n].position, *(targets.positions or [])}) for n in names}
     all_pos = sorted({p for ps in wanted.values() for p in ps})
@@ -356,7 +352,7 @@ def _count(accuracy: float, n: int) -> float:
 def ratio_interval(m_counts: tuple | None, c_counts: tuple | None, layer) -> Interval | None:
     """Section 11's percentile bootstrap of acc_M / acc_C at ``layer``, M and C resampled on their own, an
     example's reads kept together (``*_counts``: :meth:`ProbeSweep.counts`); None where it is undefined."""
-    if m_counts is None or c_counts is None or layer is None or (isinstance(layer, float) and math.isnan(layer)):
+    if m_counts is None or c_counts is None or pd.isna(layer):
         return None
     (rm, sm), (rc, sc) = m_counts, c_counts
     rm, sm, rc, sc = rm[int(layer)][sm > 0], sm[sm > 0], rc[int(layer)][sc > 0], sc[sc > 0]
@@ -383,31 +379,29 @@ def bernoulli_counts(k, n) -> tuple | None:
 
 
 def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[str, list[str]],
-                         position: int | None = None, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
+                         position: int | None = None) -> pd.DataFrame:
     """``summary`` with the bootstrap interval of acc_M / acc_C at each row's best layer on M
     (``ratio_M_C_lo``, ``ratio_M_C_hi``); ``groups``: each row's targets, at their own positions or ``position``."""
     lo, hi = [], []
     for row in summary.itertuples():
         members = groups.get(row.group, [])
-        interval = ratio_interval(sweep.counts(members, memorized, position), sweep.counts(members, clean, position),
+        interval = ratio_interval(sweep.counts(members, "M", position), sweep.counts(members, "C", position),
                                   row.best_layer)
         lo.append(interval.low if interval else math.nan)
         hi.append(interval.high if interval else math.nan)
     return summary.assign(ratio_M_C_lo=lo, ratio_M_C_hi=hi)
 
 
-def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None,
-                     memorized: str = "M", clean: str = "C") -> pd.DataFrame:
+def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None) -> pd.DataFrame:
     """:func:`best_layer_summary` of ``target`` read at ``position`` (e.g. THR's bridge at r2): one row,
     NaN where the position was not probed."""
+    group = group or f"{target} at {position}"
     part = sweep[(sweep.target == target) & (sweep.position == position)]
-    curves = part.assign(group=group or f"{target} at {position}")[["group", "layer", "set", "n", "accuracy",
-                                                                    "chance"]]
-    if not len(curves):
+    if not len(part):
         empty = {name: math.nan for name in SUMMARY_COLUMNS}
-        return pd.DataFrame([{**empty, "group": group or f"{target} at {position}", "best_layer": None, "n_M": 0,
-                              "best_layer_C": None, "n_C": 0}], columns=SUMMARY_COLUMNS)
-    return best_layer_summary(curves, memorized, clean)
+        return pd.DataFrame([{**empty, "group": group, "best_layer": None, "n_M": 0, "best_layer_C": None, "n_C": 0}],
+                            columns=SUMMARY_COLUMNS)
+    return best_layer_summary(part.assign(group=group)[["group", "layer", "set", "n", "accuracy", "chance"]])
 
 
 def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
@@ -434,31 +428,28 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
         n = int(keep.sum())
         for layer in range(layers):
             hit, raw = masked[layer][keep] == t.labels[keep], plain[layer][keep]
+            shares = {"accuracy": hit, "accuracy_unmasked": raw == t.labels[keep],
+                      "reads_masked": raw == hidden[keep]}
             rows.append({"target": target, "layer": layer, "set": s, "n": n, "correct": int(hit.sum()),
-                         "accuracy": hit.double().mean().item() if n else math.nan,
-                         "accuracy_unmasked": (raw == t.labels[keep]).double().mean().item() if n else math.nan,
-                         "reads_masked": (raw == hidden[keep]).double().mean().item() if n else math.nan,
+                         **{k: v.double().mean().item() if n else math.nan for k, v in shares.items()},
                          "chance": chance if n else math.nan})
     return pd.DataFrame(rows, columns=["target", "layer", "set", "n", "correct", "accuracy", "accuracy_unmasked",
                                        "reads_masked", "chance"])
 
 
-def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked", memorized: str = "M",
-                   clean: str = "C") -> pd.DataFrame:
+def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked") -> pd.DataFrame:
     """:func:`best_layer_summary` of :func:`masked_probe_sweep`, with ``acc_M_unmasked`` and ``reads_masked_M``
     at the best layer and the bootstrap interval of acc_M / acc_C there (one read per example)."""
-    out = best_layer_summary(sweep.assign(group=group), memorized, clean)
+    out = best_layer_summary(sweep.assign(group=group))
     row = out.iloc[0]
-    layer = row.best_layer
-    m = sweep[sweep.set == memorized].set_index("layer")
-    ok = layer is not None and not (isinstance(layer, float) and math.isnan(layer))
-    out["acc_M_unmasked"] = float(m.accuracy_unmasked[int(layer)]) if ok else math.nan
-    out["reads_masked_M"] = float(m.reads_masked[int(layer)]) if ok else math.nan
-    counts = (bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C))
+    ok = not pd.isna(row.best_layer)
+    m = sweep[sweep.set == "M"].set_index("layer").loc[int(row.best_layer)] if ok else None
+    counts = bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C)
     interval = ratio_interval(*counts, 0) if ok else None
-    out["ratio_M_C_lo"] = interval.low if interval else math.nan
-    out["ratio_M_C_hi"] = interval.high if interval else math.nan
-    return out
+    return out.assign(acc_M_unmasked=float(m.accuracy_unmasked) if ok else math.nan,
+                      reads_masked_M=float(m.reads_masked) if ok else math.nan,
+                      ratio_M_C_lo=interval.low if interval else math.nan,
+                      ratio_M_C_hi=interval.high if interval else math.nan)
 
 
 def found_layers(curves: pd.DataFrame, group: str, min_over_chance: float, set_name: str = "C") -> list[int]:

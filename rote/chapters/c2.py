@@ -129,22 +129,6 @@ def out_of_reach(reachable, seeds) -> str:
             "nor fail on it.")
 
 
-def _best_layers(rows) -> str:
-    return " / ".join("n/a" if r["best_layer"] is None or r["best_layer"] != r["best_layer"] else str(int(r["best_layer"]))
-                      for r in rows)
-
-
-def _thresholds_text(acc_m, acc_c, chance, sep: str, chance_spec: str = "") -> str:
-    """M over C and M over chance, each with how many seeds reach its threshold (a seed without
-    memorized examples has no value to reach it with)."""
-    without = "without memorized examples to read"
-    return (f"M over C is {values([ratio(m, c) for m, c in zip(acc_m, acc_c)])} (required: at least "
-            f"{T['probe_ratio_min']}): {reach(acc_m, [T['probe_ratio_min'] * c for c in acc_c], without)}{sep}"
-            f"M over chance is {values([ratio(m, c) for m, c in zip(acc_m, chance)], '.1f')} (required: at least "
-            f"{format(T['probe_over_chance_min'], chance_spec)}): "
-            f"{reach([m if m > 0 else math.nan for m in acc_m], [T['probe_over_chance_min'] * c for c in chance], without)}.")
-
-
 def probes_text(groups_: dict, result: Probes, claim: ClaimResult) -> str:
     """Per task, condition and result group, one line (:func:`probe_sentence`), and for THR the bridge read
     at the last position. Generated: one line per group, each naming its seeds."""
@@ -175,13 +159,20 @@ def _bridge_last(u, sweep: pd.DataFrame) -> str:
 
 
 def probe_sentence(rows, what: str, seeds, reachable, sep: str = "; ") -> str:
-    """What the seeds show for one probe read (one summary row per seed), judged as the verdict is.
-    Generated: how many seeds reach each threshold, which are out of reach."""
+    """What the seeds show for one probe read (one summary row per seed), judged as the verdict is: M over C
+    and M over chance, each with how many seeds reach its threshold (a seed without memorized examples has no
+    value to reach it with). Generated: how many seeds reach each threshold, which are out of reach."""
     acc_m, acc_c, chance = ([float(r[k]) for r in rows] for k in ("acc_M", "acc_C", "chance"))
-    spec = "g" if sep == "; " else ""
-    return (f"{what}{': ' if what else ''}read best on M at layer {_best_layers(rows)}, with accuracy {values(acc_m)} "
+    spec, without = "g" if sep == "; " else "", "without memorized examples to read"
+    layers = " / ".join("n/a" if pd.isna(r["best_layer"]) else str(int(r["best_layer"])) for r in rows)
+    return (f"{what}{': ' if what else ''}read best on M at layer {layers}, with accuracy {values(acc_m)} "
             f"on M against {values(acc_c)} on C and chance {values(chance, '.3f' if spec else '.2f')}. "
-            + _thresholds_text(acc_m, acc_c, chance, sep, spec) + out_of_reach(reachable, seeds))
+            f"M over C is {values([ratio(m, c) for m, c in zip(acc_m, acc_c)])} (required: at least "
+            f"{T['probe_ratio_min']}): {reach(acc_m, [T['probe_ratio_min'] * c for c in acc_c], without)}{sep}"
+            f"M over chance is {values([ratio(m, c) for m, c in zip(acc_m, chance)], '.1f')} (required: at least "
+            f"{format(T['probe_over_chance_min'], spec)}): "
+            + reach([m if m > 0 else math.nan for m in acc_m], [T['probe_over_chance_min'] * c for c in chance], without)
+            + "." + out_of_reach(reachable, seeds))
 
 
 # -- THR: bridge at r2, true tail masked ----------------------------------------------------------------
@@ -207,9 +198,10 @@ def bridge(build: Build, result: Probes) -> Bridge:
     return Bridge(thr, {u: result.summary[u][result.summary[u].group == "bridge"] for u in thr}, r2)
 
 
-def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> None:
+def seed_points(ax, units: list, tables: dict, title: str) -> None:
     """One point per seed for M and C at each x (``tables[x][unit]``: one summary row), with the two
     thresholds M must reach."""
+    x_names = list(tables)
     for i, name in enumerate(x_names):
         for j, u in enumerate(units):
             row = tables[name][u].iloc[0]
@@ -230,8 +222,8 @@ def seed_points(ax, units: list, tables: dict, x_names: list, title: str) -> Non
 def bridge_figure(result: Bridge):
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     if result.units:
-        names = ["r1 (context, superseded)", "r2 (judged)"]
-        seed_points(ax, result.units, dict(zip(names, (result.r1, result.r2))), names, "THR bridge: one point per seed")
+        seed_points(ax, result.units, {"r1 (context, superseded)": result.r1, "r2 (judged)": result.r2},
+                    "THR bridge: one point per seed")
     else:
         ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -290,9 +282,9 @@ def masked_tail_figure(shown: list, result: MaskedTail):
     first = [u for u in result.units if u in shown]
     if first:
         m = result.sweeps[first[0]]
-        for s, style in (("M", "-"), ("C", "-")):
+        for s in ("M", "C"):
             part = m[m.set == s]
-            axes[0].plot(part.layer, part.accuracy, style, marker="o", color=plots.GROUP_COLORS[s], label=f"{s}, masked")
+            axes[0].plot(part.layer, part.accuracy, "-", marker="o", color=plots.GROUP_COLORS[s], label=f"{s}, masked")
         part = m[m.set == "M"]
         axes[0].plot(part.layer, part.accuracy_unmasked, ":", marker="x", color=plots.GROUP_COLORS["M"], label="M, unmasked")
         axes[0].plot(part.layer, part.reads_masked, "--", marker=".", color="#7570b3", label="M: unmasked read = noisy label")
@@ -302,8 +294,7 @@ def masked_tail_figure(shown: list, result: MaskedTail):
                     ylim=(-0.02, 1.02))
         axes[0].xaxis.get_major_locator().set_params(integer=True)
         axes[0].legend(fontsize=7)
-        names = ["unmasked (superseded)", "masked (judged)"]
-        seed_points(axes[1], result.units, dict(zip(names, (result.unmasked, result.summary))), names,
+        seed_points(axes[1], result.units, {"unmasked (superseded)": result.unmasked, "masked (judged)": result.summary},
                     "THR true tail: one point per seed")
     else:
         for ax in axes:
@@ -322,7 +313,7 @@ def masked_tail_text(result: MaskedTail, claim: ClaimResult) -> str:
     reach_masked, reach_plain = ([claim.metrics[u].reachable.get(key) for u in units] for key in ("tail_masked", "true_tail"))
     reads, plain = [float(r.reads_masked_M) for r in rows], [float(r.acc_M_unmasked) for r in rows]
     output = all(r > 0.5 for r in reads if r == r) and any(r == r for r in reads)
-    return (f"**What this build shows** (seed {' / '.join(str(s) for s in seeds)}).\n\n"
+    return (f"**What this build shows** ({seeds_head(seeds)}).\n\n"
             f"- {probe_sentence(rows, 'Masked (judged)', seeds, reach_masked)}\n- "
             + probe_sentence([result.unmasked[u].iloc[0] for u in units], "Unmasked (registered, superseded)", seeds,
                              reach_plain)
@@ -418,9 +409,8 @@ def lens_prior(build: Build, lens_result: Lens) -> LensPrior:
 
 
 def _share(m) -> "verdicts.c2.LensShare | None":
-    """A seed's lens share (:class:`rote.verdicts.c2.LensShare`) where it has a best layer, else None."""
-    share = m.lens_share
-    return None if share is verdicts.c2.ABSENT or share.share_best_layer is None else share
+    """A seed's lens share (:class:`rote.verdicts.c2.LensShare`), None where it has none."""
+    return None if m.lens_share is verdicts.c2.ABSENT else m.lens_share
 
 
 def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
@@ -449,7 +439,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
         members = build.groups[key]
         for j, u in enumerate(members):
             m = _share(claim.metrics[u])
-            if m is None:
+            if m is None or m.share_best_layer is None:
                 continue
             x = i + 0.15 * (j - (len(members) - 1) / 2)
             axes[1].errorbar([x], [m.share], yerr=[[max(0.0, m.share - m.share_lo)], [max(0.0, m.share_hi - m.share)]],
@@ -474,27 +464,26 @@ def lens_prior_text(groups_: dict, claim: ClaimResult) -> str:
     the prior, and on how many seeds ``c2.lens.null`` passes. Generated: the counts and the missing cases."""
     lines = []
     for (task, condition), members in groups_.items():
-        ms = [None if m is verdicts.c2.ABSENT else m for m in (claim.metrics[u].lens_share for u in members)]
-        if all(_share(claim.metrics[u]) is None for u in members):
+        ms = [_share(claim.metrics[u]) for u in members]
+        if all(m is None or m.share_best_layer is None for m in ms):
             one_block = all(m is not None and m.intermediate_layers < 1 for m in ms)
             lines.append(f"- **{where(task, condition)}**: " + ("the model has no intermediate layer (one block)" if one_block
                          else "no memorized example has a token that differs from the true answer")
                          + ", so the check fails.")
             continue
+
+        def get(name, default=math.nan):
+            return [default if m is None or getattr(m, name) is verdicts.c2.ABSENT else getattr(m, name) for m in ms]
+
         passed = sum(verdicts.find(claim.checks[u], "c2.lens.null").passed is True for u in members)
         lines.append(f"- **{where(task, condition)}** (seed {' / '.join(str(u.seed) for u in members)}; n = "
-                     + _share_line(ms) + ("every seed." if passed == len(members) else f"{passed} of {len(members)} seeds."))
+                     f"{' / '.join(str(n) for n in get('share_n', 0))} examples): at the best intermediate "
+                     f"layer ({' / '.join('n/a' if b is None else str(b) for b in get('share_best_layer', None))}) "
+                     f"the true token is ahead on {values(get('share'))} of M, with Wilson lower bound "
+                     f"{values(get('share_lo'))}, against {values(get('share_null'))} under the training-label "
+                     "prior: the lower bound is above the prior in "
+                     + ("every seed." if passed == len(members) else f"{passed} of {len(members)} seeds."))
     return "\n".join(lines)
-
-
-def _share_line(ms: list) -> str:
-    def get(name, default=math.nan):
-        return [default if m is None or getattr(m, name) is verdicts.c2.ABSENT else getattr(m, name) for m in ms]
-
-    return (f"{' / '.join(str(n) for n in get('share_n', 0))} examples): at the best intermediate layer "
-            f"({' / '.join('n/a' if b is None else str(b) for b in get('share_best_layer', None))}) the true token is "
-            f"ahead on {values(get('share'))} of M, with Wilson lower bound {values(get('share_lo'))}, against "
-            f"{values(get('share_null'))} under the training-label prior: the lower bound is above the prior in ")
 
 
 # -- worked examples ----------------------------------------------------------------------------------
@@ -575,29 +564,19 @@ class C2Sections:
     bridge: Bridge | None = None
     masked: MaskedTail | None = None
     lens: Lens | None = None
-    prior: LensPrior | None = None
-
-    def __post_init__(self):
-        for name, kind in (("probes", Probes), ("bridge", Bridge), ("masked", MaskedTail), ("lens", Lens),
-                           ("prior", LensPrior)):
-            value = getattr(self, name)
-            if not isinstance(value, kind) and not (value is None and name != "probes"):
-                raise ValueError(f"C2Sections: {name} is the section's {kind.__name__}, got {type(value).__name__}")
-        if self.prior is not None and self.lens is None:
-            raise ValueError("C2Sections: the lens share against the prior is read with the lens it comes from")
+    prior: LensPrior | None = None  # read with the lens it comes from
 
 
 def evaluate(build: Build, sections: C2Sections) -> ClaimResult:
     """The claim's metrics and checks on every unit (:func:`rote.verdicts.c2.checks`): the only caller of
     :mod:`rote.verdicts.c2`."""
-    bridge, masked, lens_result, prior = sections.bridge, sections.masked, sections.lens, sections.prior
+    s = sections
     metrics, checks = {}, {}
     for u in build.units:
-        probe_reads = verdicts.c2.ProbeReads(sections.probes.summary[u],
-                                             bridge_r2=None if bridge is None else bridge.r2.get(u),
-                                             masked_tail=None if masked is None else masked.summary.get(u))
-        lens_reads = None if lens_result is None else verdicts.c2.LensReads(
-            lens_result.verdicts[u], lens_result.tables[u], share=None if prior is None else prior.shares[u])
+        probe_reads = verdicts.c2.ProbeReads(s.probes.summary[u], bridge_r2=s.bridge and s.bridge.r2.get(u),
+                                             masked_tail=s.masked and s.masked.summary.get(u))
+        lens_reads = s.lens and verdicts.c2.LensReads(s.lens.verdicts[u], s.lens.tables[u],
+                                                      share=s.prior and s.prior.shares[u])
         metrics[u], checks[u] = verdicts.c2.checks(u.task, len(build.sets[u]["M"]), len(build.sets[u]["C"]),
                                                    probe_reads, lens_reads)
     return ClaimResult(SPEC.id, metrics, checks)

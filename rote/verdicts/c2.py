@@ -15,7 +15,8 @@ import pandas as pd
 from .. import fmt
 from ..claims import THRESHOLDS
 from ..analysis.intervals import Interval, wilson, wilson_bounds
-from .core import Check, CheckLabel, numeric, above, at_least, group, inline, supersede, validate
+from ..analysis.ranges import is_whole
+from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, supersede, validate
 
 
 class Absent(enum.Enum):
@@ -49,12 +50,11 @@ class ProbeRead:
     @classmethod
     def of(cls, row: dict, masked: bool = False) -> "ProbeRead":
         """The read of one summary row (:func:`rote.analysis.probes.best_layer_summary`)."""
-        extra = masked and "reads_masked_M" in row
-        return cls(best_layer=row.get("best_layer"), acc_M=row.get("acc_M"), acc_C=row.get("acc_C"),
-                   chance=row.get("chance"), reads_noisy_M=row.get("reads_masked_M") if extra else ABSENT,
-                   acc_M_unmasked=row.get("acc_M_unmasked") if extra else ABSENT,
-                   best_layer_C=_layer(row.get("best_layer_C")), acc_C_best=row.get("acc_C_best"),
-                   chance_C=row.get("chance_C"),
+        given = {k: row.get(k) for k in ("best_layer", "acc_M", "acc_C", "chance", "acc_C_best", "chance_C")}
+        if masked and "reads_masked_M" in row:
+            given.update(reads_noisy_M=row["reads_masked_M"], acc_M_unmasked=row.get("acc_M_unmasked"))
+        layer_c = row.get("best_layer_C")
+        return cls(**given, best_layer_C=None if layer_c is None or math.isnan(numeric(layer_c)) else int(layer_c),
                    chance_reachable=chance_reachable(row.get("acc_C_best"), row.get("chance_C")))
 
 
@@ -106,9 +106,8 @@ class C2Metrics:
     lens_share: LensShare | Absent = group(prefix="lens_", default=ABSENT)
 
     def __post_init__(self):
-        for n in (self.n_M, self.n_C):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ValueError(f"C2Metrics: n_M and n_C count examples, got {self.n_M!r} and {self.n_C!r}")
+        if not all(is_whole(n) and n >= 0 for n in (self.n_M, self.n_C)):
+            raise ValueError(f"C2Metrics: n_M and n_C count examples, got {self.n_M!r} and {self.n_C!r}")
 
     def record(self) -> dict:
         """The metrics as the record stores them: every value the inputs give, in field order."""
@@ -132,14 +131,9 @@ class ProbeReads:
     masked_tail: pd.DataFrame | dict | None = None
 
     def __post_init__(self):
-        if not isinstance(self.summary, pd.DataFrame) or "group" not in self.summary:
-            raise ValueError("ProbeReads: summary is a probe summary table with a 'group' column")
         unknown = {g.replace(" ", "_") for g in self.summary.group} - set(PROBE_READS)
         if unknown:
             raise ValueError(f"ProbeReads: C2 has no probe read {', '.join(sorted(unknown))}")
-        for name in ("bridge_r2", "masked_tail"):
-            if not isinstance(getattr(self, name), (pd.DataFrame, dict, type(None))):
-                raise ValueError(f"ProbeReads: {name} is a summary row (a table or a dict) or None")
 
 
 @dataclass(frozen=True)
@@ -156,8 +150,6 @@ class LensReads:
             raise ValueError("LensReads: verdict is the lens pattern's dict (rote.analysis.lens.lens_verdict)")
         if not isinstance(self.table, pd.DataFrame) or not {"p_true", "p_noisy"} <= set(self.table.columns):
             raise ValueError("LensReads: table has P(true) and P(noisy) by layer (p_true, p_noisy)")
-        if not isinstance(self.share, (pd.DataFrame, type(None))):
-            raise ValueError("LensReads: share is the share table by layer or None")
 
 
 def checks(task: str, n_M: int, n_C: int, probes: ProbeReads, lens: LensReads | None) -> tuple[C2Metrics, list[Check]]:
@@ -178,8 +170,9 @@ def checks(task: str, n_M: int, n_C: int, probes: ProbeReads, lens: LensReads | 
     race = ABSENT if lens is None else LensRace(lens.verdict.get("takeover_layer"), [float(x) for x in lens.table.p_true],
                                                 [float(x) for x in lens.table.p_noisy])
     if task == "thr":
-        for key, name, given in (("bridge_r2", C2_AMENDED["bridge"], probes.bridge_r2),
-                                 ("tail_masked", C2_AMENDED["true tail"], probes.masked_tail)):
+        for key, name, given in (("bridge_r2", "7.4 bridge at r2", probes.bridge_r2),
+                                 ("tail_masked", "7.4 true tail, noisy class masked (C: a random wrong one)",
+                                  probes.masked_tail)):
             row = _c2_row(given)
             if row is None:
                 out.append(Check(f"c2.probe.{key}", f"probe {name}", "amended", None, None, None, "probes",
@@ -195,7 +188,8 @@ def _lens_checks(lens: LensReads | None) -> list[Check]:
     """Section 5's lens pattern on M: the true answer ahead at an intermediate layer, the noisy label ahead
     only in a final run of layers; margins from the table (:func:`lens_margins`), no interval."""
     verdict, table = ({}, None) if lens is None else (lens.verdict, lens.table)
-    no_lens = _c2_lens_missing(table)
+    no_lens = ("the logit-lens table was not given to the verdict" if table is None
+               else C2_NO_LENS if table.p_true.isna().all() else "")
     # one block has no intermediate layer: the pattern cannot hold (a fail by the rule); else nothing to read: 8.5
     one_block = table is not None and 0 < len(table) <= 2
     margins = lens_margins(table) if table is not None and not no_lens else {}
@@ -232,10 +226,9 @@ def lens_margins(table: pd.DataFrame) -> dict[str, float | None]:
     return {"true_ahead_intermediate": float(d[:-1].max()), "noisy_only_last": float(max(last))}
 
 
-# The THR checks amendment 7.4 replaces (display name, reason), and their replacements.
+# The THR checks amendment 7.4 replaces (display name, reason).
 C2_SUPERSEDED = {"bridge": ("bridge at r1", "7.4: at r1 the bridge is an atomic fact of the input; judged at r2"),
                  "true tail": ("true tail unmasked", "7.4: the probe reads the output; judged with the noisy class masked")}
-C2_AMENDED = {"bridge": "7.4 bridge at r2", "true tail": "7.4 true tail, noisy class masked (C: a random wrong one)"}
 C2_LENS_NULL = "7.4 lens: true-ahead share, Wilson lower bound vs training-label prior"
 C2_NO_C = "no correctly answered example (C) for this probe target"
 C2_NO_M = "no memorized example (M) for this probe target"
@@ -252,34 +245,27 @@ def _c2_probe_pair(key: str, name: str, kind: str, row: dict, validated: bool = 
     chance on M (``.chance``; acc_M = 0 fails), and where ``validated`` the validity check 8.2 (``.reachable``:
     C at its own best layer >= 5 x chance on C, 8.5, 8.6) that leaves the chance check unresolved in the
     amended reading where it fails. Intervals (section 11): :func:`_probe_intervals`."""
-    th = THRESHOLDS["C2"]
+    th, iv = THRESHOLDS["C2"], _probe_intervals(row)
     acc_m, acc_c, chance = row.get("acc_M"), row.get("acc_C"), row.get("chance")
-    iv = _probe_intervals(row)
-    no_m = C2_NO_M if math.isnan(numeric(acc_m)) else None
-    no_c = C2_NO_C if math.isnan(numeric(acc_c)) else None
-    no_chance = C2_NO_CHANCE if math.isnan(numeric(chance)) else None
     ratio = at_least(CheckLabel(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, "probes"),
-                     acc_m, th["probe_ratio_min"] * numeric(acc_c), missing=no_c or no_m, interval=iv["ratio"])
-    chance_label = CheckLabel(f"c2.probe.{key}.chance", f"{name}: M vs {th['probe_over_chance_min']} x chance", kind,
-                              "probes")
-    threshold = th["probe_over_chance_min"] * numeric(chance)
-    if numeric(acc_m) == 0 and math.isnan(threshold):  # section 5: a probe that reads nothing on M fails
-        over_chance = Check(chance_label.id, chance_label.name, kind, 0.0, None, False, "probes", reason=C2_M_ZERO,
-                            interval=None if iv["M"] is None else (iv["M"].low, iv["M"].high),
-                            method="" if iv["M"] is None else iv["M"].method)
-    else:
-        over_chance = at_least(chance_label, acc_m, threshold, missing=no_m or no_chance, interval=iv["M"])
-        if numeric(acc_m) == 0:  # whatever chance is; the margin and interval stay
-            over_chance = over_chance.replace(passed=False, reason=C2_M_ZERO)
+                     acc_m, th["probe_ratio_min"] * numeric(acc_c),
+                     missing=missing_reason((acc_c, C2_NO_C), (acc_m, C2_NO_M)), interval=iv["ratio"])
+    chance_name = f"{name}: M vs {th['probe_over_chance_min']} x chance"
+    over_chance = at_least(CheckLabel(f"c2.probe.{key}.chance", chance_name, kind, "probes"), acc_m,
+                           th["probe_over_chance_min"] * numeric(chance),
+                           missing=missing_reason((acc_m, C2_NO_M), (chance, C2_NO_CHANCE)), interval=iv["M"])
+    if numeric(acc_m) == 0:  # section 5: a probe that reads nothing on M fails, whatever chance is
+        m = iv["M"]
+        over_chance = over_chance.replace(passed=False, reason=C2_M_ZERO, method="" if m is None else m.method,
+                                          interval=None if m is None else (m.low, m.high))
     if not validated:
         return [ratio, over_chance]
     acc_c_best, chance_c = row.get("acc_C_best"), row.get("chance_C")
-    no_c_best = (C2_NO_C_BEST if acc_c_best is None else C2_NO_C) if math.isnan(numeric(acc_c_best)) else None
     reachable = at_least(CheckLabel(f"c2.probe.{key}.reachable", f"{name}: C at its own best layer vs "
                                     f"{th['probe_over_chance_min']} x chance on C (can a true claim reach it?)",
                                     "validity", "probes"), acc_c_best, th["probe_over_chance_min"] * numeric(chance_c),
-                         missing=no_c_best or (C2_NO_CHANCE_C if math.isnan(numeric(chance_c)) else None),
-                         interval=iv["C_best"]).since("8.2")
+                         missing=missing_reason((acc_c_best, C2_NO_C_BEST if acc_c_best is None else C2_NO_C),
+                                                (chance_c, C2_NO_CHANCE_C)), interval=iv["C_best"]).since("8.2")
     if reachable.passed is False:
         reachable = reachable.replace(reason=f"8.2: out of reach: C itself reaches {fmt.plain(reachable.value)} "
                                              f"< {fmt.plain(reachable.threshold)}")
@@ -310,24 +296,10 @@ def chance_reachable(acc_c, chance) -> bool | None:
     return bool(c >= THRESHOLDS["C2"]["probe_over_chance_min"] * ch)
 
 
-def _layer(x) -> int | None:
-    return None if x is None or math.isnan(numeric(x)) else int(x)
-
-
 def _c2_row(given) -> dict | None:
-    if given is None:
-        return None
     if isinstance(given, pd.DataFrame):
-        return None if not len(given) else given.iloc[0].to_dict()
-    return dict(given)
-
-
-def _c2_lens_missing(lens_table) -> str:
-    """Why the logit lens of M has no value (empty: it has one)."""
-    if lens_table is None:
-        return "the logit-lens table was not given to the verdict"
-    p_true = lens_table["p_true"] if "p_true" in lens_table else pd.Series(dtype=float)
-    return C2_NO_LENS if not len(p_true) or p_true.isna().all() else ""
+        return given.iloc[0].to_dict() if len(given) else None
+    return None if given is None else dict(given)
 
 
 def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[LensShare | Absent, Check]:
