@@ -20,7 +20,18 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .intervals import Interval, bootstrap
 from .patching import intermediate_removal
-from .ranges import is_real, is_whole
+from .ranges import is_finite_at_least, is_real, is_whole
+
+# rules of :func:`check_fields`: (test, what the value must be)
+COUNT = (lambda v: is_whole(v) and v >= 1, "an int >= 1")
+SHARE = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+
+
+def check_fields(settings, **rules) -> None:
+    """Raise a ValueError naming the first field of ``settings`` whose value breaks its rule."""
+    for name, (ok, wanted) in rules.items():
+        if not ok(getattr(settings, name)):
+            raise ValueError(f"{type(settings).__name__}.{name} must be {wanted}, got {getattr(settings, name)!r}")
 
 
 # -- activations and attribution --------------------------------------------------------------
@@ -157,12 +168,7 @@ class SpecificitySettings:
     within_k50: bool = True
 
     def __post_init__(self):
-        if not (is_whole(self.top) and self.top >= 1):
-            raise ValueError(f"SpecificitySettings.top must be an int >= 1, got {self.top!r}")
-        if not (is_real(self.quantile) and 0 <= self.quantile <= 1):
-            raise ValueError(f"SpecificitySettings.quantile must be a number in [0, 1], got {self.quantile!r}")
-        if not isinstance(self.within_k50, bool):
-            raise ValueError(f"SpecificitySettings.within_k50 must be a bool, got {self.within_k50!r}")
+        check_fields(self, top=COUNT, quantile=SHARE, within_k50=(lambda v: isinstance(v, bool), "a bool"))
 
 
 def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples,
@@ -349,31 +355,21 @@ class HypothesisThresholds:
     positions_min: int
 
     def __post_init__(self):
-        for name in ("quantile", "activity_min", "drop_min"):
-            value = getattr(self, name)
-            if not (is_real(value) and 0 <= value <= 1):
-                raise ValueError(f"HypothesisThresholds.{name} must be a number in [0, 1], got {value!r}")
-        if not (is_real(self.k50_ratio_min) and 0 <= self.k50_ratio_min < math.inf):
-            raise ValueError(f"HypothesisThresholds.k50_ratio_min must be a number >= 0, got {self.k50_ratio_min!r}")
-        if not (is_whole(self.positions_min) and self.positions_min >= 0):
-            raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
+        check_fields(self, quantile=SHARE, k50_ratio_min=(is_finite_at_least, "a number >= 0"), activity_min=SHARE,
+                     drop_min=SHARE, positions_min=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
 
 
 def hypotheses_table(summary: C4Summary, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
     """What a look-up table and a distributed encoding each predict for the measures of
     :func:`c4_summary`, next to what was observed and the pass threshold (``thresholds``)."""
-    quantile, k50_ratio_min, activity_min = thresholds.quantile, thresholds.k50_ratio_min, thresholds.activity_min
-    drop_min, positions_min = thresholds.drop_min, thresholds.positions_min
-    return pd.DataFrame([
-        {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
-         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary.k50_ratio},
-        {"measure": "median activity of top neurons", "look-up predicts": f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
-         "distributed predicts": f"~{1 - quantile:.2f} (layer average)", "threshold": f">= {activity_min}",
-         "observed": summary.top_activity_median},
-        {"measure": "input positions removing >= 20% of P(noisy)", "look-up predicts": "all (any change breaks the key)",
-         "distributed predicts": f">= {positions_min}", "threshold": f">= {positions_min}",
-         "observed": summary.positions_over_min},
-        {"measure": "share of P(noisy) removed with the intermediate result",
-         "look-up predicts": "~0 (the label bypasses the reasoning)", "distributed predicts": "large",
-         "threshold": f">= {drop_min}", "observed": summary.intermediate_drop},
-    ]).set_index("measure")
+    t = thresholds
+    rows = [("k50 on M / k50 on C", "~1 / k50_C (one neuron)", "~1", t.k50_ratio_min, summary.k50_ratio),
+            ("median activity of top neurons", f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
+             f"~{1 - t.quantile:.2f} (layer average)", t.activity_min, summary.top_activity_median),
+            ("input positions removing >= 20% of P(noisy)", "all (any change breaks the key)", f">= {t.positions_min}",
+             t.positions_min, summary.positions_over_min),
+            ("share of P(noisy) removed with the intermediate result", "~0 (the label bypasses the reasoning)", "large",
+             t.drop_min, summary.intermediate_drop)]
+    return pd.DataFrame([{"measure": m, "look-up predicts": lookup, "distributed predicts": distributed,
+                          "threshold": f">= {threshold}", "observed": observed}
+                         for m, lookup, distributed, threshold, observed in rows]).set_index("measure")

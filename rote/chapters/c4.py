@@ -94,57 +94,31 @@ def activity_table(tables: dict) -> pd.DataFrame:
 
 # -- what the label depends on: input positions and the intermediate result --------------------------
 @dataclass(frozen=True)
-class Ablations:
-    """How :func:`dependency` ablates: resample draws, INLP rank, random and matched controls, probe
-    and INLP examples, and the seed."""
-
-    n_samples: int
-    rank: int
-    n_controls: int
-    n_matched: int
-    max_fit: int
-    seed: int
-
-    def __post_init__(self):
-        for name, low in (("n_samples", 1), ("rank", 1), ("n_controls", 1), ("n_matched", 1), ("max_fit", 1),
-                          ("seed", 0)):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
-                raise ValueError(f"Ablations.{name} must be an int >= {low}, got {value!r}")
-
-
-@dataclass(frozen=True)
 class Dependency:
     """Per unit: the drop per resampled position, the erasure sites (C3's rule), the intermediate
-    removal with both controls, the INLP rank, and whether the matched control was computed (None: read
-    from ``removal``)."""
+    removal with both controls (the matched one was computed where ``removal`` has its rows), the INLP rank."""
 
     positions: dict
     sites: dict
     removal: dict
     rank: int
-    matched: dict | None = None
 
     def __post_init__(self):
         if not set(self.positions) == set(self.sites) == set(self.removal):
             raise ValueError("Dependency: positions, sites and removal must cover the same units")
-        if self.matched is not None and set(self.matched) != set(self.removal):
-            raise ValueError("Dependency: matched must cover the units of removal")
-        if not (isinstance(self.rank, int) and self.rank >= 1):
-            raise ValueError(f"Dependency.rank must be an int >= 1, got {self.rank!r}")
 
 
-def dependency(build: Build, ablations: Ablations) -> Dependency:
-    """Per unit: resample each prompt position of M, find the erasure sites, and erase the intermediate
-    result there against both controls, as ``ablations`` says."""
-    n_samples, rank, n_controls = ablations.n_samples, ablations.rank, ablations.n_controls
-    n_matched, max_fit, seed = ablations.n_matched, ablations.max_fit, ablations.seed
+def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_matched: int, max_fit: int,
+               seed: int) -> Dependency:
+    """Per unit: resample each prompt position of M (``n_samples`` draws), find the erasure sites, and erase
+    the intermediate result there (INLP of ``rank``, fitted on ``max_fit`` examples) against ``n_controls``
+    random subspaces and ``n_matched`` information-matched erasures."""
     positions = {u: patching.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
                                                seed=seed) for u, r in build.runs.items()}
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
     sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
              for u, r in build.runs.items()}
-    removal, available = {}, {}
+    removal = {}
     fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():
         s = sites[u]
@@ -155,8 +129,7 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
         matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, fit,
                                               n_controls=n_matched) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
-        available[u] = bool(matched) and bool(len(removal[u])) and "matched" in set(removal[u].method)
-    return Dependency(positions, sites, removal, rank, available)
+    return Dependency(positions, sites, removal, rank)
 
 
 # -- the known look-up (amendment 1, 7.6) ------------------------------------------------------------
@@ -194,14 +167,11 @@ def summaries(build: Build, k50: dict, active: dict, depends: Dependency) -> dic
 
 def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
     """Each statistic on M beside the same statistic on the known look-up."""
-    rows = []
-    for u in units:
-        lk, sm = found[u].summary, summary[u]
-        rows.append({"unit": label(u), "look-up examples": found[u].n_lookup,
-                     "k50 ratio: M": sm.k50_ratio, "k50 ratio: look-up": lk.k50_ratio,
-                     "top activity: M": sm.top_activity_median, "top activity: look-up": lk.top_activity_median,
-                     "positions: M": sm.positions_over_min, "positions: look-up": lk.positions_over_min})
-    return pd.DataFrame(rows).set_index("unit").round(3)
+    names = {"k50 ratio": "k50_ratio", "top activity": "top_activity_median", "positions": "positions_over_min"}
+    return pd.DataFrame([{"unit": label(u), "look-up examples": found[u].n_lookup,
+                          **{f"{name}: {who}": getattr(s, key) for name, key in names.items()
+                             for who, s in (("M", summary[u]), ("look-up", found[u].summary))}}
+                         for u in units]).set_index("unit").round(3)
 
 
 # -- look-up or distributed: the two hypotheses against the data -------------------------------------
@@ -462,22 +432,14 @@ class C4Sections:
             raise ValueError("C4Sections: summary, lookups and dependency must cover the same units")
 
 
-def _matched(depends: Dependency, u) -> bool:
-    """Whether the information-matched control was computed for ``u`` (a Dependency built without
-    the flag: whenever its removal table has matched rows)."""
-    if depends.matched is not None:
-        return depends.matched[u]
-    table = depends.removal[u]
-    return bool(len(table)) and "matched" in set(table.method)
-
-
 def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
     """Per unit: the claim's metrics (:class:`rote.verdicts.c4.C4Metrics`) and checks, with the look-up
     control (:func:`rote.verdicts.c4.checks`; the only caller of :mod:`rote.verdicts.c4`)."""
     depends, judged = sections.dependency, {}
     for u in build.units:
-        summary = sections.summary[u]
+        summary, removal = sections.summary[u], depends.removal[u]
+        matched = bool(len(removal)) and "matched" in set(removal.method)  # the control computed
         setting = verdicts.c4.Setting(len(build.sets[u]["M"]), len(build.sets[u]["C"]), len(summary.position_drops),
-                                      depends.sites[u]["layers"], depends.rank, _matched(depends, u))
+                                      depends.sites[u]["layers"], depends.rank, matched)
         judged[u] = verdicts.c4.checks(summary, sections.lookups[u], setting)
     return ClaimResult(SPEC.id, {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})
