@@ -69,18 +69,14 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
 
 
 @torch.no_grad()
-def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label",
-               layers: Sequence[int] | None = None) -> torch.Tensor:
+def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
     """[N, A, L, d_mlp]: each MLP neuron's direct logit attribution to answer token ``examples.<which>``
     (minus the mean logit, the final LayerNorm's scale frozen), teacher-forced on the same answer."""
-    layers = _layers(model, layers)
-    acts, sigma = mlp_activations(model, examples, which, layers, with_scale=True)
-    target = getattr(examples, which).to(model.device)  # [N, A]
-    w = folded_unembed(model)[target]  # [N, A, d_model]
+    acts, sigma = mlp_activations(model, examples, which, with_scale=True)
+    w = folded_unembed(model)[getattr(examples, which).to(model.device)]  # [N, A, d_model]
     out = torch.empty_like(acts)
-    for i, l in enumerate(layers):
-        proj = w @ model.blocks[l].mlp.W_out.weight  # [N, A, d_mlp]
-        out[:, :, i] = acts[:, :, i] * proj / sigma[..., None]
+    for l, block in enumerate(model.blocks):
+        out[:, :, l] = acts[:, :, l] * (w @ block.mlp.W_out.weight) / sigma[..., None]  # W_out: [d_model, d_mlp]
     return out
 
 
@@ -125,14 +121,6 @@ def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
     return flat[lo] + (flat[hi] - flat[lo]) * (idx - lo)
 
 
-@torch.no_grad()
-def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
-                       which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`active_fractions` of the MLP activations of ``clean`` at the answer positions: per neuron,
-    the share of clean inputs above its layer's ``quantile`` (8.6). Returns [A, L, d_mlp] and [A, L]."""
-    return active_fractions(mlp_activations(model, clean, which), quantile)
-
-
 ACTIVITY_THRESHOLD = "layer"  # 8.6: "above its 90th percentile" is the layer's percentile, not each neuron's own
 
 
@@ -175,12 +163,12 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
                            settings: SpecificitySettings, *, mask: torch.Tensor | None = None) -> pd.DataFrame:
     """Per memorized (example, position) (or those of ``mask``), its ``settings.top`` neurons by DLA to
     the noisy label (with ``within_k50``, only those among its k50: a look-up neuron is not outvoted by
-    bystanders) and the share of clean inputs each is active on (:func:`activity_fractions`)."""
+    bystanders) and the share of clean inputs each is active on (:func:`active_fractions`, 8.6)."""
     top, quantile, within_k50 = settings.top, settings.quantile, settings.within_k50
     cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
-    frac, _ = activity_fractions(model, clean, quantile)
+    frac, _ = active_fractions(mlp_activations(model, clean, "true_label"), quantile)
     att = neuron_dla(model, memorized, "label").cpu()  # [N, A, L, D]
     d_mlp = att.shape[3]
     n, j = (memorized_positions(memorized) if mask is None else mask.bool()).nonzero(as_tuple=True)
@@ -201,11 +189,11 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 
 # -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
 def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
-                       matched_controls=(), *, which: str = "label") -> pd.DataFrame:
+                       matched_controls=()) -> pd.DataFrame:
     """:func:`intermediate_removal` with both controls: ``random`` subspaces and ``matched`` (7.5)."""
-    table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
+    table = intermediate_removal(model, examples, erasure, list(random_controls))
     if len(table) and matched_controls:
-        matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
+        matched = intermediate_removal(model, examples, erasure, list(matched_controls))
         matched = matched[matched.method == "random"].assign(method="matched")
         table = pd.concat([table, matched], ignore_index=True)
     return table
@@ -303,13 +291,17 @@ def _median_of(rows: tuple[np.ndarray, np.ndarray, int]):
     return median
 
 
+def _by_example(table: pd.DataFrame, within: str) -> pd.DataFrame:
+    """``table`` with its ``example`` column (a table without one: the row's rank within its ``within``)."""
+    return table if "example" in table.columns else table.assign(example=table.groupby(within).cumcount())
+
+
 def _drops_by_example(intermediate: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per method of :func:`intermediate_table`, each example's drop, the examples in one order."""
     if not len(intermediate):
         return {}
-    frame = intermediate if "example" in intermediate.columns else \
-        intermediate.assign(example=intermediate.groupby("method").cumcount())
-    wide = frame.pivot_table(index="example", columns="method", values="drop", aggfunc="mean")
+    wide = _by_example(intermediate, "method").pivot_table(index="example", columns="method", values="drop",
+                                                           aggfunc="mean")
     return {method: wide[method].to_numpy(dtype=float) for method in wide.columns}
 
 
@@ -317,9 +309,8 @@ def _positions_interval(positions: pd.DataFrame, drop_min: float) -> Interval | 
     """The interval of the count of input positions whose mean drop over examples reaches ``drop_min``."""
     if not len(positions):
         return None
-    frame = positions if "example" in positions.columns else \
-        positions.assign(example=positions.groupby("position").cumcount())
-    wide = frame.pivot_table(index="example", columns="position", values="drop", aggfunc="mean", dropna=False)
+    wide = _by_example(positions, "position").pivot_table(index="example", columns="position", values="drop",
+                                                          aggfunc="mean", dropna=False)
     drops = wide.to_numpy(dtype=float)  # [examples, positions], NaN where an example has no value
     seen, filled = ~np.isnan(drops), np.nan_to_num(drops)
 

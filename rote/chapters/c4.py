@@ -143,9 +143,8 @@ def lookup_control(build: Build, u, n_keys: int, max_lookup: int, n_samples: int
         facts = lookup.atomic_lookup(r.model, r.data)
         if len(facts) > max_lookup:
             facts = facts[torch.randperm(len(facts), generator=torch.Generator().manual_seed(seed))[:max_lookup]]
-        every = torch.ones_like(facts.label, dtype=torch.bool)
         sets = lookup.LookupSets(lookup=facts, clean=build.sets[u]["C"], population=facts, reference=facts)
-        return lookup.lookup_statistics(r.model, sets, settings, mask=every)
+        return lookup.lookup_statistics(r.model, sets, settings, mask=torch.ones_like(facts.label, dtype=torch.bool))
     candidates = r.data.train_clean[torch.randperm(len(r.data.train_clean),
                                                    generator=torch.Generator().manual_seed(seed))[:4 * n_keys]]
     keys = correct(r.model, candidates)[:n_keys]
@@ -311,41 +310,35 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
 def controls_figure(units: list, evaluations: dict, found: dict):
     """Amendment 1's controls, one number per seed: each statistic on M and on the known look-up with
     its threshold, and the intermediate drop over the information-matched control's."""
-    rows = []
-    for u in units:
-        for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record())):
-            k50_m, k_c, act, pos = (s[k] for k in ("k50_M", "k50_C", "top_activity_median", "positions_over_min"))
-            rows.append({"where": where(u.task, u.condition), "seed": u.seed, "set": who,
-                         "k50 / (threshold x k50 on C)": k50_m / (T["k50_ratio_min"] * k_c) if k_c else np.nan,
-                         "top-neuron activity": act, "positions removing >= drop_min": pos})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame([{"where": where(u.task, u.condition), "seed": u.seed, "set": who,
+                           "k50 / (threshold x k50 on C)": s["k50_M"] / (T["k50_ratio_min"] * s["k50_C"])
+                           if s["k50_C"] else np.nan,
+                           "top-neuron activity": s["top_activity_median"],
+                           "positions removing >= drop_min": s["positions_over_min"]}
+                          for u in units for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record()))])
     over = pd.DataFrame([{"where": where(u.task, u.condition), "seed": u.seed,
                           "over matched": evaluations[u][0]["intermediate_over_matched"]} for u in units])
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
-    panels = [("k50 / (threshold x k50 on C)", 1.0, False), ("top-neuron activity", T["activity_fraction_min"], True),
-              ("positions removing >= drop_min", T["positions_min"], False)]
+    panels = [(table, "k50 / (threshold x k50 on C)", 1.0, "threshold", None),
+              (table, "top-neuron activity", T["activity_fraction_min"], "threshold", None),
+              (table, "positions removing >= drop_min", T["positions_min"], "threshold", None),
+              (over, "over matched", T["intermediate_over_matched_min"], "amended margin",
+               "intermediate drop minus matched control's drop")]
     palette = {"M": plots.GROUP_COLORS["M"], "look-up": LOOKUP_COLOR}
-    for ax, (col, threshold, log) in zip(axes, panels):
-        data = table.dropna(subset=[col])
-        if len(data):
+    for ax, (frame, col, threshold, line, title) in zip(axes, panels):
+        data = frame.dropna(subset=[col])
+        if len(data) and frame is over:  # one colour, every unit on the axis
+            sns.stripplot(data=over, x="where", y=col, color=DISTRIBUTED_COLOR, size=7, jitter=0.1, ax=ax)
+        elif len(data):
             sns.stripplot(data=data, x="where", y=col, hue="set", palette=palette, dodge=True, size=7, jitter=0.1, ax=ax)
         else:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
-        ax.axhline(threshold, ls=":", color="k", lw=1, label="threshold")
-        if log and len(data) and (data[col] > 0).any():
+        ax.axhline(threshold, ls=":", color="k", lw=1, label=line)
+        if col == "top-neuron activity" and len(data) and (data[col] > 0).any():
             ax.set_yscale("symlog", linthresh=1e-3)
-        ax.set(xlabel="", title=col)
+        ax.set(xlabel="", title=title or col)
         ax.tick_params(axis="x", rotation=20)
         ax.legend(fontsize=8)
-    ax = axes[3]
-    if over["over matched"].notna().any():
-        sns.stripplot(data=over, x="where", y="over matched", color=DISTRIBUTED_COLOR, size=7, jitter=0.1, ax=ax)
-    else:
-        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
-    ax.axhline(T["intermediate_over_matched_min"], ls=":", color="k", lw=1, label="amended margin")
-    ax.set(xlabel="", title="intermediate drop minus matched control's drop")
-    ax.tick_params(axis="x", rotation=20)
-    ax.legend(fontsize=8)
     plt.tight_layout()
     return fig
 

@@ -415,7 +415,7 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
 
 
 # -- figure: the gen cost against model width ------------------------------------------------------
-def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
+def gen_cost_by_width(widths: pd.DataFrame, margin: float):
     """X1's headline: the gen cost against width, one line per seed (hollow: does not memorize), the
     margin dashed; right, the final gen of twins and noisy runs and final mem."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
@@ -441,7 +441,7 @@ def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
         ax.minorticks_off()
         ax.set_xlabel("model width (d_model)")
         ax.legend(fontsize=8)
-    left.set(ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against model width")
+    left.set(ylabel="gen cost (twin gen - noisy gen)", title="Gen cost against model width")
     right.set(ylabel="final accuracy (mean of last 5)", ylim=(-0.02, 1.02), title="Final gen and mem")
     fig.tight_layout()
     return fig

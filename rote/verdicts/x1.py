@@ -104,26 +104,19 @@ def _why_cost(w: int, row: dict) -> str:
 
 
 def _mem_check(w: int, row: dict | None) -> Check:
-    th = THRESHOLDS["X1"]
-    label = CheckLabel(f"x1.mem.w{w}", f"final mem at width {w}", "registered", "memorization")
-    if row is None:
-        return Check(label.id, label.name, label.kind, None, th["final_mem_min"], None, label.part,
-                     reason=f"width {w} {NOT_TRAINED}")
-    check = _judge(label, row["mem"], th["final_mem_min"], missing=_why_mem(w, row), interval=_mem_interval(row))
-    return check if check.passed is not False else unresolved(check, _why_mem(w, row))  # below 0.9: unresolved
+    label, why = CheckLabel(f"x1.mem.w{w}", f"final mem at width {w}", "registered", "memorization"), _why_mem(w, row)
+    check = _judge(label, None if row is None else row["mem"], THRESHOLDS["X1"]["final_mem_min"], missing=why,
+                   interval=None if row is None else _mem_interval(row))
+    return check if check.passed is not False else unresolved(check, why)  # below 0.9: unresolved
 
 
 def _largest_check(w: int, row: dict | None) -> Check:
-    th = THRESHOLDS["X1"]
     label = CheckLabel("x1.cost_largest", f"gen cost at the largest width ({w})", "registered",
                        "cost at the largest width")
-    if row is None:
-        return Check(label.id, label.name, label.kind, None, th["cost_largest_max"], None, label.part,
-                     reason=f"the largest width ({w}) {NOT_TRAINED}")
-    check = _judge(label, row["cost"], th["cost_largest_max"], at_most=True, missing=_why_cost(w, row),
-                   interval=_cost_interval(row))
-    why = _why_mem(w, row)
-    return unresolved(check, why.replace(f"width {w}", f"the largest width ({w})", 1)) if why else check
+    why = _why_mem(w, row).replace(f"width {w}", f"the largest width ({w})", 1)
+    check = _judge(label, None if row is None else row["cost"], THRESHOLDS["X1"]["cost_largest_max"], at_most=True,
+                   missing=why if row is None else _why_cost(w, row), interval=None if row is None else _cost_interval(row))
+    return unresolved(check, why) if why else check
 
 
 def _rising_check(widths: list[int], present: dict, cost: list[float], memorized: list[bool]) -> Check:
