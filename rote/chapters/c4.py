@@ -315,7 +315,8 @@ def controls_figure(units: list, evaluations: dict, found: dict):
                            if s["k50_C"] else np.nan,
                            "top-neuron activity": s["top_activity_median"],
                            "positions removing >= drop_min": s["positions_over_min"]}
-                          for u in units for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record()))])
+                          for u in units
+                          for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record()))])
     over = pd.DataFrame([{"where": where(u.task, u.condition), "seed": u.seed,
                           "over matched": evaluations[u][0]["intermediate_over_matched"]} for u in units])
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))

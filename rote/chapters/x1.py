@@ -257,7 +257,8 @@ class Study:
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
         parts = [f"{self._values(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
-        head = f"The gen cost (twin gen minus noisy gen; {seeds_head(self.grid.seeds, plural=True)}) is {', '.join(parts)}."
+        seeds = seeds_head(self.grid.seeds, plural=True)
+        head = f"The gen cost (twin gen minus noisy gen; {seeds}) is {', '.join(parts)}."
         if not self.judged:
             return head + " With one width trained there is nothing to compare it with: X1 is not run (see above)."
         trends = {s: self.trend(s) for s in self.grid.seeds}

@@ -176,10 +176,6 @@ def _intermediate_checks(m: C4Metrics, intervals: dict) -> list[Check]:
 
 
 C4_NO_M = "no memorized example (M is empty)"
-
-
 C4_NO_C = "no correctly answered example (C is empty)"
-
-
 C4_NO_SITE = ("8.5: the intervention cannot run: no layer carries the intermediate result at 5 x chance on C "
               "(no erasure site)")

@@ -115,7 +115,8 @@ def _largest_check(w: int, row: dict | None) -> Check:
                        "cost at the largest width")
     why = _why_mem(w, row).replace(f"width {w}", f"the largest width ({w})", 1)
     check = _judge(label, None if row is None else row["cost"], THRESHOLDS["X1"]["cost_largest_max"], at_most=True,
-                   missing=why if row is None else _why_cost(w, row), interval=None if row is None else _cost_interval(row))
+                   missing=why if row is None else _why_cost(w, row),
+                   interval=None if row is None else _cost_interval(row))
     return unresolved(check, why) if why else check
 
 
