@@ -238,9 +238,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     sns.barplot(data=bars, x="removed", y="drop", hue="kind", dodge=False, ax=ax, order=list(bars["removed"]),
                 palette={"input position": plots.GROUP_COLORS["M"], "intermediate result": DISTRIBUTED_COLOR,
                          "control": plots.GROUP_COLORS["control"]})
-    members = build.groups[(u.task, u.condition)]
-    every = [d for v in members for d in drops(v)]
-    dots = pd.DataFrame([{"removed": x, "drop": d} for v in members
+    dots = pd.DataFrame([{"removed": x, "drop": d} for v in build.groups[(u.task, u.condition)]
                          for x, d in zip(bars["removed"], drops(v)) if not np.isnan(d)])
     if len(dots):
         ax.scatter(dots["removed"], dots["drop"], color="k", s=14, zorder=3, label="each seed")
@@ -249,8 +247,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
         ax.text(len(names), 0.02, "not\nfound", ha="center", fontsize=8)
     if bars["drop"].isna().all():
         ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
-    finite = [d for d in every if not np.isnan(d)]
-    ax.set(ylim=(min(-0.05, min(finite) - 0.05) if finite else -0.05, 1.02),
+    ax.set(ylim=(min(-0.05, dots["drop"].min() - 0.05) if len(dots) else -0.05, 1.02),
            title="share of P(noisy label) removed", xlabel="", ylabel="mean drop")
     ax.tick_params(axis="x", rotation=45)
     ax.legend(fontsize=8, loc="upper right")

@@ -449,7 +449,7 @@ def gen_cost_by_width(widths: pd.DataFrame, margin: float):
 
 
 # -- figure: the learning curves per width ---------------------------------------------------------
-def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
+def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame):
     """One panel per width (``curves``: :attr:`Study.curves`): the noisy runs' gen, mem and rec, one
     line per seed, the twins' gen in grey (dashed), and each seed's t_gen (solid) and t_mem (dotted) from
     ``timing`` (rows with ``width``, ``seed``, ``t_gen``, ``t_mem``). Returns the figure."""
@@ -460,9 +460,9 @@ def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
         plots.learning_curves(part, ax=ax, columns=("gen", "mem", "rec"), title=f"width {w}")
         for i, (_, g) in enumerate(part.groupby("seed")):
             ax.plot(g.step, g.twin_gen, color="#666666", ls="--", lw=1, label="gen, twin" if i == 0 else None)
-        for row in ([] if timing is None else timing[timing.width == w].itertuples()):
+        for row in timing[timing.width == w].itertuples():
             for step, style in ((row.t_gen, "-"), (row.t_mem, ":")):
-                if step is not None and not pd.isna(step):
+                if not pd.isna(step):  # None or NaN: never reached
                     ax.axvline(step, ls=style, lw=1, color="k", alpha=0.5)
         ax.legend(fontsize=8) if ax is axes[0][0] else ax.get_legend() and ax.get_legend().remove()
     fig.tight_layout()
