@@ -126,19 +126,16 @@ def _rising_check(widths: list[int], present: dict, cost: list[float], memorized
     rises = [b - a for a, b in zip(cost, cost[1:])]
     steps, why = [], []
     for i, r in enumerate(rises):
-        a, b = widths[i], widths[i + 1]
-        if not (memorized[i] and memorized[i + 1]):
-            untrained = a not in present or b not in present
-            why.append(f"a step touches a width {NOT_TRAINED}" if untrained else
+        a, b, counts = widths[i], widths[i + 1], memorized[i] and memorized[i + 1]
+        if not counts:
+            why.append(f"a step touches a width {NOT_TRAINED}" if a not in present or b not in present else
                        "a step touches a width that does not memorize"
                        if not any(pd.isna(present[w]["mem"]) for w in (a, b)) else
                        f"a step touches a width whose final mem is missing ({a} to {b})")
-            steps.append(None)
         elif math.isnan(r):
-            why.append(_why_cost(b if math.isnan(cost[i + 1]) else a, present[b if math.isnan(cost[i + 1]) else a]))
-            steps.append(None)
-        else:
-            steps.append(rounded(r) <= th["rise_max"])
+            w = b if math.isnan(cost[i + 1]) else a
+            why.append(_why_cost(w, present[w]))
+        steps.append(rounded(r) <= th["rise_max"] if counts and not math.isnan(r) else None)
     finite = [(r, i) for i, r in enumerate(rises) if not math.isnan(r)]
     top = max(finite) if finite else None
     reason = "; ".join(dict.fromkeys(why)) or "no two neighbouring widths have a gen cost"
