@@ -294,11 +294,10 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
                                    [getattr(summary[u], key) for u in members])
                    for part, (check, key, yes, no) in CLAUSES.items()}
         lines.append(head + HYPOTHESES.format(
-            **T, **values_, **clauses, noun="digit" if task == "fda" else "label", layer_average=num(
-                1 - T["activity_quantile"], ".3g"), one_input=" / ".join(num(1 / sizes[u]["C"], ".3g") if sizes[u]["C"]
-                                                                         else "n/a" for u in members),
-            n_pos=" / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
-                             for u in members)) + not_passed)
+            **T, **values_, **clauses, noun="digit" if task == "fda" else "label",
+            layer_average=num(1 - T["activity_quantile"], ".3g"),
+            one_input=values([1 / sizes[u]["C"] if sizes[u]["C"] else None for u in members], ".3g"),
+            n_pos=values([len(summary[u].position_drops or []) or None for u in members], "d")) + not_passed)
     return "\n".join(lines)
 
 
