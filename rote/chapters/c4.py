@@ -108,11 +108,24 @@ class Dependency:
             raise ValueError("Dependency: positions, sites and removal must cover the same units")
 
 
-def dependency(build: Build, n_samples: int, rank: int, n_controls: int, n_matched: int, max_fit: int,
-               seed: int) -> Dependency:
-    """Per unit: resample each prompt position of M (``n_samples`` draws), find the erasure sites, and erase
-    the intermediate result there (INLP of ``rank``, fitted on ``max_fit`` examples) against ``n_controls``
-    random subspaces and ``n_matched`` information-matched erasures."""
+@dataclass(frozen=True)
+class Ablations:
+    """How :func:`dependency` ablates (the chapter's :class:`Params` check the values): resample draws, INLP
+    rank, random and matched controls, probe and INLP examples, and the seed."""
+
+    n_samples: int
+    rank: int
+    n_controls: int
+    n_matched: int
+    max_fit: int
+    seed: int
+
+
+def dependency(build: Build, ablations: Ablations) -> Dependency:
+    """Per unit: resample each prompt position of M, find the erasure sites, and erase the intermediate
+    result there against both controls, as ``ablations`` says."""
+    n_samples, rank, n_controls = ablations.n_samples, ablations.rank, ablations.n_controls
+    n_matched, max_fit, seed = ablations.n_matched, ablations.max_fit, ablations.seed
     positions = {u: patching.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
                                                seed=seed) for u, r in build.runs.items()}
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
