@@ -25,10 +25,15 @@ from ..plan import Unit
 from ..specs.x1 import SPEC
 from ..report import num, seeds_head
 from ..verdicts import Check
-from ..verdicts.x1 import NOT_TRAINED, rounded
+from ..verdicts.x1 import DECIMALS, NOT_TRAINED
 from .params import ChapterParams, checked_elsewhere, flag, mapping, param, seed_list, task_list
 
 CLAIM = SPEC.id
+
+
+def _rounded(x: float) -> float:
+    """``x`` as X1's checks compare it (:data:`rote.verdicts.x1.DECIMALS` decimals), for the sentences."""
+    return round(float(x), DECIMALS)
 
 
 def _listed(xs, sep: str = ", ") -> str:
@@ -246,10 +251,10 @@ class Study:
         if not steps:
             return "cannot be followed (no two neighbouring widths trained)"
         among = " (among the neighbouring widths trained)" if len(steps) < len(rises) else ""
-        up = [f"{a} to {b}" for a, b, r in steps if rounded(r) > rise_max]
+        up = [f"{a} to {b}" for a, b, r in steps if _rounded(r) > rise_max]
         if up:
             return f"rises by more than {rise_max:g} from width {', and from '.join(up)}{among}"
-        if all(rounded(r) < 0 for _, _, r in steps):
+        if all(_rounded(r) < 0 for _, _, r in steps):
             return f"falls at every step up in width{among}"
         return f"never rises by more than {rise_max:g} from one width to the next{among}"
 
@@ -277,7 +282,7 @@ class Study:
     def _largest_end(self) -> str:
         th, largest = THRESHOLDS[CLAIM], self.widths[self.widths.width == self.grid.widths[-1]]
         known = largest["cost"].dropna()  # 8.6: a cost that is missing is neither within the margin nor above it
-        within = int(sum(rounded(c) <= th["cost_largest_max"] for c in known))
+        within = int(sum(_rounded(c) <= th["cost_largest_max"] for c in known))
         n, margin = len(known), f"the margin of {th['cost_largest_max']:g}"
         every = " on every seed" if n > 1 else ""
         end = (f"within {margin}{every}" if within == n else f"above {margin}{every}" if within == 0
@@ -336,7 +341,7 @@ class Study:
                     if len(g) == len(self.grid.noise_ratios)]  # a seed with a ratio not trained says nothing here
         if len(self.grid.noise_ratios) == 1 or not complete:
             return head + "."
-        grows = [all(rounded(b) > rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:])) for g in complete]
+        grows = [all(_rounded(b) > _rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:])) for g in complete]
         every = " on every seed" if len(grows) > 1 else ""
         how = (f"grows with the noise ratio{every}" if all(grows) else
                f"does not grow steadily with the noise ratio{every}" if not any(grows) else

@@ -25,13 +25,13 @@ DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
 NOT_TRAINED = "not trained"  # a width (or run) of the registered grid without its runs
 
 
-def rounded(x: float) -> float:
+def _rounded(x: float) -> float:
     return round(float(x), DECIMALS)
 
 
 def memorizes(mem: float) -> bool:
     """Whether a final mem counts as memorization (>= 0.9; protocol 9); NaN does not."""
-    return not pd.isna(mem) and rounded(mem) >= THRESHOLDS["X1"]["final_mem_min"]
+    return not pd.isna(mem) and _rounded(mem) >= THRESHOLDS["X1"]["final_mem_min"]
 
 
 def _judge(label: CheckLabel, value, threshold: float, *, at_most: bool = False, missing: str,
@@ -41,7 +41,7 @@ def _judge(label: CheckLabel, value, threshold: float, *, at_most: bool = False,
     check = at_least(label, value, threshold, missing=missing, interval=interval)
     if check.passed is None:
         return check
-    v, t = rounded(check.value), check.threshold
+    v, t = _rounded(check.value), check.threshold
     return check.replace(passed=v <= t if at_most else v >= t, margin=t - check.value if at_most else check.margin)
 
 
@@ -135,7 +135,7 @@ def _rising_check(widths: list[int], present: dict, cost: list[float], memorized
         elif math.isnan(r):
             w = b if math.isnan(cost[i + 1]) else a
             why.append(_why_cost(w, present[w]))
-        steps.append(rounded(r) <= th["rise_max"] if counts and not math.isnan(r) else None)
+        steps.append(_rounded(r) <= th["rise_max"] if counts and not math.isnan(r) else None)
     finite = [(r, i) for i, r in enumerate(rises) if not math.isnan(r)]
     top = max(finite) if finite else None
     reason = "; ".join(dict.fromkeys(why)) or "no two neighbouring widths have a gen cost"
