@@ -150,17 +150,10 @@ def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
             "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
 
 
-SIZE_COLUMNS = ("n_test", "n_test_twin", "n_noisy")  # section 11: what the checks' intervals read
+# the width table's columns end with section 11's sample sizes, which the checks' intervals read
 WIDTH_COLUMNS = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem",
-                 "peak_gen_before_t_mem", *SIZE_COLUMNS]
+                 "peak_gen_before_t_mem", "n_test", "n_test_twin", "n_noisy"]
 RATIO_COLUMNS = ["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"]
-
-
-def sample_sizes(u: Unit) -> dict:
-    """How many examples a unit's shares are measured on (section 11, :func:`rote.analysis.curves.sample_sizes`):
-    the noisy run's test set (``n_test``) and noisy training examples (``n_noisy``), the twin's test set."""
-    noisy, twin = curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)
-    return dict(zip(SIZE_COLUMNS, (noisy.n_test, twin.n_test, noisy.n_noisy)))
 
 
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
@@ -405,19 +398,21 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
     def trained(units):
         return [u for u in units if u.noisy.key in metrics and u.clean.key in metrics]
 
-    def row(u):
+    def row(u):  # with how many examples the shares are measured on (:func:`rote.analysis.curves.sample_sizes`)
+        noisy, twin = curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)
         return {"noise_ratio": u.noisy.data.noise_ratio, "width": u.noisy.model.d_model, "seed": u.seed,
-                **measure(metrics[u.noisy.key], metrics[u.clean.key]), **sample_sizes(u)}
+                **measure(metrics[u.noisy.key], metrics[u.clean.key]), "n_test": noisy.n_test,
+                "n_test_twin": twin.n_test, "n_noisy": noisy.n_noisy}
 
     have = trained(g.width_units)
     widths = pd.DataFrame([row(u) for u in have], columns=WIDTH_COLUMNS).sort_values(["width", "seed"])
     ratios = pd.DataFrame([row(u) for u in trained(g.ratio_units)], columns=RATIO_COLUMNS)
-    curves = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
+    by_step = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
         metrics[u.clean.key][["step", "gen"]].rename(columns={"gen": "twin_gen"}), on="step", how="left")
         .assign(width=u.noisy.model.d_model, seed=u.seed) for u in have], ignore_index=True) if have else \
         pd.DataFrame(columns=["step", "gen", "mem", "rec", "twin_gen", "width", "seed"])
     widths, evaluations = evaluate(g, widths.reset_index(drop=True), ratios)
-    return Study(g, widths, ratios, curves, evaluations, missing=[c for c in g.configs if c.key not in metrics])
+    return Study(g, widths, ratios, by_step, evaluations, missing=[c for c in g.configs if c.key not in metrics])
 
 
 # -- figure: the gen cost against model width ------------------------------------------------------
