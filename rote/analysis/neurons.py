@@ -56,12 +56,7 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
                     layers: Sequence[int] | None = None, with_scale: bool = False):
     """MLP activations [N, A, L, d_mlp] at the answer positions, teacher-forced on ``examples.<which>``;
     with ``with_scale`` also the final LayerNorm scale [N, A]."""
-    layers = _layers(model, layers)
-    d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
-    if len(examples) == 0:
-        empty = torch.zeros(0, n_ans, len(layers), d_mlp, device=model.device)
-        return (empty, torch.zeros(0, n_ans, device=model.device)) if with_scale else empty
-    posts = [model.hook_name("post", l) for l in layers]
+    posts = [model.hook_name("post", l) for l in _layers(model, layers)]
     names = posts + ([model.hook_name("scale")] if with_scale else [])
     cache = scoring.answer_activations(model, examples, names, which)
     acts = torch.stack([cache[name] for name in posts], dim=2)
