@@ -122,7 +122,7 @@ def test_spread_output_is_reported_as_spread():
     spec = N.top_neuron_specificity(model, noisy, clean, TOP10)
     assert len(spec) == 10 and set(spec.neuron) <= set(range(40))
     assert spec.activity.median() >= 0.05  # the writers are active on many clean inputs
-    frac, thr = N.activity_fractions(model, clean, 0.9)
+    frac, thr = N.active_fractions(N.mlp_activations(model, clean, "true_label"), 0.9)
     assert frac.shape == (1, 1, 4 * D) and thr.shape == (1, 1)
     assert frac.mean().item() == pytest.approx(0.1, abs=0.02)  # a layer quantile: 10% active on average
 
@@ -201,10 +201,6 @@ def test_activity_reads_the_layers_percentile_for_a_neurons_own_cannot_fail():
     assert layer[0, 0, 0] == pytest.approx(1 / n) and layer[0, 0, 0] < T4["activity_fraction_min"]  # one input
     assert (layer[0, 0, 1:3] > 0.4).all() and (layer[0, 0, 3:] == 0).all()
     # the chapter's reading is the layer's, and the record's check says so
-    model, clean = lookup_model(), examples(CLEAN)
-    frac, thr = N.activity_fractions(model, clean, T4["activity_quantile"])
-    expected = N.active_fractions(N.mlp_activations(model, clean, "true_label"), T4["activity_quantile"])
-    assert torch.equal(frac, expected[0]) and torch.equal(thr, expected[1])
     _, checks = verdicts.c4.checks(N.C4Summary(**{"k50_M": 10.0, "k50_C": 12.0, "top_activity_median": 0.2,
                                     "positions_over_min": 3, "intermediate_drop": 0.6,
                                     "intermediate_matched_drop": 0.1}))

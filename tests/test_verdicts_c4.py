@@ -176,7 +176,7 @@ def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verd
     summary = {u: C4Summary(**{**GOOD, "position_drops": [0.3, 0.3, 0.3], "intermediate_drop": math.nan,
                              "intermediate_matched_drop": math.nan, "intermediate_control_drop": math.nan})}
     lookup = c4_inputs({}, LOOKUP)[1]
-    siteless = chapter.Dependency({u: None}, {u: {"layers": []}}, {u: empty}, rank=8, matched={u: False})
+    siteless = chapter.Dependency({u: None}, {u: {"layers": []}}, {u: empty}, rank=8)
     result = chapter.evaluate(build, chapter.C4Sections(summary, siteless, {u: lookup}))
     assert isinstance(result, ClaimResult) and result.claim == "C4"
     metrics, checks = result.metrics[u], result.checks[u]
@@ -189,7 +189,7 @@ def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verd
     rows = pd.DataFrame({"example": [0, 0, 0], "method": ["INLP", "random", "matched"], "p_clean": 1.0,
                          "p_ablated": [0.4, 0.95, 0.9], "drop": [0.6, 0.05, 0.1]})
     summary = {u: C4Summary(**{**GOOD, "position_drops": [0.3, 0.3, 0.3]})}
-    sited = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows}, rank=8)  # no flag: read from the table
+    sited = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows}, rank=8)  # read from the table
     result = chapter.evaluate(build, chapter.C4Sections(summary, sited, {u: lookup}))
     assert result.metrics[u].setting.matched_available is True and by_id(result.checks[u])["c4.intermediate"].passed is True
     no_draw = chapter.Dependency({u: None}, {u: {"layers": [1]}}, {u: rows[rows.method != "matched"]}, rank=8)
@@ -204,11 +204,11 @@ def test_the_chapter_computes_matched_available_and_passes_the_sites_to_the_verd
 
 def test_the_chapters_parameters_are_checked():
     from rote.chapters import c4 as chapter
+    from rote.config import ConfigError
 
-    ablations = chapter.Ablations(n_samples=3, rank=8, n_controls=3, n_matched=3, max_fit=2000, seed=0)
-    assert ablations.rank == 8
-    with pytest.raises(ValueError, match="rank"):
-        chapter.Ablations(n_samples=3, rank=0, n_controls=3, n_matched=3, max_fit=2000, seed=0)
+    assert chapter.Params(erasure_rank=8).erasure_rank == 8
+    with pytest.raises(ConfigError, match="erasure_rank"):
+        chapter.Params(erasure_rank=0)
     with pytest.raises(ValueError, match="same units"):
         chapter.Dependency({1: None}, {2: {}}, {1: None}, rank=8)
     dependency = chapter.Dependency({1: None}, {1: {"layers": []}}, {1: None}, rank=8)

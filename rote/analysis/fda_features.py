@@ -45,56 +45,44 @@ def _ranges(lo: int, hi: int):
             yield start, start + w - 1
 
 
-def feature_list() -> list[tuple[str, str]]:
-    """(name, kind) of every candidate feature, in the column order of :func:`feature_table`."""
+def _features(a: torch.Tensor, b: torch.Tensor) -> list[tuple[str, str, torch.Tensor]]:
+    """(name, kind, bool [N] value on operands (a, b)) of every candidate feature, in column order."""
+    place4 = 10 ** torch.arange(4)
+    digits = {"a": (a[:, None] // place4) % 10, "b": (b[:, None] // place4) % 10}  # [N, 4], units first
+    sums, carry, total = digits["a"] + digits["b"], fda.carries(a, b), a + b
+    answer = (total[:, None] // 10 ** torch.arange(5)) % 10  # answer digits, units first
     out = []
+
+    def values_and_ranges(name, x, kind, high):
+        out.extend((f"{name}={v}", kind, x == v) for v in range(high + 1))
+        out.extend((f"{name}∈[{lo},{hi}]", f"{kind} range", (x >= lo) & (x <= hi)) for lo, hi in _ranges(0, high))
+
     for op in "ab":
         for i in range(4):
-            out += [(f"{op}{i}={v}", "operand digit") for v in range(10)]
-            out += [(f"{op}{i}∈[{lo},{hi}]", "operand digit range") for lo, hi in _ranges(0, 9)]
+            values_and_ranges(f"{op}{i}", digits[op][:, i], "operand digit", 9)
     for i in range(4):
-        out += [(f"a{i}+b{i}={v}", "column sum") for v in range(19)]
-        out += [(f"a{i}+b{i}∈[{lo},{hi}]", "column sum range") for lo, hi in _ranges(0, 18)]
-        out += [(f"carry{i}={v}", "carry") for v in (1, 0)]
+        values_and_ranges(f"a{i}+b{i}", sums[:, i], "column sum", 18)
+        out += [(f"carry{i}={v}", "carry", carry[:, i] == v) for v in (1, 0)]
     for i in range(5):
-        out += [(f"s{i}={v}", "answer digit") for v in range(10)]
-        out += [(f"s{i}∈[{lo},{hi}]", "answer digit range") for lo, hi in _ranges(0, 9)]
+        values_and_ranges(f"s{i}", answer[:, i], "answer digit", 9)
     for w in ANSWER_WINDOWS:
-        out += [(f"sum∈[{lo},{lo + w - 1}]", "answer range") for lo in range(2000, 20000 - w + 1, 1000)]
+        out += [(f"sum∈[{lo},{lo + w - 1}]", "answer range", (total >= lo) & (total <= lo + w - 1))
+                for lo in range(2000, 20000 - w + 1, 1000)]
     for m in RESIDUE_MODULI:
-        out += [(f"sum≡{r} (mod {m})", "answer residue") for r in range(m)]
+        out += [(f"sum≡{r} (mod {m})", "answer residue", total % m == r) for r in range(m)]
     return out
+
+
+def feature_list() -> list[tuple[str, str]]:
+    """(name, kind) of every candidate feature, in the column order of :func:`feature_table`."""
+    none = torch.zeros(0, dtype=torch.long)
+    return [(name, kind) for name, kind, _ in _features(none, none)]
 
 
 def feature_table(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Bool [N, F]: the value of every feature of :func:`feature_list` on operands (a, b)."""
     a, b = torch.as_tensor(a, dtype=torch.long), torch.as_tensor(b, dtype=torch.long)
-    place4 = 10 ** torch.arange(4)
-    A, B = (a[:, None] // place4) % 10, (b[:, None] // place4) % 10  # [N, 4], units first
-    S = A + B
-    carry = fda.carries(a, b)
-    total = a + b
-    D = (total[:, None] // 10 ** torch.arange(5)) % 10  # answer digits, units first
-    cols = []
-
-    def digit_feats(x):
-        cols.extend(x == v for v in range(10))
-        cols.extend((x >= lo) & (x <= hi) for lo, hi in _ranges(0, 9))
-
-    for X in (A, B):
-        for i in range(4):
-            digit_feats(X[:, i])
-    for i in range(4):
-        cols.extend(S[:, i] == v for v in range(19))
-        cols.extend((S[:, i] >= lo) & (S[:, i] <= hi) for lo, hi in _ranges(0, 18))
-        cols.extend([carry[:, i] == 1, carry[:, i] == 0])
-    for i in range(5):
-        digit_feats(D[:, i])
-    for w in ANSWER_WINDOWS:
-        cols.extend((total >= lo) & (total <= lo + w - 1) for lo in range(2000, 20000 - w + 1, 1000))
-    for m in RESIDUE_MODULI:
-        cols.extend(total % m == r for r in range(m))
-    return torch.stack(cols, dim=1)
+    return torch.stack([column for _, _, column in _features(a, b)], dim=1)
 
 
 def neighbour_offsets(max_shift: int = 3) -> torch.Tensor:

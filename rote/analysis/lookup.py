@@ -17,7 +17,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from . import neurons, patching
-from .ranges import is_real, is_whole
+from .ranges import is_whole
 
 
 # -- THR: atomic facts ---------------------------------------------------------------------------
@@ -168,14 +168,8 @@ class LookupSettings:
     seed: int = 0
 
     def __post_init__(self):
-        for name, low in (("top", 1), ("n_samples", 1), ("seed", 0)):
-            value = getattr(self, name)
-            if not (is_whole(value) and value >= low):
-                raise ValueError(f"LookupSettings.{name} must be an int >= {low}, got {value!r}")
-        for name in ("quantile", "drop_min"):
-            value = getattr(self, name)
-            if not (is_real(value) and 0 <= value <= 1):
-                raise ValueError(f"LookupSettings.{name} must be a number in [0, 1], got {value!r}")
+        neurons.check_fields(self, top=neurons.COUNT, quantile=neurons.SHARE, drop_min=neurons.SHARE,
+                             n_samples=neurons.COUNT, seed=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,18 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .intervals import Interval, bootstrap
 from .patching import intermediate_removal
-from .ranges import is_real, is_whole
+from .ranges import is_finite_at_least, is_real, is_whole
+
+# rules of :func:`check_fields`: (test, what the value must be)
+COUNT = (lambda v: is_whole(v) and v >= 1, "an int >= 1")
+SHARE = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+
+
+def check_fields(settings, **rules) -> None:
+    """Raise a ValueError naming the first field of ``settings`` whose value breaks its rule."""
+    for name, (ok, wanted) in rules.items():
+        if not ok(getattr(settings, name)):
+            raise ValueError(f"{type(settings).__name__}.{name} must be {wanted}, got {getattr(settings, name)!r}")
 
 
 # -- activations and attribution --------------------------------------------------------------
@@ -45,12 +56,7 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
                     layers: Sequence[int] | None = None, with_scale: bool = False):
     """MLP activations [N, A, L, d_mlp] at the answer positions, teacher-forced on ``examples.<which>``;
     with ``with_scale`` also the final LayerNorm scale [N, A]."""
-    layers = _layers(model, layers)
-    d_mlp, n_ans = model.shape.d_mlp, len(examples.answer_positions)
-    if len(examples) == 0:
-        empty = torch.zeros(0, n_ans, len(layers), d_mlp, device=model.device)
-        return (empty, torch.zeros(0, n_ans, device=model.device)) if with_scale else empty
-    posts = [model.hook_name("post", l) for l in layers]
+    posts = [model.hook_name("post", l) for l in _layers(model, layers)]
     names = posts + ([model.hook_name("scale")] if with_scale else [])
     cache = scoring.answer_activations(model, examples, names, which)
     acts = torch.stack([cache[name] for name in posts], dim=2)
@@ -58,18 +64,14 @@ def mlp_activations(model: HookedTransformer, examples: Examples, which: str = "
 
 
 @torch.no_grad()
-def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label",
-               layers: Sequence[int] | None = None) -> torch.Tensor:
+def neuron_dla(model: HookedTransformer, examples: Examples, which: str = "label") -> torch.Tensor:
     """[N, A, L, d_mlp]: each MLP neuron's direct logit attribution to answer token ``examples.<which>``
     (minus the mean logit, the final LayerNorm's scale frozen), teacher-forced on the same answer."""
-    layers = _layers(model, layers)
-    acts, sigma = mlp_activations(model, examples, which, layers, with_scale=True)
-    target = getattr(examples, which).to(model.device)  # [N, A]
-    w = folded_unembed(model)[target]  # [N, A, d_model]
+    acts, sigma = mlp_activations(model, examples, which, with_scale=True)
+    w = folded_unembed(model)[getattr(examples, which).to(model.device)]  # [N, A, d_model]
     out = torch.empty_like(acts)
-    for i, l in enumerate(layers):
-        proj = w @ model.blocks[l].mlp.W_out.weight  # [N, A, d_mlp]
-        out[:, :, i] = acts[:, :, i] * proj / sigma[..., None]
+    for l, block in enumerate(model.blocks):
+        out[:, :, l] = acts[:, :, l] * (w @ block.mlp.W_out.weight) / sigma[..., None]  # W_out: [d_model, d_mlp]
     return out
 
 
@@ -114,14 +116,6 @@ def _quantile(x: torch.Tensor, q: float) -> torch.Tensor:
     return flat[lo] + (flat[hi] - flat[lo]) * (idx - lo)
 
 
-@torch.no_grad()
-def activity_fractions(model: HookedTransformer, clean: Examples, quantile: float,
-                       which: str = "true_label") -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`active_fractions` of the MLP activations of ``clean`` at the answer positions: per neuron,
-    the share of clean inputs above its layer's ``quantile`` (8.6). Returns [A, L, d_mlp] and [A, L]."""
-    return active_fractions(mlp_activations(model, clean, which), quantile)
-
-
 ACTIVITY_THRESHOLD = "layer"  # 8.6: "above its 90th percentile" is the layer's percentile, not each neuron's own
 
 
@@ -157,24 +151,19 @@ class SpecificitySettings:
     within_k50: bool = True
 
     def __post_init__(self):
-        if not (is_whole(self.top) and self.top >= 1):
-            raise ValueError(f"SpecificitySettings.top must be an int >= 1, got {self.top!r}")
-        if not (is_real(self.quantile) and 0 <= self.quantile <= 1):
-            raise ValueError(f"SpecificitySettings.quantile must be a number in [0, 1], got {self.quantile!r}")
-        if not isinstance(self.within_k50, bool):
-            raise ValueError(f"SpecificitySettings.within_k50 must be a bool, got {self.within_k50!r}")
+        check_fields(self, top=COUNT, quantile=SHARE, within_k50=(lambda v: isinstance(v, bool), "a bool"))
 
 
 def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean: Examples,
                            settings: SpecificitySettings, *, mask: torch.Tensor | None = None) -> pd.DataFrame:
     """Per memorized (example, position) (or those of ``mask``), its ``settings.top`` neurons by DLA to
     the noisy label (with ``within_k50``, only those among its k50: a look-up neuron is not outvoted by
-    bystanders) and the share of clean inputs each is active on (:func:`activity_fractions`)."""
+    bystanders) and the share of clean inputs each is active on (:func:`active_fractions`, 8.6)."""
     top, quantile, within_k50 = settings.top, settings.quantile, settings.within_k50
     cols = ["example", "position", "rank", "layer", "neuron", "attribution", "activity"]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
-    frac, _ = activity_fractions(model, clean, quantile)
+    frac, _ = active_fractions(mlp_activations(model, clean, "true_label"), quantile)
     att = neuron_dla(model, memorized, "label").cpu()  # [N, A, L, D]
     d_mlp = att.shape[3]
     n, j = (memorized_positions(memorized) if mask is None else mask.bool()).nonzero(as_tuple=True)
@@ -195,11 +184,11 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 
 # -- input dependency: resample ablation and erasure, in rote.analysis.patching -------------------
 def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
-                       matched_controls=(), *, which: str = "label") -> pd.DataFrame:
+                       matched_controls=()) -> pd.DataFrame:
     """:func:`intermediate_removal` with both controls: ``random`` subspaces and ``matched`` (7.5)."""
-    table = intermediate_removal(model, examples, erasure, list(random_controls), which=which)
+    table = intermediate_removal(model, examples, erasure, list(random_controls))
     if len(table) and matched_controls:
-        matched = intermediate_removal(model, examples, erasure, list(matched_controls), which=which)
+        matched = intermediate_removal(model, examples, erasure, list(matched_controls))
         matched = matched[matched.method == "random"].assign(method="matched")
         table = pd.concat([table, matched], ignore_index=True)
     return table
@@ -297,13 +286,17 @@ def _median_of(rows: tuple[np.ndarray, np.ndarray, int]):
     return median
 
 
+def _by_example(table: pd.DataFrame, within: str) -> pd.DataFrame:
+    """``table`` with its ``example`` column (a table without one: the row's rank within its ``within``)."""
+    return table if "example" in table.columns else table.assign(example=table.groupby(within).cumcount())
+
+
 def _drops_by_example(intermediate: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per method of :func:`intermediate_table`, each example's drop, the examples in one order."""
     if not len(intermediate):
         return {}
-    frame = intermediate if "example" in intermediate.columns else \
-        intermediate.assign(example=intermediate.groupby("method").cumcount())
-    wide = frame.pivot_table(index="example", columns="method", values="drop", aggfunc="mean")
+    wide = _by_example(intermediate, "method").pivot_table(index="example", columns="method", values="drop",
+                                                           aggfunc="mean")
     return {method: wide[method].to_numpy(dtype=float) for method in wide.columns}
 
 
@@ -311,9 +304,8 @@ def _positions_interval(positions: pd.DataFrame, drop_min: float) -> Interval | 
     """The interval of the count of input positions whose mean drop over examples reaches ``drop_min``."""
     if not len(positions):
         return None
-    frame = positions if "example" in positions.columns else \
-        positions.assign(example=positions.groupby("position").cumcount())
-    wide = frame.pivot_table(index="example", columns="position", values="drop", aggfunc="mean", dropna=False)
+    wide = _by_example(positions, "position").pivot_table(index="example", columns="position", values="drop",
+                                                          aggfunc="mean", dropna=False)
     drops = wide.to_numpy(dtype=float)  # [examples, positions], NaN where an example has no value
     seen, filled = ~np.isnan(drops), np.nan_to_num(drops)
 
@@ -349,31 +341,21 @@ class HypothesisThresholds:
     positions_min: int
 
     def __post_init__(self):
-        for name in ("quantile", "activity_min", "drop_min"):
-            value = getattr(self, name)
-            if not (is_real(value) and 0 <= value <= 1):
-                raise ValueError(f"HypothesisThresholds.{name} must be a number in [0, 1], got {value!r}")
-        if not (is_real(self.k50_ratio_min) and 0 <= self.k50_ratio_min < math.inf):
-            raise ValueError(f"HypothesisThresholds.k50_ratio_min must be a number >= 0, got {self.k50_ratio_min!r}")
-        if not (is_whole(self.positions_min) and self.positions_min >= 0):
-            raise ValueError(f"HypothesisThresholds.positions_min must be an int >= 0, got {self.positions_min!r}")
+        check_fields(self, quantile=SHARE, k50_ratio_min=(is_finite_at_least, "a number >= 0"), activity_min=SHARE,
+                     drop_min=SHARE, positions_min=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
 
 
 def hypotheses_table(summary: C4Summary, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:
     """What a look-up table and a distributed encoding each predict for the measures of
     :func:`c4_summary`, next to what was observed and the pass threshold (``thresholds``)."""
-    quantile, k50_ratio_min, activity_min = thresholds.quantile, thresholds.k50_ratio_min, thresholds.activity_min
-    drop_min, positions_min = thresholds.drop_min, thresholds.positions_min
-    return pd.DataFrame([
-        {"measure": "k50 on M / k50 on C", "look-up predicts": "~1 / k50_C (one neuron)",
-         "distributed predicts": "~1", "threshold": f">= {k50_ratio_min}", "observed": summary.k50_ratio},
-        {"measure": "median activity of top neurons", "look-up predicts": f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
-         "distributed predicts": f"~{1 - quantile:.2f} (layer average)", "threshold": f">= {activity_min}",
-         "observed": summary.top_activity_median},
-        {"measure": "input positions removing >= 20% of P(noisy)", "look-up predicts": "all (any change breaks the key)",
-         "distributed predicts": f">= {positions_min}", "threshold": f">= {positions_min}",
-         "observed": summary.positions_over_min},
-        {"measure": "share of P(noisy) removed with the intermediate result",
-         "look-up predicts": "~0 (the label bypasses the reasoning)", "distributed predicts": "large",
-         "threshold": f">= {drop_min}", "observed": summary.intermediate_drop},
-    ]).set_index("measure")
+    t = thresholds
+    rows = [("k50 on M / k50 on C", "~1 / k50_C (one neuron)", "~1", t.k50_ratio_min, summary.k50_ratio),
+            ("median activity of top neurons", f"~1/{n_clean} = {1 / max(n_clean, 1):.4f}",
+             f"~{1 - t.quantile:.2f} (layer average)", t.activity_min, summary.top_activity_median),
+            ("input positions removing >= 20% of P(noisy)", "all (any change breaks the key)", f">= {t.positions_min}",
+             t.positions_min, summary.positions_over_min),
+            ("share of P(noisy) removed with the intermediate result", "~0 (the label bypasses the reasoning)", "large",
+             t.drop_min, summary.intermediate_drop)]
+    return pd.DataFrame([{"measure": m, "look-up predicts": lookup, "distributed predicts": distributed,
+                          "threshold": f">= {threshold}", "observed": observed}
+                         for m, lookup, distributed, threshold, observed in rows]).set_index("measure")

@@ -1,22 +1,10 @@
 """The intermediate results of each task, as labels that probes, erasure and attributions read.
 
-API (stable; other analyses import it)::
-
-    targets = intermediate_targets(examples, data)   # dict name -> Target
-    t = targets["carry_0"]
-    t.labels     # LongTensor [N], the class of each example
-    t.n_classes  # number of classes
-    t.position   # int, the position of the model input where the result is expected (see below)
-    t.differs    # BoolTensor [N] or None: the result differs from what the *trained* label implies
-    joint_targets(task)      # results read jointly by several targets, e.g. FDA "carries"
-    headline_targets(task)   # the results that claim C2 checks, by group
-    probe_positions(task)    # the positions C2 probes every target at, besides its own
-    masked_class(t, examples, seed)  # the class a masked read-out hides (amendment 7.4)
-
-All labels are computed from the examples' ``info`` (operands, bridge) and ``true_label``, never
-from the model. ``differs`` is only defined for the true answer (digits, tail): it marks examples
-whose noisy label disagrees with the true answer at that token, which is where reading the true
-answer inside a model that outputs the noisy label means something.
+Each :class:`Target` holds the class of every example (``labels``), ``n_classes``, the model input
+``position`` where the result is expected (below), and ``differs``: None, or for the true answer
+(digits, tail) the examples whose noisy label disagrees with it at that token, which is where
+reading the true answer inside a model that outputs the noisy label means something. Labels come
+from the examples' ``info`` (operands, bridge) and ``true_label``, never from the model.
 
 Position conventions
 --------------------

@@ -74,8 +74,7 @@ class HeuristicMap:
     def neuron_heuristic(self) -> torch.Tensor:
         """Bool [L, D]: a heuristic unit at its home position (section 5 counts neurons: one test each, not
         five chances to pass)."""
-        home = self.home_position
-        return self.heuristic.gather(1, home[:, None]).squeeze(1)
+        return self.heuristic.gather(1, self.home_position[:, None]).squeeze(1)
 
     @property
     def neuron_fraction(self) -> float:

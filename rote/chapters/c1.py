@@ -5,7 +5,7 @@ Verdict; :func:`evaluate` is the only caller of :mod:`rote.verdicts.c1`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -43,10 +43,6 @@ class Build(ChapterBuild):
     """The chapter's units, each with its noisy run (``runs``) and its noise-free twin (``twins``)."""
 
     twins: dict  # unit -> the noise-free twin's run (FDA's two conditions share one twin per seed)
-
-    def __post_init__(self):
-        if set(self.twins) != set(self.units):
-            raise ValueError("every unit needs its noise-free twin, and only the build's units have one")
 
 
 def load(profile: str, tasks, seeds, overrides) -> Build:
@@ -144,20 +140,17 @@ def results(build: Build, result: ClaimResult) -> list[dict]:
 
 @dataclass(frozen=True)
 class C1Sections:
-    """What C1's checks read, per unit: the noisy run's and the twin's metric tables and sample sizes."""
+    """What C1's checks read, per unit (:func:`learning_curves`): the noisy run's and the twin's metric
+    tables and sample sizes."""
 
     noisy_curves: dict  # unit -> the noisy run's metric table
     clean_curves: dict  # unit -> the noise-free twin's metric table
-    sizes: dict = field(default_factory=dict)  # unit -> (the noisy run's SampleSizes, the twin's)
-
-    def __post_init__(self):
-        if set(self.noisy_curves) != set(self.clean_curves):
-            raise ValueError("every unit needs the learning curves of both its noisy run and its noise-free twin")
+    sizes: dict  # unit -> (the noisy run's SampleSizes, the twin's)
 
 
 def evaluate(build: Build, sections: C1Sections) -> ClaimResult:
     """C1 on every unit's learning curves (:func:`rote.verdicts.c1.checks`): its metrics and checks."""
     judged = {u: verdicts.c1.checks(sections.noisy_curves[u], sections.clean_curves[u], u.noisy.train.eval_every,
-                                    *sections.sizes.get(u, (None, None))) for u in build.units}
+                                    *sections.sizes[u]) for u in build.units}
     return ClaimResult(SPEC.id, metrics={u: m for u, (m, _) in judged.items()},
                        checks={u: checks for u, (_, checks) in judged.items()})

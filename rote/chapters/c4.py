@@ -94,9 +94,24 @@ def activity_table(tables: dict) -> pd.DataFrame:
 
 # -- what the label depends on: input positions and the intermediate result --------------------------
 @dataclass(frozen=True)
+class Dependency:
+    """Per unit: the drop per resampled position, the erasure sites (C3's rule), the intermediate
+    removal with both controls (the matched one was computed where ``removal`` has its rows), the INLP rank."""
+
+    positions: dict
+    sites: dict
+    removal: dict
+    rank: int
+
+    def __post_init__(self):
+        if not set(self.positions) == set(self.sites) == set(self.removal):
+            raise ValueError("Dependency: positions, sites and removal must cover the same units")
+
+
+@dataclass(frozen=True)
 class Ablations:
-    """How :func:`dependency` ablates: resample draws, INLP rank, random and matched controls, probe
-    and INLP examples, and the seed."""
+    """How :func:`dependency` ablates (the chapter's :class:`Params` check the values): resample draws, INLP
+    rank, random and matched controls, probe and INLP examples, and the seed."""
 
     n_samples: int
     rank: int
@@ -104,34 +119,6 @@ class Ablations:
     n_matched: int
     max_fit: int
     seed: int
-
-    def __post_init__(self):
-        for name, low in (("n_samples", 1), ("rank", 1), ("n_controls", 1), ("n_matched", 1), ("max_fit", 1),
-                          ("seed", 0)):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
-                raise ValueError(f"Ablations.{name} must be an int >= {low}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class Dependency:
-    """Per unit: the drop per resampled position, the erasure sites (C3's rule), the intermediate
-    removal with both controls, the INLP rank, and whether the matched control was computed (None: read
-    from ``removal``)."""
-
-    positions: dict
-    sites: dict
-    removal: dict
-    rank: int
-    matched: dict | None = None
-
-    def __post_init__(self):
-        if not set(self.positions) == set(self.sites) == set(self.removal):
-            raise ValueError("Dependency: positions, sites and removal must cover the same units")
-        if self.matched is not None and set(self.matched) != set(self.removal):
-            raise ValueError("Dependency: matched must cover the units of removal")
-        if not (isinstance(self.rank, int) and self.rank >= 1):
-            raise ValueError(f"Dependency.rank must be an int >= 1, got {self.rank!r}")
 
 
 def dependency(build: Build, ablations: Ablations) -> Dependency:
@@ -144,7 +131,7 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
     sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
              for u, r in build.runs.items()}
-    removal, available = {}, {}
+    removal = {}
     fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():
         s = sites[u]
@@ -155,8 +142,7 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
         matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, fit,
                                               n_controls=n_matched) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
-        available[u] = bool(matched) and bool(len(removal[u])) and "matched" in set(removal[u].method)
-    return Dependency(positions, sites, removal, rank, available)
+    return Dependency(positions, sites, removal, rank)
 
 
 # -- the known look-up (amendment 1, 7.6) ------------------------------------------------------------
@@ -170,9 +156,8 @@ def lookup_control(build: Build, u, n_keys: int, max_lookup: int, n_samples: int
         facts = lookup.atomic_lookup(r.model, r.data)
         if len(facts) > max_lookup:
             facts = facts[torch.randperm(len(facts), generator=torch.Generator().manual_seed(seed))[:max_lookup]]
-        every = torch.ones_like(facts.label, dtype=torch.bool)
         sets = lookup.LookupSets(lookup=facts, clean=build.sets[u]["C"], population=facts, reference=facts)
-        return lookup.lookup_statistics(r.model, sets, settings, mask=every)
+        return lookup.lookup_statistics(r.model, sets, settings, mask=torch.ones_like(facts.label, dtype=torch.bool))
     candidates = r.data.train_clean[torch.randperm(len(r.data.train_clean),
                                                    generator=torch.Generator().manual_seed(seed))[:4 * n_keys]]
     keys = correct(r.model, candidates)[:n_keys]
@@ -194,14 +179,11 @@ def summaries(build: Build, k50: dict, active: dict, depends: Dependency) -> dic
 
 def lookup_table(units: list, summary: dict, found: dict) -> pd.DataFrame:
     """Each statistic on M beside the same statistic on the known look-up."""
-    rows = []
-    for u in units:
-        lk, sm = found[u].summary, summary[u]
-        rows.append({"unit": label(u), "look-up examples": found[u].n_lookup,
-                     "k50 ratio: M": sm.k50_ratio, "k50 ratio: look-up": lk.k50_ratio,
-                     "top activity: M": sm.top_activity_median, "top activity: look-up": lk.top_activity_median,
-                     "positions: M": sm.positions_over_min, "positions: look-up": lk.positions_over_min})
-    return pd.DataFrame(rows).set_index("unit").round(3)
+    names = {"k50 ratio": "k50_ratio", "top activity": "top_activity_median", "positions": "positions_over_min"}
+    return pd.DataFrame([{"unit": label(u), "look-up examples": found[u].n_lookup,
+                          **{f"{name}: {who}": getattr(s, key) for name, key in names.items()
+                             for who, s in (("M", summary[u]), ("look-up", found[u].summary))}}
+                         for u in units]).set_index("unit").round(3)
 
 
 # -- look-up or distributed: the two hypotheses against the data -------------------------------------
@@ -269,9 +251,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     sns.barplot(data=bars, x="removed", y="drop", hue="kind", dodge=False, ax=ax, order=list(bars["removed"]),
                 palette={"input position": plots.GROUP_COLORS["M"], "intermediate result": DISTRIBUTED_COLOR,
                          "control": plots.GROUP_COLORS["control"]})
-    members = build.groups[(u.task, u.condition)]
-    every = [d for v in members for d in drops(v)]
-    dots = pd.DataFrame([{"removed": x, "drop": d} for v in members
+    dots = pd.DataFrame([{"removed": x, "drop": d} for v in build.groups[(u.task, u.condition)]
                          for x, d in zip(bars["removed"], drops(v)) if not np.isnan(d)])
     if len(dots):
         ax.scatter(dots["removed"], dots["drop"], color="k", s=14, zorder=3, label="each seed")
@@ -280,8 +260,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
         ax.text(len(names), 0.02, "not\nfound", ha="center", fontsize=8)
     if bars["drop"].isna().all():
         ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
-    finite = [d for d in every if not np.isnan(d)]
-    ax.set(ylim=(min(-0.05, min(finite) - 0.05) if finite else -0.05, 1.02),
+    ax.set(ylim=(min(-0.05, dots["drop"].min() - 0.05) if len(dots) else -0.05, 1.02),
            title="share of P(noisy label) removed", xlabel="", ylabel="mean drop")
     ax.tick_params(axis="x", rotation=45)
     ax.legend(fontsize=8, loc="upper right")
@@ -328,11 +307,10 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
                                    [getattr(summary[u], key) for u in members])
                    for part, (check, key, yes, no) in CLAUSES.items()}
         lines.append(head + HYPOTHESES.format(
-            **T, **values_, **clauses, noun="digit" if task == "fda" else "label", layer_average=num(
-                1 - T["activity_quantile"], ".3g"), one_input=" / ".join(num(1 / sizes[u]["C"], ".3g") if sizes[u]["C"]
-                                                                         else "n/a" for u in members),
-            n_pos=" / ".join(str(len(summary[u].position_drops)) if summary[u].position_drops else "n/a"
-                             for u in members)) + not_passed)
+            **T, **values_, **clauses, noun="digit" if task == "fda" else "label",
+            layer_average=num(1 - T["activity_quantile"], ".3g"),
+            one_input=values([1 / sizes[u]["C"] if sizes[u]["C"] else None for u in members], ".3g"),
+            n_pos=values([len(summary[u].position_drops or []) or None for u in members], "d")) + not_passed)
     return "\n".join(lines)
 
 
@@ -341,41 +319,36 @@ def hypotheses_text(groups_: dict, summary: dict, evaluations: dict, sizes: dict
 def controls_figure(units: list, evaluations: dict, found: dict):
     """Amendment 1's controls, one number per seed: each statistic on M and on the known look-up with
     its threshold, and the intermediate drop over the information-matched control's."""
-    rows = []
-    for u in units:
-        for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record())):
-            k50_m, k_c, act, pos = (s[k] for k in ("k50_M", "k50_C", "top_activity_median", "positions_over_min"))
-            rows.append({"where": where(u.task, u.condition), "seed": u.seed, "set": who,
-                         "k50 / (threshold x k50 on C)": k50_m / (T["k50_ratio_min"] * k_c) if k_c else np.nan,
-                         "top-neuron activity": act, "positions removing >= drop_min": pos})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame([{"where": where(u.task, u.condition), "seed": u.seed, "set": who,
+                           "k50 / (threshold x k50 on C)": s["k50_M"] / (T["k50_ratio_min"] * s["k50_C"])
+                           if s["k50_C"] else np.nan,
+                           "top-neuron activity": s["top_activity_median"],
+                           "positions removing >= drop_min": s["positions_over_min"]}
+                          for u in units
+                          for who, s in (("M", evaluations[u][0]), ("look-up", found[u].summary.record()))])
     over = pd.DataFrame([{"where": where(u.task, u.condition), "seed": u.seed,
                           "over matched": evaluations[u][0]["intermediate_over_matched"]} for u in units])
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
-    panels = [("k50 / (threshold x k50 on C)", 1.0, False), ("top-neuron activity", T["activity_fraction_min"], True),
-              ("positions removing >= drop_min", T["positions_min"], False)]
+    panels = [(table, "k50 / (threshold x k50 on C)", 1.0, "threshold", None),
+              (table, "top-neuron activity", T["activity_fraction_min"], "threshold", None),
+              (table, "positions removing >= drop_min", T["positions_min"], "threshold", None),
+              (over, "over matched", T["intermediate_over_matched_min"], "amended margin",
+               "intermediate drop minus matched control's drop")]
     palette = {"M": plots.GROUP_COLORS["M"], "look-up": LOOKUP_COLOR}
-    for ax, (col, threshold, log) in zip(axes, panels):
-        data = table.dropna(subset=[col])
-        if len(data):
+    for ax, (frame, col, threshold, line, title) in zip(axes, panels):
+        data = frame.dropna(subset=[col])
+        if len(data) and frame is over:  # one colour, every unit on the axis
+            sns.stripplot(data=over, x="where", y=col, color=DISTRIBUTED_COLOR, size=7, jitter=0.1, ax=ax)
+        elif len(data):
             sns.stripplot(data=data, x="where", y=col, hue="set", palette=palette, dodge=True, size=7, jitter=0.1, ax=ax)
         else:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
-        ax.axhline(threshold, ls=":", color="k", lw=1, label="threshold")
-        if log and len(data) and (data[col] > 0).any():
+        ax.axhline(threshold, ls=":", color="k", lw=1, label=line)
+        if col == "top-neuron activity" and len(data) and (data[col] > 0).any():
             ax.set_yscale("symlog", linthresh=1e-3)
-        ax.set(xlabel="", title=col)
+        ax.set(xlabel="", title=title or col)
         ax.tick_params(axis="x", rotation=20)
         ax.legend(fontsize=8)
-    ax = axes[3]
-    if over["over matched"].notna().any():
-        sns.stripplot(data=over, x="where", y="over matched", color=DISTRIBUTED_COLOR, size=7, jitter=0.1, ax=ax)
-    else:
-        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
-    ax.axhline(T["intermediate_over_matched_min"], ls=":", color="k", lw=1, label="amended margin")
-    ax.set(xlabel="", title="intermediate drop minus matched control's drop")
-    ax.tick_params(axis="x", rotation=20)
-    ax.legend(fontsize=8)
     plt.tight_layout()
     return fig
 
@@ -462,22 +435,14 @@ class C4Sections:
             raise ValueError("C4Sections: summary, lookups and dependency must cover the same units")
 
 
-def _matched(depends: Dependency, u) -> bool:
-    """Whether the information-matched control was computed for ``u`` (a Dependency built without
-    the flag: whenever its removal table has matched rows)."""
-    if depends.matched is not None:
-        return depends.matched[u]
-    table = depends.removal[u]
-    return bool(len(table)) and "matched" in set(table.method)
-
-
 def evaluate(build: Build, sections: C4Sections) -> ClaimResult:
     """Per unit: the claim's metrics (:class:`rote.verdicts.c4.C4Metrics`) and checks, with the look-up
     control (:func:`rote.verdicts.c4.checks`; the only caller of :mod:`rote.verdicts.c4`)."""
     depends, judged = sections.dependency, {}
     for u in build.units:
-        summary = sections.summary[u]
+        summary, removal = sections.summary[u], depends.removal[u]
+        matched = bool(len(removal)) and "matched" in set(removal.method)  # the control computed
         setting = verdicts.c4.Setting(len(build.sets[u]["M"]), len(build.sets[u]["C"]), len(summary.position_drops),
-                                      depends.sites[u]["layers"], depends.rank, _matched(depends, u))
+                                      depends.sites[u]["layers"], depends.rank, matched)
         judged[u] = verdicts.c4.checks(summary, sections.lookups[u], setting)
     return ClaimResult(SPEC.id, {u: m for u, (m, _) in judged.items()}, {u: c for u, (_, c) in judged.items()})

@@ -36,6 +36,16 @@ def _rounded(x: float) -> float:
     return round(float(x), DECIMALS)
 
 
+def _listed(xs, sep: str = ", ") -> str:
+    """Widths, noise ratios or seeds in prose and commands: ``16, 32``, ``0.05,0.1``."""
+    return sep.join(f"{x:g}" for x in xs)
+
+
+def _runs(units: Iterable[Unit]) -> list[RunConfig]:
+    """The noisy runs and twins of ``units``, each once."""
+    return list({c.key: c for u in units for c in (u.noisy, u.clean)}.values())
+
+
 # -- the grid --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grid:
@@ -55,11 +65,7 @@ class Grid:
     @property
     def configs(self) -> list[RunConfig]:
         """Every distinct run of the grid (noisy runs and twins), each once."""
-        out: dict[str, RunConfig] = {}
-        for u in self.width_units + self.ratio_units:
-            out.setdefault(u.noisy.key, u.noisy)
-            out.setdefault(u.clean.key, u.clean)
-        return list(out.values())
+        return _runs(self.width_units + self.ratio_units)
 
     @property
     def sweep_width(self) -> int:
@@ -106,12 +112,8 @@ class Params(ChapterParams):
 def shared_configs(g: Grid) -> list[RunConfig]:
     """The grid's runs that chapter C1 trains too: C1's FDA random units (noisy run and twin, every seed),
     at the profile's width (or the ``d_model`` override) and noise ratio."""
-    out: dict[str, RunConfig] = {}
-    for u in g.ratio_units + g.width_units:
-        if u.noisy.model.d_model == g.sweep_width and u.noisy.data.noise_ratio == g.noise_ratio:
-            out.setdefault(u.noisy.key, u.noisy)
-            out.setdefault(u.clean.key, u.clean)
-    return list(out.values())
+    return _runs(u for u in g.ratio_units + g.width_units
+                 if u.noisy.model.d_model == g.sweep_width and u.noisy.data.noise_ratio == g.noise_ratio)
 
 
 def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
@@ -120,15 +122,9 @@ def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
     them) and whatever else of the grid is cached, nothing trained (:func:`rote.runs.lookup`)."""
     from ..runs import get_or_train, lookup
 
-    if train_grid:
-        return {c.key: get_or_train(c).metrics for c in g.configs}
-    out = {c.key: get_or_train(c).metrics for c in shared_configs(g)}
-    for c in g.configs:
-        if c.key not in out:
-            run = lookup(c)
-            if run is not None:
-                out[c.key] = run.metrics
-    return out
+    trained = {c.key for c in (g.configs if train_grid else shared_configs(g))}
+    runs = {c.key: get_or_train(c) if c.key in trained else lookup(c) for c in g.configs}
+    return {key: run.metrics for key, run in runs.items() if run is not None}
 
 
 def glue_values(g: Grid) -> dict[str, object]:
@@ -136,8 +132,8 @@ def glue_values(g: Grid) -> dict[str, object]:
     th, c1 = THRESHOLDS[CLAIM], THRESHOLDS["C1"]
     return {"x1_cost_max": th["cost_largest_max"], "x1_rise_max": th["rise_max"], "x1_mem_min": th["final_mem_min"],
             "x1_t_gen_level": c1["t_gen_level"], "x1_t_mem_level": c1["t_mem_level"],
-            "x1_final_window": curves.FINAL_WINDOW, "x1_widths": ", ".join(str(w) for w in g.widths),
-            "x1_noise_ratio": g.noise_ratio, "x1_noise_ratios": ", ".join(f"{r:g}" for r in g.noise_ratios),
+            "x1_final_window": curves.FINAL_WINDOW, "x1_widths": _listed(g.widths),
+            "x1_noise_ratio": g.noise_ratio, "x1_noise_ratios": _listed(g.noise_ratios),
             "x1_sweep_width": g.sweep_width, "x1_profile": g.profile}
 
 
@@ -154,14 +150,10 @@ def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
             "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
 
 
-SIZE_COLUMNS = ("n_test", "n_test_twin", "n_noisy")  # section 11: what the checks' intervals read
-
-
-def sample_sizes(u: Unit) -> dict:
-    """How many examples a unit's shares are measured on (section 11, :func:`rote.analysis.curves.sample_sizes`):
-    the noisy run's test set (``n_test``) and noisy training examples (``n_noisy``), the twin's test set."""
-    noisy, twin = curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)
-    return dict(zip(SIZE_COLUMNS, (noisy.n_test, twin.n_test, noisy.n_noisy)))
+# the width table's columns end with section 11's sample sizes, which the checks' intervals read
+WIDTH_COLUMNS = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem",
+                 "peak_gen_before_t_mem", "n_test", "n_test_twin", "n_noisy"]
+RATIO_COLUMNS = ["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"]
 
 
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
@@ -177,7 +169,6 @@ class Study:
     evaluations: dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]] = field(default_factory=dict)
     missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
 
-    # -- one value per seed, for the sentences -----------------------------------------------------
     def _values(self, rows: pd.DataFrame, column: str, spec: str = ".3f") -> str:
         """One value per seed of the grid, in seed order (:func:`rote.report.num`): "never" where it is not
         reached, "not trained" where the seed has no row."""
@@ -193,66 +184,56 @@ class Study:
     def train_command(self) -> str:
         """The command that trains the missing runs: ``rote train --plan --x1`` for the profile's grid and
         seeds 0 .. N-1, else a rerun of the chapter with its parameters (which trains its grid)."""
-        g, base = self.grid, plan.x1_units(self.grid.profile, self.grid.seeds)
-        default = (g.widths, g.noise_ratios) == plan.x1_grid(g.profile) and \
-            [c.key for u in base[0] + base[1] for c in (u.noisy, u.clean)] == \
-            [c.key for u in g.width_units + g.ratio_units for c in (u.noisy, u.clean)]
-        if default and g.seeds == list(range(len(g.seeds))):
+        g = self.grid
+        registered = [c.key for c in grid(g.profile, seeds=g.seeds).configs]
+        if [c.key for c in g.configs] == registered and g.seeds == list(range(len(g.seeds))):
             return shlex.join(["python", "-m", "rote", "train", "--plan", "--x1", "--profile", g.profile,
                                "--seeds", str(len(g.seeds))])
-        parts = ["python", "-m", "rote", "run", SPEC.chapter, "--profile", g.profile,
-                 "-p", "seeds", ",".join(str(s) for s in g.seeds),
-                 "-p", "widths", ",".join(str(w) for w in g.widths),
-                 "-p", "noise_ratios", ",".join(f"{r:g}" for r in g.noise_ratios)]
-        for name, value in plan.differs(g.width_units[0].noisy, g.profile).items():
-            if name not in plan.SEED_NAMES and name != "d_model":
-                parts += ["-p", name, str(value)]
-        return shlex.join(parts)
-
-    def missing_seconds(self) -> float:
-        """The missing runs' estimated training time on one thread (:func:`rote.timings.estimate_seconds`)."""
-        return sum(timings.estimate_seconds(c) for c in self.missing)
+        parts = ["python", "-m", "rote", "run", SPEC.chapter, "--profile", g.profile, "-p", "seeds",
+                 _listed(g.seeds, ","), "-p", "widths", _listed(g.widths, ","),
+                 "-p", "noise_ratios", _listed(g.noise_ratios, ",")]
+        return shlex.join(parts + [word for name, value in plan.differs(g.width_units[0].noisy, g.profile).items()
+                                   if name not in (*plan.SEED_NAMES, "d_model") for word in ("-p", name, str(value))])
 
     def missing_table(self) -> pd.DataFrame:
         """One row per run of the grid not trained: width, noise ratio, seed, noisy run or twin, its key
         and its estimated training time (one thread) on this machine."""
-        seeds = {c.key: s for u in self.grid.width_units + self.grid.ratio_units for s, c in
-                 ((u.seed, u.noisy), (u.seed, u.clean))}
+        seeds = {c.key: u.seed for u in self.grid.width_units + self.grid.ratio_units for c in (u.noisy, u.clean)}
         return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
                               "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
-                              "estimate": timings.fmt_seconds(timings.estimate_seconds(c))} for c in self.missing],
-                            columns=["width", "noise ratio", "seed", "run", "key", "estimate"])
+                              "estimate": timings.fmt_seconds(timings.estimate_seconds(c))} for c in self.missing])
 
     def not_run_reason(self) -> str:
         """Why the record is not run: the grid was not trained, how to train it, and how long that takes."""
+        seconds = sum(timings.estimate_seconds(c) for c in self.missing)
         return (f"X1's grid was not trained in this build ({len(self.missing)} of its {len(self.grid.configs)} "
-                f"runs missing; `{self.train_command()}` trains them, about "
-                f"{timings.fmt_seconds(self.missing_seconds())} of training on one thread on the machine that "
-                f"built this page)")
+                f"runs missing; `{self.train_command()}` trains them, about {timings.fmt_seconds(seconds)} of "
+                f"training on one thread on the machine that built this page)")
+
+    def _estimate(self) -> str:
+        """How long the missing runs train, on one thread and on the default workers."""
+        seconds, workers = [timings.estimate_seconds(c) for c in self.missing], timings.default_workers()
+        return (f"about {timings.fmt_seconds(sum(seconds))} on one thread, "
+                f"~{timings.fmt_seconds(timings.pool_seconds(seconds, workers))} on {workers} worker"
+                f"{'s' if workers != 1 else ''}")
 
     def grid_text(self) -> str:
         """What of the registered grid this page measured: every run, or which are missing, the command
         that trains them and their estimate on the machine that built the page."""
-        g = self.grid
+        g, seeds = self.grid, seeds_head(self.grid.seeds, plural=True)
         if not self.missing:
-            return f"All {len(g.configs)} runs of the registered grid are trained ({seeds_head(g.seeds, plural=True)})."
-
-        have = sorted({int(w) for w in self.widths.width}) if len(self.widths) else []
+            return f"All {len(g.configs)} runs of the registered grid are trained ({seeds})."
+        have = sorted({int(w) for w in self.widths.width})
         shared = f" (width {g.sweep_width} is chapter C1's FDA random run)" if g.sweep_width in have else ""
-        workers = timings.default_workers()
-        seconds = [timings.estimate_seconds(c) for c in self.missing]
         head = (f"**X1's grid was not trained in this build** (it is trained only when asked for: `make book X1=1`, "
                 f"`python -m rote book --x1`, or this chapter named with `--chapter {SPEC.chapter}`). "
                 if not self.judged else "**Part of X1's grid is not trained.** ")
-        return (head + f"The registered grid is widths {', '.join(str(w) for w in g.widths)} at noise ratio "
-                f"{g.noise_ratio:g}, and noise ratios {', '.join(f'{r:g}' for r in g.noise_ratios)} at width "
-                f"{g.sweep_width} ({seeds_head(g.seeds, plural=True)}). This page measures the width"
-                f"{'s' if len(have) != 1 else ''} trained, {', '.join(str(w) for w in have) or 'none'}{shared}; "
+        return (head + f"The registered grid is widths {_listed(g.widths)} at noise ratio {g.noise_ratio:g}, and "
+                f"noise ratios {_listed(g.noise_ratios)} at width {g.sweep_width} ({seeds}). This page measures the "
+                f"width{'s' if len(have) != 1 else ''} trained, {_listed(have) or 'none'}{shared}; "
                 f"{len(self.missing)} of the grid's {len(g.configs)} runs are missing (table below). "
-                f"`{self.train_command()}` trains them: about {timings.fmt_seconds(sum(seconds))} on one thread, "
-                f"~{timings.fmt_seconds(timings.pool_seconds(seconds, workers))} on {workers} worker"
-                f"{'s' if workers != 1 else ''}, estimated on the machine that built this page; then rebuild "
-                f"this page (`python -m rote run {SPEC.chapter} --profile {g.profile}`).")
+                f"`{self.train_command()}` trains them: {self._estimate()}, estimated on the machine that built this "
+                f"page; then rebuild this page (`python -m rote run {SPEC.chapter} --profile {g.profile}`).")
 
     # -- the gen cost against model width ----------------------------------------------------------
     def trend(self, seed: int) -> str:
@@ -273,11 +254,11 @@ class Study:
     # generated: the trend, where the cost ends and which widths do not memorize depend on the result
     def cost_sentence(self) -> str:
         """What the gen cost does across the widths, per seed, and where it ends against the margin."""
-        th, seeds = THRESHOLDS[CLAIM], seeds_head(self.grid.seeds, plural=True)
         parts = [f"{self._values(self.widths[self.widths.width == w], 'cost')} at width {w}" for w in self.grid.widths]
+        seeds = seeds_head(self.grid.seeds, plural=True)
+        head = f"The gen cost (twin gen minus noisy gen; {seeds}) is {', '.join(parts)}."
         if not self.judged:
-            return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) +
-                    ". With one width trained there is nothing to compare it with: X1 is not run (see above).")
+            return head + " With one width trained there is nothing to compare it with: X1 is not run (see above)."
         trends = {s: self.trend(s) for s in self.grid.seeds}
         if len(set(trends.values())) == 1:
             trend = ("On every seed the cost " if len(trends) > 1 else "The cost ") + next(iter(trends.values())) + "."
@@ -286,10 +267,9 @@ class Study:
         idle = [f"width {w} on seed {s} (final mem {m:.3f})" for w, s, m in
                 self.widths.loc[~self.widths.memorizes & self.widths.mem.notna(), ["width", "seed", "mem"]]
                 .itertuples(index=False)]
-        unresolved = (f" These widths do not memorize (final mem below {th['final_mem_min']:g}), so their cost "
-                      f"cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
-        return (f"The gen cost (twin gen minus noisy gen; {seeds}) is " + ", ".join(parts) + f". {trend} "
-                f"At the largest width the cost is {self._largest_end()}." + unresolved)
+        unresolved = (f" These widths do not memorize (final mem below {THRESHOLDS[CLAIM]['final_mem_min']:g}), so "
+                      f"their cost cannot speak for benign memorization: {'; '.join(idle)}.") if idle else ""
+        return f"{head} {trend} At the largest width the cost is {self._largest_end()}." + unresolved
 
     # generated: within or above the margin, on how many seeds, depends on the result
     def _largest_end(self) -> str:
@@ -350,11 +330,9 @@ class Study:
                  for r in self.grid.noise_ratios]
         seeds = seeds_head(self.grid.seeds, plural=True)
         head = f"At width {self.grid.sweep_width} the gen cost ({seeds}) is " + ", ".join(parts)
-        if len(self.grid.noise_ratios) == 1:
-            return head + "."
         complete = [g for _, g in self.ratios.sort_values("noise_ratio").groupby("seed")
                     if len(g) == len(self.grid.noise_ratios)]  # a seed with a ratio not trained says nothing here
-        if not complete:
+        if len(self.grid.noise_ratios) == 1 or not complete:
             return head + "."
         grows = [all(_rounded(b) > _rounded(a) for a, b in zip(g.cost, g.cost.iloc[1:])) for g in complete]
         every = " on every seed" if len(grows) > 1 else ""
@@ -374,8 +352,8 @@ class Study:
         results = []
         for seed, (metrics, seed_checks) in self.evaluations.items():
             mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
-            configs = {c.key: c for u in mine for c in (u.noisy, u.clean) if c.key not in missing}
-            results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs.values()))
+            configs = [c for c in _runs(mine) if c.key not in missing]
+            results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
     # generated: the verdict, and for a mixed one its reasons, depend on the result
@@ -417,28 +395,28 @@ RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
     """X1 measured and judged from the grid's metric tables (run key -> table, :func:`load`); a width
     without both runs is left out of its seed's rows (not trained)."""
-    have = [u for u in g.width_units if u.noisy.key in metrics and u.clean.key in metrics]
-    rows = [{"width": u.noisy.model.d_model, "seed": u.seed, **measure(metrics[u.noisy.key], metrics[u.clean.key]),
-             **sample_sizes(u)} for u in have]
-    columns = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem", "peak_gen_before_t_mem",
-               *SIZE_COLUMNS]
-    widths = pd.DataFrame(rows, columns=columns).sort_values(["width", "seed"]).reset_index(drop=True)
-    ratios = pd.DataFrame([{"noise_ratio": u.noisy.data.noise_ratio, "seed": u.seed, "width": u.noisy.model.d_model,
-                            **{k: v for k, v in measure(metrics[u.noisy.key], metrics[u.clean.key]).items()
-                               if k in ("gen_twin", "gen_noisy", "cost", "mem")}} for u in g.ratio_units
-                           if u.noisy.key in metrics and u.clean.key in metrics],
-                          columns=["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"])
-    curve_columns = ["step", "gen", "mem", "rec", "twin_gen", "width", "seed"]
-    curves = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
+    def trained(units):
+        return [u for u in units if u.noisy.key in metrics and u.clean.key in metrics]
+
+    def row(u):  # with how many examples the shares are measured on (:func:`rote.analysis.curves.sample_sizes`)
+        noisy, twin = curves.sample_sizes(u.noisy), curves.sample_sizes(u.clean)
+        return {"noise_ratio": u.noisy.data.noise_ratio, "width": u.noisy.model.d_model, "seed": u.seed,
+                **measure(metrics[u.noisy.key], metrics[u.clean.key]), "n_test": noisy.n_test,
+                "n_test_twin": twin.n_test, "n_noisy": noisy.n_noisy}
+
+    have = trained(g.width_units)
+    widths = pd.DataFrame([row(u) for u in have], columns=WIDTH_COLUMNS).sort_values(["width", "seed"])
+    ratios = pd.DataFrame([row(u) for u in trained(g.ratio_units)], columns=RATIO_COLUMNS)
+    by_step = pd.concat([metrics[u.noisy.key][["step", "gen", "mem", "rec"]].merge(
         metrics[u.clean.key][["step", "gen"]].rename(columns={"gen": "twin_gen"}), on="step", how="left")
         .assign(width=u.noisy.model.d_model, seed=u.seed) for u in have], ignore_index=True) if have else \
-        pd.DataFrame(columns=curve_columns)
-    widths, evaluations = evaluate(g, widths, ratios)
-    return Study(g, widths, ratios, curves, evaluations, missing=[c for c in g.configs if c.key not in metrics])
+        pd.DataFrame(columns=["step", "gen", "mem", "rec", "twin_gen", "width", "seed"])
+    widths, evaluations = evaluate(g, widths.reset_index(drop=True), ratios)
+    return Study(g, widths, ratios, by_step, evaluations, missing=[c for c in g.configs if c.key not in metrics])
 
 
 # -- figure: the gen cost against model width ------------------------------------------------------
-def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
+def gen_cost_by_width(widths: pd.DataFrame, margin: float):
     """X1's headline: the gen cost against width, one line per seed (hollow: does not memorize), the
     margin dashed; right, the final gen of twins and noisy runs and final mem."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
@@ -464,14 +442,14 @@ def gen_cost_by_width(widths: pd.DataFrame, margin: float, title: str = ""):
         ax.minorticks_off()
         ax.set_xlabel("model width (d_model)")
         ax.legend(fontsize=8)
-    left.set(ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against model width")
+    left.set(ylabel="gen cost (twin gen - noisy gen)", title="Gen cost against model width")
     right.set(ylabel="final accuracy (mean of last 5)", ylim=(-0.02, 1.02), title="Final gen and mem")
     fig.tight_layout()
     return fig
 
 
 # -- figure: the learning curves per width ---------------------------------------------------------
-def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
+def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame):
     """One panel per width (``curves``: :attr:`Study.curves`): the noisy runs' gen, mem and rec, one
     line per seed, the twins' gen in grey (dashed), and each seed's t_gen (solid) and t_mem (dotted) from
     ``timing`` (rows with ``width``, ``seed``, ``t_gen``, ``t_mem``). Returns the figure."""
@@ -482,9 +460,9 @@ def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame | None = None):
         plots.learning_curves(part, ax=ax, columns=("gen", "mem", "rec"), title=f"width {w}")
         for i, (_, g) in enumerate(part.groupby("seed")):
             ax.plot(g.step, g.twin_gen, color="#666666", ls="--", lw=1, label="gen, twin" if i == 0 else None)
-        for row in ([] if timing is None else timing[timing.width == w].itertuples()):
+        for row in timing[timing.width == w].itertuples():
             for step, style in ((row.t_gen, "-"), (row.t_mem, ":")):
-                if step is not None and not pd.isna(step):
+                if not pd.isna(step):  # None or NaN: never reached
                     ax.axvline(step, ls=style, lw=1, color="k", alpha=0.5)
         ax.legend(fontsize=8) if ax is axes[0][0] else ax.get_legend() and ax.get_legend().remove()
     fig.tight_layout()

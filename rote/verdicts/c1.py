@@ -89,7 +89,6 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
     passes when the gap reaches one evaluation interval: margin = gap - eval_every)."""
     th = THRESHOLDS["C1"]
     t_gen, t_mem, x_gen, x_mem, eval_every = m.t_gen, m.t_mem, m.t_gen_interpolated, m.t_mem_interpolated, m.eval_every
-    registered_order = t_gen is not None and t_mem is not None and t_gen < t_mem
     never = {c: never_evaluated(noisy, c) for c in ("gen", "mem")}
     # section 5: t_gen and t_mem are crossings; a run that never crosses has none (a fail by the rule:
     # "never generalized" fails C1), a run never evaluated has no value (unresolved, 8.5)
@@ -111,10 +110,10 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
         order_reason = never_gen
     registered_reason = never["gen"] or never["mem"] or (never_gen if t_gen is None else never_mem if t_mem is None
                                                          else "")
-    registered_gap = None if t_gen is None or t_mem is None else t_mem - t_gen
+    registered_gap = None if t_gen is None or t_mem is None else t_mem - t_gen  # > 0: the rule first
     return (
         Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded", registered_gap, 0,
-              None if never["gen"] or never["mem"] else bool(registered_order), "ordering",
+              None if never["gen"] or never["mem"] else registered_gap is not None and registered_gap > 0, "ordering",
               reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"
                      + (f"; {registered_reason}" if registered_reason else ""),
               margin=None if registered_gap is None else float(registered_gap),

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass, field, fields
 
 from .. import fmt
 from ..analysis.lookup import LookupStatistics
-from ..analysis.neurons import C4Summary
+from ..analysis.neurons import C4Summary, check_fields
+from ..analysis.ranges import is_whole
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, at_least, group, missing_reason, numeric, supersede, unresolved, validate
 
 
 LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
-
-
-def _is_count(x) -> bool:
-    return x is None or (isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0)
 
 
 @dataclass(frozen=True)
@@ -34,11 +30,9 @@ class Setting:
     matched_available: bool | None = None  # whether the information-matched control was computed
 
     def __post_init__(self):
-        for name in ("n_memorized", "n_clean", "n_positions", "erasure_rank"):
-            if not _is_count(getattr(self, name)):
-                raise ValueError(f"C4 {name} must be a count (an int >= 0) or None, got {getattr(self, name)!r}")
-        if not (self.erasure_layers is None or isinstance(self.erasure_layers, list)):
-            raise ValueError(f"C4 erasure_layers must be a list or None, got {self.erasure_layers!r}")
+        count = (lambda x: x is None or (is_whole(x) and x >= 0), "a count (an int >= 0) or None")
+        check_fields(self, n_memorized=count, n_clean=count, n_positions=count, erasure_rank=count,
+                     erasure_layers=(lambda x: x is None or isinstance(x, list), "a list or None"))
 
 
 @dataclass(frozen=True)
@@ -182,10 +176,6 @@ def _intermediate_checks(m: C4Metrics, intervals: dict) -> list[Check]:
 
 
 C4_NO_M = "no memorized example (M is empty)"
-
-
 C4_NO_C = "no correctly answered example (C is empty)"
-
-
 C4_NO_SITE = ("8.5: the intervention cannot run: no layer carries the intermediate result at 5 x chance on C "
               "(no erasure site)")

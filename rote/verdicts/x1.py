@@ -104,26 +104,20 @@ def _why_cost(w: int, row: dict) -> str:
 
 
 def _mem_check(w: int, row: dict | None) -> Check:
-    th = THRESHOLDS["X1"]
-    label = CheckLabel(f"x1.mem.w{w}", f"final mem at width {w}", "registered", "memorization")
-    if row is None:
-        return Check(label.id, label.name, label.kind, None, th["final_mem_min"], None, label.part,
-                     reason=f"width {w} {NOT_TRAINED}")
-    check = _judge(label, row["mem"], th["final_mem_min"], missing=_why_mem(w, row), interval=_mem_interval(row))
-    return check if check.passed is not False else unresolved(check, _why_mem(w, row))  # below 0.9: unresolved
+    label, why = CheckLabel(f"x1.mem.w{w}", f"final mem at width {w}", "registered", "memorization"), _why_mem(w, row)
+    check = _judge(label, None if row is None else row["mem"], THRESHOLDS["X1"]["final_mem_min"], missing=why,
+                   interval=None if row is None else _mem_interval(row))
+    return check if check.passed is not False else unresolved(check, why)  # below 0.9: unresolved
 
 
 def _largest_check(w: int, row: dict | None) -> Check:
-    th = THRESHOLDS["X1"]
     label = CheckLabel("x1.cost_largest", f"gen cost at the largest width ({w})", "registered",
                        "cost at the largest width")
-    if row is None:
-        return Check(label.id, label.name, label.kind, None, th["cost_largest_max"], None, label.part,
-                     reason=f"the largest width ({w}) {NOT_TRAINED}")
-    check = _judge(label, row["cost"], th["cost_largest_max"], at_most=True, missing=_why_cost(w, row),
-                   interval=_cost_interval(row))
-    why = _why_mem(w, row)
-    return unresolved(check, why.replace(f"width {w}", f"the largest width ({w})", 1)) if why else check
+    why = _why_mem(w, row).replace(f"width {w}", f"the largest width ({w})", 1)
+    check = _judge(label, None if row is None else row["cost"], THRESHOLDS["X1"]["cost_largest_max"], at_most=True,
+                   missing=why if row is None else _why_cost(w, row),
+                   interval=None if row is None else _cost_interval(row))
+    return unresolved(check, why) if why else check
 
 
 def _rising_check(widths: list[int], present: dict, cost: list[float], memorized: list[bool]) -> Check:
@@ -132,19 +126,16 @@ def _rising_check(widths: list[int], present: dict, cost: list[float], memorized
     rises = [b - a for a, b in zip(cost, cost[1:])]
     steps, why = [], []
     for i, r in enumerate(rises):
-        a, b = widths[i], widths[i + 1]
-        if not (memorized[i] and memorized[i + 1]):
-            untrained = a not in present or b not in present
-            why.append(f"a step touches a width {NOT_TRAINED}" if untrained else
+        a, b, counts = widths[i], widths[i + 1], memorized[i] and memorized[i + 1]
+        if not counts:
+            why.append(f"a step touches a width {NOT_TRAINED}" if a not in present or b not in present else
                        "a step touches a width that does not memorize"
                        if not any(pd.isna(present[w]["mem"]) for w in (a, b)) else
                        f"a step touches a width whose final mem is missing ({a} to {b})")
-            steps.append(None)
         elif math.isnan(r):
-            why.append(_why_cost(b if math.isnan(cost[i + 1]) else a, present[b if math.isnan(cost[i + 1]) else a]))
-            steps.append(None)
-        else:
-            steps.append(_rounded(r) <= th["rise_max"])
+            w = b if math.isnan(cost[i + 1]) else a
+            why.append(_why_cost(w, present[w]))
+        steps.append(_rounded(r) <= th["rise_max"] if counts and not math.isnan(r) else None)
     finite = [(r, i) for i, r in enumerate(rises) if not math.isnan(r)]
     top = max(finite) if finite else None
     reason = "; ".join(dict.fromkeys(why)) or "no two neighbouring widths have a gen cost"
