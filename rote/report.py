@@ -205,7 +205,7 @@ def _counted(checks, part: str, reading: str) -> list:
 
 def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
     """One seed's outcome on one part of a claim, by :func:`rote.verdicts.seed_verdict`'s rule within the
-    part; a part with no counted check is ``unresolved`` where the claim requires it, else :data:`NOT_COUNTED`."""
+    part; a part with no counted check is ``unresolved`` where the claim requires it, else ``not counted``."""
     checks = list(checks)
     results = [fmt.get(c, "passed") for c in _counted(checks, part, reading)]
     if any(r is False for r in results):
@@ -256,7 +256,8 @@ def _deciding_text(check_id: str, passed, found: list) -> str:
     reasons = list(dict.fromkeys(fmt.get(c, "reason") for _, c in found if fmt.get(c, "reason")))
     details = "; ".join(x for x in (numbers, *reasons) if x)
     verb = "fails" if passed is False else "is unresolved"
-    return f"{check_id} {verb} on {seed_range([seed for seed, _ in found])}" + (f": {details}" if details else "")
+    seeds = seed_range([seed for seed, _ in found])
+    return f"{check_id} {verb} on {seeds}" + (f": {details}" if details else "")
 
 
 def _number(x, spec: str = ".3g") -> str:
@@ -265,7 +266,7 @@ def _number(x, spec: str = ".3g") -> str:
 
 
 def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str = "amended") -> str:
-    """What a section decides, per (task, condition) of ``groups`` and part of ``parts`` (:func:`part_summary`);
+    """What a section decides, per (task, condition) of ``groups`` and part of ``parts``;
     ``checks``: unit -> its checks, or (metrics, checks) as a claim's verdict function returns them."""
     def of(u):
         return checks[u][1] if isinstance(checks[u], tuple) else checks[u]
