@@ -46,7 +46,7 @@ def each_seed(table: Mapping, units: Sequence, key: str, spec: str = ".3g", miss
                   spec, missing)
 
 
-def _listed(words: Sequence[str]) -> str:
+def listed(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" and {words[-1]}"
 
 
@@ -57,7 +57,7 @@ def seed_range(seeds: Sequence[int]) -> str:
         return f"seed {seeds[0]}"
     if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
         return f"seeds {seeds[0]}-{seeds[-1]}"
-    return f"seeds {_listed([str(s) for s in seeds])}"
+    return f"seeds {listed([str(s) for s in seeds])}"
 
 
 def per_seed(xs: Sequence, seeds: Sequence[int], spec: str = ".2f") -> str:
@@ -65,7 +65,7 @@ def per_seed(xs: Sequence, seeds: Sequence[int], spec: str = ".2f") -> str:
     words = [num(x, spec, NOT_COMPUTED) for x in xs]
     if len(words) > 1 and set(words) == {NOT_COMPUTED}:
         return f"{NOT_COMPUTED} on {seed_range(seeds)}"
-    return f"{_listed(words)} on {seed_range(seeds)}"
+    return f"{listed(words)} on {seed_range(seeds)}"
 
 
 def ratio(a, b) -> float:
@@ -250,7 +250,7 @@ def _deciding_text(check_id: str, passed, found: list) -> str:
     if set(vals) == {MISSING} and set(limits) == {MISSING}:
         numbers = ""
     elif len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
-        numbers = (vals[0] if len(set(vals)) == 1 else _listed(vals)) + f" vs {limits[0]}"
+        numbers = (vals[0] if len(set(vals)) == 1 else listed(vals)) + f" vs {limits[0]}"
     else:
         numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
     reasons = list(dict.fromkeys(fmt.get(c, "reason") for _, c in found if fmt.get(c, "reason")))
