@@ -150,10 +150,9 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
 
 
 # -- downloads -----------------------------------------------------------------------------------
-CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status",
-               "seed", "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed",
-               "reason", "margin", "interval_low", "interval_high", "interval_method", "near",
-               "page", "anchor")
+CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status", "seed",
+               "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed", "reason",
+               "margin", "interval_low", "interval_high", "interval_method", "near", "page", "anchor")
 
 
 def csv_rows(records) -> list[dict]:
@@ -166,13 +165,12 @@ def csv_rows(records) -> list[dict]:
         for seed in _get(r, "per_seed") or []:
             for c in seed.get("checks", []):
                 low, high = c.get("interval") or (None, None)
-                rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
-                             "seed_amended": seed.get("amended", ""), "check_id": c.get("id"), "check": c.get("name"),
-                             "kind": c.get("kind"), "reason": c.get("reason"),
-                             **{k: json.dumps(c.get(k)) if isinstance(c.get(k), (list, dict)) else c.get(k)
+                rows.append({**base, **{k: c.get(k) for k in ("kind", "reason", "passed", "margin", "near")},
+                             **{k: json.dumps(c[k]) if isinstance(c.get(k), (list, dict)) else c.get(k)
                                 for k in ("value", "threshold")},
-                             "passed": c.get("passed"), "margin": c.get("margin"), "interval_low": low, "interval_high": high, "interval_method": c.get("method") or "",
-                             "near": c.get("near")})
+                             "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
+                             "seed_amended": seed.get("amended", ""), "check_id": c.get("id"), "check": c.get("name"),
+                             "interval_low": low, "interval_high": high, "interval_method": c.get("method") or ""})
         if len(rows) == before:
             rows.append({**base, "reason": _get(r, "reason", "") or ""})
     return rows
