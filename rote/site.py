@@ -50,6 +50,16 @@ def _verdict_class(verdicts: list[str]) -> str:
     return "rote-verdict-notrun" if words and all(w == "not" for w in words) else "rote-verdict-mixed"
 
 
+def _by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict]]]:
+    """A record's checks that ``keep`` keeps, by check id (or name) in first-seen order: [(seed, check)]."""
+    out: dict[str, list[tuple[int, dict]]] = {}
+    for seed in _get(rec, "per_seed") or []:
+        for check in seed.get("checks", []):
+            if keep(check):
+                out.setdefault(check.get("id") or check.get("name"), []).append((seed.get("seed"), check))
+    return out
+
+
 def _per_seed(checks, text, shown=True) -> str:
     """The seeds' ``text(check)`` joined with " / " ("" where not ``shown``)."""
     return " / ".join(text(c) for c in checks) if shown else ""
@@ -58,11 +68,7 @@ def _per_seed(checks, text, shown=True) -> str:
 def deciding_rows(rec, reading: str) -> list[dict]:
     """The checks that decide ``reading``'s verdict, one row per check id over the seeds: those failing
     on some seed, else those unresolved on some seed, else all that count."""
-    by_id: dict[str, list[dict]] = {}
-    for seed in _get(rec, "per_seed") or []:
-        for check in seed.get("checks", []):
-            if counts_in(check, reading):
-                by_id.setdefault(check.get("id") or check.get("name"), []).append(check)
+    by_id = {k: [c for _, c in found] for k, found in _by_id(rec, lambda c: counts_in(c, reading)).items()}
     failed = {k: v for k, v in by_id.items() if any(c.get("passed") is False for c in v)}
     unresolved = {k: v for k, v in by_id.items() if any(c.get("passed") is None for c in v)}
     rows = []
@@ -87,11 +93,8 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 
 def not_counted(rec) -> list[str]:
     """One line per check shown but not counted (``superseded``), with its reason."""
-    seen: dict[str, str] = {}
-    for c in (c for seed in _get(rec, "per_seed") or [] for c in seed.get("checks", [])):
-        if c.get("kind") == "superseded" and c.get("reason"):
-            seen.setdefault(c.get("id"), f"`{c.get('id')}`: {c.get('reason')}")
-    return list(seen.values())
+    superseded = _by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
+    return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
 def verdict_table(rows: list[dict]) -> list[str]:
@@ -317,21 +320,20 @@ def record_table(rec: ClaimRecord) -> pd.DataFrame:
     """A record's checks, one row per check id, one column per seed ("value [interval] vs threshold,
     margin: result"), the range across seeds, the kind, and why superseded or unresolved."""
     result, ranges = {**OUTCOME, False: "FAIL"}, check_ranges(rec)
-    rows: dict[str, dict] = {}
-    for s in rec.per_seed:
-        for c in s["checks"]:
-            key = c.get("id") or c["name"]
-            row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
+    rows = []
+    for key, found in _by_id(rec).items():
+        first = found[0][1]
+        row = {"id": key, "check": first["name"], "kind": first["kind"],
+               "reason": next((c.get("reason") for _, c in found if c.get("reason")), "")}
+        for seed, c in found:
             interval = f" {fmt.interval(c)}" if c.get("interval") else ""
             margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
             numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
                        if c["value"] is not None else "")
-            row[f"seed {s['seed']}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
-            row["reason"] = row["reason"] or c.get("reason") or ""
-    for key, row in rows.items():
+            row[f"seed {seed}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
         low, high = ranges.get(key) if len(rec.per_seed) > 1 and key in ranges else (None, None)
-        row["range"] = "" if low is None else f"{fmt.cell(low)} .. {fmt.cell(high)}"
-    return pd.DataFrame(list(rows.values()))
+        rows.append({**row, "range": "" if low is None else f"{fmt.cell(low)} .. {fmt.cell(high)}"})
+    return pd.DataFrame(rows)
 
 
 def show_record(rec: ClaimRecord) -> None:
