@@ -217,7 +217,8 @@ def _checks(function, given: dict[str, str] | None = None) -> list[tuple[ast.exp
             message = call.args[1]
             parts = message.values if isinstance(message, ast.JoinedStr) else [message]
             out.append((call.args[0], "".join(_text(p, given or {}) for p in parts)))
-        elif inspect.isfunction(helper) and helper.__module__ == module.__name__ and "_check(" in inspect.getsource(helper):
+        elif (inspect.isfunction(helper) and helper.__module__ == module.__name__
+              and "_check(" in inspect.getsource(helper)):
             params = inspect.signature(helper).parameters
             out += _checks(helper, {p: str(a.value) for p, a in zip(params, call.args) if isinstance(a, ast.Constant)})
     return out

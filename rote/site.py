@@ -78,7 +78,8 @@ def deciding_rows(rec, reading: str) -> list[dict]:
         numbers = [c.get("value") for c in checks
                    if isinstance(c.get("value"), (int, float)) and not isinstance(c.get("value"), bool)]
         rows.append({
-            "id": check_id, "name": checks[0].get("name"), "value": _per_seed(checks, lambda c: fmt.page(c.get("value"))),
+            "id": check_id, "name": checks[0].get("name"),
+            "value": _per_seed(checks, lambda c: fmt.page(c.get("value"))),
             "margin": _per_seed(checks, lambda c: fmt.margin(c.get("margin")) or "n/a",
                                 any(c.get("margin") is not None for c in checks)),
             "interval": _per_seed(checks, lambda c: fmt.interval(c) or "n/a", any(c.get("interval") for c in checks)),

@@ -101,7 +101,8 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
     """The row under the precision change (``twin``: the record on the other precision's runs; a
     ``reason_not_run`` makes it not run). Moved: per seed, every check id whose outcome differs."""
     if reason_not_run or twin is None or not _get(twin, "per_seed"):
-        return ChangeResult("precision", NOT_RUN, None, reason_not_run or "the runs in the other precision are not trained")
+        return ChangeResult("precision", NOT_RUN, None,
+                            reason_not_run or "the runs in the other precision are not trained")
     default_seeds, twin_seeds = ({s["seed"]: s for s in _get(r, "per_seed")} for r in (default, twin))
     if sorted(default_seeds) != sorted(twin_seeds):
         return ChangeResult("precision", NOT_RUN, None, f"the other precision has seeds {sorted(twin_seeds)}, "
