@@ -1,16 +1,9 @@
-"""The tables of claims (derived from their specs, :mod:`rote.spec`: thresholds, tasks, pages, parts) and
-the claim record format.
+"""The tables of claims (derived from their specs, :mod:`rote.spec`) and the claim record: saved by a
+chapter (:func:`save`), read by the scorecard (:func:`load_all`; never computed: ``not run``).
 
-A chapter hands its analysis outputs to :mod:`rote.verdicts`, which computes the checks and
-builds the records (:func:`rote.verdicts.records`); the chapter saves them with :func:`save`, and
-the scorecard reads every record with :func:`load_all`. A (claim, task, condition) that was never
-computed shows as ``not run``.
-
-Records keep the seeds they came from: a record of the protocol's seeds (0, 1, 2,
-:func:`rote.plan.protocol_seeds`) is ``<profile>/<claim>-<task>[-<condition>].json``; a record of other
-seeds (``-p seeds 7``, ``--seeds 1``) lies beside it, ``...seeds-7.json``, never over it.
-:func:`load_all` returns, per (claim, task, condition), the record of the seeds the book is built with
-(``$ROTE_SEEDS``, which ``rote book`` sets; else the protocol's 3); :func:`other_records` lists the rest.
+A record of the protocol's seeds is ``<profile>/<claim>-<task>[-<condition>].json``; one of other seeds
+(``-p seeds 7``) lies beside it, ``...seeds-7.json``, never over it. :func:`load_all` returns the record
+of the seeds the book is built with (``$ROTE_SEEDS``, else the protocol's); :func:`other_records` the rest.
 """
 
 from __future__ import annotations
@@ -56,18 +49,12 @@ VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" secti
 NOT_RUN = "not run"
 
 
-def conditions(task: str) -> tuple[str, ...]:
-    """The noise conditions a task's claims are judged in (amendment 1, 7.3): FDA random (primary)
-    and digit; THR has one, written ``-``."""
+def claim_conditions(claim: str, task: str) -> tuple[str, ...]:
+    """The noise conditions ``claim`` is judged in on ``task`` (7.3: FDA random, primary, and digit; THR
+    ``-``), or fewer where the protocol registered fewer (X1: FDA random)."""
     from .plan import CONDITIONS
 
-    return CONDITIONS[task]
-
-
-def claim_conditions(claim: str, task: str) -> tuple[str, ...]:
-    """The noise conditions ``claim`` is judged in on ``task``: :func:`conditions`, or fewer where the
-    protocol registered fewer (X1: FDA random)."""
-    return CLAIM_CONDITIONS.get(claim, conditions(task))
+    return CLAIM_CONDITIONS.get(claim, CONDITIONS[task])
 
 
 def group(claim: str) -> str:
@@ -77,12 +64,8 @@ def group(claim: str) -> str:
 
 @dataclass(frozen=True)
 class ClaimRecord:
-    """One claim, task, noise condition and profile, over the seeds that ran.
-
-    ``per_seed`` holds, for each seed, its metrics, its checks (``{name, kind, value, threshold,
-    passed}``), its verdict in each reading and the cache keys of its runs; the aggregate verdicts
-    are computed from them by :mod:`rote.verdicts`. ``status`` is the amended aggregate verdict, or
-    ``not run``; ``reason`` says why a record that a chapter wrote is ``not run`` (X1 without its grid)."""
+    """One claim, task, noise condition and profile, over the seeds that ran: per seed its metrics, checks,
+    verdicts and run keys. ``status``: the amended verdict or ``not run``; ``reason``: why not run."""
 
     claim: str
     task: str
@@ -117,18 +100,10 @@ class ClaimRecord:
     def run_keys(self) -> list[str]:
         return [k for s in self.per_seed for k in s.get("run_keys", [])]
 
-    def checks_table(self):
-        """Every check of every seed, one row each (seed, name, kind, value, threshold, passed)."""
-        import pandas as pd
-
-        return pd.DataFrame([{"seed": s["seed"], **c} for s in self.per_seed for c in s["checks"]],
-                            columns=["seed", "name", "kind", "value", "threshold", "passed"])
-
 
 def placeholder(claim: str, task: str, condition: str, profile: str, seeds: list[int] | None = None,
                 reason: str = "") -> ClaimRecord:
-    """A ``not run`` record: never computed (no seeds), or written by a chapter that could not judge the
-    claim on ``seeds``, with its ``reason``."""
+    """A ``not run`` record: never computed, or written by a chapter that could not judge the claim."""
     return ClaimRecord(claim, task, condition, profile, list(seeds or []), NOT_RUN, NOT_RUN, NOT_RUN,
                        threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim], reason=reason)
 
@@ -140,9 +115,8 @@ def expected(profile: str) -> list[ClaimRecord]:
 
 
 def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
-    """Whether every run behind the record is one of the profile's own runs for its seeds (the noisy
-    run of its condition and the noise-free twin; for X1 its grid). False for runs with overrides and for records left
-    from an older profile or code version; None when the record names no runs (not run)."""
+    """Whether every run behind the record is one of the profile's own for its seeds (its condition's noisy
+    run and noise-free twin; X1's grid): False for overrides and old records; None without runs."""
     from .plan import units, x1_units
 
     keys = rec.run_keys
@@ -170,49 +144,35 @@ def _plain(value):
 
 
 def results_root() -> Path:
-    if os.environ.get("ROTE_RESULTS"):
-        return Path(os.environ["ROTE_RESULTS"]).expanduser()
-    return PROJECT_ROOT / "_build" / "results"
+    root = os.environ.get("ROTE_RESULTS")
+    return Path(root).expanduser() if root else PROJECT_ROOT / "_build" / "results"
 
 
 def seeds_label(seeds) -> str:
     """A seed list as the file names write it: ``7``, ``0_2``."""
     text = "_".join(str(int(x)) for x in seeds)
     if len(text) > 80:  # a long list: its first and last seed and a digest, so the name stays short
-        import hashlib
-
         text = f"{seeds[0]}_to_{seeds[-1]}_{hashlib.sha256(text.encode()).hexdigest()[:8]}"
     return text
 
 
 def record_path(root: Path, profile: str, claim: str, task: str, condition: str,
                 seeds: list[int] | None = None) -> Path:
-    """Where a record is stored: ``<claim>-<task>[-<condition>].json`` for the protocol's seeds (or
-    ``seeds`` None), else ``<claim>-<task>[-<condition>].seeds-<seeds>.json`` beside it."""
+    """``<claim>-<task>[-<condition>].json`` for the protocol's seeds (or ``seeds`` None), else
+    ``<claim>-<task>[-<condition>].seeds-<seeds>.json`` beside it."""
     from .plan import protocol_seeds
 
-    suffix = "" if condition == "-" else f"-{condition}"
-    stem = f"{claim}-{task}{suffix}"
+    stem = f"{claim}-{task}" + ("" if condition == "-" else f"-{condition}")
     if seeds is not None and list(seeds) != protocol_seeds(profile):
         return root / profile / f"{stem}.seeds-{seeds_label(seeds)}.json"
     return root / profile / f"{stem}.json"
 
 
-def _stored_paths(root: Path, profile: str, claim: str, task: str, condition: str) -> list[Path]:
-    """Every stored file of a (claim, task, condition): the default record, then those of other seeds."""
-    default = record_path(root, profile, claim, task, condition)
-    return [default] + sorted(p for p in default.parent.glob(f"{default.stem}.seeds-*.json")
-                              if not p.name.endswith(".stability.json"))
-
-
 @functools.lru_cache(maxsize=None)
 def library_code() -> str:
-    """The fingerprint of the library that computes records: a hash of every module of the ``rote`` package
-    (path and bytes), taken once per process, the first time a record is saved. A record stores it
-    (``code``, :func:`save`), so that protocol 10's stability compares a perturbed record with the default
-    one only where the same code computed both (8.6). The bytes, not the normalized sources of
-    :func:`rote.config.fingerprint_sources`: 20 ms instead of a second per chapter, at the price of
-    counting an edited comment as other code (a stability build recomputes both sides anyway)."""
+    """A hash of every module of the package (path and bytes), once per process: a record stores it, so that
+    stability compares records only where the same code computed both (8.6). Bytes, not the normalized
+    sources of :func:`rote.config.fingerprint_sources`: 20 ms instead of a second per chapter."""
     package = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
@@ -220,23 +180,20 @@ def library_code() -> str:
     return h.hexdigest()[:12]
 
 
-def save(rec: ClaimRecord, root: Path | None = None) -> Path:
-    """Store a record under the seeds it came from (:func:`record_path`); the record of other seeds
-    never replaces the protocol seeds' one. A record without ``code`` is stored with this process's
-    :func:`library_code` (the code that computed it)."""
-    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
+def _write(path: Path, data: dict) -> Path:
+    """Write ``data`` as JSON at ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_plain({**asdict(rec), "code": rec.code or library_code()}), indent=2))
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_plain(data), indent=2))
     os.replace(tmp, path)
     return path
 
 
-def _profiles(root: Path, profile: str | None) -> list[str]:
-    if profile:
-        return [profile]
-    stored = {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
-    return sorted(stored | {"quick"})  # every profile with stored records, and always the default one
+def save(rec: ClaimRecord, root: Path | None = None) -> Path:
+    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code`
+    where it names no code."""
+    path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
+    return _write(path, {**asdict(rec), "code": rec.code or library_code()})
 
 
 def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tuple[list[ClaimRecord], list[ClaimRecord]]:
@@ -245,13 +202,15 @@ def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tu
     from .plan import seed_list
 
     root = root or results_root()
+    stored = {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
     main, others = [], []
-    for prof in _profiles(root, profile):
+    for prof in [profile] if profile else sorted(stored | {"quick"}):  # always the default profile
         wanted = list(seeds) if seeds is not None else seed_list(prof)
         for ph in expected(prof):
             found = []
-            for path in _stored_paths(root, prof, ph.claim, ph.task, ph.condition):
-                if not path.exists():
+            default = record_path(root, prof, ph.claim, ph.task, ph.condition)
+            for path in [default, *sorted(default.parent.glob(f"{default.stem}.seeds-*.json"))]:
+                if not path.exists() or path.name.endswith(".stability.json"):
                     continue
                 try:
                     rec = ClaimRecord(**json.loads(path.read_text()))
@@ -272,47 +231,35 @@ def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tu
 
 
 def load_all(profile: str | None = None, root: Path | None = None, seeds: list[int] | None = None) -> list[ClaimRecord]:
-    """Every (claim, task, condition) for the profile(s): the stored record of ``seeds`` (default: the
-    seeds the book is built with, :func:`rote.plan.seed_list`, which follows ``$ROTE_SEEDS``), or a
-    ``not run`` placeholder (also for a file in an older format, which is reported as not run, and for a
-    file whose content is the record of another claim, task, condition or profile than its name says,
-    which is refused with a line on stderr). Records of other seeds: :func:`other_records`."""
+    """Every (claim, task, condition) for the profile(s): the stored record of ``seeds`` (default: the book's,
+    :func:`rote.plan.seed_list`), else a ``not run`` placeholder (also for an older format, and for a file
+    holding another row's record, refused with a line on stderr)."""
     return _scan(profile, root, seeds)[0]
 
 
 def other_records(profile: str | None = None, root: Path | None = None,
                   seeds: list[int] | None = None) -> list[ClaimRecord]:
-    """The stored records that :func:`load_all` does not return for the same ``seeds``: those of other
-    seeds (``-p seeds 7``, a ``--seeds 1`` build), in the scorecard's order, then by seeds."""
+    """The stored records that :func:`load_all` does not return for the same ``seeds``, in its order."""
     return _scan(profile, root, seeds)[1]
 
 
 # -- stability (protocol 10) --------------------------------------------------------------------------
 def stability_path(rec: ClaimRecord, root: Path | None = None) -> Path:
-    """Where a record's stability entry lies: beside the record (``<record>.stability.json``), so that
-    a stability build never rewrites the record itself."""
+    """Beside the record, ``<record>.stability.json``: a stability build never rewrites the record."""
     path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
     return path.with_name(path.stem + ".stability.json")
 
 
 def save_stability(rec: ClaimRecord, entry: dict, root: Path | None = None) -> Path:
-    """Store a record's stability entry (:func:`rote.stability.stability`), tied to the record it was
-    computed for (its ``created`` time and amended verdict)."""
-    path = stability_path(rec, root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(_plain({"record_created": rec.created, "verdict_amended": rec.verdict_amended,
-                                      "seeds": list(rec.seeds), **entry}), indent=2))
-    os.replace(tmp, path)
-    return path
+    """Store a record's stability entry, tied to the record (its ``created`` time and amended verdict)."""
+    tie = {"record_created": rec.created, "verdict_amended": rec.verdict_amended, "seeds": list(rec.seeds)}
+    return _write(stability_path(rec, root), {**tie, **entry})
 
 
 def load_stability(rec: ClaimRecord, root: Path | None = None) -> dict | None:
-    """A record's stability entry, or None: never computed, unreadable, or computed for an earlier
-    record of the same row (a rerun of its chapter since: the entry no longer describes it)."""
-    path = stability_path(rec, root)
+    """A record's stability entry, or None: never computed, unreadable, or for an earlier record."""
     try:
-        entry = json.loads(path.read_text())
+        entry = json.loads(stability_path(rec, root).read_text())
     except (OSError, ValueError):
         return None
     if entry.get("record_created") != rec.created or entry.get("verdict_amended") != rec.verdict_amended:

@@ -1,10 +1,7 @@
-"""The front page (``book/intro.md``) as the site stages it. The source marks places with a pair of
-HTML comments (``<!-- rote:results -->`` ... ``<!-- /rote:results -->``) around text that reads well
-without a build; staging fills them (:func:`fill`) with what the build's records say
-(:func:`results_markdown`, every word chosen by :func:`claim_sentence`) and how long a build takes
-(:func:`build_time_markdown`). The protocol (``shared/replication/protocol.md``) is staged as a page
-with a target per numbered section (:func:`protocol_anchor`), or, missing, a page holding the targets
-the front page links (:data:`LINKED_SECTIONS`).
+"""The front page (``book/intro.md``) as the site stages it: places marked by a pair of HTML comments
+(``<!-- rote:results -->`` ... ``<!-- /rote:results -->``) around text that reads well without a build are
+filled (:func:`fill`) with what the build's records say and how long a build takes. The protocol is staged
+as a page with a target per numbered section (or, missing, the targets the front page links).
 """
 
 from __future__ import annotations
@@ -17,6 +14,8 @@ from typing import Iterable, Sequence
 from . import claims, fmt
 from .config import PROJECT_ROOT
 from .fmt import get as _get, md_cell
+from .report import listed
+from .stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
@@ -60,8 +59,6 @@ class Build:
 
 def rows(records: Iterable, root: Path | None = None) -> list[Row]:
     """The build's rows from its records, with each record's stability entry (under ``root``)."""
-    from .stability import label
-
     out = []
     for rec in records:
         per_seed = _get(rec, "per_seed") or []
@@ -84,31 +81,18 @@ def where(row: Row) -> str:
 
 def word(verdict: str) -> str:
     """The verdict word a sentence groups rows by (:data:`WORDS`; a 1-seed pass reads ``holds``)."""
-    from .stability import verdict_word
-
     found = verdict_word(verdict)
     return found if found in WORDS else "mixed"
 
 
-def _counts(row: Row) -> str:
-    """``2 pass, 1 fail``: the amended per-seed verdicts that are not zero."""
-    return ", ".join(f"{n} {w}" for w, n in row.counts.items() if n)
-
-
-def _join(items: Sequence[str]) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
-def _named(row: Row, verdict_word: str) -> str:
-    """A row named in a sentence, with a mixed row's counts, why not run, or under which change fragile."""
-    notes = []
-    if verdict_word == "mixed" and _counts(row):
-        notes.append(_counts(row))
-    if verdict_word == "not run" and row.reason:
-        notes.append(row.reason.rstrip("."))
-    if row.stability.startswith("fragile"):  # "fragile (precision, seeds)" -> "fragile: precision, seeds"
-        notes.append(row.stability.replace(" (", ": ").rstrip(")"))
+def _named(row: Row, said: str) -> str:
+    """A row named in a sentence (``said``: its verdict word), with a mixed row's per-seed counts
+    (``2 pass, 1 fail``), why not run, or under which change fragile."""
+    counts = ", ".join(f"{n} {w}" for w, n in row.counts.items() if n)
+    notes = [counts if said == "mixed" else "", row.reason.rstrip(".") if said == "not run" else "",
+             # "fragile (precision, seeds)" -> "fragile: precision, seeds"
+             row.stability.replace(" (", ": ").rstrip(")") if row.stability.startswith("fragile") else ""]
+    notes = [n for n in notes if n]
     return where(row) + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -124,7 +108,7 @@ def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]
     for w in [w for w in WORDS if w in groups]:
         named = [_named(r, w) for r in groups[w]]
         every = len(groups) == 1 and len(claim_rows) > 1
-        target = f"every task and condition ({', '.join(named)})" if every else _join(named)
+        target = f"every task and condition ({', '.join(named)})" if every else listed(named)
         clauses.append(f"{'passes' if one_seed and w == 'holds' else VERBS[w]} for {target}")
     return clauses
 
@@ -154,17 +138,14 @@ def results_table(build_rows: Sequence[Row]) -> list[str]:
     head = ["claim", "task", "condition", "amended", "registered"] + (["stability"] if with_stability else [])
     lines = ["| " + " | ".join(head) + " |", "|" + ":--|" * len(head)]
     for r in build_rows:
-        claim = f"{{doc}}`{r.claim} <{r.page}>`" if r.page else r.claim
-        cells = [claim, r.task.upper(), r.condition, r.amended, r.registered]
-        if with_stability:
-            cells.append(r.stability or (claims.NOT_RUN if r.seeds else ""))
+        cells = [f"{{doc}}`{r.claim} <{r.page}>`" if r.page else r.claim, r.task.upper(), r.condition, r.amended,
+                 r.registered, *([r.stability or (claims.NOT_RUN if r.seeds else "")] if with_stability else [])]
         lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     return lines
 
 
 def _seeds_text(seeds: Sequence[int]) -> str:
-    seeds = list(seeds)
-    return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + _join([str(s) for s in seeds])
+    return f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + listed([str(s) for s in seeds])
 
 
 def results_markdown(build: Build) -> str:
@@ -201,37 +182,32 @@ def build_time_markdown(build: Build, estimator=None, workers: int | None = None
     from .plan import plan
     from .timings import Estimator, default_workers, fmt_seconds, pool_seconds
 
-    estimator = Estimator(probe=False) if estimator is None else estimator  # the run cache's, never probing
+    estimator = Estimator(probe=False) if estimator is None else estimator
     workers = default_workers() if workers is None else workers
-    profile, seeds, chapter_seconds = build.profile, list(build.seeds), build.chapter_seconds
+    profile, seeds = build.profile, list(build.seeds)
     configs = plan(profile, seeds)
     estimates = [estimator.estimate(c) for c in configs]
     total = pool_seconds([e.seconds for e in estimates], workers)
     cores = f"{fmt.page(workers)} core{'s' if workers != 1 else ''}"
     if estimates and all(e.source == "measured" for e in estimates):
-        how = ("estimated from the runs of the same shapes that the build machine finished "
-               "(its timings store, `rote plan`)")
+        how = "estimated from the runs of the same shapes that the build machine finished (its timings store, " \
+              "`rote plan`)"
     else:
-        how = (f"by the plan's estimate, not a measurement of a build (`rote plan`; "
-               f"{estimator.summary(configs)})")
+        how = f"by the plan's estimate, not a measurement of a build (`rote plan`; {estimator.summary(configs)})"
     text = (f"A cold build of the `{profile}` profile (`python -m rote book --profile {profile}`, "
             f"{_seeds_text(seeds)}, nothing cached, X1's grid aside) trains {fmt.page(len(configs))} runs: "
             f"about {fmt_seconds(total)} on the build machine's {cores}, {how}.")
-    if chapter_seconds:
-        text += (f" Executing the chapters took {fmt_seconds(chapter_seconds)} (each chapter's latest execution "
+    if build.chapter_seconds:
+        text += (f" Executing the chapters took {fmt_seconds(build.chapter_seconds)} (each chapter's latest execution "
                  "for this profile, wall times added up; a chapter that waited for its runs to train counts the wait).")
     return text
 
 
 # -- staging ---------------------------------------------------------------------------------------
-def _pair(marker: str) -> tuple[str, str]:
-    return f"<!-- {marker} -->", f"<!-- /{marker} -->"
-
-
 def fill(text: str, marker: str, content: str) -> str:
     """``text`` with what lies between ``marker``'s pair of comments (kept) replaced by ``content``; a
     page without the pair unchanged, an unclosed pair an error."""
-    start, end = _pair(marker)
+    start, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
     if start not in text:
         return text
     before, _, rest = text.partition(start)
@@ -277,10 +253,7 @@ def protocol_markdown(source: Path | None = None) -> str:
     out, titled = [], False
     for line in text.splitlines():
         found = SECTION_HEADING.match(line)
-        if found:
-            out += [f"({protocol_anchor(found.group(1))})=", line]
-        else:
-            out.append(line)
+        out += [f"({protocol_anchor(found.group(1))})=", line] if found else [line]
         if not titled and line.startswith("# "):
             out += ["", note]
             titled = True

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from .verdicts.core import OUTCOME_WORDS
+
 METRIC_COLORS = {"gen": "#1b9e77", "fit": "#7570b3", "mem": "#d95f02", "rec": "#e7298a", "atomic": "#666666"}
 GROUP_COLORS = {"M": "#d95f02", "C": "#1b9e77", "control": "#999999"}
 
 
-def set_style() -> None:
-    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.figsize": (7, 4),
-                         "axes.titleweight": "bold", "legend.frameon": False})
-
-
-set_style()
+sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.figsize": (7, 4), "axes.titleweight": "bold",
+                     "legend.frameon": False})
 
 
 def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None] | None = None, title: str = "",
@@ -41,19 +41,13 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
 
 
 def save_figure(fig, name: str, folder=None) -> None:
-    """Save a figure next to the executed notebook (``$ROTE_FIGURES`` or ``_build/figures``).
-
-    Returns nothing: a chapter ends a cell with this call, and a returned path would print the
-    build machine's absolute path into the public page. The file is ``<folder>/<name>.png``."""
-    import os
-    from pathlib import Path
-
+    """Save a figure as ``<folder>/<name>.png`` (``$ROTE_FIGURES`` or ``_build/figures``). Returns nothing: a
+    chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
     from .config import PROJECT_ROOT
 
     folder = Path(folder or os.environ.get("ROTE_FIGURES") or PROJECT_ROOT / "_build" / "figures")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.png"
-    fig.savefig(path, bbox_inches="tight")
+    fig.savefig(folder / f"{name}.png", bbox_inches="tight")
 
 
 def save_and_show(fig, name: str) -> None:
@@ -70,14 +64,12 @@ def check_values(records, ax=None, title: str = ""):
     rows = []
     for rec in records:
         where = rec.task.upper() + ("" if rec.condition == "-" else f" {rec.condition}")
-        for s in rec.per_seed:
-            for c in s["checks"]:
-                v, t = c["value"], c["threshold"]
-                if isinstance(v, bool) or isinstance(t, bool) or v is None or t is None or not t:
-                    continue
-                result = {True: "pass", False: "fail", None: "unresolved"}[c["passed"]]
-                rows.append({"check": f"{where}: {c.get('id') or c['name']}" + (" [superseded]" if c["kind"] == "superseded" else ""),
-                             "value / threshold": v / t, "seed": str(s["seed"]), "result": result})
+        for s, c in ((s, c) for s in rec.per_seed for c in s["checks"]):
+            v, t = c["value"], c["threshold"]
+            if not (isinstance(v, bool) or isinstance(t, bool) or v is None or t is None or not t):
+                superseded = " [superseded]" if c["kind"] == "superseded" else ""
+                rows.append({"check": f"{where}: {c.get('id') or c['name']}{superseded}", "value / threshold": v / t,
+                             "seed": str(s["seed"]), "result": OUTCOME_WORDS[c["passed"]]})
     if not rows:
         return None
     tidy = pd.DataFrame(rows)
@@ -109,19 +101,16 @@ def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
                 cmap=sns.color_palette(["#d95f02", "#e6c84f", "#1b9e77"], as_cmap=True), linewidths=1, ax=ax,
                 annot_kws={"fontsize": 7})
     ax.set_facecolor("#eeeeee")  # not run, or a claim that does not apply (C5 is FDA only)
-    for i, claim in enumerate(verdict.index):
-        for j, col in enumerate(verdict.columns):
-            if verdict.loc[claim, col] == "not run":
-                ax.text(j + 0.5, i + 0.5, "not run", ha="center", va="center", fontsize=8, color="#666666")
+    for (i, j) in zip(*np.nonzero((verdict == "not run").to_numpy())):
+        ax.text(j + 0.5, i + 0.5, "not run", ha="center", va="center", fontsize=8, color="#666666")
     ax.grid(False)
     ax.set(title=title, xlabel="", ylabel="")
     return fig
 
 
 def seeded_jitter(draw):
-    """Decorator for a figure function with seaborn strip plots: their jitter draws from numpy's
-    global generator, so the same numbers gave figures that differed from run to run. The function
-    draws with that generator seeded (0) and leaves its state as it found it."""
+    """Decorator for a figure function with seaborn strip plots, whose jitter draws from numpy's global
+    generator: it draws with that generator seeded (0) and leaves its state as it found it."""
 
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):

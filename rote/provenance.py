@@ -34,25 +34,27 @@ def _no_paths(text: str) -> str:
 def git_state(root: Path = PROJECT_ROOT) -> dict:
     """``commit`` (None without one), ``dirty`` / ``changed`` (tracked files only), and ``note``: why
     there is no commit. A folder inside another repository is not a git checkout."""
-    none = {"commit": None, "dirty": None, "changed": None}
+    def none(note: str) -> dict:
+        return {"commit": None, "dirty": None, "changed": None, "note": note}
+
     if shutil.which("git") is None:
-        return {**none, "note": "git is not installed" if (Path(root) / ".git").exists() else NOT_GIT}
+        return none("git is not installed" if (Path(root) / ".git").exists() else NOT_GIT)
     try:
         top = _git(root, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
             message = (top.stderr.strip().splitlines() or [f"exit {top.returncode}"])[-1]
-            return {**none, "note": NOT_GIT if "not a git repository" in message else f"git failed: {_no_paths(message)}"}
+            return none(NOT_GIT if "not a git repository" in message else f"git failed: {_no_paths(message)}")
         if Path(top.stdout.strip()).resolve() != Path(root).resolve():
-            return {**none, "note": NOT_GIT}
+            return none(NOT_GIT)
         head = _git(root, "rev-parse", "--verify", "HEAD")
         if head.returncode != 0:
-            return {**none, "note": "a git checkout without commits"}
+            return none("a git checkout without commits")
         status = _git(root, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.TimeoutExpired) as err:
-        return {**none, "note": f"git failed: {type(err).__name__}"}
-    changed = [line for line in status.stdout.splitlines() if line.strip()] if status.returncode == 0 else None
-    return {"commit": head.stdout.strip(), "dirty": None if changed is None else bool(changed),
-            "changed": None if changed is None else len(changed), "note": ""}
+        return none(f"git failed: {type(err).__name__}")
+    changed = len([line for line in status.stdout.splitlines() if line.strip()]) if status.returncode == 0 else None
+    return {"commit": head.stdout.strip(), "dirty": None if changed is None else bool(changed), "changed": changed,
+            "note": ""}
 
 
 def package_version(name: str) -> str:
@@ -121,14 +123,9 @@ def commit_text(git: dict | None) -> str:
     if not git.get("commit"):
         return git.get("note") or NOT_GIT
     dirty, changed = git.get("dirty"), git.get("changed")
-    if dirty is None:
-        state = "clean or dirty: unknown"
-    elif not dirty:
-        state = "clean"
-    elif isinstance(changed, int):
-        state = f"dirty: {changed} tracked file{'s' if changed != 1 else ''} changed"
-    else:
-        state = "dirty"
+    state = ("clean or dirty: unknown" if dirty is None else "clean" if not dirty
+             else f"dirty: {changed} tracked file{'s' if changed != 1 else ''} changed" if isinstance(changed, int)
+             else "dirty")
     return f"`{git['commit']}` ({state})"
 
 
@@ -154,19 +151,17 @@ def facts_lines(env: dict | None) -> list[str]:
         return env.get(key) or NOT_RECORDED
 
     fingerprint = env.get("code_fingerprint")
-    gpu = env.get("gpu", NOT_RECORDED)
     return [f"- commit: {commit_text(env.get('git'))}",
             f"- code fingerprint of the runs: {f'`{fingerprint}`' if fingerprint else NOT_RECORDED}",
             f"- Python {get('python')}, torch {get('torch')}, numpy {get('numpy')}",
-            f"- CPU: {cpu_text(env.get('cpu'))}",
-            f"- GPU: {gpu or 'none'}",
+            f"- CPU: {cpu_text(env.get('cpu'))}", f"- GPU: {env.get('gpu', NOT_RECORDED) or 'none'}",
             f"- training precision: {precision_text(env.get('precision'))}"]
 
 
 def stamp_dropdown(env: dict | None) -> str:
     """The build stamp's "Build environment" dropdown (sphinx-design), closed until opened."""
-    return "\n".join([":::{dropdown} Build environment", ":class-container: rote-environment", "",
-                      *facts_lines(env), ":::"])
+    return "\n".join([":::{dropdown} Build environment", ":class-container: rote-environment", "", *facts_lines(env),
+                      ":::"])
 
 
 # -- the Build environment page -------------------------------------------------------------------
@@ -201,11 +196,9 @@ def environment_page(env: dict | None = None, root: Path = PROJECT_ROOT) -> str:
              f"Staged {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Each chapter's stamp (under its title) "
              "has the same facts for the build that executed that chapter. The training precision is what "
              "`auto` resolves to on this machine.", "",
-             ":::{container} rote-environment", *facts_lines(env), ":::", "",
-             "## Python", "",
+             ":::{container} rote-environment", *facts_lines(env), ":::", "", "## Python", "",
              f"`requires-python = \"{python_requirement(root / 'pyproject.toml')}\"` (`pyproject.toml`); this "
-             f"build ran Python {env.get('python') or NOT_RECORDED}.", "",
-             "## Locked packages", "",
+             f"build ran Python {env.get('python') or NOT_RECORDED}.", "", "## Locked packages", "",
              f"The {len(packages)} packages that `requirements.lock` pins (`make install` installs under these "
              "constraints; `make lock` regenerates the file), with the version installed where the site was "
              "staged.", "",

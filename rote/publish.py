@@ -25,8 +25,7 @@ GITHUB_URL = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 def normalize(url: str | None) -> str:
     """The URL without trailing slash or ``.git`` ("" when unset); only a GitHub repository's (Colab)."""
-    url = (url or "").strip().rstrip("/")
-    url = url[:-4] if url.endswith(".git") else url
+    url = (url or "").strip().rstrip("/").removesuffix(".git")
     if url and not GITHUB_URL.fullmatch(url):
         raise ValueError(f"the repository URL must be a GitHub repository's, https://github.com/OWNER/REPO; got {url!r}")
     return url
@@ -53,8 +52,8 @@ def site_config(config: dict, url: str) -> dict:
     repository.setdefault("branch", "main")
     repository.setdefault("path_to_book", "")  # the staged site keeps the repository's layout (book/...)
     shown = bool(url)
-    html = config.setdefault("html", {})
-    html.update(use_repository_button=shown, use_issues_button=shown, use_edit_page_button=False)
+    config.setdefault("html", {}).update(use_repository_button=shown, use_issues_button=shown,
+                                         use_edit_page_button=False)
     config["launch_buttons"] = {**(config.get("launch_buttons") or {}), "colab_url": COLAB_URL if shown else "",
                                 "binderhub_url": "", "jupyterhub_url": "", "thebe": False}
     return config
@@ -87,12 +86,6 @@ def colab_cell_source(url: str | None = None) -> str:
 def colab_cells(nb: dict) -> list[dict]:
     """The cells of a notebook (nbformat or its JSON) tagged :data:`COLAB_TAG`."""
     return [c for c in nb["cells"] if COLAB_TAG in (c.get("metadata") or {}).get("tags", [])]
-
-
-def colab_repository(source: str) -> str | None:
-    """The repository a Colab cell clones."""
-    found = re.search(r'"git", "clone",[^\]]*?"(https://[^"]+)"', source)
-    return found.group(1) if found else None
 
 
 def write_colab_cells(url: str | None = None, book_dir: Path | None = None) -> list[Path]:

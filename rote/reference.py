@@ -1,8 +1,7 @@
 """The parameter reference page (``book/parameters.md``'s :data:`MARKER`), generated at staging from the
-declarations: every chapter parameter (its dataclass field, rule, default, chapters) and every run
-parameter (its configuration field, the valid values read from the ``__post_init__`` checks, its default
-per profile, the chapters that take it), each with one example command checked like the command line
-checks it, without running anything (:func:`check_example`).
+declarations: every chapter parameter (field, rule, default, chapters) and every run parameter (field,
+the valid values read from the ``__post_init__`` checks, default per profile, chapters), each with an
+example command checked like the command line checks it, without running anything (:func:`check_example`).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from .fmt import md_cell
 
 MARKER = "<!-- rote:parameters -->"  # book/parameters.md: replaced at staging by parameters_page()
 EXAMPLE_PROFILE = "quick"  # `rote run`'s default profile: the examples are checked on it
+RUN = ["python", "-m", "rote", "run"]
 
 # Example values for parameters whose default names no value to start from (None: the chapter chooses;
 # {}: no overrides). Each is checked (check_example) before it is shown, like every example.
@@ -46,11 +46,11 @@ def check_example(command: str):
     """Parse and check ``command`` (``python -m rote run|train ...``) as the command line does before
     any work; the parsed arguments, or ``ConfigError`` / ``UsageError``."""
     from . import cli
-    from .driver import resolve_parameters
     from .config import make_config
+    from .driver import resolve_parameters
 
     words = shlex.split(command)
-    if words[:3] != ["python", "-m", "rote"]:
+    if words[:3] != RUN[:3]:
         raise cli.UsageError(f"not a rote command: {command}")
     args = cli.parser().parse_args(words[3:])
     params = cli._params(args.param)
@@ -65,22 +65,18 @@ def check_example(command: str):
 
 def _forms(value) -> list[str]:
     """How a value is written after ``-p NAME`` ("a,b" or JSON for a list, JSON, true/false)."""
-    if isinstance(value, bool):
-        return ["true" if value else "false"]
     if isinstance(value, (list, tuple)):
         plain = all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value)
         return ([",".join(str(v) for v in value)] if plain else []) + [json.dumps(list(value))]
-    if isinstance(value, dict):
-        return [json.dumps(value)]
-    return [str(value)]
+    return [json.dumps(value) if isinstance(value, (bool, dict)) else str(value)]
 
 
 def _choices(valid: str) -> list[str]:
     """The values a valid-values text names: 'quoted' words, or the list after "one of"."""
     quoted = re.findall(r"'([^']+)'", valid)
-    if quoted:
+    if quoted or not valid.startswith("one of "):
         return quoted
-    return [w.strip() for w in valid[len("one of "):].split(",")] if valid.startswith("one of ") else []
+    return [w.strip() for w in valid[len("one of "):].split(",")]
 
 
 def _candidates(name: str, default, valid: str) -> list:
@@ -106,8 +102,7 @@ def _example(prefix: list[str], name: str, default, valid: str) -> str:
     """The first ``prefix -p NAME VALUE`` that :func:`check_example` accepts ("" when none)."""
     from .config import ConfigError
 
-    values = _candidates(name, default, valid) + ([default] if default is not None else [])
-    for value in values:
+    for value in _candidates(name, default, valid) + ([default] if default is not None else []):
         for text in _forms(value):
             command = shlex.join([*prefix, "-p", name, text])
             try:
@@ -132,40 +127,31 @@ def _type_text(field) -> str:
 
 
 def _value_text(value) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value) if isinstance(value, (list, dict, str)) else str(value)
+    return "None" if value is None else json.dumps(value) if isinstance(value, (bool, list, dict, str)) else str(value)
 
 
 def chapter_rows() -> list[Row]:
-    """One row per chapter parameter and distinct declaration, in the chapters' (book) order."""
+    """One row per chapter parameter and distinct declaration, a name's declarations in book order."""
     from .chapters.params import chapter_params
 
-    names = _declared()
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, object] = {}
-    for chapter in names:
-        cls = chapter_params(chapter)
-        defaults = cls.defaults()
-        for f in dataclasses.fields(cls):
+    for chapter in _declared():
+        defaults = chapter_params(chapter).defaults()
+        for f in dataclasses.fields(chapter_params(chapter)):
             key = (f.name, _type_text(f), f.metadata["rule"].wanted, _value_text(defaults[f.name]))
             groups.setdefault(key, []).append(chapter)
             first.setdefault(key, defaults[f.name])
-    order = {}
-    for key in groups:
-        order.setdefault(key[0], len(order))
+    order = list(dict.fromkeys(key[0] for key in groups))
     rows = []
-    for key in sorted(groups, key=lambda k: order[k[0]]):  # stable: a name's declarations stay in book order
+    for key in sorted(groups, key=lambda k: order.index(k[0])):
         name, type_text, valid, default_text = key
-        chapters_of = tuple(groups[key])
+        prefix = [*RUN, groups[key][0]]
         if name == "profile":  # given with --profile, not -p
-            example = next((shlex.join(["python", "-m", "rote", "run", chapters_of[0], "--profile", p])
-                            for p in _choices(valid) if p != first[key]), "")
+            example = next((shlex.join([*prefix, "--profile", p]) for p in _choices(valid) if p != first[key]), "")
         else:
-            example = _example(["python", "-m", "rote", "run", chapters_of[0]], name, first[key], valid)
-        rows.append(Row(name, type_text, valid, (default_text,), chapters_of, example))
+            example = _example(prefix, name, first[key], valid)
+        rows.append(Row(name, type_text, valid, (default_text,), tuple(groups[key]), example))
     return rows
 
 
@@ -178,71 +164,67 @@ def chapter_checks() -> list[tuple[str, list[str]]]:
         method = chapter_params(chapter).check_together
         if method is ChapterParams.check_together:
             continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
-        checks = [f"`{call.args[0].value} <= {call.args[2].value}`" for call in ast.walk(tree)
-                  if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "at_most"
-                  and len(call.args) == 4 and all(isinstance(call.args[i], ast.Constant) for i in (0, 2))]
+        checks = [f"`{call.args[0].value} <= {call.args[2].value}`" for call in _calls(method, "at_most")
+                  if len(call.args) == 4 and all(isinstance(call.args[i], ast.Constant) for i in (0, 2))]
         doc = method.__doc__  # the override's own (inspect.getdoc would inherit the base's)
         out.append((chapter, checks + ([" ".join(doc.split())] if doc else [])))
     return out
 
 
 # -- run parameters ------------------------------------------------------------------------------
-class _Inline(ast.NodeTransformer):
-    """``self.x`` -> ``x``; a one-``return`` property -> its expression: a check in settable fields."""
+def _calls(function, *names: str) -> list[ast.Call]:
+    """The calls of the functions ``names`` (every call where none) in ``function``'s source."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and (not names or n.func.id in names)]
 
-    def __init__(self, cls):
-        self.cls = cls
 
-    def visit_Attribute(self, node):
-        if isinstance(node.value, ast.Name) and node.value.id == "self":
-            prop = inspect.getattr_static(self.cls, node.attr, None)
+def _inline(cls, node):
+    """``self.x`` -> ``x``, and a one-``return`` property -> its expression: a check in settable fields."""
+    class Inline(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                return self.generic_visit(node)
+            prop = inspect.getattr_static(cls, node.attr, None)
             if isinstance(prop, property):
                 body = [n for n in ast.parse(textwrap.dedent(inspect.getsource(prop.fget))).body[0].body
                         if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
                 if len(body) == 1 and isinstance(body[0], ast.Return):
                     return self.visit(body[0].value)
             return ast.Name(id=node.attr, ctx=ast.Load())
-        return self.generic_visit(node)
+
+    return Inline().visit(node)
 
 
-def _message(node, given: dict[str, str]) -> str | None:
-    """A check's message as text (f-string fields as ``{expression}``, or ``given``'s value)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if not isinstance(node, ast.JoinedStr):
-        return None
-    parts = []
-    for part in node.values:
-        if isinstance(part, ast.Constant):
-            parts.append(str(part.value))
-        elif isinstance(part, ast.FormattedValue):
-            inner = part.value
-            parts.append(given[inner.id] if isinstance(inner, ast.Name) and inner.id in given
-                         else "{" + ast.unparse(inner) + "}")
-    return "".join(parts)
+def _text(part, given: dict[str, str]) -> str:
+    """A piece of a check's message: its text, a helper's argument (``given``), or ``{expression}``."""
+    if isinstance(part, ast.Constant):
+        return str(part.value)
+    if not isinstance(part, ast.FormattedValue):
+        return ""  # a message that is not text
+    expression = ast.unparse(part.value)
+    return given.get(expression, "{" + expression + "}")
+
+
+def _checks(function, given: dict[str, str] | None = None) -> list[tuple[ast.expr, str]]:
+    """(condition, message) of each ``_check`` in ``function``, following the module's helpers that call it
+    (``given``: a helper's constant arguments, written into its messages)."""
+    module = sys.modules[function.__module__]
+    out = []
+    for call in _calls(function):
+        helper = getattr(module, call.func.id, None)
+        if call.func.id == "_check" and len(call.args) == 2:
+            message = call.args[1]
+            parts = message.values if isinstance(message, ast.JoinedStr) else [message]
+            out.append((call.args[0], "".join(_text(p, given or {}) for p in parts)))
+        elif (inspect.isfunction(helper) and helper.__module__ == module.__name__
+              and "_check(" in inspect.getsource(helper)):
+            params = inspect.signature(helper).parameters
+            out += _checks(helper, {p: str(a.value) for p, a in zip(params, call.args) if isinstance(a, ast.Constant)})
+    return out
 
 
 MUST_BE = re.compile(r"^(?P<names>\w+(?:(?:, | and )\w+)*) must be (?P<what>.+)$")
-
-
-def _checks(function, cls, given: dict[str, str] | None = None) -> list[tuple[ast.expr, str | None]]:
-    """(condition, message) of each ``_check`` in ``function``, following the module's helpers."""
-    module = sys.modules[function.__module__]
-    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    out = []
-    for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            continue
-        if call.func.id == "_check" and len(call.args) == 2:
-            out.append((call.args[0], _message(call.args[1], given or {})))
-            continue
-        helper = getattr(module, call.func.id, None)
-        if inspect.isfunction(helper) and helper.__module__ == module.__name__ and "_check(" in inspect.getsource(helper):
-            params = list(inspect.signature(helper).parameters)
-            constants = {p: a.value for p, a in zip(params, call.args) if isinstance(a, ast.Constant)}
-            out += _checks(helper, cls, {k: str(v) for k, v in constants.items()})
-    return out
 
 
 def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
@@ -251,18 +233,16 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
     per_field: dict[str, list[str]] = {}
     together: list[str] = []
     fields = {f.name for f in dataclasses.fields(cls)}
-    for condition, message in _checks(cls.__post_init__, cls):
-        text = message or ""
+    for condition, text in _checks(cls.__post_init__):
         text = re.sub(r"(\w+)=\{self\.\1\}", r"\1", text)  # "in [1, n_relations={self.n_relations}]"
         text = re.sub(r" \(\{self\.\w+\}\)", "", text)  # "d_model ({self.d_model}) must be divisible by ..."
-        text = text.split(", got ", 1)[0]
-        found = MUST_BE.match(text)
+        found = MUST_BE.match(text.split(", got ", 1)[0])
         names = re.split(r", | and ", found.group("names")) if found else []
-        if found and "{" not in text and names and all(n in fields for n in names):
+        if found and "{" not in found.group(0) and names and all(n in fields for n in names):
             for n in names:
                 per_field.setdefault(n, []).append(found.group("what"))
         else:
-            together.append(ast.unparse(_Inline(cls).visit(condition)))
+            together.append(ast.unparse(_inline(cls, condition)))
     return per_field, together
 
 
@@ -274,45 +254,43 @@ def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
 
     if name in SEED_NAMES:
         return []
-    out = []
-    for chapter in _declared():
-        defaults = chapter_params(chapter).defaults()
-        if "overrides" in defaults and set(defaults.get("tasks") or TASKS) & set(tasks):
-            out.append(chapter)
-    return out
+    return [c for c in _declared() if "overrides" in chapter_params(c).defaults()
+            and set(chapter_params(c).defaults().get("tasks") or TASKS) & set(tasks)]
+
+
+def _run_row(field, tasks: tuple[str, ...], ranges: dict[str, list[str]]) -> Row:
+    """A run parameter's row: its values per profile (per task where they differ), checks and example."""
+    from .chapters.params import chapter_params
+    from .config import PROFILE_PARAMS, PROFILES
+    from .plan import SEED_NAMES
+
+    per_profile = []
+    for profile in PROFILES:
+        text = {t: v if isinstance(v, str) else _value_text(v)
+                for t, v in ((t, PROFILE_PARAMS[profile][t].get(field.name, field.default)) for t in tasks)}
+        per_profile.append(next(iter(text.values())) if len(set(text.values())) == 1
+                           else ", ".join(f"{t} {v}" for t, v in text.items()))
+    valid = "; ".join(ranges.get(field.name, [])) or f"any {_type_text(field)} (not checked)"
+    if field.name in SEED_NAMES:
+        valid += ("; no chapter takes it: a chapter's seed parameter (`seeds`, `seed`) sets it "
+                  "(seed s: data_seed = noise_seed = model_seed = s)")
+    readers = _readers(tasks, field.name)
+    with_runs = [c for c in readers if "seeds" in chapter_params(c).defaults()]  # the example's chapter
+    prefix = [*RUN, (with_runs or readers)[0]] if readers else ["python", "-m", "rote", "train", "--task", tasks[0]]
+    default = PROFILE_PARAMS[EXAMPLE_PROFILE][tasks[0]].get(field.name, field.default)
+    return Row(field.name, _type_text(field), valid, tuple(per_profile), tuple(readers),
+               _example(prefix, field.name, default, valid))
 
 
 def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
     """(title, class name, rows, checks across fields) per part of the run configuration."""
-    from .chapters.params import chapter_params
-    from .config import DATA_CONFIGS, PROFILE_PARAMS, PROFILES, TASKS, ModelConfig, TrainConfig
-    from .plan import SEED_NAMES
+    from .config import DATA_CONFIGS, TASKS, ModelConfig, TrainConfig
 
     parts = [(f"{task.upper()} data", DATA_CONFIGS[task], (task,)) for task in TASKS]
-    parts += [("Model", ModelConfig, TASKS), ("Training", TrainConfig, TASKS)]
     out = []
-    for title, cls, tasks in parts:
+    for title, cls, tasks in parts + [("Model", ModelConfig, TASKS), ("Training", TrainConfig, TASKS)]:
         ranges, together = declared_ranges(cls)
-        rows = []
-        for f in dataclasses.fields(cls):
-            per_profile = []
-            for profile in PROFILES:
-                values = {t: PROFILE_PARAMS[profile][t].get(f.name, f.default) for t in tasks}
-                text = {t: v if isinstance(v, str) else _value_text(v) for t, v in values.items()}
-                per_profile.append(next(iter(text.values())) if len(set(text.values())) == 1
-                                   else ", ".join(f"{t} {v}" for t, v in text.items()))
-            valid = "; ".join(ranges.get(f.name, [])) or f"any {_type_text(f)} (not checked)"
-            if f.name in SEED_NAMES:
-                valid += ("; no chapter takes it: a chapter's seed parameter (`seeds`, `seed`) sets it "
-                          "(seed s: data_seed = noise_seed = model_seed = s)")
-            readers = _readers(tasks, f.name)
-            with_runs = [c for c in readers if "seeds" in chapter_params(c).defaults()]  # the example's chapter
-            default = PROFILE_PARAMS[EXAMPLE_PROFILE][tasks[0]].get(f.name, f.default)
-            prefix = (["python", "-m", "rote", "run", (with_runs or readers)[0]] if readers
-                      else ["python", "-m", "rote", "train", "--task", tasks[0]])
-            rows.append(Row(f.name, _type_text(f), valid, tuple(per_profile), tuple(readers),
-                            _example(prefix, f.name, default, valid)))
-        out.append((title, cls.__name__, rows, together))
+        out.append((title, cls.__name__, [_run_row(f, tasks, ranges) for f in dataclasses.fields(cls)], together))
     return out
 
 
@@ -325,8 +303,7 @@ TABLE_OPEN = ":::{container} full-width rote-reference"
 def _chapter_links(names) -> str:
     from .driver import chapters
 
-    paths = chapters()
-    return ", ".join(f"{{doc}}`{n} <{paths[n].stem}>`" for n in names) if names else "none"
+    return ", ".join(f"{{doc}}`{n} <{chapters()[n].stem}>`" for n in names) if names else "none"
 
 
 @functools.lru_cache(maxsize=None)
@@ -339,9 +316,8 @@ def parameters_page() -> str:
              "written `a,b` or as JSON, a dict as JSON. A parameter that chapters declare differently has one "
              "row per declaration.", "",
              TABLE_OPEN, "| parameter (type) | valid values | default | chapters | example |", "|:--|:--|:--|:--|:--|"]
-    for r in chapter_rows():
-        lines.append(f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(r.valid)} | `{md_cell(r.defaults[0])}` "
-                     f"| {_chapter_links(r.chapters)} | `{md_cell(r.example)}` |")
+    lines += [f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(r.valid)} | `{md_cell(r.defaults[0])}` "
+              f"| {_chapter_links(r.chapters)} | `{md_cell(r.example)}` |" for r in chapter_rows()]
     lines.append(":::")
     checks = chapter_checks()
     if checks:
@@ -364,8 +340,6 @@ def parameters_page() -> str:
                 f"{r.valid}; taken by {_chapter_links(r.chapters)}" if r.chapters else f"{r.valid}; no chapter takes it")
             lines.append(f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(valid)} | "
                          + " | ".join(md_cell(d) for d in r.defaults) + f" | `{md_cell(r.example)}` |")
-        lines.append(":::")
-        if together:
-            lines += ["", "Checked together: " + "; ".join(f"`{md_cell(t)}`" for t in together) + "."]
-        lines.append("")
+        lines += [":::", *(["", "Checked together: " + "; ".join(f"`{md_cell(t)}`" for t in together) + "."]
+                           if together else []), ""]
     return "\n".join(lines) + "\n"

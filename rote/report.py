@@ -1,15 +1,9 @@
-"""The sentences that results choose, in one tested place.
+"""The sentences that results choose, in one tested place (``tests/test_report.py``).
 
-A chapter's prose states what its build measured: per-seed values, how many seeds pass a check,
-where a share lies against chance, what a part of a claim's verdict is, and what could not be
-computed. Every such choice of words is made here, from numbers and from :class:`rote.verdicts.Check`
-objects found by their stable id (never by a display name), so that renaming a check cannot change
-the prose, and each sentence is tested on planted checks (``tests/test_report.py``). The chapter
-modules (:mod:`rote.chapters`) assemble paragraphs from these pieces; notebooks only display them.
-
-Conventions: several seeds' values are written in seed order, ``0.83 / 0.91 / 0.88``, after a head
-that names the seeds (:func:`seeds_head`); a value that was not computed (None or NaN) is written
-:data:`MISSING`; outcomes are spelled as :data:`rote.verdicts.OUTCOME_WORDS` spells them.
+Checks are found by their stable id, never by a display name, so that renaming a check cannot change the
+prose. Several seeds' values are written in seed order, ``0.83 / 0.91 / 0.88``, after a head that names
+the seeds (:func:`seeds_head`); a value not computed (None or NaN) is :data:`MISSING`; outcomes are
+spelled as :data:`rote.verdicts.OUTCOME_WORDS` spells them.
 """
 
 from __future__ import annotations
@@ -38,7 +32,6 @@ def measured(x) -> bool:
 
 
 def num(x, spec: str = ".2f", missing: str = MISSING) -> str:
-    """One number for prose: ``missing`` when it was not computed."""
     return format(x, spec) if measured(x) else missing
 
 
@@ -48,10 +41,13 @@ def values(xs: Iterable, spec: str = ".2f", missing: str = MISSING) -> str:
 
 
 def each_seed(table: Mapping, units: Sequence, key: str, spec: str = ".3g", missing: str = MISSING) -> str:
-    """One number per seed, as :func:`values` writes them: ``key`` of ``table[u]`` for each unit of
-    ``units`` (a dict, or a dataclass such as a claim's metrics)."""
+    """:func:`values` of ``key`` of ``table[u]`` (a dict or a dataclass) for each unit of ``units``."""
     return values([table[u][key] if isinstance(table[u], Mapping) else getattr(table[u], key) for u in units],
                   spec, missing)
+
+
+def listed(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" and {words[-1]}"
 
 
 def seed_range(seeds: Sequence[int]) -> str:
@@ -61,18 +57,15 @@ def seed_range(seeds: Sequence[int]) -> str:
         return f"seed {seeds[0]}"
     if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
         return f"seeds {seeds[0]}-{seeds[-1]}"
-    return f"seeds {', '.join(map(str, seeds[:-1]))} and {seeds[-1]}"
+    return f"seeds {listed([str(s) for s in seeds])}"
 
 
 def per_seed(xs: Sequence, seeds: Sequence[int], spec: str = ".2f") -> str:
-    """Values with the seeds they come from, for a sentence that names no seed before:
-    ``0.83, 0.91 and 0.88 on seeds 0-2``, ``0.83 on seed 0``; a value not computed is written
-    ``not computed`` (all of them: ``not computed on seeds 0-2``)."""
+    """Values with their seeds, ``0.83, 0.91 and 0.88 on seeds 0-2``; all missing: ``not computed on ...``."""
     words = [num(x, spec, NOT_COMPUTED) for x in xs]
-    if len(words) > 1 and len(set(words)) == 1 and words[0] == NOT_COMPUTED:
+    if len(words) > 1 and set(words) == {NOT_COMPUTED}:
         return f"{NOT_COMPUTED} on {seed_range(seeds)}"
-    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" and {words[-1]}"
-    return f"{listed} on {seed_range(seeds)}"
+    return f"{listed(words)} on {seed_range(seeds)}"
 
 
 def ratio(a, b) -> float:
@@ -91,24 +84,22 @@ def layers_text(layers: Sequence[int]) -> str:
 
 # -- names ------------------------------------------------------------------------------------------
 def where(task: str, condition: str) -> str:
-    """A task and noise condition in prose: ``FDA, random noise``; THR (one condition): ``THR``."""
+    """``FDA, random noise``; THR (one condition): ``THR``."""
     return task.upper() + ("" if condition == "-" else f", {condition} noise")
 
 
 def label(unit) -> str:
-    """A unit (task, condition, seed) in tables and figure titles: ``FDA random s0``."""
+    """A unit in tables and figure titles: ``FDA random s0``."""
     return unit.task.upper() + ("" if unit.condition == "-" else f" {unit.condition}") + f" s{unit.seed}"
 
 
 def seeds_head(seeds: Sequence[int], sep: str = " / ", plural: bool = False) -> str:
-    """The seeds a paragraph speaks of: ``seed 0 / 1 / 2`` (``plural``: ``seeds 0 / 1 / 2`` when
-    there are several)."""
+    """``seed 0 / 1 / 2`` (``plural``: ``seeds 0 / 1 / 2`` when there are several)."""
     word = "seeds" if plural and len(seeds) > 1 else "seed"
     return f"{word} " + sep.join(str(s) for s in seeds)
 
 
 def seed_word(seeds: Sequence) -> str:
-    """``seed`` or ``seeds``, as many as there are."""
     return "seed" if len(seeds) == 1 else "seeds"
 
 
@@ -126,8 +117,7 @@ def outcome(check) -> str:
 
 
 def tally(checks: Sequence) -> dict[str, int]:
-    """How many of ``checks`` (one per seed, None where a seed has no such check) pass, fail, are
-    unresolved or were not computed."""
+    """How many of ``checks`` (one per seed, None where a seed has none) have each outcome."""
     words = [outcome(c) for c in checks]
     return {w: words.count(w) for w in (*OUTCOME_WORDS.values(), NOT_COMPUTED)}
 
@@ -137,11 +127,6 @@ def checks_of(per_seed: Sequence[Sequence], check_id: str) -> list:
     return [find(checks, check_id) for checks in per_seed]
 
 
-def on_seeds(checks: Sequence) -> str:
-    """On how many seeds a check passes: ``on every seed``, ``on no seed``, ``on k of n seeds``."""
-    return "on " + how_many(tally(checks)["pass"], len(checks))
-
-
 def passes(checks: Sequence) -> str:
     """``every seed passes``, or ``k of n seeds pass``."""
     k, n = tally(checks)["pass"], len(checks)
@@ -149,8 +134,8 @@ def passes(checks: Sequence) -> str:
 
 
 def choose(checks: Sequence, yes: str, no: str, computed: bool = True) -> str:
-    """``yes`` when the check passes on every seed, ``no`` when it passes on none, else ``yes`` with
-    how many seeds it holds on; ``computed=False`` (the measure is missing on every seed): says so."""
+    """``yes`` when the check passes on every seed, ``no`` on none, else ``yes`` with on how many seeds;
+    ``computed=False`` (the measure is missing on every seed) says so."""
     if not computed:
         return "which this build could not measure"
     k, n = tally(checks)["pass"], len(checks)
@@ -160,15 +145,13 @@ def choose(checks: Sequence, yes: str, no: str, computed: bool = True) -> str:
 
 
 def choose_by(per_seed: Sequence[Sequence], check_id: str, yes: str, no: str, numbers: Iterable | None = None) -> str:
-    """:func:`choose` on the check ``check_id`` of each seed (``per_seed``: each seed's checks);
-    ``numbers``, the values the check judges, one per seed: when none was measured, says so."""
+    """:func:`choose` on each seed's check ``check_id``; ``numbers`` (one per seed) none measured: says so."""
     computed = numbers is None or any(measured(x) for x in numbers)
     return choose(checks_of(per_seed, check_id), yes, no, computed)
 
 
 def reach(values_: Sequence, thresholds: Sequence, without: str = "without a value") -> str:
-    """How many seeds' values reach their threshold (``>=``; a missing value does not), in words,
-    with the seeds that have no value counted apart: ``every seed reaches it``,
+    """How many seeds' values reach their threshold (``>=``), the seeds without a value counted apart:
     ``1 of 2 seeds reach it (1 without a value)``."""
     pairs = [(float(v), float(t)) for v, t in zip(values_, thresholds)]
     hits = sum(not (math.isnan(v) or math.isnan(t)) and v >= t for v, t in pairs)
@@ -182,15 +165,13 @@ def versus(check, spec: str = ".3g") -> str:
     if check is None:
         return NOT_COMPUTED
     reason = fmt.get(check, "reason")
-    return (f"{_number(fmt.get(check, 'value'), spec)} vs {_number(fmt.get(check, 'threshold'), spec)}: {outcome(check)}"
-            + (f" ({reason})" if reason else ""))
+    return (f"{_number(fmt.get(check, 'value'), spec)} vs {_number(fmt.get(check, 'threshold'), spec)}: "
+            f"{outcome(check)}" + (f" ({reason})" if reason else ""))
 
 
 def registered_not_passed(per_seed: dict[int, Sequence], key: str = "id", note: str = "") -> str:
-    """The section-5 checks that do not pass, each with the seeds where it does not:
-    ``Registered checks not passed: c4.k50 (seeds 0, 2).``, or ``Every registered check passes on
-    every seed.``; ``per_seed`` maps a seed to its checks, ``key`` names each check (``id`` or
-    ``name``), ``note`` follows the words "Registered checks not passed"."""
+    """The section-5 checks that do not pass, each with its seeds (``per_seed``: seed -> checks; ``key``
+    names a check): ``Registered checks not passed: c4.k50 (seeds 0, 2).``; else that every one passes."""
     failing: dict[str, list[str]] = {}
     for seed, checks in per_seed.items():
         for c in checks:
@@ -204,9 +185,8 @@ def registered_not_passed(per_seed: dict[int, Sequence], key: str = "id", note: 
 
 # -- against chance ---------------------------------------------------------------------------------
 def chance_side(share, n: int, chance: float = 0.5, level: float = 0.95) -> str:
-    """Where a share of ``n`` trials lies against ``chance``, by its normal-approximation interval
-    at ``level``: ``more often than chance``, ``less often than chance`` or ``indistinguishable from
-    chance``; ``no outlier shifts to count`` when there is no trial."""
+    """Where a share of ``n`` trials lies against ``chance`` by its normal-approximation interval:
+    ``more often than chance``, ``less often ...``, ``indistinguishable from chance``."""
     if not n or not measured(share):
         return "no outlier shifts to count"
     z = round(NormalDist().inv_cdf(0.5 + level / 2), 2)  # 1.96 at 95%
@@ -218,39 +198,27 @@ def chance_side(share, n: int, chance: float = 0.5, level: float = 0.95) -> str:
     return "indistinguishable from chance"
 
 
-def interval_against(share, low, high, null, spec: str = ".2f") -> str:
-    """A share with its interval against a null share: ``0.62 (0.55-0.69) against 0.40: above it``,
-    where "above" means the interval's lower end is above the null (``within it`` / ``below it``
-    otherwise); ``not computed`` when the share is missing."""
-    if not measured(share):
-        return NOT_COMPUTED
-    side = ("above it" if measured(low) and measured(null) and low > null else
-            "below it" if measured(high) and measured(null) and high < null else "not above it")
-    return f"{num(share, spec)} ({num(low, spec)}-{num(high, spec)}) against {num(null, spec)}: {side}"
-
-
 # -- the verdict of a part ----------------------------------------------------------------------------
+def _counted(checks, part: str, reading: str) -> list:
+    return [c for c in checks if fmt.get(c, "part") == part and counts_in(c, reading)]
+
+
 def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
-    """One seed's outcome on one part of a claim in ``reading``: ``fail`` if a counted check of the
-    part fails, ``unresolved`` if one is unresolved, else ``pass`` (the rule of
-    :func:`rote.verdicts.seed_verdict`, restricted to the part). A part with no counted check is
-    ``unresolved`` when the claim requires it (:data:`rote.verdicts.REQUIRED_PARTS`), else
-    :data:`NOT_COUNTED` (e.g. a C4 statistic its look-up control does not validate)."""
+    """One seed's outcome on one part of a claim, by :func:`rote.verdicts.seed_verdict`'s rule within the
+    part; a part with no counted check is ``unresolved`` where the claim requires it, else ``not counted``."""
     checks = list(checks)
-    counted = [c for c in checks if fmt.get(c, "part") == part and counts_in(c, reading)]
-    results = [fmt.get(c, "passed") for c in counted]
+    results = [fmt.get(c, "passed") for c in _counted(checks, part, reading)]
     if any(r is False for r in results):
         return OUTCOME_WORDS[False]
-    if not counted:
+    if not results:
         required = part in REQUIRED_PARTS.get(claim_of(checks), ()) and reading in READINGS
         return OUTCOME_WORDS[None] if required else NOT_COUNTED
     return OUTCOME_WORDS[None] if any(r is None for r in results) else OUTCOME_WORDS[True]
 
 
 def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
-    """One part's outcome across seeds (``per_seed``: seed -> its checks) with the checks that decide
-    it where it does not pass: ``fail on every seed (c3.erasure fails on seeds 0-2: 0.05, 0.1 and 0.02
-    vs 0.3)``, ``pass``, ``pass on 1 of 2 seeds, unresolved on 1 of 2 seeds (...)``."""
+    """One part's outcome across seeds with the checks that decide it where it does not pass:
+    ``fail on every seed (c3.erasure fails on seeds 0-2: 0.05, 0.1 and 0.02 vs 0.3)``."""
     outcomes = {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
     n = len(outcomes)
     counts = {w: list(outcomes.values()).count(w) for w in (*OUTCOME_WORDS.values(), NOT_COUNTED)}
@@ -263,7 +231,7 @@ def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amend
         if outcomes[seed] in (OUTCOME_WORDS[True], NOT_COUNTED):
             continue
         wanted = False if outcomes[seed] == OUTCOME_WORDS[False] else None
-        counted = [c for c in checks if fmt.get(c, "part") == part and counts_in(c, reading)]
+        counted = _counted(checks, part, reading)
         for c in counted:
             if fmt.get(c, "passed") is wanted:
                 deciding.setdefault((fmt.get(c, "id"), wanted), []).append((seed, c))
@@ -275,28 +243,21 @@ def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amend
     return summary + (f" ({'; '.join(why)})" if why else "")
 
 
-def part_verdict(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
-    """The verdict of one part of a claim across seeds, with the checks that decide it where it does not
-    pass: ``The part 'erasure' of the amended verdict: fail on every seed (c3.erasure fails on seeds 0-2:
-    0.05, 0.1 and 0.02 vs 0.3).``; outcomes spelled as :data:`rote.verdicts.OUTCOME_WORDS`."""
-    return f"The part '{part}' of the {reading} verdict: {part_summary(per_seed, part, reading)}."
-
-
 def _deciding_text(check_id: str, passed, found: list) -> str:
     """``c1.mem fails on seeds 0-2: 0, 0 and 0.01 vs 0.9``: one check's values on the seeds it decides."""
-    seeds = [seed for seed, _ in found]
     vals = [_number(fmt.get(c, "value")) for _, c in found]
     limits = [_number(fmt.get(c, "threshold")) for _, c in found]
     if set(vals) == {MISSING} and set(limits) == {MISSING}:
         numbers = ""
     elif len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
-        numbers = (vals[0] if len(set(vals)) == 1 else ", ".join(vals[:-1]) + f" and {vals[-1]}") + f" vs {limits[0]}"
+        numbers = (vals[0] if len(set(vals)) == 1 else listed(vals)) + f" vs {limits[0]}"
     else:
         numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
     reasons = list(dict.fromkeys(fmt.get(c, "reason") for _, c in found if fmt.get(c, "reason")))
-    verb = "fails" if passed is False else "is unresolved"
     details = "; ".join(x for x in (numbers, *reasons) if x)
-    return f"{check_id} {verb} on {seed_range(seeds)}" + (f": {details}" if details else "")
+    verb = "fails" if passed is False else "is unresolved"
+    seeds = seed_range([seed for seed, _ in found])
+    return f"{check_id} {verb} on {seeds}" + (f": {details}" if details else "")
 
 
 def _number(x, spec: str = ".3g") -> str:
@@ -305,13 +266,10 @@ def _number(x, spec: str = ".3g") -> str:
 
 
 def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str = "amended") -> str:
-    """What a section decides: for each task and noise condition (``groups``: (task, condition) ->
-    units), each of the claim's ``parts`` over its seeds (:func:`part_summary`): ``- **FDA, random
-    noise**: *erasure*: fail (c3.erasure fails on seed 0: 0.05 vs 0.3).``; ``checks``: unit -> its
-    checks, or (metrics, checks) as the claim's function in :mod:`rote.verdicts` returns them."""
+    """What a section decides, per (task, condition) of ``groups`` and part of ``parts``;
+    ``checks``: unit -> its checks, or (metrics, checks) as a claim's verdict function returns them."""
     def of(u):
-        value = checks[u]
-        return value[1] if isinstance(value, tuple) else value
+        return checks[u][1] if isinstance(checks[u], tuple) else checks[u]
 
     lines = [f"- **{where(task, condition)}**: "
              + "; ".join(f"*{part}*: {part_summary({u.seed: of(u) for u in members}, part, reading)}" for part in parts)

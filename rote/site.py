@@ -19,6 +19,9 @@ from . import claims, fmt
 from .claims import UNAMENDED, ClaimRecord
 from .config import PROJECT_ROOT
 from .fmt import get as _get, md_cell
+from .provenance import stamp_dropdown
+from .stability import FRAGILE, STABLE, label
+from .verdicts import OUTCOME_WORDS as OUTCOME, check_ranges, counts_in, deciding, near_seeds
 
 BOOK_DIR = PROJECT_ROOT / "book"  # the chapters' sources and the book's text pages
 BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.driver), staged sources and the site
@@ -27,11 +30,11 @@ BOILERPLATE_TAGS = ("parameters", "injected-parameters")
 SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
 
 
+def tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
 # -- records -------------------------------------------------------------------------------------
-def record_dict(rec) -> dict:
-    return asdict(rec) if is_dataclass(rec) else dict(rec)
-
-
 def records_for_page(records, page: str) -> list:
     """The records a chapter computed: those whose ``page`` is the chapter's notebook stem."""
     return [r for r in records if _get(r, "page") == page]
@@ -44,74 +47,66 @@ def _verdict_class(verdicts: list[str]) -> str:
         return "rote-verdict-holds"
     if any(w in ("fails", "fail") for w in words):
         return "rote-verdict-fails"
-    if words and all(w == "not" for w in words):
-        return "rote-verdict-notrun"
-    return "rote-verdict-mixed"
+    return "rote-verdict-notrun" if words and all(w == "not" for w in words) else "rote-verdict-mixed"
 
 
-from .verdicts import OUTCOME_WORDS as OUTCOME  # noqa: E402  (one spelling of the three outcomes)
+def _by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict]]]:
+    """A record's checks that ``keep`` keeps, by check id (or name) in first-seen order: [(seed, check)]."""
+    out: dict[str, list[tuple[int, dict]]] = {}
+    for seed in _get(rec, "per_seed") or []:
+        for check in seed.get("checks", []):
+            if keep(check):
+                out.setdefault(check.get("id") or check.get("name"), []).append((seed.get("seed"), check))
+    return out
+
+
+def _per_seed(checks, text, shown=True) -> str:
+    """The seeds' ``text(check)`` joined with " / " ("" where not ``shown``)."""
+    return " / ".join(text(c) for c in checks) if shown else ""
 
 
 def deciding_rows(rec, reading: str) -> list[dict]:
     """The checks that decide ``reading``'s verdict, one row per check id over the seeds: those failing
-    on some seed, else those unresolved on some seed, else all that count (:func:`rote.verdicts.counts_in`)."""
-    from .verdicts import counts_in
-
-    by_id: dict[str, list[dict]] = {}
-    for seed in _get(rec, "per_seed") or []:
-        for check in seed.get("checks", []):
-            if counts_in(check, reading):
-                by_id.setdefault(check.get("id") or check.get("name"), []).append(check)
+    on some seed, else those unresolved on some seed, else all that count."""
+    by_id = {k: [c for _, c in found] for k, found in _by_id(rec, lambda c: counts_in(c, reading)).items()}
     failed = {k: v for k, v in by_id.items() if any(c.get("passed") is False for c in v)}
     unresolved = {k: v for k, v in by_id.items() if any(c.get("passed") is None for c in v)}
     rows = []
     for check_id, checks in (failed or unresolved or by_id).items():
-        passed = sum(c.get("passed") is True for c in checks)
+        several = len(checks) > 1
         thresholds = [fmt.page(c.get("threshold")) for c in checks]
-        numbers = [v for v in (c.get("value") for c in checks) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        rows.append({"id": check_id, "name": checks[0].get("name"),
-                     "value": " / ".join(fmt.page(c.get("value")) for c in checks),
-                     "margin": " / ".join(fmt.margin(c.get("margin")) or "n/a" for c in checks)
-                     if any(c.get("margin") is not None for c in checks) else "",
-                     "interval": " / ".join(fmt.interval(c) or "n/a" for c in checks)
-                     if any(c.get("interval") for c in checks) else "",
-                     "near": sum(c.get("near") is True for c in checks),
-                     "range": f"{fmt.page(min(numbers))} .. {fmt.page(max(numbers))}" if len(checks) > 1 and numbers else "",
-                     "threshold": " / ".join(thresholds) if len(set(thresholds)) > 1 else thresholds[0],
-                     "outcome": (f"{passed}/{len(checks)} seeds pass" if len(checks) > 1
-                                 else OUTCOME[checks[0].get("passed")]),
-                     "reason": next((c.get("reason") for c in checks if c.get("passed") is None and c.get("reason")), "")})
+        numbers = [c.get("value") for c in checks
+                   if isinstance(c.get("value"), (int, float)) and not isinstance(c.get("value"), bool)]
+        rows.append({
+            "id": check_id, "name": checks[0].get("name"),
+            "value": _per_seed(checks, lambda c: fmt.page(c.get("value"))),
+            "margin": _per_seed(checks, lambda c: fmt.margin(c.get("margin")) or "n/a",
+                                any(c.get("margin") is not None for c in checks)),
+            "interval": _per_seed(checks, lambda c: fmt.interval(c) or "n/a", any(c.get("interval") for c in checks)),
+            "near": sum(c.get("near") is True for c in checks),
+            "range": f"{fmt.page(min(numbers))} .. {fmt.page(max(numbers))}" if several and numbers else "",
+            "threshold": " / ".join(thresholds) if len(set(thresholds)) > 1 else thresholds[0],
+            "outcome": (f"{sum(c.get('passed') is True for c in checks)}/{len(checks)} seeds pass" if several
+                        else OUTCOME[checks[0].get("passed")]),
+            "reason": next((c.get("reason") for c in checks if c.get("passed") is None and c.get("reason")), "")})
     return rows
 
 
 def not_counted(rec) -> list[str]:
     """One line per check shown but not counted (``superseded``), with its reason."""
-    seen: dict[str, str] = {}
-    for seed in _get(rec, "per_seed") or []:
-        for c in seed.get("checks", []):
-            if c.get("kind") == "superseded" and c.get("reason") and c.get("id") not in seen:
-                seen[c.get("id")] = f"`{c.get('id')}`: {c.get('reason')}"
-    return list(seen.values())
+    superseded = _by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
+    return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
 def verdict_table(rows: list[dict]) -> list[str]:
-    """A markdown table of :func:`deciding_rows`: check, value (range), margin, 95% interval (section 11;
-    "near", never deciding), threshold, outcome."""
+    """A markdown table of :func:`deciding_rows` (section 11's interval and "near" shown, never deciding)."""
     lines = ["| check | value (range) | margin | 95% interval | threshold | outcome |", "|:--|:--|:--|:--|:--|:--|"]
     for r in rows:
-        outcome = r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")
-        value = r["value"] + (f" (range {r['range']})" if r.get("range") else "")
-        near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r.get("near") else ""
-        lines.append(f"| `{md_cell(r['id'])}` {md_cell(r['name'])} | {md_cell(value)} | {md_cell(r.get('margin', ''))} "
-                     f"| {md_cell(r.get('interval', '') + near)} | {md_cell(r['threshold'])} | {md_cell(outcome)} |")
+        near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r["near"] else ""
+        cells = [r["value"] + (f" (range {r['range']})" if r["range"] else ""), r["margin"], r["interval"] + near,
+                 r["threshold"], r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")]
+        lines.append(f"| `{md_cell(r['id'])}` {md_cell(r['name'])} | " + " | ".join(map(md_cell, cells)) + " |")
     return lines
-
-
-def _stability_entry(rec) -> dict | None:
-    """The record's stability entry (protocol 10), where a stability build computed one."""
-    if isinstance(rec, dict) or not _get(rec, "per_seed"):
-        return None
-    return claims.load_stability(rec)
 
 
 def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
@@ -120,52 +115,48 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
     if not records:
         return None
     claim_titles = claim_titles or {}
-    claims = sorted({_get(r, "claim") for r in records})
-    title = "; ".join(f"{c}: {claim_titles[c]}" if c in claim_titles else c for c in claims)
+    title = "; ".join(f"{c}: {claim_titles[c]}" if c in claim_titles else c
+                      for c in sorted({_get(r, "claim") for r in records}))
     verdicts = [_get(r, "verdict_amended", _get(r, "status")) for r in records]
     lines = [f":::{{admonition}} Verdict. {title}", f":class: rote-verdict {_verdict_class(verdicts)}", ""]
-    for r in records:  # in the records' order: claim, task, then the primary condition first
-        condition = _get(r, "condition", "-")
-        what = f"{_get(r, 'claim')} · {str(_get(r, 'task')).upper()}" + (
+    for r, amended in zip(records, verdicts):  # in the records' order: claim, task, primary condition first
+        claim, condition, per_seed = _get(r, "claim"), _get(r, "condition", "-"), _get(r, "per_seed") or []
+        what = f"{claim} · {str(_get(r, 'task')).upper()}" + (
             f" · {condition} noise" if condition not in (None, "", "-") else "")
-        registered = _get(r, "verdict_registered", _get(r, "status"))
-        amended = _get(r, "verdict_amended", _get(r, "status"))
         seeds = _get(r, "seeds") or []
         seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
-        unamended = _get(r, "claim") in UNAMENDED  # one reading: the registered one
-        lines += [f"**{what}**: registered **{registered}**" + (
-            f" ({_get(r, 'claim')} has no amendment; seeds {seeds_text})" if unamended
+        unamended = claim in UNAMENDED  # one reading: the registered one
+        lines += [f"**{what}**: registered **{_get(r, 'verdict_registered', _get(r, 'status'))}**" + (
+            f" ({claim} has no amendment; seeds {seeds_text})" if unamended
             else f", amended **{amended}** (seeds {seeds_text})"), ""]
-        if _get(r, "reason") and not _get(r, "per_seed"):  # a chapter that ran but could not judge it says why
+        if _get(r, "reason") and not per_seed:  # a chapter that ran but could not judge it says why
             lines += [f"- not run: {_get(r, 'reason')}", ""]
         amended_rows = deciding_rows(r, "amended")
         if amended_rows:
             lines += [("Deciding checks:" if unamended else "Amended reading, deciding checks:"), "",
                       *verdict_table(amended_rows), ""]
-        registered_rows = deciding_rows(r, "registered") if not unamended else []
+        registered_rows = [] if unamended else deciding_rows(r, "registered")
         if registered_rows:
             lines.append("- registered reading, deciding checks: " + "; ".join(
                 f"`{x['id']}` = {x['value']}" + (f", threshold {x['threshold']}" if x["threshold"] else "")
                 + f": {x['outcome']}" for x in registered_rows))
-        missing = sorted({p for seed in _get(r, "per_seed") or [] for p in seed.get("missing_parts", [])})
+        missing = sorted({p for seed in per_seed for p in seed.get("missing_parts", [])})
         if missing:
             lines.append(f"- unresolved: no deciding check left for {', '.join(missing)}")
         if not_counted(r):
             lines.append("- superseded (shown, not counted): " + "; ".join(not_counted(r)))
-        entry = _stability_entry(r)
+        entry = stability_entry(r)
         if entry:  # protocol 10, only where a stability build computed it
             lines.append(f"- stability (protocol 10): **{entry['status']}**, {entry['reason']}")
         lines.append("")
-    lines.append("Read from the claim records this page wrote; the section *Verdict* below has every check.")
-    lines.append(":::")
+    lines += ["Read from the claim records this page wrote; the section *Verdict* below has every check.", ":::"]
     return "\n".join(lines)
 
 
 # -- downloads -----------------------------------------------------------------------------------
-CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status",
-               "seed", "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed",
-               "reason", "margin", "interval_low", "interval_high", "interval_method", "near",
-               "page", "anchor")
+CSV_COLUMNS = ("claim", "task", "condition", "profile", "verdict_registered", "verdict_amended", "status", "seed",
+               "seed_registered", "seed_amended", "check_id", "check", "kind", "value", "threshold", "passed", "reason",
+               "margin", "interval_low", "interval_high", "interval_method", "near", "page", "anchor")
 
 
 def csv_rows(records) -> list[dict]:
@@ -174,20 +165,17 @@ def csv_rows(records) -> list[dict]:
     for r in records:
         base = {k: _get(r, k, "") for k in ("claim", "task", "condition", "profile", "verdict_registered",
                                              "verdict_amended", "status", "page", "anchor")}
-        emitted = False
+        before = len(rows)
         for seed in _get(r, "per_seed") or []:
-            for check in seed.get("checks", []):
-                low, high = check.get("interval") or (None, None)
-                rows.append({**base, "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
-                             "seed_amended": seed.get("amended", ""), "check_id": check.get("id"),
-                             "check": check.get("name"), "kind": check.get("kind"), "reason": check.get("reason"),
-                             **{k: json.dumps(v) if isinstance(v, (list, dict)) else v
-                                for k, v in (("value", check.get("value")), ("threshold", check.get("threshold")))},
-                             "passed": check.get("passed"), "margin": check.get("margin"), "interval_low": low,
-                             "interval_high": high, "interval_method": check.get("method") or "",
-                             "near": check.get("near")})
-                emitted = True
-        if not emitted:
+            for c in seed.get("checks", []):
+                low, high = c.get("interval") or (None, None)
+                rows.append({**base, **{k: c.get(k) for k in ("kind", "reason", "passed", "margin", "near")},
+                             **{k: json.dumps(c[k]) if isinstance(c.get(k), (list, dict)) else c.get(k)
+                                for k in ("value", "threshold")},
+                             "seed": seed.get("seed"), "seed_registered": seed.get("registered", ""),
+                             "seed_amended": seed.get("amended", ""), "check_id": c.get("id"), "check": c.get("name"),
+                             "interval_low": low, "interval_high": high, "interval_method": c.get("method") or ""})
+        if len(rows) == before:
             rows.append({**base, "reason": _get(r, "reason", "") or ""})
     return rows
 
@@ -196,7 +184,7 @@ def write_downloads(records, folder: Path, profile: str) -> tuple[str, str]:
     """Write ``records-<profile>.json`` (the records as stored) and ``.csv`` (long form) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     json_name, csv_name = f"records-{profile}.json", f"records-{profile}.csv"
-    (folder / json_name).write_text(json.dumps([record_dict(r) for r in records], indent=2))
+    (folder / json_name).write_text(json.dumps([asdict(r) if is_dataclass(r) else dict(r) for r in records], indent=2))
     with open(folder / csv_name, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
@@ -214,16 +202,12 @@ def downloads_markdown(json_name: str, csv_name: str, n_records: int) -> str:
 def rerun_command(chapter: str, params: dict) -> str:
     """The ``python -m rote run`` command that reruns a chapter with its parameters."""
     params = dict(params or {})
-    profile = params.pop("profile", "quick")
-    parts = ["python", "-m", "rote", "run", chapter, "--profile", str(profile)]
+    parts = ["python", "-m", "rote", "run", chapter, "--profile", str(params.pop("profile", "quick"))]
     for key, value in params.items():
-        if key == "overrides" and isinstance(value, dict):
-            for name, v in value.items():
-                parts += ["-p", name, v if isinstance(v, str) else json.dumps(v)]
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            parts += ["-p", key, ",".join(value)]
-        else:
-            parts += ["-p", key, value if isinstance(value, str) else json.dumps(value)]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        for name, v in value.items() if key == "overrides" and isinstance(value, dict) else [(key, value)]:
+            parts += ["-p", name, v if isinstance(v, str) else json.dumps(v)]
     return shlex.join(parts)
 
 
@@ -231,15 +215,13 @@ def effective_parameters(nb) -> dict[str, str]:
     """Name -> source text of every parameter the notebook ran with (defaults, then papermill's)."""
     out: dict[str, str] = {}
     for tag in BOILERPLATE_TAGS:  # parameters first, then the injected values replace them
-        for cell in nb.cells:
-            if cell.cell_type == "code" and tag in cell.get("metadata", {}).get("tags", []):
-                try:
-                    tree = ast.parse(cell.source)
-                except SyntaxError:
-                    continue
-                for node in tree.body:
-                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                        out[node.targets[0].id] = ast.get_source_segment(cell.source, node.value)
+        for cell in [c for c in nb.cells if c.cell_type == "code" and tag in tags(c)]:
+            try:
+                body = ast.parse(cell.source).body
+            except SyntaxError:
+                continue
+            out.update({n.targets[0].id: ast.get_source_segment(cell.source, n.value) for n in body
+                        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)})
     return out
 
 
@@ -249,18 +231,16 @@ def stamp_markdown(meta: dict, parameters: dict[str, str] | None = None) -> str:
     profile = params.get("profile", meta.get("profile", "quick"))
     when, seconds = meta.get("executed", "?"), meta.get("seconds")
     took = f" in {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
-    kind, head = ("error", f"This chapter FAILED in the build of {when} (profile `{profile}`): "
-                           f"{meta.get('error', '')}. The outputs below stop at the failing cell.") \
-        if meta.get("ok") is False else ("note", f"Executed {when} with profile `{profile}`{took}." + (
-            f" Its runs trained in `{meta['precision']}` (evaluation in fp32)." if meta.get("precision") else ""))
+    if meta.get("ok") is False:
+        kind, head = "error", (f"This chapter FAILED in the build of {when} (profile `{profile}`): "
+                               f"{meta.get('error', '')}. The outputs below stop at the failing cell.")
+    else:
+        kind, head = "note", f"Executed {when} with profile `{profile}`{took}." + (
+            f" Its runs trained in `{meta['precision']}` (evaluation in fp32)." if meta.get("precision") else "")
     shown = ", ".join(f"`{k} = {v}`" for k, v in (parameters or {}).items())
     lines = [f"::::{{{kind}}}", head, "", "Rerun this page with the parameters it ran with:", "",
-             "```bash", rerun_command(chapter, params), "```"]
-    if shown:
-        lines += ["", f"Parameters: {shown}."]
-    from .provenance import stamp_dropdown  # what produced the page, as run_chapter recorded it
-
-    lines += ["", stamp_dropdown(meta.get("environment")), "::::"]
+             "```bash", rerun_command(chapter, params), "```", *(["", f"Parameters: {shown}."] if shown else []),
+             "", stamp_dropdown(meta.get("environment")), "::::"]  # what produced the page (run_chapter's record)
     return "\n".join(lines)
 
 
@@ -276,38 +256,34 @@ SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
 def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     """One row per record: both verdicts, a mark per seed (amended: ✓ ? ✗), precision, deciding checks,
-    whether its runs are the profile's own, its section and scorecard group; near seeds (section 11)
-    and, where a stability build ran, stability (protocol 10)."""
-    from .verdicts import deciding, near_seeds
-
+    whether its runs are the profile's own, section, group, near seeds (section 11) and, where a stability
+    build ran, stability (protocol 10)."""
     origin = {True: "profile default", False: "other runs", None: ""}
+    entries = [stability_entry(r) for r in records]
     rows = []
-    for r in records:
+    for r, entry in zip(records, entries):
         rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
                      "registered": r.verdict_registered, "amended": r.verdict_amended,
                      "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
-                     "precision": ", ".join(sorted({str(s.get("precision")) for s in r.per_seed if s.get("precision")})),
+                     "precision": ", ".join(sorted({str(s["precision"]) for s in r.per_seed if s.get("precision")})),
                      "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
-                     "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim)})
-    for row, r in zip(rows, records):  # section 11: seeds with a deciding check whose interval holds its threshold
-        row["near seeds"] = f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""
-    entries = [claims.load_stability(r) if r.per_seed else None for r in records]
-    if any(entries):  # protocol 10: a column only where a stability build computed it
-        from .stability import label
-
-        for row, entry, r in zip(rows, entries, records):
-            row["stability"] = label(entry) if entry else ("not run" if row["runs"] else "")
-            row["near predicted fragile"] = near_predicted(r, entry)
+                     "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim),
+                     "near seeds": f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""})
+        if any(entries):  # protocol 10: the columns only where a stability build computed it
+            rows[-1]["stability"] = label(entry) if entry else ("not run" if rows[-1]["runs"] else "")
+            rows[-1]["near predicted fragile"] = near_predicted(r, entry)
     return pd.DataFrame(rows)
+
+
+def stability_entry(rec) -> dict | None:
+    """A record's stability entry (protocol 10) where a stability build computed one."""
+    return claims.load_stability(rec) if _get(rec, "per_seed") and not isinstance(rec, dict) else None
 
 
 def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
     """Whether "a seed has a near deciding check" (section 11) predicted the row's stability (protocol
     10): "yes (...)" where they agree, "no: ..." where not, "" where stability was not computed."""
-    from .stability import FRAGILE, STABLE
-    from .verdicts import near_seeds
-
     if not entry or entry.get("status") not in (FRAGILE, STABLE):
         return ""
     near, fragile = near_seeds(rec) > 0, entry["status"] == FRAGILE
@@ -319,14 +295,10 @@ def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
 def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
     """One line per change that moved a row's verdict word (protocol 10): the verdicts before and under
     it, and the seeds and checks that moved."""
-    from .stability import FRAGILE
-
     rows = []
     for r in records:
-        entry = claims.load_stability(r) if r.per_seed else None
-        if not entry or entry["status"] != FRAGILE:
-            continue
-        for change, c in entry["changes"].items():
+        entry = stability_entry(r) or {}
+        for change, c in entry.get("changes", {}).items() if entry.get("status") == FRAGILE else []:
             if not c.get("moved_verdict"):
                 continue
             moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
@@ -348,25 +320,21 @@ def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
 def record_table(rec: ClaimRecord) -> pd.DataFrame:
     """A record's checks, one row per check id, one column per seed ("value [interval] vs threshold,
     margin: result"), the range across seeds, the kind, and why superseded or unresolved."""
-    from .verdicts import check_ranges
-
-    result = {True: "pass", False: "FAIL", None: "unresolved"}
-    ranges = check_ranges(rec)
-    rows: dict[str, dict] = {}
-    for s in rec.per_seed:
-        for c in s["checks"]:
-            key = c.get("id") or c["name"]
-            row = rows.setdefault(key, {"id": key, "check": c["name"], "kind": c["kind"], "reason": ""})
+    result, ranges = {**OUTCOME, False: "FAIL"}, check_ranges(rec)
+    rows = []
+    for key, found in _by_id(rec).items():
+        first = found[0][1]
+        row = {"id": key, "check": first["name"], "kind": first["kind"],
+               "reason": next((c.get("reason") for _, c in found if c.get("reason")), "")}
+        for seed, c in found:
             interval = f" {fmt.interval(c)}" if c.get("interval") else ""
             margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
             numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
                        if c["value"] is not None else "")
-            row[f"seed {s['seed']}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
-            row["reason"] = row["reason"] or c.get("reason") or ""
-    for key, row in rows.items():
-        low_high = ranges.get(key)
-        row["range"] = f"{fmt.cell(low_high[0])} .. {fmt.cell(low_high[1])}" if low_high and len(rec.per_seed) > 1 else ""
-    return pd.DataFrame(list(rows.values()))
+            row[f"seed {seed}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
+        low, high = ranges.get(key) if len(rec.per_seed) > 1 and key in ranges else (None, None)
+        rows.append({**row, "range": "" if low is None else f"{fmt.cell(low)} .. {fmt.cell(high)}"})
+    return pd.DataFrame(rows)
 
 
 def show_record(rec: ClaimRecord) -> None:
@@ -374,11 +342,10 @@ def show_record(rec: ClaimRecord) -> None:
     from IPython.display import Markdown, display
 
     condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
-    unamended = rec.claim in UNAMENDED  # one reading: the registered one
+    readings = (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
+                else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
-                     f"**{rec.verdict_registered}**" + (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if unamended
-                                                       else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
-                     + (f": {rec.reason}" if rec.reason else "")))
+                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")))
     if rec.per_seed:
         display(record_table(rec))
 
@@ -412,7 +379,7 @@ def _imports(source: str) -> tuple[bool, bool]:
     try:
         found = [isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(source).body]
     except SyntaxError:
-        return False, False
+        found = []
     return bool(found) and found[0], bool(found) and all(found)
 
 
@@ -420,42 +387,30 @@ def hide_boilerplate(nb) -> int:
     """Collapse behind a "show code" toggle (``hide-input``) the parameter cells, import-only cells, the
     setup before the first output (and its cell when it opens with imports), merging consecutive such
     cells without output into one. Returns how many cells were hidden."""
-    marked = []
-    seen_output = False
+    cells, hidden, seen_output, merging = [], 0, False, False
     for cell in nb.cells:
-        if cell.cell_type != "code":
-            marked.append(False)
-            continue
-        tags = cell.get("metadata", {}).get("tags", [])
-        visible = any(_visible(o) for o in cell.get("outputs", []))
-        opens, only = _imports(cell.source)
-        boiler = any(t in tags for t in BOILERPLATE_TAGS) or only or (not seen_output and (not visible or opens))
+        visible = cell.cell_type == "code" and any(_visible(o) for o in cell.get("outputs", []))
+        opens, only = _imports(cell.source) if cell.cell_type == "code" else (False, False)
+        boiler = cell.cell_type == "code" and not any(
+            t in tags(cell) for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell")) and (
+            any(t in tags(cell) for t in BOILERPLATE_TAGS) or only or (not seen_output and (not visible or opens)))
         seen_output = seen_output or visible
-        already = any(t in tags for t in (HIDE_TAG, "hide-cell", "remove-input", "remove-cell"))
-        marked.append(boiler and not already)
-    cells, hidden = [], 0
-    for cell, boiler in zip(nb.cells, marked):
         if not boiler:
             cells.append(cell)
+            merging = False
             continue
         hidden += 1
-        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        header = next((BOILERPLATE_HEADERS[t] for t in BOILERPLATE_TAGS if t in tags), None)
+        header = next((BOILERPLATE_HEADERS[t] for t in BOILERPLATE_TAGS if t in tags(cell)), None)
         source = f"{header}\n{cell.source}" if header else cell.source
-        mergeable = not any(_visible(o) for o in cell.get("outputs", []))
-        if mergeable and cells and cells[-1].get("metadata", {}).get("rote_merged"):
-            previous = cells[-1]
-            previous.source += "\n\n" + source
-            previous.outputs += cell.get("outputs", [])  # stderr only: dropped on the page
-            previous.execution_count = cell.get("execution_count")
+        if merging and not visible:  # a hidden cell without output joins the one before
+            cells[-1].source += "\n\n" + source
+            cells[-1].outputs += cell.get("outputs", [])  # stderr only: dropped on the page
+            cells[-1].execution_count = cell.get("execution_count")
             continue
         cell.source = source
-        tags.append(HIDE_TAG)
-        if mergeable:
-            cell.metadata["rote_merged"] = True
+        cell.setdefault("metadata", {}).setdefault("tags", []).append(HIDE_TAG)
         cells.append(cell)
-    for cell in cells:
-        cell.get("metadata", {}).pop("rote_merged", None)
+        merging = not visible
     nb.cells = cells
     return hidden
 
@@ -475,16 +430,11 @@ def widen_tables(nb, min_columns: int = WIDE_TABLE_COLUMNS) -> int:
     """Tag ``full-width`` (the page's right margin) the cells whose output is a table of ``min_columns``
     or more columns; returns how many."""
     tagged = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        html = "".join(o.get("data", {}).get("text/html", "") if isinstance(o.get("data", {}).get("text/html", ""), str)
-                       else "".join(o["data"]["text/html"]) for o in cell.get("outputs", []))
-        if "<table" in html and _table_columns(html) >= min_columns:
-            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-            if "full-width" not in tags:
-                tags.append("full-width")
-                tagged += 1
+    for cell in [c for c in nb.cells if c.cell_type == "code"]:
+        html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in cell.get("outputs", []))
+        if "<table" in html and _table_columns(html) >= min_columns and "full-width" not in tags(cell):
+            cell.setdefault("metadata", {}).setdefault("tags", []).append("full-width")
+            tagged += 1
     return tagged
 
 
@@ -501,13 +451,12 @@ def insert_after_title(nb, cells) -> None:
     import nbformat
 
     at = title_index(nb)
-    title = nb.cells[at] if nb.cells else None
-    if title is not None and title.cell_type == "markdown":
-        lines = title.source.splitlines()
+    if nb.cells and nb.cells[at].cell_type == "markdown":
+        lines = nb.cells[at].source.splitlines()
         head = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
         rest = "\n".join(lines[head + 1:]).strip("\n") if head is not None else ""
         if rest:
-            title.source = "\n".join(lines[:head + 1])
+            nb.cells[at].source = "\n".join(lines[:head + 1])
             nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(rest))
     nb.cells[at + 1:at + 1] = list(cells)
 
@@ -515,17 +464,13 @@ def insert_after_title(nb, cells) -> None:
 # -- Sphinx extension (listed in _config.yml) ----------------------------------------------------
 def _unique_scripts(app, pagename, templatename, context, doctree):
     """Drop repeated script tags (sphinx-thebe adds its config twice; the second one throws)."""
-    scripts = context.get("script_files")
-    if not scripts:
-        return
-    seen, unique = set(), []
-    for js in scripts:
+    unique = {}
+    for js in context.get("script_files") or []:
         filename = getattr(js, "filename", js) or ""  # one copy names no file with None, the other with ""
-        key = (str(filename), json.dumps(getattr(js, "attributes", {}), sort_keys=True, default=str))
-        if key not in seen:
-            seen.add(key)
-            unique.append(js)
-    context["script_files"] = unique
+        attributes = json.dumps(getattr(js, "attributes", {}), sort_keys=True, default=str)
+        unique.setdefault((str(filename), attributes), js)
+    if unique:
+        context["script_files"] = list(unique.values())
 
 
 # -- the references page's labels ---------------------------------------------------------------

@@ -1,8 +1,6 @@
-"""How fragile is each verdict (protocol section 10): a row's amended verdict recomputed under two
-changes that should not matter, the other training precision and seeds 3 and 4 added, compared by its
-verdict word: ``stable``, ``fragile`` (naming the change and what moved) or ``not run`` (with why). A
-perturbed record counts only when it compares like with like (8.6, :func:`refusal`). Pure functions of
-records; nothing here changes a verdict."""
+"""How fragile is each verdict (protocol section 10): a row's amended verdict recomputed under the other
+training precision and with seeds 3 and 4 added, compared by its verdict word: ``stable``, ``fragile`` or
+``not run``. A perturbed record counts only when it compares like with like (8.6, :func:`refusal`)."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ from dataclasses import asdict, dataclass, field
 from .fmt import get as _get
 from .verdicts.core import OUTCOME_WORDS, aggregate, failing
 
-CHANGES = ("precision", "seeds")
 STABLE, FRAGILE, NOT_RUN = "stable", "fragile", "not run"
 EXTRA_SEEDS = (3, 4)  # protocol 10: seeds 3 and 4 join the default 0-2
 
@@ -20,8 +17,8 @@ def verdict_word(verdict: str) -> str:
     """The word a verdict is compared by: holds, fails, unresolved, mixed, not run (``pass (1 seed)``
     reads ``holds``, ``fail (1 seed)`` ``fails``)."""
     text = str(verdict).strip()
-    if text.startswith("not run"):
-        return "not run"
+    if text.startswith(NOT_RUN):
+        return NOT_RUN
     word = text.split(":")[0].split(" (")[0].strip()
     return {"pass": "holds", "fail": "fails"}.get(word, word)  # one seed passing is every seed passing
 
@@ -65,8 +62,9 @@ def _checks_by_id(seed_part: dict) -> dict[str, dict]:
     return {str(c.get("id") or c.get("name")): c for c in seed_part.get("checks", [])}
 
 
-def _seeds_text(moved: list[Moved]) -> str:
-    seeds = sorted({m.seed for m in moved})
+def _seeds_text(seeds) -> str:
+    """``seed 3``, ``seeds 3, 4`` ("" for none)."""
+    seeds = sorted(set(seeds))
     return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
 
 
@@ -92,10 +90,10 @@ def refusal(default, perturbed, change: str) -> str:
     if change == "precision":
         default_seeds = {s["seed"]: s.get("precision") for s in _get(default, "per_seed")}
         same = [seed for seed in sorted(default_seeds) for s in _get(perturbed, "per_seed")
-                if s["seed"] == seed and (s.get("precision") is None or s.get("precision") == default_seeds[seed])]
+                if s["seed"] == seed and s.get("precision") in (None, default_seeds[seed])]
         if same:
-            return (f"the runs of seed{'s' if len(same) > 1 else ''} {', '.join(map(str, same))} in the precision "
-                    "record are not in another precision than the default's")
+            return (f"the runs of {_seeds_text(same)} in the precision record are not in another precision "
+                    "than the default's")
     return ""
 
 
@@ -105,11 +103,10 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
     if reason_not_run or twin is None or not _get(twin, "per_seed"):
         return ChangeResult("precision", NOT_RUN, None,
                             reason_not_run or "the runs in the other precision are not trained")
-    default_seeds = {s["seed"]: s for s in _get(default, "per_seed")}
-    twin_seeds = {s["seed"]: s for s in _get(twin, "per_seed")}
+    default_seeds, twin_seeds = ({s["seed"]: s for s in _get(r, "per_seed")} for r in (default, twin))
     if sorted(default_seeds) != sorted(twin_seeds):
-        return ChangeResult("precision", NOT_RUN, None,
-                            f"the other precision has seeds {sorted(twin_seeds)}, the default record {sorted(default_seeds)}")
+        return ChangeResult("precision", NOT_RUN, None, f"the other precision has seeds {sorted(twin_seeds)}, "
+                                                        f"the default record {sorted(default_seeds)}")
     moved = []
     for seed in sorted(default_seeds):
         a, b = _checks_by_id(default_seeds[seed]), _checks_by_id(twin_seeds[seed])
@@ -120,15 +117,14 @@ def precision_change(default, twin, reason_not_run: str = "") -> ChangeResult:
                                    _outcome(ca) if ca else "", _outcome(cb) if cb else ""))
     verdict = _get(twin, "verdict_amended")
     changed = verdict_word(verdict) != verdict_word(_get(default, "verdict_amended"))
-    return ChangeResult("precision", verdict, changed, _seeds_text(moved), moved)
+    return ChangeResult("precision", verdict, changed, _seeds_text(m.seed for m in moved), moved)
 
 
 def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
     """The row under the seeds change (``extra``: the record on seeds 3 and 4): the 5-seed verdict by
     8.1's rule; moved: each extra seed whose verdict is not the default word's, with its deciding checks."""
     if reason_not_run or extra is None or not _get(extra, "per_seed"):
-        return ChangeResult("seeds", NOT_RUN, None,
-                            reason_not_run or f"seeds {', '.join(map(str, EXTRA_SEEDS))} are not trained")
+        return ChangeResult("seeds", NOT_RUN, None, reason_not_run or f"{_seeds_text(EXTRA_SEEDS)} are not trained")
     base = list(_get(default, "per_seed"))
     known = {s["seed"] for s in base}
     added = [s for s in _get(extra, "per_seed") if s["seed"] not in known]
@@ -146,17 +142,14 @@ def seeds_change(default, extra, reason_not_run: str = "") -> ChangeResult:
                     moved.append(Moved(s["seed"], str(c.get("id")), None, c.get("value"), "", _outcome(c)))
             if not any(m.seed == s["seed"] for m in moved):
                 moved.append(Moved(s["seed"], "", None, s["amended"], "", s["amended"]))
-    changed = verdict_word(verdict) != word
-    return ChangeResult("seeds", verdict, changed, _seeds_text(moved), moved)
+    return ChangeResult("seeds", verdict, verdict_word(verdict) != word, _seeds_text(m.seed for m in moved), moved)
 
 
 def stability(default, twin=None, extra=None, precision_not_run: str = "", seeds_not_run: str = "") -> Stability:
     """The stability entry of a default record from its precision twin's and extra seeds' records
     (None, a given reason or a :func:`refusal`: that change not run)."""
-    why_precision = precision_not_run or refusal(default, twin, "precision")
-    why_seeds = seeds_not_run or refusal(default, extra, "seeds")
-    changes = {"precision": precision_change(default, twin, why_precision),
-               "seeds": seeds_change(default, extra, why_seeds)}
+    changes = {"precision": precision_change(default, twin, precision_not_run or refusal(default, twin, "precision")),
+               "seeds": seeds_change(default, extra, seeds_not_run or refusal(default, extra, "seeds"))}
     moved = [c for c in changes.values() if c.moved_verdict]
     not_run = [c for c in changes.values() if c.moved_verdict is None]
     if moved:
@@ -177,8 +170,7 @@ def label(entry: dict | Stability | None) -> str:
         return ""
     entry = entry.to_dict() if isinstance(entry, Stability) else entry
     if entry["status"] == FRAGILE:
-        which = [name for name, c in entry["changes"].items() if c.get("moved_verdict")]
-        return f"fragile ({', '.join(which)})"
+        return f"fragile ({', '.join(name for name, c in entry['changes'].items() if c.get('moved_verdict'))})"
     return entry["status"]
 
 
@@ -194,9 +186,8 @@ def precision_not_run() -> str:
     """Why the precision change cannot run here ("" where it can): bf16 is not native."""
     from .config import native_precision
 
-    if native_precision() == "bf16":
-        return ""
-    return "this machine has no native bf16 (bf16 would train ~12x slower than fp32): the precision change is not run"
+    return "" if native_precision() == "bf16" else (
+        "this machine has no native bf16 (bf16 would train ~12x slower than fp32): the precision change is not run")
 
 
 def precision_twins(profile: str, seeds: list[int], tasks=None) -> list:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
+
 from . import claims, frontpage, plan, site as web
 from .claims import ClaimRecord
 from .config import PROJECT_ROOT
@@ -25,8 +27,6 @@ def site_root() -> Path:
 def stage_site(profile: str) -> Path:
     """Stage the book's text and executed chapters for Jupyter Book, made for readers (:mod:`rote.site`:
     stamps with the rerun command, verdict boxes, collapsed boilerplate, the records for download)."""
-    import nbformat
-
     from . import publish
 
     site = site_root() / "_build" / "site_src"
@@ -41,38 +41,45 @@ def stage_site(profile: str) -> Path:
     records = claims.load_all(profile)
     _stage_text_pages(site / "book", profile, records)
     for name, source in chapters().items():
-        executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
-        target = site / "book" / source.name
-        notes = []  # cells for under the page's title: the build stamp and warnings
-        if executed.exists():
-            nb = nbformat.read(executed, as_version=4)
-            meta = nb.metadata.get("rote", {})
-            if nb.cells and "papermill-error-cell-tag" in nb.cells[0].get("metadata", {}).get("tags", []):
-                del nb.cells[0]  # papermill's banner above the title: the stamp says the same, under it
-            for cell in [c for c in nb.cells if STAMP_TAG in c.get("metadata", {}).get("tags", [])]:
-                nb.cells.remove(cell)
-                if meta:
-                    cell.source = web.stamp_markdown(meta, web.effective_parameters(nb))
-                notes.append(cell)
-            if meta.get("source_sha") != source_hash(source):
-                notes.append(nbformat.v4.new_markdown_cell(
-                    "```{warning}\nThe chapter's source changed after this page was executed; rebuild it.\n```"))
-        else:
-            nb = nbformat.read(source, as_version=4)
-            notes.append(nbformat.v4.new_markdown_cell(
-                f"```{{warning}}\nThis chapter has not been executed for profile `{profile}` yet.\n```"))
+        nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title
         box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
         if box:  # the chapter opens with its verdict, then how it was built
-            notes.insert(0, nbformat.v4.new_markdown_cell(box, metadata={"tags": [web.SITE_NOTE_TAG]}))
+            notes.insert(0, _note(box))
         if name == "scorecard":
-            files = web.write_downloads(records, site / "book", profile)
-            notes.insert(0, nbformat.v4.new_markdown_cell(web.downloads_markdown(*files, len(records)),
-                                                          metadata={"tags": [web.SITE_NOTE_TAG]}))
+            notes.insert(0, _note(web.downloads_markdown(*web.write_downloads(records, site / "book", profile),
+                                                         len(records))))
         web.hide_boilerplate(nb)
         web.widen_tables(nb)
         web.insert_after_title(nb, notes)
-        nbformat.write(nb, target)
+        nbformat.write(nb, site / "book" / source.name)
     return site
+
+
+def _note(text: str, tag: str | None = web.SITE_NOTE_TAG):
+    """A markdown cell for under a page's title (tagged as this module's, unless ``tag`` is None)."""
+    return nbformat.v4.new_markdown_cell(text, **({"metadata": {"tags": [tag]}} if tag else {}))
+
+
+def _chapter(name: str, source: Path, profile: str) -> tuple:
+    """A chapter's executed notebook (else its source) and the notes for under its title: the build
+    stamp (for the stamp cell) and a warning where it was not executed or its source changed since."""
+    executed = output_dir(name, profile, {"profile": profile}) / f"{name}.ipynb"
+    if not executed.exists():
+        return nbformat.read(source, as_version=4), [_note(
+            f"```{{warning}}\nThis chapter has not been executed for profile `{profile}` yet.\n```", None)]
+    nb, notes = nbformat.read(executed, as_version=4), []
+    meta = nb.metadata.get("rote", {})
+    if nb.cells and "papermill-error-cell-tag" in web.tags(nb.cells[0]):
+        del nb.cells[0]  # papermill's banner above the title: the stamp says the same, under it
+    for cell in [c for c in nb.cells if STAMP_TAG in web.tags(c)]:
+        nb.cells.remove(cell)
+        if meta:
+            cell.source = web.stamp_markdown(meta, web.effective_parameters(nb))
+        notes.append(cell)
+    if meta.get("source_sha") != source_hash(source):
+        notes.append(_note("```{warning}\nThe chapter's source changed after this page was executed; rebuild it.\n```",
+                           None))
+    return nb, notes
 
 
 def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
@@ -106,9 +113,9 @@ def fill_generated_pages(folder: Path) -> list[str]:
     for path in sorted(folder.glob("*.md")):
         text = path.read_text()
         found = [marker for marker in makers if marker in text]
-        for marker in found:
-            text = text.replace(marker, makers[marker]())
         if found:
+            for marker in found:
+                text = text.replace(marker, makers[marker]())
             path.write_text(text)
             filled.append(path.name)
     return filled
@@ -116,9 +123,7 @@ def fill_generated_pages(folder: Path) -> list[str]:
 
 def render_site(profile: str) -> int:
     """Stage the site and render it with Jupyter Book into ``<site root>/_build/html`` (warnings are errors)."""
-    site = stage_site(profile)
-    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(site_root()),
-           "--all", "-W", "--keep-going"]
-    result = subprocess.run(cmd, cwd=PROJECT_ROOT)
-    return result.returncode
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage_site(profile)),
+           "--path-output", str(site_root()), "--all", "-W", "--keep-going"]
+    return subprocess.run(cmd, cwd=PROJECT_ROOT).returncode
 

@@ -62,9 +62,8 @@ def test_outcomes_are_spelled_as_the_verdicts_spell_them():
     ((True, None, True), "on 2 of 3 seeds", "2 of 3 seeds pass"),  # unresolved is not a pass
     ((True, "missing", True), "on 2 of 3 seeds", "2 of 3 seeds pass"),  # a seed without the check
 ])
-def test_on_seeds_and_passes_count_the_passing_seeds(outcomes, on, passes):
+def test_passes_counts_the_passing_seeds(outcomes, on, passes):
     checks = [None if o == "missing" else _check(o) for o in outcomes]
-    assert report.on_seeds(checks) == on
     assert report.passes(checks) == passes
 
 
@@ -143,13 +142,6 @@ def test_chance_side_reads_the_interval_of_a_share(share, n, text):
     assert report.chance_side(share, n) == text
 
 
-def test_interval_against_a_null():
-    assert report.interval_against(0.62, 0.55, 0.69, 0.40) == "0.62 (0.55-0.69) against 0.40: above it"
-    assert report.interval_against(0.2, 0.1, 0.3, 0.4) == "0.20 (0.10-0.30) against 0.40: below it"
-    assert report.interval_against(0.45, 0.35, 0.55, 0.4) == "0.45 (0.35-0.55) against 0.40: not above it"
-    assert report.interval_against(None, None, None, 0.4) == "not computed"
-
-
 # -- the verdict of a part -------------------------------------------------------------------------------
 def _seed(*outcomes, part="erasure"):
     return [_check(o, f"c3.e{i}", value=0.1 * i, part=part) for i, o in enumerate(outcomes)]
@@ -167,31 +159,31 @@ def test_part_outcome_follows_the_seed_verdict_rule_within_the_part():
     assert report.part_outcome(validity, "erasure") == "pass"  # validity checks never decide
 
 
-def test_part_verdict_on_every_seed():
-    assert report.part_verdict({0: _seed(True), 1: _seed(True)}, "erasure") == \
-        "The part 'erasure' of the amended verdict: pass on every seed."
-    assert report.part_verdict({0: _seed(True)}, "erasure") == "The part 'erasure' of the amended verdict: pass."
+def test_part_summary_on_every_seed():
+    assert report.part_summary({0: _seed(True), 1: _seed(True)}, "erasure") == \
+        "pass on every seed"
+    assert report.part_summary({0: _seed(True)}, "erasure") == "pass"
 
 
-def test_part_verdict_names_the_checks_that_decide_it():
-    text = report.part_verdict({0: _seed(True, False), 1: _seed(False, False)}, "erasure")
-    assert text == ("The part 'erasure' of the amended verdict: fail on every seed (c3.e1 fails on seeds 0-1: 0.1 vs 0.3; "
-                    "c3.e0 fails on seed 1: 0 vs 0.3).")
+def test_part_summary_names_the_checks_that_decide_it():
+    text = report.part_summary({0: _seed(True, False), 1: _seed(False, False)}, "erasure")
+    assert text == ("fail on every seed (c3.e1 fails on seeds 0-1: 0.1 vs 0.3; "
+                    "c3.e0 fails on seed 1: 0 vs 0.3)")
 
 
-def test_part_verdict_mixed_unresolved_and_missing():
-    text = report.part_verdict({0: _seed(True), 1: _seed(False), 2: _seed(None), 3: _seed(True, part="other")},
+def test_part_summary_mixed_unresolved_and_missing():
+    text = report.part_summary({0: _seed(True), 1: _seed(False), 2: _seed(None), 3: _seed(True, part="other")},
                                "erasure")
-    assert text.startswith("The part 'erasure' of the amended verdict: pass on 1 of 4 seeds, fail on 1 of 4 seeds, "
+    assert text.startswith("pass on 1 of 4 seeds, fail on 1 of 4 seeds, "
                            "unresolved on 2 of 4 seeds (")
     assert text.endswith("(c3.e0 fails on seed 1: 0 vs 0.3; c3.e0 is unresolved on seed 2: 0 vs 0.3; "
-                         "no check decides it on seed 3).")
+                         "no check decides it on seed 3)")
 
 
-def test_part_verdict_reads_stored_records_too():
+def test_part_summary_reads_stored_records_too():
     stored = {0: [c.to_dict() for c in _seed(True, None)]}
-    assert report.part_verdict(stored, "erasure") == \
-        "The part 'erasure' of the amended verdict: unresolved (c3.e1 is unresolved on seed 0: 0.1 vs 0.3)."
+    assert report.part_summary(stored, "erasure") == \
+        "unresolved (c3.e1 is unresolved on seed 0: 0.1 vs 0.3)"
 
 
 def test_a_part_no_check_decides_is_unresolved_only_where_the_claim_requires_it():
@@ -199,8 +191,8 @@ def test_a_part_no_check_decides_is_unresolved_only_where_the_claim_requires_it(
                      _check(False, "c4.k50.lookup", kind="validity", part="k50")]
     assert report.part_outcome(lookup_passes, "k50") == "not counted"  # C4 does not require its look-up statistics
     assert report.part_outcome(lookup_passes, "intermediate") == "unresolved"  # ... but requires this part
-    assert report.part_verdict({0: lookup_passes, 1: lookup_passes}, "k50") == \
-        "The part 'k50' of the amended verdict: not counted on every seed."
+    assert report.part_summary({0: lookup_passes, 1: lookup_passes}, "k50") == \
+        "not counted on every seed"
 
 
 def test_per_seed_names_the_seeds_beside_the_values():
@@ -232,15 +224,15 @@ def test_a_boolean_check_value_is_written_as_itself():
     assert report.versus(lens[0]) == "False vs True: fail"
 
 
-def test_part_verdict_gives_each_seeds_threshold_where_they_differ_and_the_reason_once():
+def test_part_summary_gives_each_seeds_threshold_where_they_differ_and_the_reason_once():
     per_seed = {s: [_check(None, "c2.probe.x.ratio", value=None, threshold=None, part="probes", reason="no C")]
                 for s in (0, 1, 2)}
-    assert report.part_verdict(per_seed, "probes") == \
-        "The part 'probes' of the amended verdict: unresolved on every seed (c2.probe.x.ratio is unresolved on seeds 0-2: no C)."
+    assert report.part_summary(per_seed, "probes") == \
+        "unresolved on every seed (c2.probe.x.ratio is unresolved on seeds 0-2: no C)"
     per_seed = {0: [_check(False, "c2.probe.y.ratio", 0.333, 0.533, part="probes")],
                 1: [_check(False, "c2.probe.y.ratio", 0.0, 0.436, part="probes")]}
-    assert report.part_verdict(per_seed, "probes") == ("The part 'probes' of the amended verdict: fail on every seed "
-                                                       "(c2.probe.y.ratio fails on seeds 0-1: 0.333 vs 0.533, 0 vs 0.436).")
+    assert report.part_summary(per_seed, "probes") == ("fail on every seed "
+                                                       "(c2.probe.y.ratio fails on seeds 0-1: 0.333 vs 0.533, 0 vs 0.436)")
 
 
 def test_choose_by_finds_each_seeds_check_by_id_and_says_when_nothing_was_measured():
