@@ -407,15 +407,13 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
             ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
-            nb = outlier_analysis.operand_neighbourhood(run.model, result.sets[u]["M"][row.example:row.example + 1], row.layer,
-                                                  row.position, [row.neuron],
-                                                  outlier_analysis.SquareSettings(order=run.data.meta["answer_order"]))
-            grid, r = nb["grid"][0].copy(), nb["radius"]
-            grid[r, r] = nb["example_value"][0]
+            example, r = result.sets[u]["M"][row.example:row.example + 1], outlier_analysis.RADIUS
+            grid = outlier_analysis.operand_neighbourhood(run.model, example, row.layer, row.position, [row.neuron],
+                                                          run.data.meta["answer_order"])[0]
             sns.heatmap(grid, ax=ax, cmap="viridis", square=True, xticklabels=False, yticklabels=False)
             ax.add_patch(plt.Rectangle((r, r), 1, 1, fill=False, ec=plots.GROUP_COLORS["M"], lw=2.5))
             ax.set_title(f"{kind}: L{row.layer} pos {row.position} n{row.neuron} [{row.feature}]\n"
-                         f"{nb['a']}+{nb['b']}: {row.act:.2f} vs {row.expected:.2f}, z={row.z:.1f}", fontsize=8)
+                         f"{int(example.info['a'][0])}+{int(example.info['b'][0])}: {row.act:.2f} vs {row.expected:.2f}, z={row.z:.1f}", fontsize=8)
             ax.set(xlabel=f"b + db, db = -{r}..{r}", ylabel=f"a + da, da = -{r}..{r}")
     fig.suptitle(label(u))
     plt.tight_layout()
@@ -558,7 +556,7 @@ JSTAR_ROWS = {"table": ("jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z
 
 def _jstar_numbers(comparison, after, summary) -> dict:
     """The numbers at and after j* by their names (for tables and prose)."""
-    return {**vars(comparison), **vars(after), **vars(summary)}
+    return {**vars(comparison), **vars(after), **{f"jstar_{k}": v for k, v in vars(summary).items()}}
 
 
 @dataclass(frozen=True)
@@ -606,7 +604,7 @@ def jstar_dose_figure(build: Build, result: Jstar):
     """8.4's specificity: the share of M reverted at j* against m (each example's top m of the 8.3 units of
     the last layer at its j*, 8.5; only the m that enough units allow), one panel per condition, a line per seed."""
     return _dose_panels(build, {u: o.dose for u, o in result.out.items()},
-                        {u: result.out[u].summary.jstar_m50 for u in build.units}, at="8.3 units at j*",
+                        {u: result.out[u].summary.m50 for u in build.units}, at="8.3 units at j*",
                         ylabel="share of M reverted at j*", title="patched at j* only",
                         empty="no memorized example with a j*", nan_curves=False)
 
@@ -776,9 +774,9 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
                  if m.cut.cut_empty_layers else "",
                  ("no memorized examples" if not m.n_memorized else "no memorized example with a differing digit")
                  + ", so the j* checks are unresolved" if not m.jstar.jstar_n_M else "",
-                 _no_m50(d) if m.jstar.jstar_n_M and d.jstar_m50 is None else "",
-                 f"at m50 = {d.jstar_m50}, {d.jstar_short_m50} memorized examples hold fewer than {d.jstar_m50} 8.3 units "
-                 "outside their own top m50, so both controls are unresolved (8.6)" if d.jstar_short_m50 else ""]
+                 _no_m50(d) if m.jstar.jstar_n_M and d.m50 is None else "",
+                 f"at m50 = {d.m50}, {d.short_m50} memorized examples hold fewer than {d.m50} 8.3 units "
+                 "outside their own top m50, so both controls are unresolved (8.6)" if d.short_m50 else ""]
         if any(found):
             notes.append(f"- **{label(u)}**: " + "; ".join(n for n in found if n))
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
@@ -787,11 +785,11 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
 
 def _no_m50(d) -> str:
     """Why m50 at j* does not exist (``d``: a unit's JstarDose): nothing to patch, or no dose reverts half of M."""
-    if not d.jstar_m_tried:
+    if not d.m_tried:
         return ("no memorized example holds an 8.3 unit of the last layer at its j*, so there is nothing to patch and "
                 "the specificity check is unresolved")
     return (f"no dose reverts {T['patch_revert_min']} of M at j*, up to all the 8.3 units of the last layer each example "
-            f"holds there (at most {d.jstar_units_max}), so m50 does not exist and the specificity check fails (8.6)")
+            f"holds there (at most {d.units_max}), so m50 does not exist and the specificity check fails (8.6)")
 
 
 def amended_table(units: list, evaluations: dict) -> pd.DataFrame:
