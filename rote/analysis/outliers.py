@@ -125,7 +125,6 @@ class Summary:
     pattern_corr: float
     median_abs_z_by_position: list[float]
     n_examples: int
-    n_units: int
 
 
 def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> Summary:
@@ -133,7 +132,7 @@ def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits:
     h, absz = _pairs(stats, hmap, memorized_digits), stats.z.abs()
     by_pos = [_median(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
     corr = _unit_corr(stats.act, stats.mean)[hmap.heuristic]
-    return Summary(_median(absz[h]), _median(corr), by_pos, int(stats.act.shape[0]), int(hmap.heuristic.sum()))
+    return Summary(_median(absz[h]), _median(corr), by_pos, int(stats.act.shape[0]))
 
 
 @dataclass(frozen=True)
