@@ -508,10 +508,10 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
     return fig
 
 
-def dose_figure(build: Build, hmaps: dict, result: Dose):
-    """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed."""
-    last_layer = {u: t[t.layer == _last(hmaps[u])] if len(t) else t for u, t in result.curves.items()}
-    return _dose_panels(build, last_layer, {u: result.last[u].m50 for u in build.units}, at="neurons",
+def dose_figure(build: Build, result: Dose):
+    """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed
+    (:func:`dose` computes the last layer only)."""
+    return _dose_panels(build, result.curves, {u: result.last[u].m50 for u in build.units}, at="neurons",
                         ylabel="share of M reverted", title="top-m against random and mismatched m",
                         empty="no memorized examples", nan_curves=True)
 
