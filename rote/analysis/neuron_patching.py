@@ -180,10 +180,12 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
 
         for m in settings.m_grid:
             top = _top_mask(scores, m)
-            draws = [score(_top_mask(torch.rand(n, values.shape[2], generator=gen), m)) for _ in range(settings.n_controls)]
+            draws = [score(_top_mask(torch.rand(n, values.shape[2], generator=gen), m))
+                     for _ in range(settings.n_controls)]
             for units, (rev, rec) in (("top", score(top, recovered=True)), ("random", map(np.mean, zip(*draws))),
                                       ("mismatched", score(top[partner]) if len(partner) else (math.nan, math.nan))):
-                rows.append({"layer": l, "m": m, "units": units, "reverted": float(rev), "recovered": float(rec), "n": n})
+                rows.append({"layer": l, "m": m, "units": units, "reverted": float(rev), "recovered": float(rec),
+                             "n": n})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -312,15 +314,16 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
     hook = model.hook_name("post", patch.layer)
 
     def predict(mask: torch.Tensor | None) -> torch.Tensor:
-        edits = [] if mask is None else [(hook, set_where(ex.answer_positions, at[:, :, None] & mask[:, None, :], values))]
+        edits = [] if mask is None else [(hook, set_where(ex.answer_positions, at[:, :, None] & mask[:, None], values))]
         return scoring.answer_logits(model, ex, "label", hooks=edit_hooks(edits)).argmax(-1).cpu()
 
     ref = predict(None) if patch.reference is None else patch.reference.cpu()[rows_kept]
 
-    def reverted(pred: torch.Tensor | None) -> float:
-        return math.nan if pred is None else ((pred != ref) & at).any(1).double().mean().item()
+    def reverted(pred: torch.Tensor) -> float:
+        return ((pred != ref) & at).any(1).double().mean().item()
 
-    gen, partner, out, counts = torch.Generator().manual_seed(settings.seed), mismatch_partner(n, settings.seed), [], allowed.sum(1)
+    gen, partner = torch.Generator().manual_seed(settings.seed), mismatch_partner(n, settings.seed)
+    out, counts = [], allowed.sum(1)
     for m, every in _doses(settings.m_grid, counts, by_units):
         top = allowed if every else _top_mask(scores, m) & allowed
         pred, row = predict(top), {"layer": patch.layer, "m": m, "n": n, "all": every}
@@ -329,8 +332,8 @@ def position_dose_response(model: HookedTransformer, examples: Examples, stats, 
         randoms, mismatched, short = _controls(scores, allowed, top, m, gen, partner, settings.n_controls, by_units)
         out.append({**row, "units": "random", "reverted": float(np.mean([reverted(predict(k)) for k in randoms])),
                     "recovered": math.nan, "short": short})
-        out.append({**row, "units": "mismatched", "reverted": reverted(None if mismatched is None else predict(mismatched)),
-                    "recovered": math.nan, "short": short})
+        rev = math.nan if mismatched is None else reverted(predict(mismatched))
+        out.append({**row, "units": "mismatched", "reverted": rev, "recovered": math.nan, "short": short})
     return pd.DataFrame(out, columns=cols)
 
 
@@ -369,8 +372,9 @@ def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, units_min:
     curves = {f.name: getattr(s, f.name) for f in fields(DoseCurves)}
     return JstarDose(**{**curves, "mismatched_revert_m50": mismatched},
                      recovered_m50=float(top.recovered.iloc[0]) if len(top) else math.nan,
-                     curve_recovered=[float(x) for x in t.sort_values("m").recovered], n=int(t.n.iloc[0]) if len(t) else 0,
-                     m_tried=list(s.curve_m), units_min=units_min, units_max=int(every.m.iloc[0]) if len(every) else None,
+                     curve_recovered=[float(x) for x in t.sort_values("m").recovered],
+                     n=int(t.n.iloc[0]) if len(t) else 0, m_tried=list(s.curve_m), units_min=units_min,
+                     units_max=int(every.m.iloc[0]) if len(every) else None,
                      short_m50=int(random.short.iloc[0]) if len(random) else None)
 
 
@@ -410,11 +414,12 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
     A = memorized.label.shape[1]
     jstar, jstar_null = first_differing(memorized), first_differing(null)
     units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
-    dose = position_dose_response(model, memorized, stats["M"], Patch(layer, jstar_mask(jstar, A), units, memorized.label),
-                                  settings)
+    at_jstar = Patch(layer, jstar_mask(jstar, A), units, memorized.label)
+    dose = position_dose_response(model, memorized, stats["M"], at_jstar, settings)
     curves = [[int(m) for m in settings.m_grid]]
     for examples, name, j in ((memorized, "M", jstar), (null, "null", jstar_null)):
-        table = position_dose_response(model, examples, stats[name], Patch(layer, jstar_mask(j, A, after=True)), settings)
+        after = Patch(layer, jstar_mask(j, A, after=True))
+        table = position_dose_response(model, examples, stats[name], after, settings)
         for units_name in ("top", "random"):
             t = table[table.units == units_name].sort_values("m") if len(table) else table
             curves.append([float(x) for x in t.reverted] if len(t) else [math.nan] * len(settings.m_grid))

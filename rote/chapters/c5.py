@@ -259,10 +259,10 @@ def cut_text(groups_: dict, cut_metrics: dict) -> str:
     def line(members) -> str:
         empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u].cut_empty_layers)}"
                  for u in members if cut_metrics[u].cut_empty_layers]
-        return (f"under the cut, a share {each_seed(cut_metrics, members, 'cut_heuristic_fraction')} of the trained "
-                f"model's neurons are heuristics, against {each_seed(cut_metrics, members, 'cut_null_fraction')} of the "
-                f"untrained model of the same seed (units: {each_seed(cut_metrics, members, 'cut_heuristic_fraction_units')}"
-                f" against {each_seed(cut_metrics, members, 'cut_null_fraction_units')}). "
+        share, null, units, null_units = (each_seed(cut_metrics, members, f"cut_{k}") for k in (
+            "heuristic_fraction", "null_fraction", "heuristic_fraction_units", "null_fraction_units"))
+        return (f"under the cut, a share {share} of the trained model's neurons are heuristics, against {null} of the "
+                f"untrained model of the same seed (units: {units} against {null_units}). "
                 + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty)
                    + ")." if empty else "Every layer holds at least one heuristic unit under the cut."))
 
@@ -386,9 +386,9 @@ def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str
                 f"{each_seed(null, members, 'median_abs_z_null')} on the null and "
                 f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
                 f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where neither "
-                f"set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; after "
-                f"it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
+                f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where "
+                f"neither set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; "
+                f"after it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
 
     return _bullets("One number per seed:", groups_, line)
 
@@ -648,8 +648,8 @@ def jstar_text(groups_: dict, metrics: dict, sizes: dict) -> str:
     def line(members) -> str:
         n = {u: _jstar_numbers(metrics[u].jstar, metrics[u].after, metrics[u].jdose) for u in members}
         if not any(n[u]["jstar_n_M"] for u in members):
-            return ("no memorized examples" if not any(sizes[u]["M"] for u in members) else
-                    "no memorized example has a digit that differs from the true sum") + ", so nothing can be read at j*."
+            return ("no memorized examples" if not any(sizes[u]["M"] for u in members) else "no memorized example "
+                    "has a digit that differs from the true sum") + ", so nothing can be read at j*."
         s = {k: values([n[u][k] for u in members], ".3g") for k, v in n[members[0]].items()
              if v is None or isinstance(v, (int, float))}
         no_units = [str(u.seed) for u in members if n[u]["jstar_n_M"] and not measured(n[u]["jstar_z_clean"])]

@@ -57,7 +57,8 @@ class C5Metrics:
         bad += [k for k in SHARE_FIELDS if v[k] is not None and not (math.isnan(v[k]) or 0.0 <= v[k] <= 1.0)]
         bad += ["m50"] if v["m50"] not in grid + (None,) else []
         bad += ["jstar_m50"] if v["jstar_m50"] not in grid + (None, v["jstar_units_max"]) else []
-        bad += [] if isinstance(self.jstar.jstar_z_ratio_interval, (Interval, type(None))) else ["jstar_z_ratio_interval"]
+        interval = self.jstar.jstar_z_ratio_interval
+        bad += [] if interval is None or isinstance(interval, Interval) else ["jstar_z_ratio_interval"]
         if bad:
             raise ValueError(f"C5Metrics: {bad} must be counts (ints >= 0), shares in [0, 1] or NaN, m50 an m of the "
                              f"grid {grid} (jstar_m50 also the all-units dose), an Interval, or None; got "
@@ -107,7 +108,8 @@ def _c5_missing(m: C5Metrics) -> dict:
         "dose.random": no_m50 or "the control was not computed at m50",
         "dose.mismatched": no_m50 or "needs a second memorized example",
         "specificity": no_jstar or ("8.6: no memorized example holds an 8.3 unit of the last layer at its j*, so "
-                                    "there is nothing to patch" if d.m_tried == [] else "the top-m patch at j* gave no value"),
+                                    "there is nothing to patch" if d.m_tried == [] else
+                                    "the top-m patch at j* gave no value"),
         "specificity.random": no_jstar_m50 or "the random control at j* was not drawn",
         "specificity.mismatched": no_jstar_m50 or "needs a second memorized example",
         "specificity.short": (f"8.6: {d.short_m50} of {d.n} memorized examples hold fewer than m50 = {d.m50} 8.3 units "
