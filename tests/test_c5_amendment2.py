@@ -219,6 +219,11 @@ def _plant(model, examples, where: str, size=5.0):
     return hooks + ([("blocks.0.hook_resid_post", write)] if where == "after" else [])
 
 
+def _jstar_dose(model, M, stats, jstar, settings, units=None):
+    """8.4's specificity: the dose-response of layer 0 at each example's j*, read against its label."""
+    return NP.position_dose_response(model, M, stats, NP.Patch(0, O.jstar_mask(jstar, 5), units, M.label), settings)
+
+
 def _prediction_at_jstar(model, M):
     pred = scoring.answer_logits(model, M, "label").argmax(-1).cpu()
     return pred[torch.arange(len(M)), torch.tensor(JSTAR)]
@@ -240,8 +245,7 @@ def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_onl
         stats = O.neighbour_stats(model, M, hmap)
         clean = O.neighbour_stats(model, _clean(), hmap)
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
-        table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
-                                       NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        table = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
     assert not model.has_hooks()
     assert comp.jstar_z_ratio >= 2 and comp.jstar_z_M > 50
     t = table.set_index(["m", "units"]).reverted
@@ -250,9 +254,9 @@ def test_outliers_planted_at_jstar_are_found_and_reverted_by_their_own_top_m_onl
         assert t[(m, "mismatched")] == 0.0  # another example's planted neuron is silent here
     assert t[(1, "random")] <= 0.1
     s = NP.jstar_summary(table, 0, 0.5)
-    assert s.jstar_m50 == 1 and s.jstar_top_revert_m50 == 1.0 and s.jstar_n == 4
-    assert s.jstar_random_revert_m50 < 0.1 and s.jstar_mismatched_revert_m50 == 0.0
-    assert 0.0 <= s.jstar_recovered_m50 <= 1.0
+    assert s.m50 == 1 and s.top_revert_m50 == 1.0 and s.n == 4
+    assert s.random_revert_m50 < 0.1 and s.mismatched_revert_m50 == 0.0
+    assert 0.0 <= s.recovered_m50 <= 1.0
 
 
 def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
@@ -268,15 +272,14 @@ def test_memorization_carried_after_jstar_is_not_found_at_jstar(grid):
         stats = O.neighbour_stats(model, M, hmap)
         clean = O.neighbour_stats(model, _clean(), hmap)
         comp = O.jstar_comparison(stats, clean, hmap, jstar)
-        table = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),
-                                       NP.DoseSettings([1, 2, 5], n_controls=3))
-        sites = NP.PatchSites(O.after_jstar_mask(jstar, 5))
-        after = NP.position_dose_response(model, M, stats, NP.PatchedNeurons(0), sites, NP.DoseSettings([1], n_controls=3))
+        table = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2, 5], n_controls=3))
+        after = NP.position_dose_response(model, M, stats, NP.Patch(0, O.jstar_mask(jstar, 5, after=True)),
+                                          NP.DoseSettings([1], n_controls=3))
     assert not model.has_hooks()
     assert NP.neuron_scores(stats, 0).argmax(1).tolist() == [n for n, _ in PLANTED.values()]  # 7.7 finds them
     assert comp.jstar_z_ratio < 2  # the j* statistic stays near its clean value
     assert (table[table.units == "top"].reverted == 0.0).all()
-    assert NP.jstar_summary(table, 0, 0.5).jstar_m50 is None
+    assert NP.jstar_summary(table, 0, 0.5).m50 is None
     after = after.set_index("units")
     assert after.reverted["top"] == 1.0  # after j*, the planted neuron carries the suffix (shown, not judged)
 
@@ -286,15 +289,14 @@ def test_degenerate_sets_give_no_m50_and_no_crash(grid):
     hmap = H.classify_neurons(model, grid[:300], H.ClassifySettings(0.8, top_k=20))
     stats = O.neighbour_stats(model, M, hmap)
     none = torch.full((4,), -1)
-    empty = NP.jstar_dose_response(model, M, stats, none, NP.PatchedNeurons(0), NP.DoseSettings([1, 5]))
+    empty = _jstar_dose(model, M, stats, none, NP.DoseSettings([1, 5]))
     assert empty.empty
     s = NP.jstar_summary(empty, 0, 0.5)
-    assert s.jstar_m50 is None and s.jstar_n == 0 and math.isnan(s.jstar_top_revert_max)
-    one = NP.jstar_dose_response(model, M, stats, torch.tensor([0, -1, -1, -1]), NP.PatchedNeurons(0),
-                                 NP.DoseSettings([1, 200], n_controls=1))
+    assert s.m50 is None and s.n == 0 and math.isnan(s.top_revert_max)
+    one = _jstar_dose(model, M, stats, torch.tensor([0, -1, -1, -1]), NP.DoseSettings([1, 200], n_controls=1))
     assert one.n.eq(1).all() and one[one.units == "mismatched"].reverted.isna().all()
     s = NP.jstar_summary(one, 0, 0.0)  # revert_min 0: m50 = 1, with no second example to mismatch
-    assert s.jstar_m50 == 1 and s.jstar_mismatched_revert_m50 is None
+    assert s.m50 == 1 and s.mismatched_revert_m50 is None
     out = O.jstar_comparison(stats, stats, hmap, none)
     assert out.jstar_n_M == 0 and out.jstar_n_without == 4 and out.jstar_counts == {}
     empty_stats = O.neighbour_stats(model, M[:0], hmap)
@@ -315,7 +317,7 @@ def test_jstar_analysis_gathers_the_metric_keys_of_one_run(grid):
         out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
                                 NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
     m = verdicts.flat(verdicts.c5.C5Metrics(jstar=out.comparison, after=out.after, jdose=out.summary, curves=out.curves))
-    assert out.summary.jstar_m50 == 1 and out.comparison.jstar_n_M == 4 and out.comparison.jstar_z_ratio >= 2
+    assert out.summary.m50 == 1 and out.comparison.jstar_n_M == 4 and out.comparison.jstar_z_ratio >= 2
     for key in ("jstar_counts", "jstar_z_M", "jstar_z_clean", "jstar_pattern_corr_M", "jstar_top_revert_max",
                 "jstar_top_revert_m50", "jstar_random_revert_m50", "jstar_mismatched_revert_m50",
                 "jstar_recovered_m50", "after_jstar_z_ratio_null", "after_jstar_patch_revert",
@@ -346,15 +348,12 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
     others = [40, 41, 42]  # silent neurons: patching them changes nothing
     with model.hooks(_plant(model, M, "jstar")):
         stats = O.neighbour_stats(model, M, hmap)
-        every = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0),  # before 8.5
-                                       NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        every = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))  # before 8.5
         # the planted neuron is an 8.3 unit at its example's j*, with 3 others: 4 units at every j*
         with_planted = _units_at_jstar({JSTAR[k]: [n] + others for k, (n, _) in PLANTED.items()})
-        inside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, with_planted),
-                                        NP.DoseSettings([1, 2, 5], n_controls=5, seed=0))
+        inside = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2, 5], n_controls=5, seed=0), with_planted)
         # one example's j* holds one unit, its planted neuron; the others' none
-        fewer = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, _units_at_jstar({0: [3]})),
-                                       NP.DoseSettings([1, 2]))
+        fewer = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2]), _units_at_jstar({0: [3]}))
     assert not model.has_hooks()
     assert sorted(set(every.m)) == [1, 2, 5] and every.set_index(["m", "units"]).reverted[(1, "top")] == 1.0
     assert not every["all"].any() and (every.short == 0).all()
@@ -366,12 +365,12 @@ def test_specificity_at_jstar_ranks_patches_and_draws_only_the_83_units(grid):
     assert t.reverted[(1, "mismatched")] == 0.0  # the partner's ranking, over this example's others
     assert t.short[(1, "random")] == 0 and t.short[(2, "random")] == 0 and t.short[(4, "random")] == 4
     s = NP.jstar_summary(inside, 0, 0.5)
-    assert s.jstar_m50 == 1 and s.jstar_m_tried == [1, 2, 4] and s.jstar_random_revert_m50 == 0.0
-    assert s.jstar_units_max == 4 and s.jstar_short_m50 == 0 and s.jstar_n == 4
+    assert s.m50 == 1 and s.m_tried == [1, 2, 4] and s.random_revert_m50 == 0.0
+    assert s.units_max == 4 and s.short_m50 == 0 and s.n == 4
     assert NP.jstar_units(jstar, with_planted) == 4
     # one example holds a unit: the dose m = 1 is all of it (the others patch nothing), reverting that example
     f = NP.jstar_summary(fewer, 0, 0.5)
-    assert f.jstar_m_tried == [1] and f.jstar_units_max == 1 and f.jstar_top_revert_max == 0.25
+    assert f.m_tried == [1] and f.units_max == 1 and f.top_revert_max == 0.25
     assert fewer.set_index("units").short["top"] == 3  # three examples hold fewer than 1 unit
     assert NP.jstar_units(jstar, _units_at_jstar({0: [3]})) == 0
 
@@ -386,18 +385,17 @@ def test_no_dose_of_the_83_units_reverting_half_of_M_fails_specificity(grid):
     without = _units_at_jstar({JSTAR[k]: [40, 41, 42, 50] for k in PLANTED})  # 4 units at every j*, none planted
     with model.hooks(_plant(model, M, "jstar")):
         stats = O.neighbour_stats(model, M, hmap)
-        outside = NP.jstar_dose_response(model, M, stats, jstar, NP.PatchedNeurons(0, without),
-                                         NP.DoseSettings([1, 2, 5, 10], n_controls=3, seed=0))
+        outside = _jstar_dose(model, M, stats, jstar, NP.DoseSettings([1, 2, 5, 10], n_controls=3, seed=0), without)
     assert not model.has_hooks()
     u = NP.jstar_summary(outside, 0, 0.5)
-    assert u.jstar_m_tried == [1, 2, 4] and u.jstar_units_max == 4  # 1, 2 of the grid, then all 4 units
-    assert (outside[outside.units == "top"].reverted == 0.0).all() and u.jstar_m50 is None
+    assert u.m_tried == [1, 2, 4] and u.units_max == 4  # 1, 2 of the grid, then all 4 units
+    assert (outside[outside.units == "top"].reverted == 0.0).all() and u.m50 is None
     from rote import verdicts
-    metrics = {"jstar_n_M": 4, "jstar_n": u.jstar_n, "jstar_m_tried": u.jstar_m_tried,
-               "jstar_units_min": NP.jstar_units(jstar, without), "jstar_units_max": u.jstar_units_max,
-               "jstar_top_revert_max": u.jstar_top_revert_max, "jstar_m50": None,
-               "jstar_random_revert_m50": u.jstar_random_revert_m50,
-               "jstar_mismatched_revert_m50": u.jstar_mismatched_revert_m50}
+    metrics = {"jstar_n_M": 4, "jstar_n": u.n, "jstar_m_tried": u.m_tried,
+               "jstar_units_min": NP.jstar_units(jstar, without), "jstar_units_max": u.units_max,
+               "jstar_top_revert_max": u.top_revert_max, "jstar_m50": None,
+               "jstar_random_revert_m50": u.random_revert_m50,
+               "jstar_mismatched_revert_m50": u.mismatched_revert_m50}
     checks = verdicts.c5.checks(verdicts.c5.from_record(**metrics))[1]
     spec = verdicts.find(checks, "c5.specificity")
     assert spec.passed is False and spec.value == 0.0 and spec.margin == -0.5
@@ -417,7 +415,7 @@ def test_jstar_analysis_reads_specificity_and_the_pattern_over_the_maps_83_units
         out = NP.jstar_analysis(model, {"M": M, "null": null}, stats, hmap, 0,
                                 NP.DoseSettings([1, 2], n_controls=2, revert_min=0.5))
     d, comp = out.summary, out.comparison
-    assert d.jstar_units_min == 0 and d.jstar_m_tried == [] and d.jstar_m50 is None
+    assert d.units_min == 0 and d.m_tried == [] and d.m50 is None
     assert math.isnan(comp.jstar_pattern_corr_M) and math.isnan(comp.jstar_z_M)
     from rote import verdicts
     checks = verdicts.c5.checks(verdicts.c5.C5Metrics(4, jstar=comp, after=out.after, jdose=d, curves=out.curves))[1]

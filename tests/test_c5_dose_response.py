@@ -157,8 +157,8 @@ def test_dose_settings_are_validated():
     with pytest.raises(ValueError):
         NP.LayerPatchSettings(n_controls=0)
     with pytest.raises(ValueError):
-        NP.PatchSites(torch.ones(3, 5, dtype=torch.bool), reference=torch.zeros(2, 5))
+        NP.Patch(0, torch.ones(3, 5, dtype=torch.bool), reference=torch.zeros(2, 5))
     with pytest.raises(ValueError):
-        NP.PatchedNeurons(0, torch.ones(5, dtype=torch.bool))
+        NP.Patch(0, torch.ones(3, 5, dtype=torch.bool), torch.ones(5, dtype=torch.bool))
     with pytest.raises(ValueError, match="revert_min"):
         NP.jstar_analysis(None, {}, {}, None, 0, NP.DoseSettings([1]))

@@ -222,5 +222,3 @@ def test_classification_and_neighbour_settings_are_validated():
     for bad in (dict(order="middle"), dict(max_shift=0), dict(min_count=0), dict(sd_floor=-1.0), dict(chunk=0)):
         with pytest.raises(ValueError):
             O.NeighbourSettings(**bad)
-    with pytest.raises(ValueError):
-        O.SquareSettings(radius=-1)

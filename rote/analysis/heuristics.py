@@ -49,13 +49,9 @@ class ClassifySettings:
     max_base: float = 0.6
 
     def __post_init__(self):
-        if not 0.0 <= self.coverage_min <= 1.0:
-            raise ValueError(f"coverage_min must be in [0, 1], got {self.coverage_min!r}")
-        if self.top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {self.top_k!r}")
-        if not 0.0 <= self.min_base <= self.max_base <= 1.0:
-            raise ValueError(f"need 0 <= min_base <= max_base <= 1, got min_base={self.min_base!r}, "
-                             f"max_base={self.max_base!r}")
+        if not (0.0 <= self.coverage_min <= 1.0 and self.top_k >= 1
+                and 0.0 <= self.min_base <= self.max_base <= 1.0):
+            raise ValueError(f"need coverage_min, min_base <= max_base in [0, 1] and top_k >= 1: {self}")
 
 
 def classify_activations(acts: torch.Tensor, features: torch.Tensor, settings: ClassifySettings, *,
@@ -63,37 +59,30 @@ def classify_activations(acts: torch.Tensor, features: torch.Tensor, settings: C
                          layers: Sequence[int] | None = None) -> HeuristicMap:
     """Classify units from ``acts`` [G, ...] on a grid ([G, A, L, D] is permuted to [L, A, D]) with
     ``features`` bool [G, F] (the columns of :func:`feature_list` unless ``names`` is given)."""
-    top_k, coverage_min = settings.top_k, settings.coverage_min
-    min_base, max_base = settings.min_base, settings.max_base
     names = list(names) if names is not None else feature_list()
     if acts.dim() == 4:  # [G, A, L, D] -> [G, L, A, D]
         acts = acts.permute(0, 2, 1, 3)
-    unit_shape = acts.shape[1:]
-    flat = acts.reshape(len(acts), -1).float().cpu()
-    feats = features.cpu()
-    base_all = feats.float().mean(0)
-    keep = ((base_all >= min_base) & (base_all <= max_base)).nonzero().squeeze(1)
-    F = feats[:, keep].float()  # [G, F']
-    base = base_all[keep]
-    k = min(top_k, len(flat))
+    shape, flat = tuple(acts.shape[1:]), acts.reshape(len(acts), -1).float().cpu()
+    base = features.cpu().float().mean(0)
+    keep = ((base >= settings.min_base) & (base <= settings.max_base)).nonzero().squeeze(1)
+    F, base = features.cpu()[:, keep].float(), base[keep]  # [G, F']
+    k = min(settings.top_k, len(flat))
     top_values, top = flat.topk(k, dim=0)
     top = top.T  # [U, k]
     cov = torch.empty(top.shape[0], len(keep))
     for s in range(0, top.shape[0], 256):  # gather in chunks: [256, k, F']
         cov[s:s + 256] = F[top[s:s + 256]].mean(1)
-    score = _kl_score(cov, base[None], k)
-    score = score - 1e-6 * base[None]  # ties: the rarer feature
+    score = _kl_score(cov, base[None], k) - 1e-6 * base[None]  # ties: the rarer feature
     best = score.argmax(-1)
     u = torch.arange(len(best))
     coverage = cov[u, best]
-    shape = tuple(unit_shape)
     return HeuristicMap(
         layers=list(layers) if layers is not None else list(range(shape[0])) if len(shape) == 3 else [0],
         feature_names=[names[c][0] for c in keep.tolist()], feature_kinds=[names[c][1] for c in keep.tolist()],
         feature_columns=keep, best=best.reshape(shape), coverage=coverage.reshape(shape),
         base_rate=base[best].reshape(shape), score=score[u, best].reshape(shape),
-        heuristic=(coverage >= coverage_min).reshape(shape), grid_sd=flat.std(0).reshape(shape), top_k=k,
-        coverage_min=coverage_min, top_mean=top_values.mean(0).reshape(shape))
+        heuristic=(coverage >= settings.coverage_min).reshape(shape), grid_sd=flat.std(0).reshape(shape), top_k=k,
+        coverage_min=settings.coverage_min, top_mean=top_values.mean(0).reshape(shape))
 
 
 def classify_neurons(model: HookedTransformer, grid: Examples, settings: ClassifySettings, *,

@@ -12,7 +12,7 @@ example's first differing digit j*, over the 8.3 units there, or the positions a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, fields
 from typing import Sequence
 
 import numpy as np
@@ -22,10 +22,14 @@ import torch
 from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples
-from .outliers import (AfterJstar, JstarComparison, JstarValues, after_jstar_comparison, after_jstar_mask,
-                       first_differing, jstar_comparison, jstar_mask, jstar_values)
+from .outliers import AfterJstar, JstarComparison, after_jstar_comparison, first_differing, jstar_comparison, jstar_mask
 from .patching import edit_hooks, set_where
 from .units import HeuristicMap, NeighbourStats
+
+
+def _share(model: HookedTransformer, examples: Examples, which: str, edits: list) -> float:
+    """The share of ``examples`` whose answer is exactly their ``which`` under ``edits``."""
+    return scoring.exact_match(model, examples, which, hooks=edit_hooks(edits)).cpu().double().mean().item()
 
 
 # -- C5 layer patching: the units of a layer patched to clean-neighbour expectations ---------------
@@ -46,10 +50,9 @@ class LayerPatchSettings:
     seed: int = 0
 
     def __post_init__(self):
-        if not self.z_min >= 0.0:
-            raise ValueError(f"z_min must be at least 0, got {self.z_min!r}")
-        if self.n_controls < 1:
-            raise ValueError(f"n_controls must be at least 1, got {self.n_controls!r}")
+        for name, low in (("z_min", 0.0), ("n_controls", 1)):
+            if not getattr(self, name) >= low:
+                raise ValueError(f"{name} must be at least {low}, got {getattr(self, name)!r}")
 
 
 def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap,
@@ -59,36 +62,25 @@ def layer_patching(model: HookedTransformer, memorized: Examples, stats, hmap,
     of them), ``all`` (the layer); the first two against a random control (``control``: as many units
     per example and position, mean over ``n_controls`` draws). Columns: layer, units, control, n_units,
     reverted (share of M no longer giving its label), recovered (share giving the true sum)."""
-    z_min, n_controls, seed = settings.z_min, settings.n_controls, settings.seed
     cols = ["layer", "units", "control", "n_units", "reverted", "recovered"]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
-    gen = torch.Generator().manual_seed(seed)
-    expected = stats.expected
-    n = len(memorized)
-    positions = memorized.answer_positions
-    rows = []
+    gen, rows = torch.Generator().manual_seed(settings.seed), []
     for li, l in enumerate(hmap.layers):
-        values = expected[:, li]  # [N, A, D]
-        heur = hmap.heuristic[li][None].expand(n, -1, -1)  # [N, A, D]
-        z = stats.z[:, li]
-        outl = heur & (z.abs() >= z_min) & ~z.isnan()
+        heur = hmap.heuristic[li][None].expand(len(memorized), -1, -1)  # [N, A, D]
+        z, values, hook = stats.z[:, li], stats.expected[:, li], model.hook_name("post", l)
+        outl = heur & (z.abs() >= settings.z_min) & ~z.isnan()
         for name, mask in [("outliers", outl), ("heuristics", heur), ("all", torch.ones_like(heur))]:
             conditions = [(False, [mask])]
             if name != "all":
-                counts = mask.sum(-1)  # [N, A]
-                conditions.append((True, [_random_like(counts, mask.shape[-1], gen) for _ in range(n_controls)]))
+                draws = [_random_like(mask.sum(-1), mask.shape[-1], gen) for _ in range(settings.n_controls)]
+                conditions.append((True, draws))
             for control, masks in conditions:
-                rev, rec = [], []
-                for m in masks:
-                    edits = [(model.hook_name("post", l), set_where(positions, m, values))]
-                    rev.append(1 - scoring.exact_match(model, memorized, "label", hooks=edit_hooks(edits))
-                               .cpu().double().mean().item())
-                    rec.append(scoring.exact_match(model, memorized, "true_label", hooks=edit_hooks(edits))
-                               .cpu().double().mean().item())
+                edits = [[(hook, set_where(memorized.answer_positions, m, values))] for m in masks]
                 rows.append({"layer": l, "units": name, "control": control,
                              "n_units": float(mask.sum((1, 2)).float().mean()),
-                             "reverted": float(np.mean(rev)), "recovered": float(np.mean(rec))})
+                             "reverted": float(np.mean([1 - _share(model, memorized, "label", e) for e in edits])),
+                             "recovered": float(np.mean([_share(model, memorized, "true_label", e) for e in edits]))})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -122,8 +114,7 @@ def patching_summary(table: pd.DataFrame, layer: int) -> LayerPatch:
 def neuron_scores(stats, layer_index: int) -> torch.Tensor:
     """[N, D] each neuron's largest |z| over the answer positions (-inf: undefined everywhere), for ranking."""
     absz = stats.z[:, layer_index].abs()  # [N, A, D]
-    absz = torch.where(absz.isnan(), torch.full_like(absz, -math.inf), absz)
-    return absz.max(1).values
+    return torch.where(absz.isnan(), -math.inf, absz).max(1).values
 
 
 def _top_mask(scores: torch.Tensor, m: int) -> torch.Tensor:
@@ -158,14 +149,12 @@ class DoseSettings:
 
     def __post_init__(self):
         object.__setattr__(self, "m_grid", tuple(self.m_grid))
-        if any(m < 1 for m in self.m_grid):
-            raise ValueError(f"every m of m_grid must be at least 1, got {self.m_grid!r}")
-        if self.n_controls < 1:
-            raise ValueError(f"n_controls must be at least 1, got {self.n_controls!r}")
-        if self.max_examples is not None and self.max_examples < 0:
-            raise ValueError(f"max_examples must be None or at least 0, got {self.max_examples!r}")
-        if self.revert_min is not None and not 0.0 <= self.revert_min <= 1.0:
-            raise ValueError(f"revert_min must be None or in [0, 1], got {self.revert_min!r}")
+        for name, value, low, high in (("every m of m_grid", min(self.m_grid, default=1), 1, math.inf),
+                                       ("n_controls", self.n_controls, 1, math.inf),
+                                       ("max_examples", self.max_examples, 0, math.inf),
+                                       ("revert_min", self.revert_min, 0.0, 1.0)):
+            if not (value is None and name in ("max_examples", "revert_min")) and not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low}, {high}] (or None where optional), got {value!r}")
 
 
 def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: Sequence[int],
@@ -173,49 +162,37 @@ def dose_response(model: HookedTransformer, memorized: Examples, stats, layers: 
     """7.7: per layer and m, each example's neurons patched at every answer position to its own
     expectations: its ``top`` m by |z|, m ``random`` ones (mean over draws), and its partner's top m
     (``mismatched``, NaN with one example). Rows: layer, m, units, reverted, recovered (top only), n."""
-    m_grid, n_controls, seed, max_examples = settings.m_grid, settings.n_controls, settings.seed, settings.max_examples
     cols = ["layer", "m", "units", "reverted", "recovered", "n"]
-    if max_examples is not None:
-        memorized = memorized[:max_examples]
+    memorized = memorized if settings.max_examples is None else memorized[:settings.max_examples]
     if len(memorized) == 0:
         return pd.DataFrame(columns=cols)
-    gen = torch.Generator().manual_seed(seed)
-    n, positions = len(memorized), memorized.answer_positions
-    expected = stats.expected[:n]
-    partner = mismatch_partner(n, seed)
-    rows = []
+    n, gen, rows = len(memorized), torch.Generator().manual_seed(settings.seed), []
+    partner = mismatch_partner(n, settings.seed)
     for l in layers:
         li = list(stats.layers).index(l)
-        values = expected[:, li]  # [N, A, D]
-        A, D = values.shape[1:]
-        scores = neuron_scores(stats, li)[:n]
+        values, scores = stats.expected[:n, li], neuron_scores(stats, li)[:n]  # [N, A, D], [N, D]
         hook = model.hook_name("post", l)
 
         def score(mask: torch.Tensor, recovered: bool = False) -> tuple[float, float]:
-            full = mask[:, None, :].expand(n, A, D)
-            hooks = edit_hooks([(hook, set_where(positions, full, values))])
-            rev = 1 - scoring.exact_match(model, memorized, "label", hooks=hooks).cpu().double().mean().item()
-            rec = (scoring.exact_match(model, memorized, "true_label", hooks=hooks).cpu().double().mean().item()
-                   if recovered else math.nan)
-            return rev, rec
+            edits = [(hook, set_where(memorized.answer_positions, mask[:, None, :].expand_as(values), values))]
+            rec = _share(model, memorized, "true_label", edits) if recovered else math.nan
+            return 1 - _share(model, memorized, "label", edits), rec
 
-        for m in m_grid:
+        for m in settings.m_grid:
             top = _top_mask(scores, m)
-            rev, rec = score(top, recovered=True)
-            rows.append({"layer": l, "m": m, "units": "top", "reverted": rev, "recovered": rec, "n": n})
-            draws = [score(_top_mask(torch.rand(n, D, generator=gen), m)) for _ in range(n_controls)]
-            rows.append({"layer": l, "m": m, "units": "random", "reverted": float(np.mean([d[0] for d in draws])),
-                         "recovered": float(np.mean([d[1] for d in draws])), "n": n})
-            rev, rec = score(top[partner]) if len(partner) else (math.nan, math.nan)
-            rows.append({"layer": l, "m": m, "units": "mismatched", "reverted": rev, "recovered": rec, "n": n})
+            draws = [score(_top_mask(torch.rand(n, values.shape[2], generator=gen), m))
+                     for _ in range(settings.n_controls)]
+            for units, (rev, rec) in (("top", score(top, recovered=True)), ("random", map(np.mean, zip(*draws))),
+                                      ("mismatched", score(top[partner]) if len(partner) else (math.nan, math.nan))):
+                rows.append({"layer": l, "m": m, "units": units, "reverted": float(rev), "recovered": float(rec),
+                             "n": n})
     return pd.DataFrame(rows, columns=cols)
 
 
 @dataclass(frozen=True)
-class DoseSummary:
-    """7.7: one layer of :func:`dose_response`: the curves by m, m50 (the smallest m whose top-m patch
-    reverts ``revert_min`` of M; None: none), the largest top-m revert, the reverts at m50, and the
-    examples patched (every share's denominator)."""
+class DoseCurves:
+    """A dose-response at one layer: the curves by m, m50 (the smallest m whose top-m patch reverts
+    ``revert_min`` of M; None: none), the largest top-m revert and the reverts at m50."""
 
     curve_top: list[float] | None = None
     curve_random: list[float] | None = None
@@ -226,6 +203,12 @@ class DoseSummary:
     top_revert_m50: float | None = None
     random_revert_m50: float | None = None
     mismatched_revert_m50: float | None = None
+
+
+@dataclass(frozen=True)
+class DoseSummary(DoseCurves):
+    """7.7: :class:`DoseCurves` of :func:`dose_response` and the examples patched (every share's denominator)."""
+
     dose_n: int | None = None
 
 
@@ -247,33 +230,20 @@ def dose_summary(table: pd.DataFrame, layer: int, revert_min: float) -> DoseSumm
 
 # -- C5 at the first differing digit (amendment 2, 8.4) ------------------------------------------
 @dataclass(frozen=True)
-class PatchedNeurons:
-    """The neurons ranked and patched: those of ``layer``; with ``units`` bool [A, D] (8.5: the layer's
-    8.3 units per answer position) only these."""
+class Patch:
+    """Where :func:`position_dose_response` patches: the neurons of ``layer`` (with ``units`` bool [A, D],
+    8.5: the layer's 8.3 units per answer position, only these) at the positions ``at`` bool [N, A], a
+    revert read against ``reference`` [N, A] (None: the unpatched prediction)."""
 
     layer: int
-    units: torch.Tensor | None = None
-
-    def __post_init__(self):
-        if self.layer < 0:
-            raise ValueError(f"layer must be at least 0, got {self.layer!r}")
-        if self.units is not None and self.units.dim() != 2:
-            raise ValueError(f"units must be [A, D], got shape {tuple(self.units.shape)}")
-
-
-@dataclass(frozen=True)
-class PatchSites:
-    """Where to patch, ``at`` bool [N, A], and the prediction a revert is read against (None: unpatched)."""
-
     at: torch.Tensor
+    units: torch.Tensor | None = None
     reference: torch.Tensor | None = None
 
     def __post_init__(self):
-        if self.at.dim() != 2:
-            raise ValueError(f"at must be [N, A], got shape {tuple(self.at.shape)}")
-        if self.reference is not None and tuple(self.reference.shape) != tuple(self.at.shape):
-            raise ValueError(f"reference must have the shape of at {tuple(self.at.shape)}, "
-                             f"got {tuple(self.reference.shape)}")
+        if self.layer < 0 or self.at.dim() != 2 or (self.units is not None and self.units.dim() != 2) or \
+                (self.reference is not None and tuple(self.reference.shape) != tuple(self.at.shape)):
+            raise ValueError("a patch needs a layer >= 0, at [N, A], units None or [A, D], reference None or [N, A]")
 
 
 def _candidates(stats, li: int, rows: torch.Tensor, at: torch.Tensor,
@@ -281,10 +251,9 @@ def _candidates(stats, li: int, rows: torch.Tensor, at: torch.Tensor,
     """Each example's ``scores`` [n, D] (its largest |z| over its ``at`` positions) and the neurons it may
     patch, ``allowed`` [n, D]: with ``units`` those at its positions (undefined |z| ranks -1, others -inf)."""
     absz = stats.z[rows, li].abs()
-    D = absz.shape[-1]
     if units is None:
         absz = torch.where(absz.isnan() | ~at[:, :, None], torch.full_like(absz, -math.inf), absz)
-        return absz.max(1).values, torch.ones(len(rows), D, dtype=torch.bool)
+        return absz.max(1).values, torch.ones(len(rows), absz.shape[-1], dtype=torch.bool)
     cand = at[:, :, None] & units.bool().cpu()[None]  # [n, A, D]
     absz = torch.where(cand, absz.nan_to_num(-1.0), torch.full_like(absz, -math.inf))
     return absz.max(1).values, cand.any(1)
@@ -302,133 +271,111 @@ def _doses(m_grid: Sequence[int], counts: torch.Tensor, by_units: bool) -> list[
     return doses if any(a for _, a in doses) else doses + [(most, True)]
 
 
-@dataclass(frozen=True)
-class _Draw:
-    """How the controls are drawn: generator, mismatched partners, draws per dose, over the 8.3 units or not."""
-
-    gen: torch.Generator
-    partner: torch.Tensor
-    n_controls: int
-    by_units: bool
-
-
-def _controls(scores: torch.Tensor, allowed: torch.Tensor, top: torch.Tensor, m: int,
-              draw: _Draw) -> tuple[list[torch.Tensor], torch.Tensor | None, int]:
+def _controls(scores: torch.Tensor, allowed: torch.Tensor, top: torch.Tensor, m: int, gen: torch.Generator,
+              partner: torch.Tensor, n_controls: int, by_units: bool) -> tuple[list, torch.Tensor | None, int]:
     """The random masks, the mismatched one (None: one example) and how many examples have fewer than m
     to draw from. Over the 8.3 units (8.6) both draw from the example's units outside its top m: random
     uniformly, mismatched by the partner's |z| ranking (unranked units after it, in random order)."""
     n, D = scores.shape
-    others = allowed & ~top if draw.by_units else allowed
+    others = allowed & ~top if by_units else allowed
 
     def pick(key: torch.Tensor) -> torch.Tensor:
         return _top_mask(key.masked_fill(~others, -math.inf), m) & others
 
-    randoms = [pick(torch.rand(n, D, generator=draw.gen)) for _ in range(draw.n_controls)]
-    if not len(draw.partner):
+    randoms = [pick(torch.rand(n, D, generator=gen)) for _ in range(n_controls)]
+    if not len(partner):
         mismatched = None
-    elif draw.by_units:
-        key = scores[draw.partner]
-        fill = -2.0 - torch.rand(n, D, generator=torch.Generator().manual_seed(draw.gen.initial_seed() + 1))
+    elif by_units:
+        key = scores[partner]
+        fill = -2.0 - torch.rand(n, D, generator=torch.Generator().manual_seed(gen.initial_seed() + 1))
         mismatched = pick(torch.where(torch.isfinite(key), key, fill))
     else:
-        mismatched = top[draw.partner]
+        mismatched = top[partner]
     return randoms, mismatched, int((others.sum(1) < m).sum())
 
 
 @torch.no_grad()
-def position_dose_response(model: HookedTransformer, examples: Examples, stats, neurons: PatchedNeurons,
-                           sites: PatchSites, settings: DoseSettings) -> pd.DataFrame:
-    """Each example's top-m neurons by |z| over its ``sites.at`` positions, patched there only to its
+def position_dose_response(model: HookedTransformer, examples: Examples, stats, patch: Patch,
+                           settings: DoseSettings) -> pd.DataFrame:
+    """Each example's top-m neurons by |z| over its ``patch.at`` positions, patched there only to its
     expectations (teacher-forced on its label; examples without a position left out), against the
     controls of :func:`_controls`, per dose of :func:`_doses`. Rows: layer, m, units, reverted (the
     prediction at some ``at`` position leaves the reference), recovered (top m: the true digit at every
     one), n, all, short (examples with fewer than m units to patch, or to draw the controls from)."""
-    layer, units, m_grid = neurons.layer, neurons.units, settings.m_grid
     cols = ["layer", "m", "units", "reverted", "recovered", "n", "all", "short"]
-    rows_kept = sites.at.bool().cpu().any(1).nonzero().squeeze(1)[:settings.max_examples]
-    n = len(rows_kept)
+    rows_kept = patch.at.bool().cpu().any(1).nonzero().squeeze(1)[:settings.max_examples]
+    n, by_units = len(rows_kept), patch.units is not None
     if n == 0:
         return pd.DataFrame(columns=cols)
-    ex, at = examples[rows_kept], sites.at.bool().cpu()[rows_kept]
-    li = list(stats.layers).index(layer)
+    ex, at = examples[rows_kept], patch.at.bool().cpu()[rows_kept]
+    li = list(stats.layers).index(patch.layer)
     values = stats.expected[rows_kept, li]  # [n, A, D]
-    scores, allowed = _candidates(stats, li, rows_kept, at, units)
-    hook, positions = model.hook_name("post", layer), ex.answer_positions
+    scores, allowed = _candidates(stats, li, rows_kept, at, patch.units)
+    hook = model.hook_name("post", patch.layer)
 
     def predict(mask: torch.Tensor | None) -> torch.Tensor:
-        edits = [] if mask is None else [(hook, set_where(positions, at[:, :, None] & mask[:, None, :], values))]
+        edits = [] if mask is None else [(hook, set_where(ex.answer_positions, at[:, :, None] & mask[:, None], values))]
         return scoring.answer_logits(model, ex, "label", hooks=edit_hooks(edits)).argmax(-1).cpu()
 
-    ref = predict(None) if sites.reference is None else sites.reference.cpu()[rows_kept]
+    ref = predict(None) if patch.reference is None else patch.reference.cpu()[rows_kept]
 
-    def score(mask: torch.Tensor | None, recovered: bool = False) -> tuple[float, float]:
-        if mask is None:
-            return math.nan, math.nan
-        pred = predict(mask)
-        rev = ((pred != ref) & at).any(1).double().mean().item()
-        return rev, ((pred == ex.true_label) | ~at).all(1).double().mean().item() if recovered else math.nan
+    def reverted(pred: torch.Tensor) -> float:
+        return ((pred != ref) & at).any(1).double().mean().item()
 
-    draw = _Draw(torch.Generator().manual_seed(settings.seed), mismatch_partner(n, settings.seed), settings.n_controls,
-                 units is not None)
+    gen, partner = torch.Generator().manual_seed(settings.seed), mismatch_partner(n, settings.seed)
     out, counts = [], allowed.sum(1)
-    for m, every in _doses(m_grid, counts, units is not None):
+    for m, every in _doses(settings.m_grid, counts, by_units):
         top = allowed if every else _top_mask(scores, m) & allowed
-        rev, rec = score(top, recovered=True)
-        row = {"layer": layer, "m": m, "n": n, "all": every}
-        out.append({**row, "units": "top", "reverted": rev, "recovered": rec, "short": int((counts < m).sum())})
-        randoms, mismatched, short = _controls(scores, allowed, top, m, draw)
-        out.append({**row, "units": "random", "reverted": float(np.mean([score(k)[0] for k in randoms])),
+        pred, row = predict(top), {"layer": patch.layer, "m": m, "n": n, "all": every}
+        out.append({**row, "units": "top", "reverted": reverted(pred), "short": int((counts < m).sum()),
+                    "recovered": ((pred == ex.true_label) | ~at).all(1).double().mean().item()})
+        randoms, mismatched, short = _controls(scores, allowed, top, m, gen, partner, settings.n_controls, by_units)
+        out.append({**row, "units": "random", "reverted": float(np.mean([reverted(predict(k)) for k in randoms])),
                     "recovered": math.nan, "short": short})
-        out.append({**row, "units": "mismatched", "reverted": score(mismatched)[0], "recovered": math.nan,
-                    "short": short})
+        rev = math.nan if mismatched is None else reverted(predict(mismatched))
+        out.append({**row, "units": "mismatched", "reverted": rev, "recovered": math.nan, "short": short})
     return pd.DataFrame(out, columns=cols)
-
-
-def jstar_dose_response(model: HookedTransformer, memorized: Examples, stats, jstar: torch.Tensor,
-                        neurons: PatchedNeurons, settings: DoseSettings) -> pd.DataFrame:
-    """8.4's specificity: :func:`position_dose_response` at each example's j*, read against its label."""
-    at = jstar_mask(jstar, memorized.label.shape[1])
-    return position_dose_response(model, memorized, stats, neurons, PatchSites(at, memorized.label), settings)
 
 
 def jstar_units(jstar: torch.Tensor, units: torch.Tensor, max_examples: int | None = None) -> int | None:
     """The fewest ``units`` [A, D] at an example's j*, over the first ``max_examples`` with one (None: none)."""
     jstar = jstar.long().cpu()
-    rows = (jstar >= 0).nonzero().squeeze(1)
-    if max_examples is not None:
-        rows = rows[:max_examples]
-    if not len(rows):
-        return None
-    return int(units.bool().cpu().sum(-1)[jstar[rows]].min())
+    rows = (jstar >= 0).nonzero().squeeze(1)[:max_examples]
+    return int(units.bool().cpu().sum(-1)[jstar[rows]].min()) if len(rows) else None
 
 
-JstarDose = make_dataclass("JstarDose", [(f"jstar_{f.name}", f.type, field(default=None)) for f in fields(DoseSummary)
-                                        if f.name != "dose_n"] + [(f"jstar_{name}", t, field(default=None)) for name, t in (
-    ("recovered_m50", "float | None"), ("curve_recovered", "list[float] | None"), ("n", "int | None"),
-    ("m_tried", "list[int] | None"), ("units_min", "int | None"), ("units_max", "int | None"),
-    ("short_m50", "int | None"))], frozen=True)
-JstarDose.__doc__ = """8.4-8.6: :class:`DoseSummary` of the dose-response at j* (its ``jstar_mismatched_revert_m50`` None with
-one example; m50 may be the all-units dose), the true digit's recovery at m50 and its curve, the examples
-patched, the doses tried (each m up to the most 8.3 units an example holds, ``jstar_units_max``, and all of
-them), the fewest units at a j*, and the examples with fewer than m50 units outside their top m50 (the
-controls draw from them; None without m50)."""
+@dataclass(frozen=True)
+class JstarDose(DoseCurves):
+    """8.4-8.6 (in the record each name after ``jstar_``): :class:`DoseCurves` at j* (the mismatched revert at
+    m50 None with one example; m50 may be the all-units dose), the true digit's recovery at m50 and its curve,
+    the examples patched, the doses tried (each m up to the most 8.3 units an example holds, ``units_max``,
+    and all of them), the fewest units at a j*, and the examples with fewer than m50 units outside their top
+    m50 (the controls draw from them; None without m50)."""
+
+    recovered_m50: float | None = None
+    curve_recovered: list[float] | None = None
+    n: int | None = None
+    m_tried: list[int] | None = None
+    units_min: int | None = None
+    units_max: int | None = None
+    short_m50: int | None = None
 
 
 def jstar_summary(table: pd.DataFrame, layer: int, revert_min: float, units_min: int | None = None) -> JstarDose:
     s = dose_summary(table, layer, revert_min)
     t = table[(table.layer == layer) & (table.units == "top")] if len(table) else table
-    row = t[t.m == s.m50] if s.m50 is not None else t.iloc[:0]
+    at_m50 = table[(table.layer == layer) & (table.m == s.m50)] if len(table) and s.m50 is not None else table.iloc[:0]
     mismatched = s.mismatched_revert_m50
-    if s.m50 is not None and isinstance(mismatched, float) and math.isnan(mismatched):
+    if s.m50 is not None and math.isnan(mismatched):
         mismatched = None
-    every = t[t["all"].astype(bool)] if len(t) and "all" in t else t.iloc[:0]
-    controls = table[(table.layer == layer) & (table.units == "random") & (table.m == s.m50)] \
-        if len(table) and s.m50 is not None and "short" in table else table.iloc[:0]
-    return JstarDose(s.curve_top, s.curve_random, s.curve_mismatched, s.curve_m, s.m50, s.top_revert_max,
-                     s.top_revert_m50, s.random_revert_m50, mismatched, float(row.recovered.iloc[0]) if len(row) else math.nan,
-                     [float(x) for x in t.sort_values("m").recovered] if len(t) else [], int(t.n.iloc[0]) if len(t) else 0,
-                     [int(x) for x in s.curve_m], units_min, int(every.m.iloc[0]) if len(every) else None,
-                     int(controls.short.iloc[0]) if len(controls) else None)
+    every, top, random = t[t["all"].astype(bool)], at_m50[at_m50.units == "top"], at_m50[at_m50.units == "random"]
+    curves = {f.name: getattr(s, f.name) for f in fields(DoseCurves)}
+    return JstarDose(**{**curves, "mismatched_revert_m50": mismatched},
+                     recovered_m50=float(top.recovered.iloc[0]) if len(top) else math.nan,
+                     curve_recovered=[float(x) for x in t.sort_values("m").recovered],
+                     n=int(t.n.iloc[0]) if len(t) else 0, m_tried=list(s.curve_m), units_min=units_min,
+                     units_max=int(every.m.iloc[0]) if len(every) else None,
+                     short_m50=int(random.short.iloc[0]) if len(random) else None)
 
 
 @dataclass(frozen=True)
@@ -446,18 +393,15 @@ class AfterJstarCurves:
 
 @dataclass(frozen=True)
 class JstarAnalysis:
-    """Every result of 8.4 for one run, and its tables: the dose-response at j* (``dose``), after j* on M
-    and on the null, each example's j*, and the per-example values of the ratio at j* (section 11)."""
+    """Every result of 8.4 for one run: the comparisons, the dose-response at j* (``dose``, its table) and
+    after j* on M and on the null, and each example's j*."""
 
     comparison: JstarComparison
     after: AfterJstar
     summary: JstarDose
     curves: AfterJstarCurves
     dose: pd.DataFrame
-    after_dose: pd.DataFrame
-    after_null_dose: pd.DataFrame
     jstar: torch.Tensor
-    z_values: JstarValues
 
 
 def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: dict[str, NeighbourStats],
@@ -466,23 +410,20 @@ def jstar_analysis(model: HookedTransformer, sets: dict[str, Examples], stats: d
     map with the features of ``hmap``, the 8.3 cut map whose units are read); ``layer`` is patched."""
     if settings.revert_min is None:
         raise ValueError("jstar_analysis needs settings.revert_min (the share of M a patch must revert for m50)")
-    memorized, null, m_grid = sets["M"], sets["null"], settings.m_grid
+    memorized, null = sets["M"], sets["null"]
     A = memorized.label.shape[1]
     jstar, jstar_null = first_differing(memorized), first_differing(null)
     units = hmap.heuristic[list(hmap.layers).index(layer)]  # [A, D] the 8.3 units of the layer (8.5)
-    dose = jstar_dose_response(model, memorized, stats["M"], jstar, PatchedNeurons(layer, units), settings)
-    every = PatchedNeurons(layer)
-    after = position_dose_response(model, memorized, stats["M"], every, PatchSites(after_jstar_mask(jstar, A)), settings)
-    after_null = position_dose_response(model, null, stats["null"], every, PatchSites(after_jstar_mask(jstar_null, A)),
-                                        settings)
-
-    def curve(table, units):
-        t = table[table.units == units].sort_values("m") if len(table) else table
-        return [float(x) for x in t.reverted] if len(t) else [math.nan] * len(m_grid)
-
-    curves = AfterJstarCurves([int(m) for m in m_grid], curve(after, "top"), curve(after, "random"),
-                              curve(after_null, "top"), curve(after_null, "random"), int(layer))
+    at_jstar = Patch(layer, jstar_mask(jstar, A), units, memorized.label)
+    dose = position_dose_response(model, memorized, stats["M"], at_jstar, settings)
+    curves = [[int(m) for m in settings.m_grid]]
+    for examples, name, j in ((memorized, "M", jstar), (null, "null", jstar_null)):
+        after = Patch(layer, jstar_mask(j, A, after=True))
+        table = position_dose_response(model, examples, stats[name], after, settings)
+        for units_name in ("top", "random"):
+            t = table[table.units == units_name].sort_values("m") if len(table) else table
+            curves.append([float(x) for x in t.reverted] if len(t) else [math.nan] * len(settings.m_grid))
+    summary = jstar_summary(dose, layer, settings.revert_min, jstar_units(jstar, units, settings.max_examples))
     return JstarAnalysis(jstar_comparison(stats["M"], stats["clean"], hmap, jstar),
-                         after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null),
-                         jstar_summary(dose, layer, settings.revert_min, jstar_units(jstar, units, settings.max_examples)),
-                         curves, dose, after, after_null, jstar, jstar_values(stats["M"], stats["clean"], hmap, jstar))
+                         after_jstar_comparison(stats["M"], stats["null"], hmap, jstar, jstar_null), summary,
+                         AfterJstarCurves(*curves, int(layer)), dose, jstar)

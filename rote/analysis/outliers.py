@@ -26,10 +26,8 @@ from .intervals import Interval, bootstrap
 from .neurons import folded_unembed, mlp_activations
 from .units import HeuristicMap, NeighbourStats
 
-
-def _check_order(order: str) -> None:
-    if order not in ("msb", "lsb"):
-        raise ValueError(f"order must be 'msb' or 'lsb', got {order!r}")
+OPERANDS = (fda.MIN_OPERAND, fda.MAX_OPERAND)
+RADIUS = 6  # :func:`operand_neighbourhood`: each operand shifted up to this much
 
 
 # -- clean neighbours -----------------------------------------------------------------------------
@@ -39,67 +37,64 @@ class NeighbourSettings:
     neighbours for a defined z, the sd floor (times the grid sd) and the examples per batch."""
 
     order: str = "msb"
-    max_shift: int = 3
+    max_shift: int = 3  # 0 would leave no clean neighbour
     min_count: int = 3
     sd_floor: float = 0.1
     chunk: int = 32
 
     def __post_init__(self):
-        _check_order(self.order)
-        if self.max_shift < 1:
-            raise ValueError(f"max_shift must be at least 1 (0 leaves no clean neighbour), got {self.max_shift!r}")
-        if self.min_count < 1:
-            raise ValueError(f"min_count must be at least 1, got {self.min_count!r}")
-        if not self.sd_floor >= 0.0:
-            raise ValueError(f"sd_floor must be at least 0, got {self.sd_floor!r}")
-        if self.chunk < 1:
-            raise ValueError(f"chunk must be at least 1, got {self.chunk!r}")
+        if self.order not in ("msb", "lsb"):
+            raise ValueError(f"order must be 'msb' or 'lsb', got {self.order!r}")
+        for name, low in (("max_shift", 1), ("min_count", 1), ("sd_floor", 0.0), ("chunk", 1)):
+            if not getattr(self, name) >= low:
+                raise ValueError(f"{name} must be at least {low}, got {getattr(self, name)!r}")
 
 
 @torch.no_grad()
 def neighbour_stats(model: HookedTransformer, examples: Examples, hmap: HeuristicMap,
                     settings: NeighbourSettings = NeighbourSettings()) -> NeighbourStats:
     """Clean-neighbour expectations of every unit of ``hmap`` for each example, and z-scores."""
-    order, min_count, chunk, layers = settings.order, settings.min_count, settings.chunk, hmap.layers
-    L, A, D = hmap.best.shape
-    n, offsets = len(examples), neighbour_offsets(settings.max_shift)
-    K = len(offsets)
+    chunk, layers, shape = settings.chunk, hmap.layers, (len(examples), *hmap.best.shape)
+    offsets = neighbour_offsets(settings.max_shift)
     unit_feat = hmap.feature_columns[hmap.best.flatten()]  # [U] column in feature_table
     act = mlp_activations(model, examples, "label", layers).permute(0, 2, 1, 3).cpu()  # [N, L, A, D]
-    out = {k: torch.full((n, L * A * D), math.nan) for k in ("mean", "sd", "mean_all")}
-    count = torch.zeros(n, L * A * D, dtype=torch.int16)
+    names = ("mean", "sd", "mean_all", "count")
+    out = {k: torch.full((len(examples), hmap.best.numel()), math.nan) for k in names}
     fx_all = feature_table(examples.info["a"], examples.info["b"])[:, unit_feat]  # [N, U]
-    for s in range(0, n, chunk):
+    for s in range(0, len(examples), chunk):
         a, b = examples.info["a"][s:s + chunk], examples.info["b"][s:s + chunk]
-        m = len(a)
         na, nb = a[:, None] + offsets[:, 0], b[:, None] + offsets[:, 1]  # [m, K]
-        valid = (na >= fda.MIN_OPERAND) & (na <= fda.MAX_OPERAND) & (nb >= fda.MIN_OPERAND) & (nb <= fda.MAX_OPERAND)
-        na, nb = na.clamp(fda.MIN_OPERAND, fda.MAX_OPERAND), nb.clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
-        nbrs = make_examples(na.flatten(), nb.flatten(), order)
-        nact = mlp_activations(model, nbrs, "true_label", layers).permute(0, 2, 1, 3).reshape(m, K, -1).cpu()
-        fn = feature_table(na.flatten(), nb.flatten())[:, unit_feat].reshape(m, K, -1)  # [m, K, U]
-        match = (fn == fx_all[s:s + m, None]) & valid[:, :, None]
-        w = match.float()
+        valid = ((na == na.clamp(*OPERANDS)) & (nb == nb.clamp(*OPERANDS)))[:, :, None].float()
+        na, nb = na.clamp(*OPERANDS).flatten(), nb.clamp(*OPERANDS).flatten()
+        nact = mlp_activations(model, make_examples(na, nb, settings.order), "true_label", layers)
+        nact = nact.permute(0, 2, 1, 3).reshape(len(a), len(offsets), -1).cpu()
+        fn = feature_table(na, nb)[:, unit_feat].reshape(len(a), len(offsets), -1)  # [m, K, U]
+        w = ((fn == fx_all[s:s + chunk, None]) * valid).float()
         cnt = w.sum(1)
         mean = (nact * w).sum(1) / cnt.clamp(min=1)
         sd = (((nact - mean[:, None]) ** 2 * w).sum(1) / cnt.clamp(min=1)).sqrt()
-        enough = cnt >= min_count
-        out["mean"][s:s + m] = torch.where(enough, mean, math.nan)
-        out["sd"][s:s + m] = torch.where(enough, sd, math.nan)
-        v = valid[:, :, None].float()
-        out["mean_all"][s:s + m] = (nact * v).sum(1) / v.sum(1).clamp(min=1)
-        count[s:s + m] = cnt.to(torch.int16)
-    shape = (n, L, A, D)
-    mean, sd = out["mean"].reshape(shape), out["sd"].reshape(shape)
+        enough = cnt >= settings.min_count
+        part = (torch.where(enough, mean, math.nan), torch.where(enough, sd, math.nan),
+                (nact * valid).sum(1) / valid.sum(1).clamp(min=1), cnt)
+        for k, v in zip(names, part):
+            out[k][s:s + len(a)] = v
+    mean, sd, mean_all, count = (out[k].reshape(shape) for k in names)
     floor = (settings.sd_floor * hmap.grid_sd[None]).clamp(min=1e-6)  # 1e-6: units that are constant on the grid
-    z = (act - mean) / torch.maximum(sd, floor)
-    return NeighbourStats(act=act, mean=mean, sd=sd, count=count.reshape(shape), mean_all=out["mean_all"].reshape(shape),
-                          z=z, differs=(examples.label != examples.true_label), layers=list(layers))
+    return NeighbourStats(act=act, mean=mean, sd=sd, count=count.to(torch.int16), mean_all=mean_all,
+                          z=(act - mean) / torch.maximum(sd, floor),
+                          differs=(examples.label != examples.true_label), layers=list(layers))
 
 
-def _nanmedian(x: torch.Tensor) -> float:
-    x = x[~x.isnan()]
-    return float(x.median()) if len(x) else math.nan
+def _median(x) -> float:
+    """The median as torch takes it (the lower of the two middle values), NaN ignored; NaN when empty."""
+    x = np.asarray(x, dtype=float).ravel()
+    x = x[~np.isnan(x)]
+    k = (len(x) - 1) // 2  # np.partition: the k-th smallest in linear time, as torch.median selects it
+    return float(np.partition(x, k)[k]) if len(x) else math.nan
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
 
 
 def _unit_corr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -110,10 +105,16 @@ def _unit_corr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x0, y0 = torch.where(ok, x, 0.0), torch.where(ok, y, 0.0)
     mx, my = x0.sum(0) / cnt.clamp(min=1), y0.sum(0) / cnt.clamp(min=1)
     dx, dy = (x0 - mx) * w, (y0 - my) * w
-    cov = (dx * dy).sum(0)
     den = ((dx ** 2).sum(0) * (dy ** 2).sum(0)).sqrt()
-    r = cov / den
+    r = (dx * dy).sum(0) / den
     return torch.where((cnt >= 3) & (den > 1e-12), r, torch.full_like(r, math.nan))
+
+
+def _pairs(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool) -> torch.Tensor:
+    """Bool [N, L, A, D]: the (example, heuristic unit) pairs, with ``memorized_digits`` only where the
+    label digit differs from the true digit (where a memorized example must leave the rule)."""
+    h = hmap.heuristic[None].expand_as(stats.z)
+    return h & stats.differs[:, None, :, None] if memorized_digits else h
 
 
 @dataclass(frozen=True)
@@ -125,19 +126,14 @@ class Summary:
     pattern_corr: float
     median_abs_z_by_position: list[float]
     n_examples: int
-    n_units: int
 
 
 def outlier_summary(stats: NeighbourStats, hmap: HeuristicMap, memorized_digits: bool = False) -> Summary:
-    """:class:`Summary` at every answer position or, with ``memorized_digits``, only where the label
-    digit differs from the true digit (where a memorized example must leave the rule)."""
-    h = hmap.heuristic[None].expand_as(stats.z)
-    if memorized_digits:
-        h = h & stats.differs[:, None, :, None]
-    absz = stats.z.abs()
-    by_pos = [_nanmedian(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
+    """:class:`Summary` at every answer position or only at memorized digits (:func:`_pairs`)."""
+    h, absz = _pairs(stats, hmap, memorized_digits), stats.z.abs()
+    by_pos = [_median(absz[:, :, j][h[:, :, j]]) for j in range(absz.shape[2])]
     corr = _unit_corr(stats.act, stats.mean)[hmap.heuristic]
-    return Summary(_nanmedian(absz[h]), _nanmedian(corr), by_pos, int(stats.act.shape[0]), int(hmap.heuristic.sum()))
+    return Summary(_median(absz[h]), _median(corr), by_pos, int(stats.act.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -190,17 +186,23 @@ class NullComparison:
 def null_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap) -> NullComparison:
     m, z0 = outlier_summary(memorized, hmap, memorized_digits=True), outlier_summary(null, hmap, memorized_digits=True)
     pm, pn = m.median_abs_z_by_position, z0.median_abs_z_by_position
+
+    def after_position9(stats: NeighbourStats) -> float:
+        h = _pairs(stats, hmap, True)
+        h[:, :, 0] = False
+        return _median(stats.z.abs()[h])
+
     return NullComparison(z0.median_abs_z, _ratio(m.median_abs_z, z0.median_abs_z), pm[0] if pm else math.nan,
                           pn[0] if pn else math.nan, _ratio(pm[0], pn[0]) if pm and pn else math.nan,
-                          _ratio(_median_after_position9(memorized, hmap), _median_after_position9(null, hmap)),
-                          z0.n_examples, pm, pn)
+                          _ratio(after_position9(memorized), after_position9(null)), z0.n_examples, pm, pn)
 
 
-def _median_after_position9(stats: NeighbourStats, hmap: HeuristicMap) -> float:
-    """Median |z| over heuristic units at memorized digits after the first answer position."""
-    h = hmap.heuristic[None].expand_as(stats.z) & stats.differs[:, None, :, None]
-    h[:, :, 0] = False
-    return _nanmedian(stats.z.abs()[h])
+def z_table(stats: NeighbourStats, hmap: HeuristicMap, set_name: str) -> pd.DataFrame:
+    """Long table of z over (example, heuristic unit): set, example, layer, position, neuron, z, differs."""
+    n, l, j, i = (hmap.heuristic[None].expand_as(stats.z) & ~stats.z.isnan()).nonzero(as_tuple=True)
+    return pd.DataFrame({"set": set_name, "example": n.numpy(), "layer": np.asarray(hmap.layers)[l.numpy()],
+                         "position": j.numpy(), "neuron": i.numpy(), "z": stats.z[n, l, j, i].numpy(),
+                         "differs": stats.differs[n, j].numpy()})
 
 
 def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind: str = "strongest",
@@ -218,21 +220,10 @@ def example_outliers(stats: NeighbourStats, hmap: HeuristicMap, k: int = 4, kind
     else:
         raise ValueError(f"kind must be 'strongest' or 'typical', got {kind!r}")
     t = t.drop_duplicates(["layer", "position", "neuron"]).head(k)
-    if t.empty:
-        return pd.DataFrame(columns=cols)
-    li = [hmap.layers.index(l) for l in t.layer]
-    t["feature"] = [hmap.feature_names[hmap.best[a, j, i]] for a, j, i in zip(li, t.position, t.neuron)]
-    t["act"] = [float(stats.act[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
-    t["expected"] = [float(stats.mean[n, a, j, i]) for n, a, j, i in zip(t.example, li, t.position, t.neuron)]
+    at = [(n, hmap.layers.index(l), j, i) for n, l, j, i in zip(t.example, t.layer, t.position, t.neuron)]
+    t["feature"] = [hmap.feature_names[hmap.best[l, j, i]] for _, l, j, i in at]
+    t["act"], t["expected"] = [float(stats.act[u]) for u in at], [float(stats.mean[u]) for u in at]
     return t[cols].reset_index(drop=True)
-
-
-def z_table(stats: NeighbourStats, hmap: HeuristicMap, set_name: str) -> pd.DataFrame:
-    """Long table of z over (example, heuristic unit): set, example, layer, position, neuron, z, differs."""
-    n, l, j, i = (hmap.heuristic[None].expand_as(stats.z) & ~stats.z.isnan()).nonzero(as_tuple=True)
-    return pd.DataFrame({"set": set_name, "example": n.numpy(), "layer": np.asarray(hmap.layers)[l.numpy()],
-                         "position": j.numpy(), "neuron": i.numpy(), "z": stats.z[n, l, j, i].numpy(),
-                         "differs": stats.differs[n, j].numpy()})
 
 
 @dataclass(frozen=True)
@@ -254,42 +245,25 @@ def shift_direction(model: HookedTransformer, examples: Examples, stats: Neighbo
     w = folded_unembed(model).cpu()
     diff = w[examples.label] - w[examples.true_label]  # [N, A, d_model]
     push = torch.stack([diff @ model.blocks[l].mlp.W_out.weight.detach().cpu() for l in hmap.layers], 1)  # [N, L, A, D]
-    shift = stats.act - stats.mean
-    sel = hmap.heuristic[None] & (stats.z.abs() >= z_min) & stats.differs[:, None, :, None] & ~stats.z.isnan()
-    toward = (shift * push)[sel] > 0
+    sel = _pairs(stats, hmap, True) & (stats.z.abs() >= z_min) & ~stats.z.isnan()
+    toward = ((stats.act - stats.mean) * push)[sel] > 0
     return ShiftDirection(float(toward.double().mean()) if len(toward) else math.nan, int(sel.sum()))
-
-
-# -- pictures -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SquareSettings:
-    """:func:`operand_neighbourhood`'s square: each operand shifted up to ``radius``, in answer ``order``."""
-
-    radius: int = 6
-    order: str = "msb"
-
-    def __post_init__(self):
-        if self.radius < 0:
-            raise ValueError(f"radius must be at least 0, got {self.radius!r}")
-        _check_order(self.order)
 
 
 @torch.no_grad()
 def operand_neighbourhood(model: HookedTransformer, example: Examples, layer: int, position: int,
-                          neurons: Sequence[int], settings: SquareSettings = SquareSettings()) -> dict:
-    """``grid`` [len(neurons), 2r+1, 2r+1]: the neurons on clean inputs (a + da, b + db) (rows da, columns
-    db), each on its true sum; ``example_value``: on the example itself, on its own label; ``a``, ``b``."""
-    radius, order = settings.radius, settings.order
+                          neurons: Sequence[int], order: str = "msb") -> np.ndarray:
+    """[len(neurons), 2r+1, 2r+1] (r: :data:`RADIUS`): the neurons on clean inputs (a + da, b + db) (rows
+    da, columns db), each on its true sum, and in the centre cell on the example itself, on its own label."""
     a, b = int(example.info["a"][0]), int(example.info["b"][0])
-    r = torch.arange(-radius, radius + 1)
+    r = torch.arange(-RADIUS, RADIUS + 1)
     da, db = torch.meshgrid(r, r, indexing="ij")
-    ga = (a + da.flatten()).clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
-    gb = (b + db.flatten()).clamp(fda.MIN_OPERAND, fda.MAX_OPERAND)
-    acts = mlp_activations(model, make_examples(ga, gb, order), "true_label", [layer])[:, position, 0]
-    own = mlp_activations(model, example[:1], "label", [layer])[0, position, 0]
+    grid = make_examples((a + da.flatten()).clamp(*OPERANDS), (b + db.flatten()).clamp(*OPERANDS), order)
     idx = torch.as_tensor(list(neurons), dtype=torch.long)
-    return {"grid": acts[:, idx].T.reshape(len(idx), 2 * radius + 1, 2 * radius + 1).cpu().numpy(),
-            "example_value": own[idx].cpu().numpy(), "a": a, "b": b, "radius": radius}
+    out = mlp_activations(model, grid, "true_label", [layer])[:, position, 0][:, idx].T
+    out = out.reshape(len(idx), len(r), len(r))
+    out[:, RADIUS, RADIUS] = mlp_activations(model, example[:1], "label", [layer])[0, position, 0][idx]
+    return out.cpu().numpy()
 
 
 # -- amendment 2, 8.4: read memorization where the context is clean ----------------------------
@@ -303,16 +277,10 @@ def first_differing(examples: Examples) -> torch.Tensor:
     return torch.where(differs.any(1), first, torch.full_like(first, -1))
 
 
-def jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: each example's j* (none where -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] == jstar[:, None]) & (jstar >= 0)[:, None]
-
-
-def after_jstar_mask(jstar: torch.Tensor, n_positions: int) -> torch.Tensor:
-    """Bool [N, A]: the answer positions after each example's j* (none where -1)."""
-    jstar = jstar.long().cpu()
-    return (torch.arange(n_positions)[None] > jstar[:, None]) & (jstar >= 0)[:, None]
+def jstar_mask(jstar: torch.Tensor, n_positions: int, after: bool = False) -> torch.Tensor:
+    """Bool [N, A]: each example's j* (``after``: the answer positions after it); none where j* is -1."""
+    jstar, j = jstar.long().cpu()[:, None], torch.arange(n_positions)[None]
+    return ((j > jstar) if after else (j == jstar)) & (jstar >= 0)
 
 
 def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
@@ -323,30 +291,24 @@ def max_abs_z(stats: NeighbourStats, hmap: HeuristicMap) -> torch.Tensor:
     return torch.where(top == -math.inf, torch.full_like(top, math.nan), top)
 
 
-def weighted_median(values: torch.Tensor, weights: torch.Tensor) -> float:
+def weighted_median(values, weights) -> float:
     """The smallest value at which the cumulative weight reaches half the total (NaN and zero weights ignored)."""
-    values, weights = values.flatten().double(), weights.flatten().double()
-    ok = ~values.isnan() & (weights > 0)
+    values, weights = np.asarray(values, dtype=float).ravel(), np.asarray(weights, dtype=float).ravel()
+    ok = ~np.isnan(values) & (weights > 0)
     values, weights = values[ok], weights[ok]
     if not len(values):
         return math.nan
-    order = values.argsort()
-    cum = weights[order].cumsum(0)
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
     return float(values[order][int((cum < 0.5 * cum[-1] - 1e-12).sum())])
 
 
-def _ratio(a: float, b: float) -> float:
-    return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
-
-
-def _at_positions(values: torch.Tensor, weights: torch.Tensor, dim: int = 1) -> float:
-    """Weighted median of ``values``, answer position j (dimension ``dim``) weighing ``weights[j]`` in all,
-    spread evenly over its defined entries."""
-    A = values.shape[dim]
-    per = values.movedim(dim, 0).reshape(A, -1)  # [A, everything else]
-    defined = (~per.isnan()).double().sum(1)
-    w = torch.where(defined > 0, weights.double() / defined.clamp(min=1), torch.zeros(A, dtype=torch.double))
-    return weighted_median(per, w[:, None].expand_as(per))
+def _at_positions(values: np.ndarray, weights: np.ndarray) -> float:
+    """Weighted median of ``values`` [rows, A], answer position j weighing ``weights[j]`` in all, spread
+    evenly over its defined entries (of this (re)sample)."""
+    defined = (~np.isnan(values)).sum(0)
+    per = np.where(defined > 0, weights / np.maximum(defined, 1), 0.0)
+    return weighted_median(values, np.broadcast_to(per, values.shape))
 
 
 @dataclass(frozen=True)
@@ -361,44 +323,23 @@ class JstarValues:
 
 def jstar_values(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
                  jstar: torch.Tensor) -> JstarValues:
-    A = memorized.z.shape[2]
     jstar = jstar.long().cpu()
     rows = (jstar >= 0).nonzero().squeeze(1)
     zm = max_abs_z(memorized, hmap)[rows, jstar[rows]] if len(rows) else torch.zeros(0)
-    weights = np.array([int((jstar == j).sum()) for j in range(A)], dtype=float)
+    weights = np.array([int((jstar == j).sum()) for j in range(memorized.z.shape[2])], dtype=float)
     return JstarValues(zm.double().numpy(), max_abs_z(clean, hmap).double().numpy(), weights)
-
-
-def _lower_median(x: np.ndarray) -> float:
-    """The median as :func:`_nanmedian` takes it (torch's: the lower of the two middle values), NaN ignored."""
-    x = np.sort(x[~np.isnan(x)])
-    return float(x[(len(x) - 1) // 2]) if len(x) else math.nan
-
-
-def _clean_reference(clean: np.ndarray, weights: np.ndarray) -> float:
-    """:func:`_at_positions` in numpy, over the defined entries of this (re)sample."""
-    defined = ~np.isnan(clean)
-    per = np.where(defined.sum(0) > 0, weights / np.maximum(defined.sum(0), 1), 0.0)
-    v, w = clean[defined], np.broadcast_to(per, clean.shape)[defined]
-    v, w = v[w > 0], w[w > 0]
-    if not len(v):
-        return math.nan
-    order = np.argsort(v, kind="stable")
-    cum = np.cumsum(w[order])
-    return float(v[order][int((cum < 0.5 * cum[-1] - 1e-12).sum())])
 
 
 def jstar_ratio_interval(values: JstarValues) -> Interval | None:
     """Section 11: the 95% percentile bootstrap of the ratio at j*, M and clean examples resampled each on
     their own (the clean reference reweighted inside the statistic); None where undefined."""
-    clean, weights = values.clean, values.weights
+    if not len(values.M) or not len(values.clean):
+        return None
 
     def ratio(zm: np.ndarray, rows: np.ndarray) -> float:
-        return _ratio(_lower_median(zm), _clean_reference(clean[rows.astype(int)], weights))
+        return _ratio(_median(zm), _at_positions(values.clean[rows.astype(int)], values.weights))
 
-    if not len(values.M) or not len(clean):
-        return None
-    return bootstrap(ratio, [values.M, np.arange(len(clean))])
+    return bootstrap(ratio, [values.M, np.arange(len(values.clean))])
 
 
 @dataclass(frozen=True)
@@ -425,27 +366,21 @@ class JstarComparison:
 def jstar_comparison(memorized: NeighbourStats, clean: NeighbourStats, hmap: HeuristicMap,
                      jstar: torch.Tensor) -> JstarComparison:
     """:class:`JstarComparison` (``jstar`` of :func:`first_differing`; -1: left out, counted)."""
-    A = memorized.z.shape[2]
-    jstar = jstar.long().cpu()
-    has = jstar >= 0
-    n_has = int(has.sum())
-    counts = {int(j): int((jstar == j).sum()) for j in range(A) if (jstar == j).any()}
-    weights = torch.tensor([counts.get(j, 0) for j in range(A)], dtype=torch.double)
-    values = jstar_values(memorized, clean, hmap, jstar)
-    z_M = _nanmedian(torch.from_numpy(values.M))
-    z_clean = _at_positions(torch.from_numpy(values.clean), weights) if n_has else math.nan
-    at = jstar_mask(jstar, A)  # the median over all heuristic units at j*, on M and on clean examples
-    h = hmap.heuristic[None].expand_as(memorized.z) & at[:, None, :, None]
-    med_M = _nanmedian(memorized.z.abs()[h])
+    A, values = memorized.z.shape[2], jstar_values(memorized, clean, hmap, jstar)
+    n_has = len(values.M)
+    z_M = _median(values.M)
+    z_clean = _at_positions(values.clean, values.weights) if n_has else math.nan
+    at = jstar_mask(jstar, A)[:, None, :, None]  # the median over all heuristic units at j*, on M and clean
+    med_M = _median(memorized.z.abs()[hmap.heuristic[None].expand_as(memorized.z) & at])
     absz_c = torch.where(hmap.heuristic[None].expand_as(clean.z), clean.z.abs(), torch.full_like(clean.z, math.nan))
-    med_clean = _at_positions(absz_c, weights, dim=2) if n_has else math.nan
-    only = at[:, None, :, None].expand_as(memorized.act)
-    nan = torch.full_like(memorized.act, math.nan)
+    absz_c = absz_c.movedim(2, -1).reshape(-1, A).double().numpy()  # [N x L x D, A]
+    med_clean = _at_positions(absz_c, values.weights) if n_has else math.nan
+    only, nan = at.expand_as(memorized.act), torch.full_like(memorized.act, math.nan)
     corr = _unit_corr(torch.where(only, memorized.act, nan), torch.where(only, memorized.mean, nan))[hmap.heuristic]
-    return JstarComparison(n_has, int((~has).sum()), counts, z_M, z_clean, _ratio(z_M, z_clean),
+    counts, units = {j: int(w) for j, w in enumerate(values.weights) if w}, hmap.heuristic.sum((0, 2)).tolist()
+    return JstarComparison(n_has, len(jstar) - n_has, counts, z_M, z_clean, _ratio(z_M, z_clean),
                            jstar_ratio_interval(values) if n_has else None, med_M, med_clean,
-                           _ratio(med_M, med_clean), _nanmedian(corr),
-                           [int(hmap.heuristic[:, j].sum()) for j in range(A)])
+                           _ratio(med_M, med_clean), _median(corr), units)
 
 
 @dataclass(frozen=True)
@@ -466,10 +401,10 @@ class AfterJstar:
 def after_jstar_comparison(memorized: NeighbourStats, null: NeighbourStats, hmap: HeuristicMap,
                            jstar_memorized: torch.Tensor, jstar_null: torch.Tensor) -> AfterJstar:
     def pick(stats, jstar):
-        after = after_jstar_mask(jstar, stats.z.shape[2])
+        after = jstar_mask(jstar, stats.z.shape[2], after=True)
         h = hmap.heuristic[None].expand_as(stats.z) & after[:, None, :, None]
         top = torch.where(after, max_abs_z(stats, hmap), torch.full(after.shape, math.nan))
-        return _nanmedian(stats.z.abs()[h]), _nanmedian(top), int(after.any(1).sum())
+        return _median(stats.z.abs()[h]), _median(top), int(after.any(1).sum())
 
     m, m_top, n_m = pick(memorized, jstar_memorized)
     z0, z0_top, n_0 = pick(null, jstar_null)

@@ -30,6 +30,7 @@ from . import Build, ClaimResult, glue_values
 from .params import ChapterParams, at_most, mapping, number, param, seed_list, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
+CHECKS_HEAD = "One number per seed (the checks are in the Verdict section):"
 CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["control"], "mismatched": "#7570b3"}
 
 
@@ -59,20 +60,16 @@ class Params(ChapterParams):
 
 def glue_thresholds(max_shift: int, z_outlier: float) -> None:
     """The thresholds and parameters the chapter's method text quotes."""
-    glue_values({"c5_coverage_min": T["heuristic_coverage_min"], "c5_heuristic_fraction_min": T["heuristic_fraction_min"],
-                 "c5_z_ratio_min": T["z_ratio_min"], "c5_pattern_corr_min": T["pattern_corr_min"],
-                 "c5_patch_revert_min": T["patch_revert_min"], "c5_control_revert_max": T["control_revert_max"],
-                 "c5_max_shift": max_shift, "c5_z_outlier": z_outlier,
-                 "c5_m_grid": ", ".join(str(m) for m in T["m_grid"]),
-                 "c5_untrained_factor": T["untrained_share_factor_min"],
-                 "c5_cut_quantile": T["untrained_cut_quantile"], "c5_untrained_offset": T["untrained_cut_seed_offset"]})
+    same = ("heuristic_fraction_min", "z_ratio_min", "pattern_corr_min", "patch_revert_min", "control_revert_max")
+    glue_values({"c5_coverage_min": T["heuristic_coverage_min"], **{f"c5_{k}": T[k] for k in same},
+                 "c5_max_shift": max_shift, "c5_z_outlier": z_outlier, "c5_m_grid": ", ".join(map(str, T["m_grid"])),
+                 "c5_untrained_factor": T["untrained_share_factor_min"], "c5_cut_quantile": T["untrained_cut_quantile"],
+                 "c5_untrained_offset": T["untrained_cut_seed_offset"]})
 
 
 def load(profile: str, tasks, seeds, overrides, n_clean: int) -> Build:
     """Every FDA unit's noisy run with M (memorized noisy training examples) and the first ``n_clean``
-    clean training examples (the reference for |z|)."""
-    if set(tasks) - {"fda"}:
-        raise ValueError(f"C5 is an FDA claim; tasks must be ['fda'], got {tasks}")
+    clean training examples (the reference for |z|; ``tasks``: ["fda"], as :class:`Params` checks)."""
     units = plan.units(profile, tasks, seeds, overrides)
     runs = {u: get_or_train(u.noisy) for u in units}
     sets = {u: {"M": memorized(run.model, run.data), "clean": run.data.train_clean[:n_clean]} for u, run in runs.items()}
@@ -107,6 +104,11 @@ def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor:
         ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
                    label=f"{factor:g} x {name}" if i == 0 else None)
     ax.legend(fontsize=fontsize)
+
+
+def _bullets(head: str, groups_: dict, line) -> str:
+    """``head``, then one bullet per noise condition: ``- **FDA, random noise**: `` and ``line(its units)``."""
+    return head + "\n\n" + "\n".join(f"- **{where(t, c)}**: {line(ms)}" for (t, c), ms in groups_.items())
 
 
 # -- heuristic neurons -------------------------------------------------------------------------------
@@ -181,8 +183,7 @@ def null_figure(build: Build, hmaps: dict, untrained: dict):
 
 def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
     """Per condition, trained against untrained share (generated: on how many seeds it clears both lines)."""
-    lines = []
-    for (task, condition), members in groups_.items():
+    def line(members) -> str:
         shares = [hmaps[u].neuron_fraction for u in members]
         blank = [untrained[u].neuron_fraction for u in members]
         need = [max(T["heuristic_fraction_min"], T["untrained_share_factor_min"] * b) for b in blank]
@@ -191,14 +192,14 @@ def null_text(groups_: dict, hmaps: dict, untrained: dict) -> str:
                         if ok == 0 else f"above both lines on {ok} of {len(members)} seeds")
         ratio = " / ".join("n/a" if not b else f"{t / b:.2g}" for t, b in zip(shares, blank))
         alone = sum(b >= T["heuristic_fraction_min"] for b in blank)
-        lines.append(f"- **{where(task, condition)}**: heuristic neurons {' / '.join(f'{t:.2f}' for t in shares)} of the "
-                     f"trained model against {' / '.join(f'{b:.2f}' for b in blank)} of the untrained one (ratio {ratio}; "
-                     f"needed: at least {T['heuristic_fraction_min']} and {T['untrained_share_factor_min']:g} x untrained), "
-                     f"{verdict_text}"
-                     + (f". The untrained model alone reaches the registered share on {alone} of {len(members)} seeds, "
-                        "so the registered threshold by itself does not show that training made the heuristics."
-                        if alone else "."))
-    return "One number per seed:\n\n" + "\n".join(lines)
+        return (f"heuristic neurons {' / '.join(f'{t:.2f}' for t in shares)} of the trained model against "
+                f"{' / '.join(f'{b:.2f}' for b in blank)} of the untrained one (ratio {ratio}; needed: at least "
+                f"{T['heuristic_fraction_min']} and {T['untrained_share_factor_min']:g} x untrained), {verdict_text}"
+                + (f". The untrained model alone reaches the registered share on {alone} of {len(members)} seeds, "
+                   "so the registered threshold by itself does not show that training made the heuristics."
+                   if alone else "."))
+
+    return _bullets("One number per seed:", groups_, line)
 
 
 # -- amendment 2, 8.3: the cut calibrated on an untrained model ---------------------------------------
@@ -255,19 +256,17 @@ def cut_figure(build: Build, result: Cut):
 def cut_text(groups_: dict, cut_metrics: dict) -> str:
     """Per condition: the shares under the cut, trained against the null, and the layers with no unit over
     the cut (generated: which layers are empty)."""
-    lines = []
-    for (task, condition), members in groups_.items():
+    def line(members) -> str:
         empty = [f"seed {u.seed}: layer {', '.join(str(x) for x in cut_metrics[u].cut_empty_layers)}"
                  for u in members if cut_metrics[u].cut_empty_layers]
-        lines.append(
-            f"- **{where(task, condition)}**: under the cut, a share "
-            f"{each_seed(cut_metrics, members, 'cut_heuristic_fraction')} of the trained model's neurons are heuristics, "
-            f"against {each_seed(cut_metrics, members, 'cut_null_fraction')} of the untrained model of the same seed "
-            f"(units: {each_seed(cut_metrics, members, 'cut_heuristic_fraction_units')} against "
-            f"{each_seed(cut_metrics, members, 'cut_null_fraction_units')}). "
-            + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty) + ")."
-               if empty else "Every layer holds at least one heuristic unit under the cut."))
-    return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
+        share, null, units, null_units = (each_seed(cut_metrics, members, f"cut_{k}") for k in (
+            "heuristic_fraction", "null_fraction", "heuristic_fraction_units", "null_fraction_units"))
+        return (f"under the cut, a share {share} of the trained model's neurons are heuristics, against {null} of the "
+                f"untrained model of the same seed (units: {units} against {null_units}). "
+                + ("No unit of these layers exceeds the cut, so they hold no heuristic under 8.3 (" + "; ".join(empty)
+                   + ")." if empty else "Every layer holds at least one heuristic unit under the cut."))
+
+    return _bullets(CHECKS_HEAD, groups_, line)
 
 
 # -- outliers -------------------------------------------------------------------------------------------
@@ -374,25 +373,24 @@ Z_NULL_READINGS = ("so memorized examples are further out than a never-trained n
 
 def z_null_text(groups_: dict, comparison: dict, null: dict, sizes: dict) -> str:
     """Per condition, |z| on M, the null and clean examples (generated: on how many seeds M clears the null)."""
-    lines = []
-    for (task, condition), members in groups_.items():
+    def line(members) -> str:
         if not any(sizes[u]["M"] for u in members):
-            lines.append(f"- **{where(task, condition)}**: no memorized examples; the null does not apply.")
-            continue
+            return "no memorized examples; the null does not apply."
         n, ratios = len(members), [null[u].z_null_ratio for u in members]
         ok, below_one = (sum(measured(r) and f(r) for r in ratios) for f in (lambda r: r >= T["z_ratio_min"], lambda r: r < 1))
         prefix_part = sum(measured(c) and measured(r) and c > r for c, r in zip([comparison[u].z_ratio for u in members], ratios))
         reading = Z_NULL_READINGS[0 if ok == n else 1 if below_one == n else 2 if ok == 0 else 3].format(ok=ok, n=n) + (
             f"; the ratio over clean examples is the larger one on {prefix_part} of {n} seeds, so that part of it comes "
             "from the noisy prefix, not from memorization" if prefix_part else "")
-        lines.append(f"- **{where(task, condition)}**: median |z| at memorized digits {each_seed(comparison, members, 'median_abs_z_M')}"
-                     f" on M, {each_seed(null, members, 'median_abs_z_null')} on the null and "
-                     f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
-                     f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
-                     f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where neither "
-                     f"set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; after "
-                     f"it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
-    return "One number per seed:\n\n" + "\n".join(lines)
+        return (f"median |z| at memorized digits {each_seed(comparison, members, 'median_abs_z_M')} on M, "
+                f"{each_seed(null, members, 'median_abs_z_null')} on the null and "
+                f"{each_seed(comparison, members, 'median_abs_z_clean')} on clean examples: M over null "
+                f"{each_seed(null, members, 'z_null_ratio')} (threshold {T['z_ratio_min']:g}), against "
+                f"{each_seed(comparison, members, 'z_ratio')} over clean; {reading}. At position 9 alone, where "
+                f"neither set has a noisy prefix, M over null is {each_seed(null, members, 'z_null_ratio_position9')}; "
+                f"after it, {each_seed(null, members, 'z_null_ratio_after_position9')}.")
+
+    return _bullets("One number per seed:", groups_, line)
 
 
 def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: int, z_outlier: float):
@@ -407,15 +405,14 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
             ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
-            nb = outlier_analysis.operand_neighbourhood(run.model, result.sets[u]["M"][row.example:row.example + 1], row.layer,
-                                                  row.position, [row.neuron],
-                                                  outlier_analysis.SquareSettings(order=run.data.meta["answer_order"]))
-            grid, r = nb["grid"][0].copy(), nb["radius"]
-            grid[r, r] = nb["example_value"][0]
+            example, r = result.sets[u]["M"][row.example:row.example + 1], outlier_analysis.RADIUS
+            grid = outlier_analysis.operand_neighbourhood(run.model, example, row.layer, row.position, [row.neuron],
+                                                          run.data.meta["answer_order"])[0]
             sns.heatmap(grid, ax=ax, cmap="viridis", square=True, xticklabels=False, yticklabels=False)
             ax.add_patch(plt.Rectangle((r, r), 1, 1, fill=False, ec=plots.GROUP_COLORS["M"], lw=2.5))
+            a, b = (int(example.info[k][0]) for k in "ab")
             ax.set_title(f"{kind}: L{row.layer} pos {row.position} n{row.neuron} [{row.feature}]\n"
-                         f"{nb['a']}+{nb['b']}: {row.act:.2f} vs {row.expected:.2f}, z={row.z:.1f}", fontsize=8)
+                         f"{a}+{b}: {row.act:.2f} vs {row.expected:.2f}, z={row.z:.1f}", fontsize=8)
             ax.set(xlabel=f"b + db, db = -{r}..{r}", ylabel=f"a + da, da = -{r}..{r}")
     fig.suptitle(label(u))
     plt.tight_layout()
@@ -511,10 +508,10 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
     return fig
 
 
-def dose_figure(build: Build, hmaps: dict, result: Dose):
-    """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed."""
-    last_layer = {u: t[t.layer == _last(hmaps[u])] if len(t) else t for u, t in result.curves.items()}
-    return _dose_panels(build, last_layer, {u: result.last[u].m50 for u in build.units}, at="neurons",
+def dose_figure(build: Build, result: Dose):
+    """7.7's dose-response: the share of M reverted against m, one panel per condition, a line per seed
+    (:func:`dose` computes the last layer only)."""
+    return _dose_panels(build, result.curves, {u: result.last[u].m50 for u in build.units}, at="neurons",
                         ylabel="share of M reverted", title="top-m against random and mismatched m",
                         empty="no memorized examples", nan_curves=True)
 
@@ -534,16 +531,13 @@ def _dose_part(seed: int, d: DoseSummary) -> str:
 
 def dose_text(groups_: dict, dose_last: dict, registered_revert: dict, sizes: dict) -> str:
     """Per seed, m50 and the reverts there (generated: whether both controls stay under their line)."""
-    lines = []
-    for (task, condition), members in groups_.items():
+    def line(members) -> str:
         if not any(sizes[u]["M"] for u in members):
-            lines.append(f"- **{where(task, condition)}**: no memorized examples; there is nothing to patch.")
-            continue
-        parts = [_dose_part(u.seed, dose_last[u]) for u in members]
-        lines.append(f"- **{where(task, condition)}**: " + "; ".join(parts)
-                     + f". (The registered outlier set reverts "
-                     f"{per_seed([registered_revert[u] for u in members], [u.seed for u in members], '.3g')}.)")
-    return "Last layer, per seed:\n\n" + "\n".join(lines)
+            return "no memorized examples; there is nothing to patch."
+        return ("; ".join(_dose_part(u.seed, dose_last[u]) for u in members) + ". (The registered outlier set reverts "
+                f"{per_seed([registered_revert[u] for u in members], [u.seed for u in members], '.3g')}.)")
+
+    return _bullets("Last layer, per seed:", groups_, line)
 
 
 # -- amendment 2, 8.4: memorization at the first differing digit j* ----------------------------------------
@@ -558,7 +552,7 @@ JSTAR_ROWS = {"table": ("jstar_n_M", "jstar_n_without", "jstar_counts", "jstar_z
 
 def _jstar_numbers(comparison, after, summary) -> dict:
     """The numbers at and after j* by their names (for tables and prose)."""
-    return {**vars(comparison), **vars(after), **vars(summary)}
+    return {**vars(comparison), **vars(after), **{f"jstar_{k}": v for k, v in vars(summary).items()}}
 
 
 @dataclass(frozen=True)
@@ -606,7 +600,7 @@ def jstar_dose_figure(build: Build, result: Jstar):
     """8.4's specificity: the share of M reverted at j* against m (each example's top m of the 8.3 units of
     the last layer at its j*, 8.5; only the m that enough units allow), one panel per condition, a line per seed."""
     return _dose_panels(build, {u: o.dose for u, o in result.out.items()},
-                        {u: result.out[u].summary.jstar_m50 for u in build.units}, at="8.3 units at j*",
+                        {u: result.out[u].summary.m50 for u in build.units}, at="8.3 units at j*",
                         ylabel="share of M reverted at j*", title="patched at j* only",
                         empty="no memorized example with a j*", nan_curves=False)
 
@@ -636,7 +630,7 @@ def after_jstar_figure(build: Build, result: Jstar):
 
 
 JSTAR_LINE = (
-    "- **{where}**: {jstar_n_M} memorized examples have a j* ({jstar_n_without} have none and are left out). At j*, the "
+    "{jstar_n_M} memorized examples have a j* ({jstar_n_without} have none and are left out). At j*, the "
     "median of each example's largest |z| is {jstar_z_M} on M against {jstar_z_clean} on clean examples (ratio "
     "{jstar_z_ratio}); the median over all heuristic units gives the ratio {jstar_median_z_ratio}; the pattern "
     "correlation at j* over the 8.3 units is {jstar_pattern_corr_M}. Ranking and patching each example's 8.3 units of "
@@ -651,23 +645,22 @@ JSTAR_LINE = (
 def jstar_text(groups_: dict, metrics: dict, sizes: dict) -> str:
     """Per condition, the numbers at and after j* (generated: which seeds have no j*, no unit at j*, or
     too few units for the controls)."""
-    lines = []
-    for (task, condition), members in groups_.items():
+    def line(members) -> str:
         n = {u: _jstar_numbers(metrics[u].jstar, metrics[u].after, metrics[u].jdose) for u in members}
         if not any(n[u]["jstar_n_M"] for u in members):
-            lines.append(f"- **{where(task, condition)}**: " + ("no memorized examples" if not any(sizes[u]["M"] for u in members)
-                         else "no memorized example has a digit that differs from the true sum") + ", so nothing can be read at j*.")
-            continue
+            return ("no memorized examples" if not any(sizes[u]["M"] for u in members) else "no memorized example "
+                    "has a digit that differs from the true sum") + ", so nothing can be read at j*."
         s = {k: values([n[u][k] for u in members], ".3g") for k, v in n[members[0]].items()
              if v is None or isinstance(v, (int, float))}
         no_units = [str(u.seed) for u in members if n[u]["jstar_n_M"] and not measured(n[u]["jstar_z_clean"])]
         short = [f"seed {u.seed}: {n[u]['jstar_short_m50']}" for u in members if n[u]["jstar_short_m50"]]
-        lines.append(JSTAR_LINE.format(**s, where=where(task, condition), short=(
+        return JSTAR_LINE.format(**s, short=(
             " Memorized examples with fewer than m50 units outside their top m50, from which the controls draw: "
             f"{'; '.join(short)}, so the controls are unresolved there." if short else ""), no_units=(
             f" No heuristic unit under the cut sits at the j* positions of seed {', '.join(no_units)}, so |z| at j* is not "
-            "measured there." if no_units else "")))
-    return "One number per seed (the checks are in the Verdict section):\n\n" + "\n".join(lines)
+            "measured there." if no_units else ""))
+
+    return _bullets(CHECKS_HEAD, groups_, line)
 
 
 # -- the claim's metrics and checks ----------------------------------------------------------------------
@@ -776,9 +769,9 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
                  if m.cut.cut_empty_layers else "",
                  ("no memorized examples" if not m.n_memorized else "no memorized example with a differing digit")
                  + ", so the j* checks are unresolved" if not m.jstar.jstar_n_M else "",
-                 _no_m50(d) if m.jstar.jstar_n_M and d.jstar_m50 is None else "",
-                 f"at m50 = {d.jstar_m50}, {d.jstar_short_m50} memorized examples hold fewer than {d.jstar_m50} 8.3 units "
-                 "outside their own top m50, so both controls are unresolved (8.6)" if d.jstar_short_m50 else ""]
+                 _no_m50(d) if m.jstar.jstar_n_M and d.m50 is None else "",
+                 f"at m50 = {d.m50}, {d.short_m50} memorized examples hold fewer than {d.m50} 8.3 units "
+                 "outside their own top m50, so both controls are unresolved (8.6)" if d.short_m50 else ""]
         if any(found):
             notes.append(f"- **{label(u)}**: " + "; ".join(n for n in found if n))
     return ("**What this build shows, amended reading** (amendment 2; value against threshold, per seed):"
@@ -787,11 +780,11 @@ def amended_notes(units: list, claim: ClaimResult) -> str:
 
 def _no_m50(d) -> str:
     """Why m50 at j* does not exist (``d``: a unit's JstarDose): nothing to patch, or no dose reverts half of M."""
-    if not d.jstar_m_tried:
+    if not d.m_tried:
         return ("no memorized example holds an 8.3 unit of the last layer at its j*, so there is nothing to patch and "
                 "the specificity check is unresolved")
     return (f"no dose reverts {T['patch_revert_min']} of M at j*, up to all the 8.3 units of the last layer each example "
-            f"holds there (at most {d.jstar_units_max}), so m50 does not exist and the specificity check fails (8.6)")
+            f"holds there (at most {d.units_max}), so m50 does not exist and the specificity check fails (8.6)")
 
 
 def amended_table(units: list, evaluations: dict) -> pd.DataFrame:

@@ -4,11 +4,11 @@ untrained model's, the outlier |z| against its null, and the specificity of patc
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 from ..analysis.heuristics import CutShares, Shares
 from ..analysis.intervals import Interval, newcombe_terms, wilson, wilson_bounds
+from ..analysis.ranges import is_whole
 from ..analysis.neuron_patching import AfterJstarCurves, DoseSummary, JstarDose, LayerPatch
 from ..analysis.outliers import AfterJstar, JstarComparison, NullComparison, OutlierComparison, ShiftDirection
 from ..claims import THRESHOLDS
@@ -48,27 +48,21 @@ class C5Metrics:
     cut: CutShares = group(CutShares)  # 8.3: the cut calibrated on an untrained model
     jstar: JstarComparison = group(JstarComparison)  # 8.4: |z| and the pattern at j*
     after: AfterJstar = group(AfterJstar)  # after j*, shown
-    jdose: JstarDose = group(JstarDose)  # 8.4-8.6: the 8.3 units of the last layer patched at j*
+    jdose: JstarDose = group(JstarDose, "jstar_")  # 8.4-8.6: the 8.3 units of the last layer patched at j*
     curves: AfterJstarCurves = group(AfterJstarCurves)  # after j*, shown
 
     def __post_init__(self):
-        v = flat(self)
-        for name in COUNT_FIELDS:
-            n = v[name]
-            if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0):
-                raise ValueError(f"C5Metrics.{name} must be a count (an int >= 0) or None, got {n!r}")
-        for name in SHARE_FIELDS:
-            if v[name] is not None and not (math.isnan(v[name]) or 0.0 <= v[name] <= 1.0):
-                raise ValueError(f"C5Metrics.{name} must be a share in [0, 1] (or NaN, None), got {v[name]!r}")
-        grid, m50, d = THRESHOLDS["C5"]["m_grid"], self.dose.m50, self.jdose
-        if m50 is not None and m50 not in grid:
-            raise ValueError(f"C5Metrics.m50 must be an m of the grid {grid} or None, got {m50!r}")
-        if d.jstar_m50 is not None and d.jstar_m50 not in grid and d.jstar_m50 != d.jstar_units_max:
-            raise ValueError(f"C5Metrics.jstar_m50 must be an m of the grid {grid}, the all-units dose "
-                             f"(jstar_units_max {d.jstar_units_max!r}) or None, got {d.jstar_m50!r}")
+        v, grid = flat(self), THRESHOLDS["C5"]["m_grid"]
+        bad = [k for k in COUNT_FIELDS if v[k] is not None and not (is_whole(v[k]) and v[k] >= 0)]
+        bad += [k for k in SHARE_FIELDS if v[k] is not None and not (math.isnan(v[k]) or 0.0 <= v[k] <= 1.0)]
+        bad += ["m50"] if v["m50"] not in grid + (None,) else []
+        bad += ["jstar_m50"] if v["jstar_m50"] not in grid + (None, v["jstar_units_max"]) else []
         interval = self.jstar.jstar_z_ratio_interval
-        if interval is not None and not isinstance(interval, Interval):
-            raise ValueError(f"C5Metrics.jstar_z_ratio_interval must be an Interval or None, got {interval!r}")
+        bad += [] if interval is None or isinstance(interval, Interval) else ["jstar_z_ratio_interval"]
+        if bad:
+            raise ValueError(f"C5Metrics: {bad} must be counts (ints >= 0), shares in [0, 1] or NaN, m50 an m of the "
+                             f"grid {grid} (jstar_m50 also the all-units dose), an Interval, or None; got "
+                             f"{[v[k] for k in bad]}")
 
 
 def from_record(**values) -> C5Metrics:
@@ -78,26 +72,25 @@ def from_record(**values) -> C5Metrics:
 
 def _c5_missing(m: C5Metrics) -> dict:
     """Why each input of C5's checks would be missing, by case (8.5)."""
-    th = THRESHOLDS["C5"]
+    d, revert = m.jdose, THRESHOLDS["C5"]["patch_revert_min"]
     no_m = "no memorized example (M is empty)" if m.n_memorized == 0 else None
     no_jstar = "no memorized example with a differing digit (j*)" if not m.jstar.jstar_n_M else None
-    no_units = "no heuristic unit at the j* positions under the 8.3 cut"
-    no_m50 = (f"no m50 at j* (no dose tried reverts {th['patch_revert_min']:g} of M), so there is no m to read the "
-              "control at")
-    short = (f"8.6: {m.jdose.jstar_short_m50} of {m.jdose.jstar_n} memorized examples hold fewer than m50 = {m.jdose.jstar_m50} 8.3 units "
-             "of the last layer at j* outside their own top m50, so the control cannot draw m50 units from them"
-             if m.jdose.jstar_short_m50 else None)
+    no_units, not_run = "no heuristic unit at the j* positions under the 8.3 cut", "the {} classifier was not run"
+    no_m50 = no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at" if m.dose.m50 is None
+                      else None)
+    no_jstar_m50 = no_jstar or (f"no m50 at j* (no dose tried reverts {revert:g} of M), so there is no m to read the "
+                                "control at" if d.m50 is None else None)
     return {
-        "share.registered": "the section-5 classifier was not run",
-        "share.untrained": missing_reason((m.shares.heuristic_fraction, "the section-5 classifier was not run"),
+        "share.registered": not_run.format("section-5"),
+        "share.untrained": missing_reason((m.shares.heuristic_fraction, not_run.format("section-5")),
                                           (m.shares.untrained_heuristic_fraction, "the untrained model was not classified")),
-        "share": "the 8.3 classifier was not run",
-        "share.null": missing_reason((m.cut.cut_heuristic_fraction, "the 8.3 classifier was not run"),
+        "share": not_run.format("8.3"),
+        "share.null": missing_reason((m.cut.cut_heuristic_fraction, not_run.format("8.3")),
                                      (m.cut.cut_null_fraction, "the untrained model of the seed was not classified "
-                                                           "under the 8.3 cut")),
+                                                               "under the 8.3 cut")),
         "z.registered": no_m or missing_reason(
             (m.z.median_abs_z_M, "|z| at memorized digits is undefined (no heuristic unit with enough clean "
-                               "neighbours)"),
+                                 "neighbours)"),
             (m.z.median_abs_z_clean or None, "|z| on clean examples is undefined or 0")) or \
             "the |z| ratio was not given to the verdict",
         "z.untrained_labels": no_m or missing_reason(
@@ -112,18 +105,16 @@ def _c5_missing(m: C5Metrics) -> dict:
         "patch.registered": no_m or "the last layer's patching gave no value",
         "patch.random.registered": no_m or "the last layer's patching gave no value",
         "dose.top": no_m or "the dose-response of the last layer gave no value",
-        "dose.random": no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at"
-                                 if m.dose.m50 is None else "the control was not computed at m50"),
-        "dose.mismatched": no_m or ("no m50 (no m reverts 0.5 of M), so there is no m to read the control at"
-                                    if m.dose.m50 is None else "needs a second memorized example"),
+        "dose.random": no_m50 or "the control was not computed at m50",
+        "dose.mismatched": no_m50 or "needs a second memorized example",
         "specificity": no_jstar or ("8.6: no memorized example holds an 8.3 unit of the last layer at its j*, so "
-                                    "there is nothing to patch" if m.jdose.jstar_m_tried == [] else
+                                    "there is nothing to patch" if d.m_tried == [] else
                                     "the top-m patch at j* gave no value"),
-        "specificity.random": no_jstar or (no_m50 if m.jdose.jstar_m50 is None else
-                                           "the random control at j* was not drawn"),
-        "specificity.mismatched": no_jstar or (no_m50 if m.jdose.jstar_m50 is None else
-                                               "needs a second memorized example"),
-        "specificity.short": short,
+        "specificity.random": no_jstar_m50 or "the random control at j* was not drawn",
+        "specificity.mismatched": no_jstar_m50 or "needs a second memorized example",
+        "specificity.short": (f"8.6: {d.short_m50} of {d.n} memorized examples hold fewer than m50 = {d.m50} 8.3 units "
+                              "of the last layer at j* outside their own top m50, so the control cannot draw m50 units "
+                              "from them" if d.short_m50 else None),
     }
 
 
@@ -190,12 +181,12 @@ def _rows(m: C5Metrics) -> list[tuple]:
         ("c5.dose.mismatched", "7.7: another example's top m at m50 revert M", "control", SPEC, False,
          d.mismatched_revert_m50, control, _share(d.mismatched_revert_m50, d.dose_n)),
         ("c5.specificity", "8.4: top-m patch of the 8.3 units at j* reverts M at some dose (m50 exists)", "amended",
-         SPEC, True, jd.jstar_top_revert_max, revert, _share(jd.jstar_top_revert_max, jd.jstar_n)),
+         SPEC, True, jd.top_revert_max, revert, _share(jd.top_revert_max, jd.n)),
         ("c5.specificity.random", "8.4: m random 8.3 units at j* (at m50, outside the example's top m) revert M",
-         "control", SPEC, False, jd.jstar_random_revert_m50, control, _share(jd.jstar_random_revert_m50, jd.jstar_n)),
+         "control", SPEC, False, jd.random_revert_m50, control, _share(jd.random_revert_m50, jd.n)),
         ("c5.specificity.mismatched", "8.4: another example's top m at j* (at m50, outside the example's top m) "
-         "revert M", "control", SPEC, False, jd.jstar_mismatched_revert_m50, control,
-         _share(jd.jstar_mismatched_revert_m50, jd.jstar_n)),
+         "revert M", "control", SPEC, False, jd.mismatched_revert_m50, control,
+         _share(jd.mismatched_revert_m50, jd.n)),
     ]
 
 
