@@ -18,6 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "rote"
 MAX_LINES, MAX_CODE_LINES, MAX_FUNCTION_LINES = 11_500, 7_500, 60
+# A ratchet until the budget holds: where rote/ stood when issue 35's last compaction landed (stop 41:
+# 15,668 lines, 10,638 code lines). tests/test_budget.py fails above it; a change that must grow rote/
+# raises these in a commit of its own that says why, and a compaction lowers them.
+CEILING_LINES, CEILING_CODE_LINES = 15_700, 10_650
 _SKIPPED = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
 
 
@@ -40,6 +44,12 @@ def measure(path: Path) -> tuple[int, int, list[tuple[str, int]]]:
     return len(source.splitlines()), len(code), long
 
 
+def totals() -> tuple[int, int]:
+    """(lines, code lines) of ``rote/``."""
+    measured = [measure(p) for p in ROOT.rglob("*.py")]
+    return sum(m[0] for m in measured), sum(m[1] for m in measured)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", action="store_true", help="one row per module")
@@ -52,7 +62,8 @@ def main() -> int:
     lines, code = sum(r[0] for r in rows), sum(r[1] for r in rows)
     long = [f"{name}:{fn} ({n} lines)" for _, _, fns, name in rows for fn, n in fns]
     print(f"rote/: {lines:,} lines (budget {MAX_LINES:,}), {code:,} code lines (budget {MAX_CODE_LINES:,}), "
-          f"{len(long)} functions over {MAX_FUNCTION_LINES} lines" + "".join(f"\n  {f}" for f in long))
+          f"{len(long)} functions over {MAX_FUNCTION_LINES} lines" + "".join(f"\n  {f}" for f in long)
+          + f"\nratchet until the budget holds: {CEILING_LINES:,} lines, {CEILING_CODE_LINES:,} code lines")
     return 0 if lines <= MAX_LINES and code <= MAX_CODE_LINES and not long else 1
 
 
