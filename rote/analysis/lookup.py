@@ -17,7 +17,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from . import neurons, patching
-from .ranges import is_whole
+from .ranges import COUNT, SHARE, check_fields, is_whole
 
 
 # -- THR: atomic facts ---------------------------------------------------------------------------
@@ -168,8 +168,8 @@ class LookupSettings:
     seed: int = 0
 
     def __post_init__(self):
-        neurons.check_fields(self, top=neurons.COUNT, quantile=neurons.SHARE, drop_min=neurons.SHARE,
-                             n_samples=neurons.COUNT, seed=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
+        check_fields(self, top=COUNT, quantile=SHARE, drop_min=SHARE, n_samples=COUNT,
+                     seed=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
 
 
 @dataclass(frozen=True)

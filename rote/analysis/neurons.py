@@ -20,19 +20,7 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .intervals import Interval, bootstrap
 from .patching import intermediate_removal
-from .ranges import is_finite_at_least, is_real, is_whole
-
-# rules of :func:`check_fields`: (test, what the value must be)
-COUNT = (lambda v: is_whole(v) and v >= 1, "an int >= 1")
-SHARE = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
-
-
-def check_fields(settings, **rules) -> None:
-    """Raise a ValueError naming the first field of ``settings`` whose value breaks its rule."""
-    for name, (ok, wanted) in rules.items():
-        if not ok(getattr(settings, name)):
-            raise ValueError(f"{type(settings).__name__}.{name} must be {wanted}, got {getattr(settings, name)!r}")
-
+from .ranges import COUNT, SHARE, check_fields, is_finite_at_least, is_whole
 
 # -- activations and attribution --------------------------------------------------------------
 def folded_unembed(model: HookedTransformer) -> torch.Tensor:

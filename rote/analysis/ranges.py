@@ -20,3 +20,15 @@ def is_real(value) -> bool:
 def is_finite_at_least(value, low: float = 0) -> bool:
     """A real number in [low, inf)."""
     return is_real(value) and low <= value < math.inf
+
+
+# rules of :func:`check_fields`: (test, what the value must be)
+COUNT = (lambda v: is_whole(v) and v >= 1, "an int >= 1")
+SHARE = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+
+
+def check_fields(settings, **rules) -> None:
+    """Raise a ValueError naming the first field of ``settings`` whose value breaks its rule."""
+    for name, (ok, wanted) in rules.items():
+        if not ok(getattr(settings, name)):
+            raise ValueError(f"{type(settings).__name__}.{name} must be {wanted}, got {getattr(settings, name)!r}")

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, fields
 
 from .. import fmt
 from ..analysis.lookup import LookupStatistics
-from ..analysis.neurons import C4Summary, check_fields
+from ..analysis.neurons import C4Summary
+from ..analysis.ranges import check_fields
 from ..analysis.ranges import is_whole
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, at_least, group, missing_reason, numeric, supersede, unresolved, validate
