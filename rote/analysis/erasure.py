@@ -20,7 +20,7 @@ from ..tasks import Examples, TaskData
 from .inlp import Erasure, InlpSettings, inlp_bases
 from .lens import residual_stack
 from .probes import found_layers, group_curves, probe_training_set
-from .ranges import is_whole
+from .ranges import check_fields, is_whole, whole_at_least
 from .targets import intermediate_targets
 
 # what C3 erases (section 5), per task: the result's headline group and the targets INLP is fitted to
@@ -54,9 +54,7 @@ class ErasureSettings:
     inlp: InlpSettings = InlpSettings()
 
     def __post_init__(self):
-        for name, low in (("max_train", 1), ("seed", 0)):
-            if not (is_whole(getattr(self, name)) and getattr(self, name) >= low):
-                raise ValueError(f"ErasureSettings.{name} must be an int >= {low}, got {getattr(self, name)!r}")
+        check_fields(self, max_train=whole_at_least(1), seed=whole_at_least(0))
         if not isinstance(self.inlp, InlpSettings):
             raise ValueError(f"ErasureSettings.inlp must be an InlpSettings, got {self.inlp!r}")
 

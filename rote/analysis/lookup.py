@@ -17,7 +17,7 @@ from .. import scoring
 from ..model import HookedTransformer
 from ..tasks import Examples, TaskData
 from . import neurons, patching
-from .ranges import COUNT, SHARE, check_fields, is_whole
+from .ranges import COUNT, SHARE, check_fields, whole_at_least
 
 
 # -- THR: atomic facts ---------------------------------------------------------------------------
@@ -169,7 +169,7 @@ class LookupSettings:
 
     def __post_init__(self):
         check_fields(self, top=COUNT, quantile=SHARE, drop_min=SHARE, n_samples=COUNT,
-                     seed=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
+                     seed=whole_at_least(0))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..model import HookedTransformer
 from ..tasks import Examples
 from .intervals import Interval, bootstrap
 from .patching import intermediate_removal
-from .ranges import COUNT, SHARE, check_fields, is_finite_at_least, is_whole
+from .ranges import COUNT, SHARE, check_fields, is_finite_at_least, whole_at_least
 
 # -- activations and attribution --------------------------------------------------------------
 def folded_unembed(model: HookedTransformer) -> torch.Tensor:
@@ -330,7 +330,7 @@ class HypothesisThresholds:
 
     def __post_init__(self):
         check_fields(self, quantile=SHARE, k50_ratio_min=(is_finite_at_least, "a number >= 0"), activity_min=SHARE,
-                     drop_min=SHARE, positions_min=(lambda v: is_whole(v) and v >= 0, "an int >= 0"))
+                     drop_min=SHARE, positions_min=whole_at_least(0))
 
 
 def hypotheses_table(summary: C4Summary, thresholds: HypothesisThresholds, *, n_clean: int) -> pd.DataFrame:

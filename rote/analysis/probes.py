@@ -24,7 +24,7 @@ from ..scoring import model_inputs
 from ..tasks import Examples, TaskData
 from .intervals import Interval, bootstrap
 from .lens import residual_stack
-from .ranges import is_finite_at_least, is_whole
+from .ranges import check_fields, is_finite_at_least, is_whole, whole_at_least
 from .targets import headline_targets, intermediate_targets, joint_targets, masked_class
 
 
@@ -131,12 +131,9 @@ class ProbeSettings:
     mask_seed: int = 0
 
     def __post_init__(self):
-        lows = {"max_train": 1, "seed": 0, "max_iter": 1, "chunk": 1, "mask_seed": 0}
-        bad = [name for name, low in lows.items() if not is_whole(getattr(self, name)) or getattr(self, name) < low]
-        if bad or not is_finite_at_least(self.weight_decay):
-            name = bad[0] if bad else "weight_decay"
-            wanted = f"an int >= {lows[name]}" if bad else "a finite number >= 0"
-            raise ValueError(f"ProbeSettings.{name} must be {wanted}, got {getattr(self, name)!r}")
+        check_fields(self, max_train=whole_at_least(1), seed=whole_at_least(0), max_iter=whole_at_least(1),
+                     chunk=whole_at_least(1), mask_seed=whole_at_least(0),
+                     weight_decay=(is_finite_at_least, "a finite number >= 0"))
 
 
 @dataclass(frozen=True)

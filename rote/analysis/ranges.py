@@ -22,8 +22,13 @@ def is_finite_at_least(value, low: float = 0) -> bool:
     return is_real(value) and low <= value < math.inf
 
 
+def whole_at_least(low: int) -> tuple:
+    """The :func:`check_fields` rule of an integer >= ``low``."""
+    return (lambda v: is_whole(v) and v >= low, f"an int >= {low}")
+
+
 # rules of :func:`check_fields`: (test, what the value must be)
-COUNT = (lambda v: is_whole(v) and v >= 1, "an int >= 1")
+COUNT = whole_at_least(1)
 SHARE = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
 
 
