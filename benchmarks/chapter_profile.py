@@ -76,7 +76,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.update(ROTE_PROFILE=args.profile, ROTE_SEEDS=str(args.seeds), ROTE_PLAIN_PROGRESS="1")
     os.environ.setdefault("ROTE_FIGURES", tempfile.mkdtemp(prefix="rote-profile-figures-"))
-    from rote.driver import chapter_path
+    from rote.build.driver import chapter_path
 
     params = {"profile": args.profile}
     for name, value in args.p:

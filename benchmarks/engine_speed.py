@@ -4,7 +4,7 @@ the matmul peak, and the speed-up of W workers over 1 on the same plan.
 Usage:
   .venv/bin/python benchmarks/engine_speed.py measure [--steps 150]
       1-thread training steps/s and seconds per evaluation of the smoke and quick shapes (the table
-      rote/timings.py's MEASURED uses), the evaluation share of a whole run, and achieved model FLOP/s
+      rote/build/timings.py's MEASURED uses), the evaluation share of a whole run, and achieved model FLOP/s
       as a share of this CPU's measured 1-thread fp32 matmul peak (benchmarks/matmul_peak.py).
   .venv/bin/python benchmarks/engine_speed.py eval [--task fda thr] [--repeat 5]
       seconds per evaluation of the quick shapes, the evaluation before issue 21 (every position
@@ -13,7 +13,7 @@ Usage:
       are not all zero; asserts identical metric values.
   .venv/bin/python benchmarks/engine_speed.py pool [--runs 4] [--steps 300] [--workers 1 2]
       trains the same plan (quick FDA unless --task/--profile, --steps steps, seeds 0..runs-1) into a fresh cache with each
-      worker count, through rote.engine.train_plan, and prints wall times and the speed-up.
+      worker count, through rote.build.engine.train_plan, and prints wall times and the speed-up.
 
 Speed numbers need an idle machine: anything else on a core slows a run. Results: benchmarks/RESULTS.md.
 """
@@ -156,7 +156,7 @@ def cmd_eval(args) -> None:
 
 
 def cmd_pool(args) -> None:
-    from rote.engine import EngineSettings, train_plan
+    from rote.build.engine import EngineSettings, train_plan
     from rote.plan import with_seed
 
     base = make_config(args.task, args.profile, steps=args.steps, warmup_steps=min(100, args.steps - 1),

@@ -1,5 +1,5 @@
 """How good are the run-time estimates? Each cached run's recorded time against what the estimator
-(rote/timings.py) would have predicted for it without its own record.
+(rote/build/timings.py) would have predicted for it without its own record.
 
 Usage:
   .venv/bin/python benchmarks/estimates.py [--root _build/runs] [--probe] [--workers W] [--json]
@@ -16,7 +16,7 @@ For every finished run in the run cache (``<root>/<task>-<key>/``, read only):
   stored probe now, in this process, storing nothing).
 
 A prediction is a solo time; for a run that trained in a pool it is multiplied by
-``rote.timings.SHARED_CORE_SLOWDOWN``, as ``rote plan`` does for a pool. Errors are (predicted - recorded)
+``rote.build.timings.SHARED_CORE_SLOWDOWN``, as ``rote plan`` does for a pool. Errors are (predicted - recorded)
 / recorded, against the wall time, and against the CPU time (what the wall time would have been had
 the run's core been its own: the figure to read on a machine that other work shared). ``--workers W``:
 runs without a record count as pooled when W > 1 (default 1).
@@ -35,9 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rote import timings as TM  # noqa: E402
+from rote.build import timings as TM  # noqa: E402
 from rote.config import ConfigError, RunConfig  # noqa: E402
-from rote.timings import SHARED_CORE_SLOWDOWN, fmt_seconds  # noqa: E402
+from rote.build.timings import SHARED_CORE_SLOWDOWN, fmt_seconds  # noqa: E402
 
 TARGET = 0.25
 

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", help="the records of these seeds (default: 0 1 2)")
     args = parser.parse_args(argv)
     os.environ["ROTE_RESULTS"] = str(args.results)
-    from rote import book, claims, verdicts
+    from rote import claims, display, verdicts
 
     records = claims.load_all(args.profile, seeds=args.seeds)
     print("| row | registered | amended | stability | near seeds | near predicted fragile |")
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         entry = claims.load_stability(rec) if rec.per_seed else None
         stability = entry["status"] if entry else "-"
         near = verdicts.near_seeds(rec) if rec.per_seed else "-"
-        predicted = book.near_predicted(rec, entry) if entry else "-"
+        predicted = display.near_predicted(rec, entry) if entry else "-"
         print(f"| {rec.claim} {rec.task} {rec.condition if rec.condition not in (None, '-') else ''} | {rec.verdict_registered} | {rec.verdict_amended} "
               f"| {stability} | {near} | {predicted} |")
     print("\n| row | seed | check | kind | value | threshold | 95% interval (method) | passed |")

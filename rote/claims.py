@@ -19,7 +19,8 @@ from typing import Any
 
 from . import fmt
 from .config import PROJECT_ROOT
-from .spec import PAPER_GROUP, SPECS, Table, specs
+from .spec import PAPER_GROUP
+from .specs import SPECS, Table, specs
 
 # Every table of claims is derived from the specs (rote/specs/<claim>.py), never written here.
 CLAIMS = Table(lambda s: (s.id, s.title))

@@ -1,22 +1,20 @@
 """A claim declared once: its :class:`ClaimSpec` (``SPEC`` in ``rote/specs/<claim>.py``), its
-:class:`Threshold` values by protocol section, and the registry every table of claims is derived from.
+:class:`Threshold` values by protocol section; the registry every table of claims is derived from is
+:mod:`rote.specs`.
 
 The id (``X1``) names the claim's modules and check ids (``x1``: :attr:`ClaimSpec.module`); the notebook
 (``07_benign_memorization``) its page and, without the number, its chapter (:attr:`ClaimSpec.chapter`).
 An amendment is data: a threshold holds its registered value and its values by amendment, keyed by
 protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it (``"7"`` is amendment
 1, ``"8"`` amendment 2). A bad spec fails when it is built, with one line naming the field; the
-registry refuses a second claim with the same id, module, notebook or chapter.
+registry (:mod:`rote.specs`) refuses a second claim with the same id, module, notebook or chapter.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .config import TASKS
 
@@ -141,73 +139,3 @@ class ClaimSpec:
     def values(self, section: str | None = None) -> dict[str, Any]:
         """Threshold name -> value as of ``section`` (None: the latest), as the records carry them."""
         return {k: t.as_of(section) for k, t in self.thresholds.items() if t.as_of(section) is not None}
-
-
-SPECS: dict[str, ClaimSpec] = {}
-
-
-def register(spec: ClaimSpec) -> ClaimSpec:
-    """Add a spec to the registry; refuses one whose id, module, notebook or chapter is taken."""
-    for other in SPECS.values():
-        for what in ("id", "module", "notebook", "chapter"):
-            if getattr(other, what) == getattr(spec, what):
-                raise ValueError(f"ClaimSpec {spec.id!r}: {what} {getattr(spec, what)!r} is already {other.id}'s")
-    SPECS[spec.id] = spec
-    return spec
-
-
-def unregister(claim: str) -> None:
-    SPECS.pop(claim, None)
-
-
-def specs() -> list[ClaimSpec]:
-    """Every registered spec, in the order of their notebooks (the book's reading order)."""
-    return sorted(SPECS.values(), key=lambda s: s.notebook)
-
-
-def spec_of(check_id: str) -> ClaimSpec | None:
-    """The spec a check id belongs to (``c4.k50`` -> C4's), None for no registered claim."""
-    return SPECS.get(str(check_id).split(".")[0].upper())
-
-
-def amendment_names() -> dict[str, str]:
-    """Amendment section -> its name (``{"7": "amendment 1", "8": "amendment 2"}``), over every spec."""
-    sections = sorted({s for spec in SPECS.values() for s in spec.amendments}, key=section_key)
-    return {s: f"amendment {i}" for i, s in enumerate(sections, 1)}
-
-
-class Table(Mapping):
-    """A table derived from the registered specs, read afresh at every access (so a spec registered
-    later, such as a test's planted claim, is in it at once): ``row(spec)`` gives (key, value), or None
-    to leave the spec out; ``before`` and ``after`` are fixed rows around the specs' rows."""
-
-    def __init__(self, row: Callable[[ClaimSpec], tuple | None], before: dict | None = None,
-                 after: dict | None = None):
-        self._row, self._before, self._after = row, before or {}, after or {}
-
-    def _table(self) -> dict:
-        return {**self._before, **dict(r for r in map(self._row, specs()) if r is not None), **self._after}
-
-    def __getitem__(self, key):
-        return self._table()[key]
-
-    def __iter__(self):
-        return iter(self._table())
-
-    def __len__(self):
-        return len(self._table())
-
-
-def _discover() -> None:
-    """Register the spec of every module of :mod:`rote.specs` (its ``SPEC``)."""
-    from . import specs as package
-
-    for found in pkgutil.iter_modules(package.__path__):
-        spec = importlib.import_module(f"{package.__name__}.{found.name}").SPEC
-        if spec.module != found.name:
-            raise ValueError(f"ClaimSpec {spec.id!r}: declared in rote/specs/{found.name}.py, not {spec.module}.py")
-        if spec.id not in SPECS:
-            register(spec)
-
-
-_discover()

@@ -20,7 +20,7 @@ def outlier_model(planted: dict) -> HookedTransformer:
 
 
 def recording_job(started: list):
-    """A stand-in for ``rote.engine._LocalJob`` that finishes at once and records the configs it was
+    """A stand-in for ``rote.build.engine._LocalJob`` that finishes at once and records the configs it was
     started with, in order (tests of the pool's scheduling)."""
 
     class RecordingJob:

@@ -1,6 +1,6 @@
 """The bibliography: every {cite} key in the book is an entry of book/references.bib, every entry is
 cited, the site's config finds the file from the staged root, and a key that is not in the file
-fails the site build (warnings are errors there, rote.staging.render_site)."""
+fails the site build (warnings are errors there, rote.build.staging.render_site)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_config_finds_the_bibliography_from_the_book_root_and_the_toc_lists_the_
 
 
 def test_the_staged_site_carries_the_bibliography(tmp_path, monkeypatch):
-    from rote import site, staging
+    from rote.build import site, staging
 
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
@@ -122,7 +122,7 @@ def _tiny_book(root: Path, text: str) -> Path:
 
 
 def _build(root: Path) -> subprocess.CompletedProcess:
-    """Jupyter Book as rote.staging.render_site runs it: warnings are errors."""
+    """Jupyter Book as rote.build.staging.render_site runs it: warnings are errors."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(root), "--all", "-W", "--keep-going"]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
@@ -134,7 +134,7 @@ def test_a_known_key_builds_and_an_unknown_key_fails_the_build(tmp_path):
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     page = (tmp_path / "good" / "_build" / "html" / "book" / "intro.html").read_text()
     assert "Du" in page and "2025" in page and "references.html#" in page
-    # the list labels read as the citations do (rote.site's "rote" style), not alphabetic "[DMC+25a]"
+    # the list labels read as the citations do (rote.build.site's "rote" style), not alphabetic "[DMC+25a]"
     listing = (tmp_path / "good" / "_build" / "html" / "book" / "references.html").read_text()
     assert "Du et al., 2025" in listing and "Wang et al., 2024" in listing and "DMC+25" not in listing
 

@@ -6,7 +6,8 @@ import time
 import nbformat
 import pytest
 
-from rote import book, claims, driver, plan, site, staging
+from rote import claims, display, plan
+from rote.build import book, driver, site, staging
 from rote.config import ConfigError, make_config
 
 
@@ -127,7 +128,7 @@ def test_records_from_other_runs_are_recognized(tmp_path):
     assert claims.runs_are_profile_defaults(other) is False
     placeholder = claims.load_all("smoke", root=tmp_path)[0]
     assert claims.runs_are_profile_defaults(placeholder) is None
-    table = site.claims_table([own, other, placeholder])
+    table = display.claims_table([own, other, placeholder])
     assert list(table.runs) == ["profile default", "other runs", ""]
     assert list(table.seeds) == ["0✓", "0✓", ""] and list(table.section)[0] == "02_learning_dynamics#verdict"
 
@@ -176,7 +177,7 @@ def test_failing_chapter_is_reported_and_its_page_says_so(tmp_path, monkeypatch)
 def test_a_failed_run_stops_the_book_before_any_chapter(tmp_path, monkeypatch, capsys):
     """`rote book`: when a run of the plan fails, no chapter executes (none would find its runs) and
     the command exits non-zero, naming the run."""
-    from rote import engine
+    from rote.build import engine
 
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     trained = []
@@ -227,9 +228,8 @@ def test_seeds_parameter_is_a_list_and_seed_overrides_are_refused():
             driver.resolve_parameters("learning_dynamics", "smoke", params)
 
 
-def test_build_times_has_its_columns_before_any_build(tmp_path, monkeypatch):
-    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
-    times = site.build_times("smoke")
+def test_build_times_has_its_columns_before_any_build(tmp_path):
+    times = display.build_times("smoke", tmp_path / "_build")
     assert list(times.columns) == ["chapter", "seconds", "status", "executed"] and times.empty
     assert times[times.chapter != "scorecard"].empty
 
@@ -239,7 +239,7 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
     order; none starts while every slot is busy, and the scorecard-like last chapter still runs last."""
     import threading
 
-    from rote import engine
+    from rote.build import engine
 
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     events, started = [], threading.Event()

@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from rote import driver
+from rote.build import driver
 from rote.chapters.params import CHAPTER_PARAMS, chapter_params
 from rote.config import ConfigError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rote.spec import specs
+from rote.specs import specs
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIM_MODULES = tuple(s.module for s in specs())  # every claim's verdict module

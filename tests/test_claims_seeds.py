@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 
-from rote import claims, plan, site
+from rote import claims, display, plan
+from rote.build import site
 from rote.verdicts import REQUIRED_PARTS, Check, records, seed_result
 
 
@@ -25,7 +26,7 @@ def test_a_seeds_7_record_leaves_the_3_seed_record_and_its_scorecard_row_intact(
     three = _records("C1", "smoke", [0, 1, 2], True)
     for rec in three:
         assert claims.save(rec, root=tmp_path) == claims.record_path(tmp_path, "smoke", "C1", "fda", rec.condition)
-    before = _row(site.claims_table(claims.load_all("smoke", root=tmp_path)), "C1", "fda", "random")
+    before = _row(display.claims_table(claims.load_all("smoke", root=tmp_path)), "C1", "fda", "random")
     assert before["amended"] == "holds" and before["seeds"] == "0✓ 1✓ 2✓"
     seven = _records("C1", "smoke", [7], False)  # `rote run learning_dynamics -p seeds 7`
     paths = [claims.save(rec, root=tmp_path) for rec in seven]
@@ -33,11 +34,11 @@ def test_a_seeds_7_record_leaves_the_3_seed_record_and_its_scorecard_row_intact(
     assert json.loads((tmp_path / "smoke" / "C1-fda-random.json").read_text())["seeds"] == [0, 1, 2]
     main = claims.load_all("smoke", root=tmp_path)
     assert len(main) == len(claims.expected("smoke"))  # one record per (claim, task, condition)
-    assert _row(site.claims_table(main), "C1", "fda", "random") == before  # the scorecard's row is unchanged
+    assert _row(display.claims_table(main), "C1", "fda", "random") == before  # the scorecard's row is unchanged
     others = claims.other_records("smoke", root=tmp_path)
     assert [(r.claim, r.task, r.condition, r.seeds, r.verdict_amended) for r in others] == [
         ("C1", "fda", "random", [7], "fail (1 seed)"), ("C1", "fda", "digit", [7], "fail (1 seed)")]
-    listed = site.other_records_table(others)
+    listed = display.other_records_table(others)
     assert list(listed.columns) == ["claim", "task", "condition", "seeds", "amended"]
     assert listed.iloc[0].to_dict() == {"claim": "C1", "task": "fda", "condition": "random", "seeds": "7",
                                         "amended": "fail (1 seed)"}
@@ -76,7 +77,7 @@ def test_a_not_run_record_says_why_in_the_scorecard_the_box_and_the_csv(tmp_path
     claims.save(rec, root=tmp_path)
     (loaded,) = [r for r in claims.load_all("smoke", root=tmp_path) if r.claim == "X1"]
     assert loaded.status == "not run" and loaded.reason == rec.reason and loaded.seeds == [0, 1, 2]
-    row = _row(site.claims_table([loaded]), "X1", "fda", "random")
+    row = _row(display.claims_table([loaded]), "X1", "fda", "random")
     assert row["deciding checks"] == "not run: X1's grid was not trained in this build"
     assert "- not run: X1's grid was not trained in this build" in site.verdict_box([loaded], claims.CLAIMS)
     assert site.csv_rows([loaded])[0]["reason"] == rec.reason

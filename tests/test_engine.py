@@ -1,4 +1,4 @@
-"""The run engine (rote.engine): same run on every executor, concurrent writers, faults, bad input,
+"""The run engine (rote.build.engine): same run on every executor, concurrent writers, faults, bad input,
 and cache safety (the code fingerprint in the key)."""
 
 import json
@@ -17,7 +17,7 @@ import torch
 from interrupt import interruptible
 from planted import recording_job
 import rote.config as config_module
-from rote import engine
+from rote.build import engine
 from rote.config import fingerprint_sources, make_config
 from rote.plan import plan, with_seed
 from rote.runs import entry_name, get_or_train, lookup, read_progress, status, verify

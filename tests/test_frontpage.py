@@ -1,11 +1,12 @@
-"""The front page's generated parts (rote.frontpage) on planted claim records: the sentence per claim,
+"""The front page's generated parts (rote.build.frontpage) on planted claim records: the sentence per claim,
 the table of every row, the build-time sentence, and staging them into the site's intro."""
 
 import dataclasses
 
 import pytest
 
-from rote import claims, driver, frontpage, plan, site, stability, staging, timings
+from rote import claims, plan, stability
+from rote.build import driver, frontpage, site, staging, timings
 from rote.verdicts import REQUIRED_PARTS, Check, records, seed_result
 
 OUTCOMES = {"pass": True, "fail": False, "unresolved": None}
@@ -143,12 +144,12 @@ class _Estimator:
         self.source, self.s = source, seconds
 
     def estimate(self, config):
-        from rote.timings import Estimate
+        from rote.build.timings import Estimate
 
         return Estimate(self.s, self.source, 1)
 
     def summary(self, configs):
-        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/timings.py)"
+        return f"estimates: {len(list(configs))} from the static table or FLOP formula (rote/build/timings.py)"
 
 
 def test_build_time_says_where_its_estimate_comes_from():

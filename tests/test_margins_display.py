@@ -3,7 +3,7 @@ the range across seeds; the scorecard counts the seeds with a near deciding chec
 stability build ran, says whether near predicted fragile."""
 
 from rote import claims
-from rote.site import claims_table, near_predicted, record_table
+from rote.display import claims_table, near_predicted, record_table
 from rote.stability import FRAGILE, STABLE
 
 

@@ -1,4 +1,4 @@
-"""The parameter reference page (rote.reference): generated from the declarations, so it cannot drift.
+"""The parameter reference page (rote.build.reference): generated from the declarations, so it cannot drift.
 Every declared parameter is on it, its ranges are the declarations' words, and every example command
 passes the checks the command line makes before any work (nothing runs)."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rote import driver, reference
+from rote.build import driver, reference
 from rote.chapters.params import CHAPTER_PARAMS, chapter_params
 from rote.config import TASKS, ConfigError, FDAConfig, ModelConfig, THRConfig, TrainConfig, _check, param_names
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rote import plan as P
-from rote import timings as TM
+from rote.build import timings as TM
 from rote.config import ConfigError, FDAConfig, make_config
 
 
@@ -169,8 +169,8 @@ def test_plan_command(tmp_path):
 
 
 def test_book_trains_what_its_chapters_ask_for():
-    from rote.book import _needs_runs, book_plan
-    from rote.driver import chapters
+    from rote.build.book import _needs_runs, book_plan
+    from rote.build.driver import chapters
 
     assert "tasks" in chapters() and not _needs_runs("tasks")  # the tasks chapter trains nothing
     assert any(_needs_runs(name) for name in chapters())
@@ -191,7 +191,7 @@ def test_pool_estimate_charges_the_shared_core_slowdown_only_when_runs_share_the
 
 
 def test_pages_state_the_training_precision():
-    from rote import driver, site
+    from rote.build import driver, site
     from rote.config import native_precision
 
     assert driver.chapter_precision({"profile": "smoke"}) == f"fda fp32, thr {native_precision()}"
@@ -206,7 +206,7 @@ def test_pages_state_the_training_precision():
 def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monkeypatch):
     from types import SimpleNamespace
 
-    from rote import book, driver
+    from rote.build import book, driver
 
     seen = {}
 
@@ -230,7 +230,7 @@ def _x1_only(configs, profile="quick"):
 
 
 def test_every_chapter_declares_the_runs_it_needs():
-    from rote import book, driver
+    from rote.build import book, driver
 
     assert set(book.CHAPTER_RUNS) == set(driver.chapters())
     assert {n for n, parts in book.CHAPTER_RUNS.items() if not parts} == {"tasks", "scorecard"}
@@ -240,8 +240,8 @@ def test_every_chapter_declares_the_runs_it_needs():
 
 
 def test_the_chapter_filter_trains_the_named_chapters_runs_only():
-    from rote.book import book_plan
-    from rote.driver import chapters
+    from rote.build.book import book_plan
+    from rote.build.driver import chapters
 
     seeds = [0, 1, 2]
     units = P.units("quick", seeds=seeds)
@@ -265,7 +265,7 @@ def test_the_chapter_filter_trains_the_named_chapters_runs_only():
 
 def _planted_book(monkeypatch, tmp_path, names, **kwargs):
     """`rote book` with training and chapters planted: the runs it would train, and each chapter's parameters."""
-    from rote import book, driver, engine, site
+    from rote.build import book, driver, engine, site
 
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     trained, executed = [], {}

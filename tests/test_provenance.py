@@ -1,4 +1,4 @@
-"""What produced a page (rote.provenance): the facts recorded when a chapter executes, the stamp's
+"""What produced a page (rote.build.provenance): the facts recorded when a chapter executes, the stamp's
 "Build environment" dropdown, and the Build environment page written at staging."""
 
 import re
@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from rote import driver, provenance, site, staging
+from rote.build import driver, provenance, site, staging
 
 ENV = {"git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True, "changed": 2, "note": ""},
        "code_fingerprint": "65de01d5e287", "python": "3.11.7", "torch": "2.13.0+cpu", "numpy": "2.4.6",
@@ -63,7 +63,7 @@ def test_cpu_facts_read_the_model_and_the_bf16_flags():
 
 
 def test_importing_provenance_does_not_import_torch():
-    code = "import sys, rote.provenance, rote.site; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, rote.build.provenance, rote.build.site; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=site.PROJECT_ROOT)
 
 
@@ -174,7 +174,7 @@ def test_staging_fills_the_generated_pages_and_stamps(tmp_path, monkeypatch):
     assert provenance.MARKER not in environment and "| package | locked | installed here |" in environment
     assert f"torch {provenance.package_version('torch')}" in environment
     parameters = (staged / "parameters.md").read_text()
-    from rote import reference
+    from rote.build import reference
 
     assert reference.MARKER not in parameters and "## Run parameters" in parameters
     assert staging.fill_generated_pages(staged) == []  # filled once: no marker left

@@ -1,4 +1,4 @@
-"""The repository URL, one setting (rote.publish): the staged _config.yml and the site's buttons follow it,
+"""The repository URL, one setting (rote.build.publish): the staged _config.yml and the site's buttons follow it,
 and every chapter's Colab install cell names it and does nothing outside Colab."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import yaml
 
-from rote import driver, publish, site, staging
+from rote.build import driver, publish, site, staging
 
 ROOT = Path(__file__).resolve().parents[1]
 URL = "https://github.com/example-org/rote"
@@ -162,7 +162,7 @@ def test_write_colab_cells_changes_only_those_cells(tmp_path):
 def test_the_site_never_shows_the_colab_cell():
     """remove-cell: Jupyter Book drops it; hide_boilerplate neither merges it with the imports nor
     hides it twice, and the title stays the page's first cell."""
-    from rote import site
+    from rote.build import site
 
     nb = nbformat.read(driver.chapters()["learning_dynamics"], as_version=4)
     site.hide_boilerplate(nb)
@@ -180,7 +180,7 @@ def test_the_site_shows_the_repository_buttons_exactly_when_the_url_is_set(stage
     repository, issue and Colab buttons with the URL, none without it, and Jupyter Book's own
     repository on no page either way."""
     jupyter_book = str(Path(sys.executable).with_name("jupyter-book"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the Sphinx extension rote.site of this checkout
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the Sphinx extension rote.build.site of this checkout
     builds = {}
     for name, url in (("off", None), ("on", URL)):
         source = stage(name, url)

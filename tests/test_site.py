@@ -385,7 +385,7 @@ INTRO = "book/intro.html"
 
 def test_front_page_opens_with_the_results_of_the_build(browser, base_url):
     """The front page's first section is what the build found: a sentence per claim and a table with a
-    row per claim, task and condition, each linked to its chapter (rote.frontpage, staged into intro.md)."""
+    row per claim, task and condition, each linked to its chapter (rote.build.frontpage, staged into intro.md)."""
     from rote import claims
 
     page = browser.new_page()
@@ -450,11 +450,11 @@ def test_scorecard_offers_the_records_as_json_and_csv(desktop, base_url):
     assert {"claim", "task", "condition", "seed", "check", "value", "threshold"} <= set(header)
 
 
-# -- what produced each page (rote.provenance) and the generated reference pages -----------------
+# -- what produced each page (rote.build.provenance) and the generated reference pages -----------------
 def test_the_stamp_opens_a_build_environment_dropdown(browser, base_url):
     """A chapter's stamp holds a closed "Build environment" dropdown; a click opens it, and it names the
     commit (or says the tree was not a git checkout) and the torch version the page was executed with."""
-    from rote.provenance import package_version
+    from rote.build.provenance import package_version
 
     page_path = NOTEBOOK_PAGES[0]
     page = browser.new_page()
@@ -493,7 +493,7 @@ def _table_rows(browser, base_url, page_path: str) -> tuple[list[int], str]:
 
 
 def test_the_environment_page_lists_the_locked_packages(browser, base_url):
-    from rote.provenance import locked_packages, package_version, python_requirement
+    from rote.build.provenance import locked_packages, package_version, python_requirement
 
     rows, text = _table_rows(browser, base_url, "book/environment.html")
     assert rows == [len(locked_packages())], f"package table rows: {rows}"

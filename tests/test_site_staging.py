@@ -1,4 +1,4 @@
-"""What the site adds to the executed chapters (rote.site, rote.staging.stage_site), without a browser."""
+"""What the site adds to the executed chapters (rote.build.site, rote.build.staging.stage_site), without a browser."""
 
 import csv
 import json
@@ -7,7 +7,8 @@ import shlex
 import nbformat
 import pytest
 
-from rote import claims, driver, site, staging
+from rote import claims
+from rote.build import driver, site, staging
 from rote.plots import save_figure
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rote import engine
+from rote.build import engine
 from rote.config import code_fingerprint, make_config
 from rote.plan import plan, with_seed
 from rote.runs import entry_name, lookup, read_progress, status

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rote import book, claims, driver, plan, site, verdicts
+from rote import claims, display, plan, verdicts
+from rote.build import book, driver, site
 from rote.chapters import params as chapter_params
-from rote.spec import BEYOND_GROUP, PAPER_GROUP, ClaimSpec, Threshold, amendment_names, register, specs, unregister
+from rote.spec import BEYOND_GROUP, PAPER_GROUP, ClaimSpec, Threshold
+from rote.specs import amendment_names, register, specs, unregister
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTIONS = {PAPER_GROUP: "Replication", BEYOND_GROUP: "Beyond the paper"}  # _toc.yml's part of each group
@@ -143,7 +145,7 @@ def test_a_planted_claim_reaches_the_plan_parameters_verdicts_records_and_scorec
     assert [(p.claim, p.condition) for p in claims.expected("smoke") if p.claim == "P9"] == [("P9", "random"), ("P9", "digit")]
     loaded = [r for r in claims.load_all("smoke", tmp_path / "results", seeds=[0]) if r.claim == "P9"]
     assert [bool(r.per_seed) for r in loaded] == [True, False]  # the digit condition: not run
-    row = site.claims_table(loaded).iloc[0]
+    row = display.claims_table(loaded).iloc[0]
     assert (row.claim, row.task, row.condition, row.group, row.section) == ("P9", "fda", "random", PAPER_GROUP,
                                                                            "99_planted#verdict")
 
@@ -187,6 +189,6 @@ def test_one_spec_module_imported_alone_registers_every_spec():
     import subprocess
     import sys
 
-    code = "from rote.specs import c5; from rote.spec import SPECS; print(c5.SPEC.id, len(SPECS))"
+    code = "from rote.specs import c5; from rote.specs import SPECS; print(c5.SPEC.id, len(SPECS))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "C5" and int(out[1]) >= 6

@@ -154,7 +154,8 @@ def _save(rec_dict, root):
 
 
 def test_a_failed_perturbed_chapter_leaves_its_change_not_run(tmp_path, monkeypatch):
-    from rote import book, claims
+    from rote import claims
+    from rote.build import book
 
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
     seeds = [_seed(0, True, check="c1.gen")]
@@ -186,7 +187,7 @@ def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monk
     import time
     from pathlib import Path
 
-    from rote import book, driver
+    from rote.build import book, driver
 
     params = driver.resolve_parameters("learning_dynamics", "smoke", {})
     failed = {}

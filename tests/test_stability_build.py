@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from rote import book, claims, site, stability
+from rote import claims, display, stability
+from rote.build import book, site
 
 
 def _records(root):
@@ -48,7 +49,7 @@ def test_smoke_stability_build_keeps_the_default_records_and_writes_an_entry_per
             twin = claims.load_all("smoke", book.stability_root("precision"), seeds=[0])
             twin = next(t for t in twin if (t.claim, t.task, t.condition) == (rec.claim, rec.task, rec.condition))
             assert twin.per_seed[0]["precision"] == stability.other_precision(rec.task)
-    table = site.claims_table(claims.load_all("smoke", seeds=[0]))
+    table = display.claims_table(claims.load_all("smoke", seeds=[0]))
     assert "stability" in table.columns
     assert set(table[table.claim == "C1"].stability) <= {"stable", "not run", "fragile (precision)",
                                                           "fragile (seeds)", "fragile (precision, seeds)"}

@@ -1,4 +1,4 @@
-"""Estimates that learn from the machine (rote.timings): run records, probes, fallbacks, the summary."""
+"""Estimates that learn from the machine (rote.build.timings): run records, probes, fallbacks, the summary."""
 
 import json
 import os
@@ -8,9 +8,9 @@ import sys
 import pytest
 import torch
 
-from rote import engine
+from rote.build import engine
 from rote import plan as P
-from rote import timings as TM
+from rote.build import timings as TM
 from rote.config import make_config
 from planted import recording_job
 
@@ -25,7 +25,7 @@ def _probing_on(monkeypatch):
 
 
 def _record(config, machine=None, cpu_s=100.0, wall_s=100.0, train_s=98.0, eval0_s=0.5, **extra):
-    """A run record as a worker writes it (rote.timings.record_run), with chosen times."""
+    """A run record as a worker writes it (rote.build.timings.record_run), with chosen times."""
     return {"v": TM.VERSION, "kind": "run", "time": 1.0, "host": "h", "machine": machine or TM.machine(),
             "shape": TM.shape(config), "name": f"{config.task}-{config.key}", "key": config.key,
             "steps": config.train.steps, "eval_every": config.train.eval_every,
@@ -159,7 +159,7 @@ def test_the_summary_counts_each_source(tmp_path, monkeypatch):
     assert est.probe_seconds > 0
     again = TM.Estimator(tmp_path, probe=False).summary(runs + probed + [make_config("fda", "smoke", d_model=64)])
     assert again == ("estimates: 2 from finished runs on this machine, 2 timed earlier on this machine, "
-                     "1 from the static table or FLOP formula (rote/timings.py)")
+                     "1 from the static table or FLOP formula (rote/build/timings.py)")
 
 
 def test_on_slurm_the_workers_runs_count_and_the_login_node_never_probes(tmp_path, monkeypatch):

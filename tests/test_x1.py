@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rote import claims, plan, timings, verdicts
+from rote import claims, display, plan, verdicts
+from rote.build import timings
 from rote.chapters import x1
 from rote.config import ConfigError, make_config
 from rote.spec import BEYOND_GROUP
@@ -101,7 +102,7 @@ def test_grid_parameters_from_the_command_line_are_read():
 
 
 def test_the_chapter_validates_its_parameters_with_the_book():
-    from rote import book, driver
+    from rote.build import book, driver
 
     out = driver.resolve_parameters("benign_memorization", "smoke", {"widths": "16,32", "noise_ratios": "0.2"})
     assert out["widths"] == "16,32"
@@ -142,7 +143,7 @@ def _study(costs, mems=None, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), ratio
     for u in g.ratio_units:
         if u.noisy.key not in metrics:
             metrics[u.noisy.key] = _curve(1.0 - ratio_costs[g.noise_ratios.index(u.noisy.data.noise_ratio)], 0.95)
-    return x1.study(g, metrics)
+    return x1.study(g, metrics, timings)
 
 
 def _verdict(s):
@@ -262,7 +263,7 @@ def test_timing_table_and_noise_ratio_sentence():
 
 
 def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_path):
-    from rote import site
+    from rote.build import site
 
     placeholders = {(r.claim, r.task, r.condition) for r in claims.expected("quick")}
     assert ("X1", "fda", "random") in placeholders and ("X1", "fda", "digit") not in placeholders
@@ -273,7 +274,7 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     claims.save(rec, root=tmp_path)
     loaded = {r.claim: r for r in claims.load_all("smoke", root=tmp_path, seeds=[0, 1])}["X1"]
     assert loaded.verdict_registered == "fails" and loaded.page == "07_benign_memorization"
-    table = site.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
+    table = display.claims_table(claims.load_all("smoke", root=tmp_path, seeds=[0, 1]))
     row = table[table.claim == "X1"].iloc[0]
     assert row["group"] == BEYOND_GROUP and row["seeds"] == "0✗ 1✗" and "x1.cost_largest" in row["deciding checks"]
     assert list(table.group).index(BEYOND_GROUP) == len(table) - 1  # below the paper's claims
@@ -296,7 +297,7 @@ def _partial(keep, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), costs=(0.2, 0.1
         if keep(u):
             i = g.widths.index(u.noisy.model.d_model)
             metrics[u.noisy.key], metrics[u.clean.key] = _curve(1.0 - costs[i], 0.97), _twin()
-    return g, x1.study(g, metrics)
+    return g, x1.study(g, metrics, timings)
 
 
 def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_missing_runs():
@@ -373,7 +374,7 @@ def test_load_trains_the_grid_only_when_allowed(monkeypatch):
 
 
 def test_the_chapter_takes_train_grid_and_the_book_keeps_its_page():
-    from rote import driver
+    from rote.build import driver
 
     assert driver.notebook_parameters(driver.chapter_path("benign_memorization"))["train_grid"] == "True"
     for raw, value in (("false", False), ("False", False), ("0", False), ("true", True)):

@@ -1,5 +1,5 @@
 """The book build (``rote book``): train the missing runs of the selected chapters (:func:`book_plan`),
-execute the chapters as cores free up (:mod:`rote.driver`), render the site (:mod:`rote.staging`); with
+execute the chapters as cores free up (:mod:`rote.build.driver`), render the site (:mod:`rote.build.staging`); with
 ``stability``, also protocol 10's stability build. A failing chapter is reported; the others still build."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import claims, driver, plan, site, staging
-from .config import TASKS, ConfigError
+from .. import claims, plan
+from . import driver, site, staging
+from ..config import TASKS, ConfigError
 from .driver import (ChapterJob, ChapterResult, chapter_path, chapters, literal_default, notebook_parameters,
                      parse_value, resolve_parameters, run_param_names)
-from .fmt import say
-from .spec import specs
+from ..fmt import say
+from ..specs import specs
 
 
 # What each chapter trains: the parts of the plan (:data:`rote.plan.PARTS`) its notebook loads (the specs')
@@ -52,7 +53,7 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
               x1: bool = False) -> list:
     """The union of the selected chapters' runs (:func:`chapter_runs`, each for its own tasks) with the
     run parameters of ``params``, in the plan's order."""
-    from .plan import PlanGrid, runs
+    from ..plan import PlanGrid, runs
 
     known_run = run_param_names()
     given = parse_value(params.get("overrides")) if "overrides" in params else None
@@ -79,11 +80,11 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
 @dataclass(frozen=True)
 class BookOptions:
     """``rote book``'s options: ``render`` the site, ``seeds`` (N; None: ``$ROTE_SEEDS``, else 3), how runs
-    train (``engine``: :class:`rote.engine.EngineSettings`), ``x1`` (X1's grid), ``stability`` (protocol 10)."""
+    train (``engine``: :class:`rote.build.engine.EngineSettings`), ``x1`` (X1's grid), ``stability`` (protocol 10)."""
 
     render: bool = True
     seeds: int | None = None
-    engine: object = None  # rote.engine.EngineSettings (not imported here: the engine loads torch)
+    engine: object = None  # rote.build.engine.EngineSettings (not imported here: the engine loads torch)
     x1: bool = False
     stability: bool = False
 
@@ -132,7 +133,7 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
     configs = book_plan(profile, selected, params, seed_values, x1=with_x1)
     jobs = [ChapterJob(name, resolved[name], last=(name == "scorecard")) for name in selected]
     if options.stability:
-        from . import stability as stab
+        from .. import stability as stab
 
         why_not = stab.precision_not_run()
         if why_not:  # said before anything trains
@@ -207,7 +208,7 @@ def stability_jobs(profile: str, names: list[str], resolved: dict, seeds: list[i
     """The runs and chapter jobs of protocol 10's two changes for the selected claim chapters: each task
     in its other precision (unless not ``precision``; one job per task) and seeds 3 and 4, recorded under
     :func:`stability_root`; the first waits for the default chapters (8.6); failures go to ``failed``."""
-    from . import stability as stab
+    from .. import stability as stab
 
     configs, jobs = [], []
     claim_of = {chapter: claim for claim, chapter in CLAIM_CHAPTERS.items()}
@@ -248,7 +249,7 @@ def stability_failure(failed: dict | None, change: str, claim: str, task: str) -
 def write_stability(profile: str, seeds: list[int], precision_why_not: str = "", failed: dict | None = None) -> int:
     """Store each default record's stability entry (:func:`rote.stability.stability`) beside it, from the
     two changes' records; a claim protocol 10 does not rerun is ``not run``. Returns how many."""
-    from . import stability as stab
+    from .. import stability as stab
 
     twins = {(r.claim, r.task, r.condition): r for r in claims.load_all(profile, stability_root("precision"), seeds)
              if r.per_seed}

@@ -1,7 +1,7 @@
 """The papermill driver: the book's chapters (``book/NN_name.ipynb`` in reading order, then
 ``book/scorecard.ipynb``), their parameters, and executing them: :func:`run_chapter` into
 ``_build/executed/<profile>/<name>/`` with a stamp (a failed chapter's page says so), and
-:func:`execute_jobs` for a build, each chapter in a process of its own (``python -m rote.driver execute``).
+:func:`execute_jobs` for a build, each chapter in a process of its own (``python -m rote.build.driver execute``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import plan, provenance, site
-from .config import PRECISIONS, PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
-from .fmt import say
+from .. import plan
+from . import provenance, site
+from ..config import PRECISIONS, PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
+from ..fmt import say
 
 KERNEL = "python3"
 STAMP_TAG = "rote-build-stamp"
@@ -116,7 +117,7 @@ def run_param_names() -> set[str]:
 def _declared_parameters(name: str):
     """The chapter's parameter dataclass and defaults; an undeclared notebook (a test's) has no
     dataclass, only its cell's literal defaults."""
-    from .chapters.params import CHAPTER_PARAMS, chapter_params
+    from ..chapters.params import CHAPTER_PARAMS, chapter_params
 
     path = chapter_path(name)  # an unknown chapter: the error names the chapters
     if name not in CHAPTER_PARAMS:
@@ -182,7 +183,7 @@ def _asked_precision(params: dict[str, object]) -> str:
 def chapter_precisions(params: dict[str, object]) -> dict[str, str]:
     """Task -> the training precision of a chapter's runs, per task of its ``tasks`` (all without one):
     its ``precision`` override, else what ``auto`` resolves to here."""
-    from .config import precision_for
+    from ..config import precision_for
 
     asked, tasks = _asked_precision(params), params.get("tasks")
     tasks = [t for t in TASKS if t in tasks] if isinstance(tasks, (list, tuple)) else TASKS  # the chapter's own
@@ -198,7 +199,7 @@ def chapter_precision(params: dict[str, object]) -> str:
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
                 progress: bool = False) -> ChapterResult:
     """Execute one chapter with papermill (parameters already resolved) and stamp its page (the site
-    rewrites the stamp from its metadata: :func:`rote.site.stamp_markdown`)."""
+    rewrites the stamp from its metadata: :func:`rote.build.site.stamp_markdown`)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -272,12 +273,12 @@ class ChapterJob:
 
 
 def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
-    """Run one job's chapter in a process of its own (``python -m rote.driver``), with its own
+    """Run one job's chapter in a process of its own (``python -m rote.build.driver``), with its own
     environment and this module's book and build folders."""
     env = dict(os.environ, ROTE_BOOK_DIR=str(site.BOOK_DIR), ROTE_BUILD_DIR=str(site.BUILD_DIR))
     if job.results is not None:
         env["ROTE_RESULTS"] = str(Path(job.results).resolve())
-    cmd = [sys.executable, "-m", "rote.driver", "execute", job.name, profile, json.dumps(job.params)]
+    cmd = [sys.executable, "-m", "rote.build.driver", "execute", job.name, profile, json.dumps(job.params)]
     proc = subprocess.run(cmd, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
@@ -333,7 +334,7 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
 
 def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
     """Rerun one chapter (missing runs train in it); ``seeds`` (N): its ``seeds`` 0 .. N-1 and ``$ROTE_SEEDS``."""
-    from .plan import seed_list
+    from ..plan import seed_list
 
     resolved = resolve_parameters(name, profile, params)
     if seeds is not None:
@@ -353,9 +354,9 @@ def _report(result: ChapterResult) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m rote.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build."""
+    """``python -m rote.build.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build."""
     if len(argv) != 4 or argv[0] != "execute":
-        print("usage: python -m rote.driver execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
+        print("usage: python -m rote.build.driver execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
         return 2
     _, name, profile, params = argv
     site.BOOK_DIR = Path(os.environ.get("ROTE_BOOK_DIR") or site.BOOK_DIR)

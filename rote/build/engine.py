@@ -2,12 +2,12 @@
 
 Each run trains in a process of its own on one intra-op thread (``rote.train.TRAIN_THREADS``), so its
 numbers do not depend on how many train at once. Executors: ``local`` (worker processes, ``python -m
-rote.engine worker``, logging to ``<runs>/.logs/``), ``slurm`` (one submitit job per run into a shared
+rote.build.engine worker``, logging to ``<runs>/.logs/``), ``slurm`` (one submitit job per run into a shared
 run cache; a job is done when its result file appears or ``squeue`` says it ended, never ``sacct``:
 :class:`_SlurmQueue`) and ``submitit-local`` (the Slurm code path on this machine, for tests). A worker
 that dies leaves its run in ``.partial`` to resume; the others go on and the failures are returned.
 Ctrl-C or SIGTERM stops every worker. Progress is read from the ``.progress`` files; run times go to
-the timings store (:mod:`rote.timings`), whose estimates order the runs and the display.
+the timings store (:mod:`rote.build.timings`), whose estimates order the runs and the display.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .config import ConfigError, RunConfig, code_fingerprint
-from .fmt import entry_name, say as _say
+from ..config import ConfigError, RunConfig, code_fingerprint
+from ..fmt import entry_name, say as _say
 from .timings import default_workers, estimate_seconds, fmt_seconds, makespan, remaining_seconds
 # rote.runs (and torch) are imported where needed, so that checking the arguments stays fast
 
@@ -95,7 +95,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     """Train (or load) one run into ``root``: a worker's and a Slurm job's body. A worker whose code
     fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
     The time of a run it trains goes to the timings store; a failure there never fails the run."""
-    from .runs import get_or_train, status
+    from ..runs import get_or_train, status
     from .timings import RunTiming, record_run, runs_beside
 
     if fingerprint is not None and code_fingerprint() != fingerprint:
@@ -142,7 +142,7 @@ class _LocalJob:
         self.log = root / ".logs" / f"{entry_name(config)}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ROTE_RUNS": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        cmd = [sys.executable, "-m", "rote.engine", "worker", str(root), json.dumps(config.to_dict()),
+        cmd = [sys.executable, "-m", "rote.build.engine", "worker", str(root), json.dumps(config.to_dict()),
                code_fingerprint()] + ([device] if device else [])
         with open(self.log, "ab") as log:
             # its own session: Ctrl-C reaches the engine, which stops each worker itself
@@ -316,7 +316,7 @@ class Display:
             self.bar = tqdm(total=total, desc="runs", unit="run", file=sys.stderr, dynamic_ncols=True)
 
     def line(self, done: int, running: list[RunConfig], pending: list[RunConfig], failed: int) -> str:
-        from .runs import read_progress
+        from ..runs import read_progress
 
         parts, left, pace = [], [estimate_seconds(c, self.estimator) for c in pending], []
         for config in running:
@@ -357,7 +357,7 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     settings = settings or EngineSettings()
     executor, device = settings.executor, settings.device
     check_executor(executor)
-    from .runs import runs_root, status
+    from ..runs import runs_root, status
     from .timings import Estimator
 
     root = Path(root or runs_root())
@@ -449,7 +449,7 @@ def sigterm_as_interrupt() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) not in (5, 6) or sys.argv[1] != "worker":
-        print("usage: python -m rote.engine worker ROOT CONFIG_JSON FINGERPRINT [DEVICE]", file=sys.stderr)
+        print("usage: python -m rote.build.engine worker ROOT CONFIG_JSON FINGERPRINT [DEVICE]", file=sys.stderr)
         sys.exit(2)
     sigterm_as_interrupt()
     sys.exit(_worker_main(*sys.argv[2:]))

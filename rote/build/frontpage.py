@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import claims, fmt
-from .config import PROJECT_ROOT
-from .fmt import get as _get, md_cell
-from .report import listed
-from .stability import label, verdict_word
+from .. import claims, fmt
+from ..config import PROJECT_ROOT
+from ..fmt import get as _get, md_cell
+from ..report import listed
+from ..stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
@@ -179,7 +179,7 @@ def results_markdown(build: Build) -> str:
 def build_time_markdown(build: Build, estimator=None, workers: int | None = None) -> str:
     """How long a cold build takes: the default plan's training on ``workers`` cores (default: this
     machine's) by ``estimator`` (default: the run cache's, never probing), and the chapters' execution."""
-    from .plan import plan
+    from ..plan import plan
     from .timings import Estimator, default_workers, fmt_seconds, pool_seconds
 
     estimator = Estimator(probe=False) if estimator is None else estimator

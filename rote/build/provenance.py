@@ -12,8 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from .config import PROJECT_ROOT
-from .fmt import md_cell
+from ..config import PROJECT_ROOT
+from ..fmt import md_cell
 
 NOT_RECORDED = "not recorded"
 NOT_GIT = "not a git checkout"
@@ -108,7 +108,7 @@ def gpu_name() -> str | None:
 def collect(precision: dict[str, str] | None = None, root: Path = PROJECT_ROOT) -> dict:
     """The facts of this build: git state, the runs' code fingerprint, versions, CPU, GPU, and
     ``precision`` (task -> training precision, as the caller resolved it)."""
-    from .config import code_fingerprint
+    from ..config import code_fingerprint
 
     return {"git": git_state(root), "code_fingerprint": code_fingerprint(), "python": platform.python_version(),
             "torch": package_version("torch"), "numpy": package_version("numpy"), "cpu": cpu_facts(),
@@ -188,7 +188,7 @@ def environment_page(env: dict | None = None, root: Path = PROJECT_ROOT) -> str:
     """The generated part of the *Build environment* page: the staging build's facts (``env``; None:
     :func:`collect` now), the Python requirement and ``requirements.lock``'s packages as installed here."""
     if env is None:
-        from .config import TASKS, precision_for
+        from ..config import TASKS, precision_for
 
         env = collect({task: precision_for(task) for task in TASKS}, root)
     packages = locked_packages(root / "requirements.lock")

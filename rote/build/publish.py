@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from .config import PROJECT_ROOT
+from ..config import PROJECT_ROOT
 
 ENV = "ROTE_REPOSITORY_URL"
 COLAB_URL = "https://colab.research.google.com"

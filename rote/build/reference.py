@@ -17,7 +17,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from .fmt import md_cell
+from ..fmt import md_cell
 
 MARKER = "<!-- rote:parameters -->"  # book/parameters.md: replaced at staging by parameters_page()
 EXAMPLE_PROFILE = "quick"  # `rote run`'s default profile: the examples are checked on it
@@ -45,21 +45,21 @@ class Row:
 def check_example(command: str):
     """Parse and check ``command`` (``python -m rote run|train ...``) as the command line does before
     any work; the parsed arguments, or ``ConfigError`` / ``UsageError``."""
-    from . import cli
-    from .config import make_config
+    from ..config import make_config
+    from .arguments import UsageError, pairs, parser
     from .driver import resolve_parameters
 
     words = shlex.split(command)
     if words[:3] != RUN[:3]:
-        raise cli.UsageError(f"not a rote command: {command}")
-    args = cli.parser().parse_args(words[3:])
-    params = cli._params(args.param)
+        raise UsageError(f"not a rote command: {command}")
+    args = parser().parse_args(words[3:])
+    params = pairs(args.param)
     if args.command == "run":
         resolve_parameters(args.chapter, args.profile, params)
     elif args.command == "train" and args.task:
         make_config(args.task, args.profile, **params)
     else:
-        raise cli.UsageError(f"an example is `rote run CHAPTER` or `rote train --task TASK`: {command}")
+        raise UsageError(f"an example is `rote run CHAPTER` or `rote train --task TASK`: {command}")
     return args
 
 
@@ -100,7 +100,7 @@ def _candidates(name: str, default, valid: str) -> list:
 
 def _example(prefix: list[str], name: str, default, valid: str) -> str:
     """The first ``prefix -p NAME VALUE`` that :func:`check_example` accepts ("" when none)."""
-    from .config import ConfigError
+    from ..config import ConfigError
 
     for value in _candidates(name, default, valid) + ([default] if default is not None else []):
         for text in _forms(value):
@@ -116,7 +116,7 @@ def _example(prefix: list[str], name: str, default, valid: str) -> str:
 # -- chapter parameters --------------------------------------------------------------------------
 def _declared() -> list[str]:
     """The chapters with a parameter dataclass, in book order."""
-    from .chapters.params import CHAPTER_PARAMS
+    from ..chapters.params import CHAPTER_PARAMS
     from .driver import chapters
 
     return [n for n in chapters() if n in CHAPTER_PARAMS]
@@ -132,7 +132,7 @@ def _value_text(value) -> str:
 
 def chapter_rows() -> list[Row]:
     """One row per chapter parameter and distinct declaration, a name's declarations in book order."""
-    from .chapters.params import chapter_params
+    from ..chapters.params import chapter_params
 
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, object] = {}
@@ -157,7 +157,7 @@ def chapter_rows() -> list[Row]:
 
 def chapter_checks() -> list[tuple[str, list[str]]]:
     """(chapter, checks) per ``check_together``: each ``at_most`` as "name <= bound", and its docstring."""
-    from .chapters.params import ChapterParams, chapter_params
+    from ..chapters.params import ChapterParams, chapter_params
 
     out = []
     for chapter in _declared():
@@ -248,9 +248,9 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
 
 def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
     """The chapters that take a run parameter (``overrides`` and one of ``tasks``); none for a seed."""
-    from .chapters.params import chapter_params
-    from .config import TASKS
-    from .plan import SEED_NAMES
+    from ..chapters.params import chapter_params
+    from ..config import TASKS
+    from ..plan import SEED_NAMES
 
     if name in SEED_NAMES:
         return []
@@ -260,9 +260,9 @@ def _readers(tasks: tuple[str, ...], name: str) -> list[str]:
 
 def _run_row(field, tasks: tuple[str, ...], ranges: dict[str, list[str]]) -> Row:
     """A run parameter's row: its values per profile (per task where they differ), checks and example."""
-    from .chapters.params import chapter_params
-    from .config import PROFILE_PARAMS, PROFILES
-    from .plan import SEED_NAMES
+    from ..chapters.params import chapter_params
+    from ..config import PROFILE_PARAMS, PROFILES
+    from ..plan import SEED_NAMES
 
     per_profile = []
     for profile in PROFILES:
@@ -284,7 +284,7 @@ def _run_row(field, tasks: tuple[str, ...], ranges: dict[str, list[str]]) -> Row
 
 def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
     """(title, class name, rows, checks across fields) per part of the run configuration."""
-    from .config import DATA_CONFIGS, TASKS, ModelConfig, TrainConfig
+    from ..config import DATA_CONFIGS, TASKS, ModelConfig, TrainConfig
 
     parts = [(f"{task.upper()} data", DATA_CONFIGS[task], (task,)) for task in TASKS]
     out = []
@@ -296,7 +296,7 @@ def run_sections() -> list[tuple[str, str, list[Row], list[str]]]:
 
 # -- the page ------------------------------------------------------------------------------------
 # Each table in a container: "full-width" lets it use the page's right margin on a wide screen (the
-# theme's class, as rote.site.widen_tables uses it), "rote-reference" sets its type (book/_static/rote.css).
+# theme's class, as rote.build.site.widen_tables uses it), "rote-reference" sets its type (book/_static/rote.css).
 TABLE_OPEN = ":::{container} full-width rote-reference"
 
 
@@ -309,7 +309,7 @@ def _chapter_links(names) -> str:
 @functools.lru_cache(maxsize=None)
 def parameters_page() -> str:
     """The generated part of the parameter reference page (once per process)."""
-    from .config import PROFILES
+    from ..config import PROFILES
 
     lines = ["## Chapter parameters", "",
              "Set with `python -m rote run CHAPTER -p NAME VALUE` (the profile with `--profile`). A list is "

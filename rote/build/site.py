@@ -1,5 +1,4 @@
-"""How the book shows its records (tables for the chapters, the scorecard and ``rote claims``), and what
-the staged site adds to each executed chapter (:func:`rote.staging.stage_site`; sources are never edited):
+"""What the staged site adds to each executed chapter (:func:`rote.build.staging.stage_site`; sources are never edited):
 a build stamp with the command that reruns it, a verdict box from the page's records, the boilerplate
 cells collapsed, and the records for download as JSON and CSV.
 """
@@ -13,18 +12,16 @@ import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-import pandas as pd
-
-from . import claims, fmt
-from .claims import UNAMENDED, ClaimRecord
-from .config import PROJECT_ROOT
-from .fmt import get as _get, md_cell
+from .. import fmt
+from ..claims import UNAMENDED
+from ..config import PROJECT_ROOT
+from ..fmt import get as _get, md_cell
 from .provenance import stamp_dropdown
-from .stability import FRAGILE, STABLE, label
-from .verdicts import OUTCOME_WORDS as OUTCOME, check_ranges, counts_in, deciding, near_seeds
+from ..display import checks_by_id, stability_entry
+from ..verdicts import OUTCOME_WORDS as OUTCOME, counts_in
 
 BOOK_DIR = PROJECT_ROOT / "book"  # the chapters' sources and the book's text pages
-BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.driver), staged sources and the site
+BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.build.driver), staged sources and the site
 HIDE_TAG = "hide-input"  # myst-nb: the code collapses behind a "Show code cell source" toggle
 BOILERPLATE_TAGS = ("parameters", "injected-parameters")
 SITE_NOTE_TAG = "rote-site"  # cells this module inserts (replaced, never stacked, on restaging)
@@ -50,16 +47,6 @@ def _verdict_class(verdicts: list[str]) -> str:
     return "rote-verdict-notrun" if words and all(w == "not" for w in words) else "rote-verdict-mixed"
 
 
-def _by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict]]]:
-    """A record's checks that ``keep`` keeps, by check id (or name) in first-seen order: [(seed, check)]."""
-    out: dict[str, list[tuple[int, dict]]] = {}
-    for seed in _get(rec, "per_seed") or []:
-        for check in seed.get("checks", []):
-            if keep(check):
-                out.setdefault(check.get("id") or check.get("name"), []).append((seed.get("seed"), check))
-    return out
-
-
 def _per_seed(checks, text, shown=True) -> str:
     """The seeds' ``text(check)`` joined with " / " ("" where not ``shown``)."""
     return " / ".join(text(c) for c in checks) if shown else ""
@@ -68,7 +55,7 @@ def _per_seed(checks, text, shown=True) -> str:
 def deciding_rows(rec, reading: str) -> list[dict]:
     """The checks that decide ``reading``'s verdict, one row per check id over the seeds: those failing
     on some seed, else those unresolved on some seed, else all that count."""
-    by_id = {k: [c for _, c in found] for k, found in _by_id(rec, lambda c: counts_in(c, reading)).items()}
+    by_id = {k: [c for _, c in found] for k, found in checks_by_id(rec, lambda c: counts_in(c, reading)).items()}
     failed = {k: v for k, v in by_id.items() if any(c.get("passed") is False for c in v)}
     unresolved = {k: v for k, v in by_id.items() if any(c.get("passed") is None for c in v)}
     rows = []
@@ -94,7 +81,7 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 
 def not_counted(rec) -> list[str]:
     """One line per check shown but not counted (``superseded``), with its reason."""
-    superseded = _by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
+    superseded = checks_by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
     return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
@@ -248,115 +235,6 @@ def static_page_note(profile: str) -> str:
     """The rebuild note for a page that is text, not an executed chapter."""
     return ("\n\n```{note}\nThis page is text. The site was built with "
             f"`python -m rote book --profile {profile}`, which reruns every chapter.\n```\n")
-
-
-# -- record tables (chapters, the scorecard, `rote claims`) --------------------------------------
-SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
-
-
-def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """One row per record: both verdicts, a mark per seed (amended: ✓ ? ✗), precision, deciding checks,
-    whether its runs are the profile's own, section, group, near seeds (section 11) and, where a stability
-    build ran, stability (protocol 10)."""
-    origin = {True: "profile default", False: "other runs", None: ""}
-    entries = [stability_entry(r) for r in records]
-    rows = []
-    for r, entry in zip(records, entries):
-        rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
-                     "registered": r.verdict_registered, "amended": r.verdict_amended,
-                     "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
-                     "precision": ", ".join(sorted({str(s["precision"]) for s in r.per_seed if s.get("precision")})),
-                     "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
-                     "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
-                     "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim),
-                     "near seeds": f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""})
-        if any(entries):  # protocol 10: the columns only where a stability build computed it
-            rows[-1]["stability"] = label(entry) if entry else ("not run" if rows[-1]["runs"] else "")
-            rows[-1]["near predicted fragile"] = near_predicted(r, entry)
-    return pd.DataFrame(rows)
-
-
-def stability_entry(rec) -> dict | None:
-    """A record's stability entry (protocol 10) where a stability build computed one."""
-    return claims.load_stability(rec) if _get(rec, "per_seed") and not isinstance(rec, dict) else None
-
-
-def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
-    """Whether "a seed has a near deciding check" (section 11) predicted the row's stability (protocol
-    10): "yes (...)" where they agree, "no: ..." where not, "" where stability was not computed."""
-    if not entry or entry.get("status") not in (FRAGILE, STABLE):
-        return ""
-    near, fragile = near_seeds(rec) > 0, entry["status"] == FRAGILE
-    if near == fragile:
-        return "yes (near, fragile)" if near else "yes (none near, stable)"
-    return "no: near but stable" if near else "no: fragile, none near"
-
-
-def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
-    """One line per change that moved a row's verdict word (protocol 10): the verdicts before and under
-    it, and the seeds and checks that moved."""
-    rows = []
-    for r in records:
-        entry = stability_entry(r) or {}
-        for change, c in entry.get("changes", {}).items() if entry.get("status") == FRAGILE else []:
-            if not c.get("moved_verdict"):
-                continue
-            moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
-                              + (f"{fmt.cell(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
-                              + f"{fmt.cell(m['after'])} ({m['outcome_after']})" for m in c["moved"])
-            rows.append({"claim": r.claim, "task": r.task, "condition": r.condition, "change": change,
-                         "verdict": r.verdict_amended, "under the change": c["verdict"], "what moved": moved})
-    return pd.DataFrame(rows, columns=["claim", "task", "condition", "change", "verdict", "under the change",
-                                       "what moved"])
-
-
-def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
-    """The records of other seeds than the book's (:func:`rote.claims.other_records`)."""
-    return pd.DataFrame([{"claim": r.claim, "task": r.task, "condition": r.condition,
-                          "seeds": ", ".join(str(s) for s in r.seeds) or "-", "amended": r.verdict_amended}
-                         for r in records], columns=["claim", "task", "condition", "seeds", "amended"])
-
-
-def record_table(rec: ClaimRecord) -> pd.DataFrame:
-    """A record's checks, one row per check id, one column per seed ("value [interval] vs threshold,
-    margin: result"), the range across seeds, the kind, and why superseded or unresolved."""
-    result, ranges = {**OUTCOME, False: "FAIL"}, check_ranges(rec)
-    rows = []
-    for key, found in _by_id(rec).items():
-        first = found[0][1]
-        row = {"id": key, "check": first["name"], "kind": first["kind"],
-               "reason": next((c.get("reason") for _, c in found if c.get("reason")), "")}
-        for seed, c in found:
-            interval = f" {fmt.interval(c)}" if c.get("interval") else ""
-            margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
-            numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
-                       if c["value"] is not None else "")
-            row[f"seed {seed}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
-        low, high = ranges.get(key) if len(rec.per_seed) > 1 and key in ranges else (None, None)
-        rows.append({**row, "range": "" if low is None else f"{fmt.cell(low)} .. {fmt.cell(high)}"})
-    return pd.DataFrame(rows)
-
-
-def show_record(rec: ClaimRecord) -> None:
-    """Display a claim's verdicts in a notebook: a headline and the table of its checks."""
-    from IPython.display import Markdown, display
-
-    condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
-    readings = (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
-                else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
-    display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
-                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")))
-    if rec.per_seed:
-        display(record_table(rec))
-
-
-def build_times(profile: str) -> pd.DataFrame:
-    """Runtime and status of each chapter in the latest book build of ``profile``."""
-    path = BUILD_DIR / "executed" / profile / "build.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    return pd.DataFrame([{"chapter": k, "seconds": v["seconds"], "status": "ok" if v["ok"] else "FAILED",
-                          "executed": v["executed"]} for k, v in data.items()],
-                        columns=["chapter", "seconds", "status", "executed"])  # the columns also before any build
 
 
 # -- boilerplate ---------------------------------------------------------------------------------

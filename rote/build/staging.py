@@ -1,5 +1,5 @@
 """The site staging: :func:`stage_site` copies the book's text and executed chapters into
-``<site root>/_build/site_src`` with what :mod:`rote.site` makes of the records; :func:`render_site`
+``<site root>/_build/site_src`` with what :mod:`rote.build.site` makes of the records; :func:`render_site`
 renders it with Jupyter Book into ``<site root>/_build/html``."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import nbformat
 
-from . import claims, frontpage, plan, site as web
-from .claims import ClaimRecord
-from .config import PROJECT_ROOT
+from .. import claims, display, plan
+from . import frontpage, site as web
+from ..claims import ClaimRecord
+from ..config import PROJECT_ROOT
 from .driver import STAMP_TAG, chapters, output_dir, source_hash
 
 
@@ -25,7 +26,7 @@ def site_root() -> Path:
 
 
 def stage_site(profile: str) -> Path:
-    """Stage the book's text and executed chapters for Jupyter Book, made for readers (:mod:`rote.site`:
+    """Stage the book's text and executed chapters for Jupyter Book, made for readers (:mod:`rote.build.site`:
     stamps with the rerun command, verdict boxes, collapsed boilerplate, the records for download)."""
     from . import publish
 
@@ -83,8 +84,8 @@ def _chapter(name: str, source: Path, profile: str) -> tuple:
 
 
 def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
-    """``book/intro.md`` filled from this build's records and timings (:func:`rote.frontpage.stage_intro`)."""
-    times = web.build_times(profile)
+    """``book/intro.md`` filled from this build's records and timings (:func:`rote.build.frontpage.stage_intro`)."""
+    times = display.build_times(profile, web.BUILD_DIR)
     return frontpage.stage_intro(text, frontpage.Build(
         profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
         float(times.seconds.sum()) if len(times) else None))

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import RunConfig
-from .fmt import entry_name, say
+from ..config import RunConfig
+from ..fmt import entry_name, say
 
 STORE = ".timings.jsonl"
 VERSION = 2  # version 1 counted 5 tokens too many in THR's "vocab"; read() corrects it
@@ -42,7 +42,7 @@ def no_probe() -> bool:
 # -- what a run is -------------------------------------------------------------------------------------
 def shape(config: RunConfig) -> dict:
     """What a training step costs depends on: the model, the batch, the context, the precision."""
-    from .tasks.shapes import n_ctx, vocab_size
+    from ..tasks.shapes import n_ctx, vocab_size
 
     m, t = config.model, config.train
     return {"task": config.task, "n_layers": m.n_layers, "d_model": m.d_model, "n_heads": m.n_heads,
@@ -103,9 +103,9 @@ def machine(device: str | None = None) -> dict:
     version and training threads (``rote.train.TRAIN_THREADS``)."""
     import torch
 
-    from .model import pick_device
+    from ..model import pick_device
     from .provenance import cpu_info
-    from .train import TRAIN_THREADS
+    from ..train import TRAIN_THREADS
 
     cpu, flags = cpu_info(lscpu=False)
     dev, name = pick_device(device), "cpu"
@@ -125,7 +125,7 @@ def describe(m: dict) -> str:
 # -- the store -----------------------------------------------------------------------------------------
 def store_path(root: Path | str | None = None) -> Path:
     if root is None:
-        from .runs import runs_root
+        from ..runs import runs_root
 
         root = runs_root()
     return Path(root) / STORE
@@ -263,9 +263,9 @@ def probe(config: RunConfig, device=None) -> dict:
     Returns the probe record, not stored."""
     import torch
 
-    from . import train as T
-    from .model import pick_device
-    from .tasks import build_task
+    from .. import train as T
+    from ..model import pick_device
+    from ..tasks import build_task
 
     dev = pick_device(device)
 
@@ -318,7 +318,7 @@ class Estimate:
 # where an estimate comes from, in the order the summary names them
 SOURCE_WORDS = {"measured": "from finished runs on this machine", "probe_now": "timed now",
                 "probe": "timed earlier on this machine", "workers": "from runs finished on {}",
-                "formula": "from the static table or FLOP formula (rote/timings.py)"}
+                "formula": "from the static table or FLOP formula (rote/build/timings.py)"}
 
 
 class Estimator:
@@ -472,7 +472,7 @@ def estimate_seconds(config: RunConfig, estimator=None) -> float:
 
 def formula_seconds(config: RunConfig) -> float:
     """The last fallback: the static :data:`MEASURED` table (one machine's numbers), else a FLOP formula."""
-    from .tasks.shapes import n_ctx, vocab_size
+    from ..tasks.shapes import n_ctx, vocab_size
 
     m, t = config.model, config.train
     measured = MEASURED.get((config.task, m.n_layers, m.d_model, t.batch_size, n_ctx(config), t.precision))

@@ -104,7 +104,7 @@ def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[
     """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
     unit), saved and shown with their checks, and the figure of every numeric check as value over
     threshold (saved as ``figure``). Returns the records."""
-    from ..site import show_record
+    from ..display import show_record
 
     records = verdicts.records(claim, profile, results)
     for rec in records:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Protocol
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import claims, plan, plots, timings, verdicts
+from .. import claims, plan, plots, verdicts
 from ..analysis import curves
 from ..claims import THRESHOLDS
 from ..config import ConfigError, RunConfig
@@ -157,6 +157,19 @@ RATIO_COLUMNS = ["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost"
 
 
 # -- the study: the grid measured, judged (:func:`evaluate`) and put into sentences ----------------
+class RunCosts(Protocol):
+    """How long runs train on the machine that builds the page; the book tool's estimates
+    (:mod:`rote.build.timings`) are one, passed in by the notebook (the library does not import the tool)."""
+
+    def estimate_seconds(self, config: RunConfig) -> float: ...
+
+    def fmt_seconds(self, seconds: float) -> str: ...
+
+    def pool_seconds(self, seconds: list[float], workers: int) -> float: ...
+
+    def default_workers(self) -> int: ...
+
+
 @dataclass
 class Study:
     """X1 measured on a grid: ``widths`` (a row per width and seed), ``ratios`` (a row per noise ratio and
@@ -168,6 +181,7 @@ class Study:
     curves: pd.DataFrame
     evaluations: dict[int, tuple[verdicts.x1.X1Metrics, list[Check]]] = field(default_factory=dict)
     missing: list[RunConfig] = field(default_factory=list)  # runs of the grid not trained (:func:`load`)
+    costs: RunCosts | None = None  # the missing runs' training time estimates (:func:`study`)
 
     def _values(self, rows: pd.DataFrame, column: str, spec: str = ".3f") -> str:
         """One value per seed of the grid, in seed order (:func:`rote.report.num`): "never" where it is not
@@ -201,20 +215,20 @@ class Study:
         seeds = {c.key: u.seed for u in self.grid.width_units + self.grid.ratio_units for c in (u.noisy, u.clean)}
         return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
                               "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
-                              "estimate": timings.fmt_seconds(timings.estimate_seconds(c))} for c in self.missing])
+                              "estimate": self.costs.fmt_seconds(self.costs.estimate_seconds(c))} for c in self.missing])
 
     def not_run_reason(self) -> str:
         """Why the record is not run: the grid was not trained, how to train it, and how long that takes."""
-        seconds = sum(timings.estimate_seconds(c) for c in self.missing)
+        seconds = sum(self.costs.estimate_seconds(c) for c in self.missing)
         return (f"X1's grid was not trained in this build ({len(self.missing)} of its {len(self.grid.configs)} "
-                f"runs missing; `{self.train_command()}` trains them, about {timings.fmt_seconds(seconds)} of "
+                f"runs missing; `{self.train_command()}` trains them, about {self.costs.fmt_seconds(seconds)} of "
                 f"training on one thread on the machine that built this page)")
 
     def _estimate(self) -> str:
         """How long the missing runs train, on one thread and on the default workers."""
-        seconds, workers = [timings.estimate_seconds(c) for c in self.missing], timings.default_workers()
-        return (f"about {timings.fmt_seconds(sum(seconds))} on one thread, "
-                f"~{timings.fmt_seconds(timings.pool_seconds(seconds, workers))} on {workers} worker"
+        seconds, workers = [self.costs.estimate_seconds(c) for c in self.missing], self.costs.default_workers()
+        return (f"about {self.costs.fmt_seconds(sum(seconds))} on one thread, "
+                f"~{self.costs.fmt_seconds(self.costs.pool_seconds(seconds, workers))} on {workers} worker"
                 f"{'s' if workers != 1 else ''}")
 
     def grid_text(self) -> str:
@@ -392,9 +406,9 @@ RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise
           "way, which protocol 9 counts as neither holding nor failing")
 
 
-def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
+def study(g: Grid, metrics: Mapping[str, pd.DataFrame], costs: RunCosts) -> Study:
     """X1 measured and judged from the grid's metric tables (run key -> table, :func:`load`); a width
-    without both runs is left out of its seed's rows (not trained)."""
+    without both runs is left out of its seed's rows (not trained); ``costs`` estimates the missing runs."""
     def trained(units):
         return [u for u in units if u.noisy.key in metrics and u.clean.key in metrics]
 
@@ -412,7 +426,8 @@ def study(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Study:
         .assign(width=u.noisy.model.d_model, seed=u.seed) for u in have], ignore_index=True) if have else \
         pd.DataFrame(columns=["step", "gen", "mem", "rec", "twin_gen", "width", "seed"])
     widths, evaluations = evaluate(g, widths.reset_index(drop=True), ratios)
-    return Study(g, widths, ratios, by_step, evaluations, missing=[c for c in g.configs if c.key not in metrics])
+    return Study(g, widths, ratios, by_step, evaluations, missing=[c for c in g.configs if c.key not in metrics],
+                 costs=costs)
 
 
 # -- figure: the gen cost against model width ------------------------------------------------------

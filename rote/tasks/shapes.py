@@ -1,6 +1,6 @@
 """A task's vocabulary size and context length, as ``rote.train.build_model`` gives them to the model
 (``len(data.vocab)``, ``data.n_ctx``), from the task modules. Run-time estimates key on them
-(:func:`rote.timings.shape`); training does not import this module (no part of the run fingerprint)."""
+(:func:`rote.build.timings.shape`); training does not import this module (no part of the run fingerprint)."""
 
 from __future__ import annotations
 

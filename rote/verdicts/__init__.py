@@ -14,7 +14,7 @@ from .core import (
     claim_of, seed_verdict, missing_parts, aggregate, group, inline, from_inline, flat, seed_result, records,
     deciding_checks, deciding, readings, amendment_change, OUTCOME_WORDS, near_checks, near_seeds, check_ranges,
 )
-from ..spec import specs
+from ..specs import specs
 
 __all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'kind_as_of', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'group', 'inline', 'from_inline', 'flat', 'seed_result', 'records', 'deciding_checks', 'deciding', 'readings', 'amendment_change', 'OUTCOME_WORDS', 'near_checks', 'near_seeds', 'check_ranges']
 

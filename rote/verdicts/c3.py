@@ -15,7 +15,7 @@ from ..analysis.sweep_table import SetErasure
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, unresolved, validate
 
-if TYPE_CHECKING:  # the verdict layer imports no torch (rote.site shows records without it)
+if TYPE_CHECKING:  # the verdict layer imports no torch (rote.build.site shows records without it)
     from ..analysis.patching import ErasureSweep
 
 

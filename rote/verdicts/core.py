@@ -29,7 +29,8 @@ from typing import Any, Iterable
 
 from .. import claims, fmt
 from ..claims import FAILS_ONLY_ON, REQUIRED_PARTS, THRESHOLDS
-from ..spec import amendment_names, section_key, spec_of, within
+from ..spec import section_key, within
+from ..specs import amendment_names, spec_of
 
 
 KINDS = ("registered", "amended", "control", "null", "validity", "superseded")
