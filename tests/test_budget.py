@@ -1,6 +1,9 @@
-"""Issue 35's shape rules that hold today, as tests: no dataclass of ``rote/`` has more than 25 fields and no
-function more than 60 lines, and ``rote/`` stays under the ratchet ``benchmarks/budget.py`` sets until the line
-budget itself holds (the script reports it)."""
+"""The shape rules of ``rote/`` as tests (issue 45, part 4): no dataclass has more than 25 fields, no function
+more than 60 lines, and the library's science (model, training, tasks, config, scoring, analysis) is its
+largest part, by the code lines ``benchmarks/budget.py`` counts per part (it also prints each part's growth
+since a revision, for an issue's note)."""
+
+import pytest
 
 import ast
 import importlib.util
@@ -45,9 +48,23 @@ def test_the_budget_script_counts_code_lines_without_docstrings_or_comments(tmp_
     assert (lines, code, long) == (11, 4, [])
 
 
-def test_rote_stays_under_the_ratchet_until_the_budget_holds():
+def test_the_librarys_science_is_its_largest_part():
     budget = _budget()
-    lines, code = budget.totals()
-    assert lines <= budget.CEILING_LINES and code <= budget.CEILING_CODE_LINES, (
-        f"rote/ grew to {lines:,} lines, {code:,} code lines, above the ratchet of {budget.CEILING_LINES:,} and "
-        f"{budget.CEILING_CODE_LINES:,} (benchmarks/budget.py): shrink it, or raise the ratchet saying why")
+    parts = budget.by_part(budget.sources())
+    assert budget.science_is_largest(parts), parts
+
+
+def test_every_module_is_counted_in_a_part_and_a_new_one_is_refused_until_placed():
+    budget = _budget()
+    assert {budget.part(name) for name in budget.sources()} == {title for title, _ in budget.PARTS}
+    assert budget.part("rote/analysis/lens.py") == "science" and budget.part("rote/build/cli.py") == "build tool"
+    with pytest.raises(ValueError, match="in no part"):
+        budget.part("rote/new_module.py")
+
+
+def test_science_smaller_than_another_library_part_breaks_the_rule():
+    budget = _budget()
+    assert not budget.science_is_largest({"science": 10, "judging": 10, "chapters": 1, "orchestration": 1,
+                                          "build tool": 0})
+    assert budget.science_is_largest({"science": 11, "judging": 10, "chapters": 1, "orchestration": 1,
+                                      "build tool": 50})
