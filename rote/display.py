@@ -30,7 +30,6 @@ def checks_by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict
     return out
 
 
-
 # -- record tables (chapters, the scorecard, `rote claims`) --------------------------------------
 SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 

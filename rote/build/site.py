@@ -15,10 +15,10 @@ from pathlib import Path
 from .. import fmt
 from ..claims import UNAMENDED
 from ..config import PROJECT_ROOT
-from ..fmt import get as _get, md_cell
-from .provenance import stamp_dropdown
 from ..display import checks_by_id, stability_entry
+from ..fmt import get as _get, md_cell
 from ..verdicts import OUTCOME_WORDS as OUTCOME, counts_in
+from .provenance import stamp_dropdown
 
 BOOK_DIR = PROJECT_ROOT / "book"  # the chapters' sources and the book's text pages
 BUILD_DIR = PROJECT_ROOT / "_build"  # executed chapters (rote.build.driver), staged sources and the site

@@ -213,9 +213,10 @@ class Study:
         """One row per run of the grid not trained: width, noise ratio, seed, noisy run or twin, its key
         and its estimated training time (one thread) on this machine."""
         seeds = {c.key: u.seed for u in self.grid.width_units + self.grid.ratio_units for c in (u.noisy, u.clean)}
+        costs = self.costs
         return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
                               "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
-                              "estimate": self.costs.fmt_seconds(self.costs.estimate_seconds(c))} for c in self.missing])
+                              "estimate": costs.fmt_seconds(costs.estimate_seconds(c))} for c in self.missing])
 
     def not_run_reason(self) -> str:
         """Why the record is not run: the grid was not trained, how to train it, and how long that takes."""
