@@ -92,7 +92,7 @@ def _shade(verdict) -> float:
 
 def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
     """The scorecard at a glance: one cell per claim (rows) and task / condition (columns), coloured by
-    its ``column`` verdict (:func:`rote.build.site.claims_table`) and labelled with it. Returns the figure."""
+    its ``column`` verdict (:func:`rote.site.claims_table`) and labelled with it. Returns the figure."""
     where = table.task.str.upper() + [("" if c == "-" else f" {c}") for c in table.condition]
     verdict = table.assign(where=where).pivot(index="claim", columns="where", values=column)[list(dict.fromkeys(where))]
     labels = verdict.map(lambda v: "" if not isinstance(v, str) else v.replace(": ", ":\n").replace(", ", ",\n"))

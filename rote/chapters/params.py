@@ -2,7 +2,7 @@
 
 A chapter's dataclass names the parameters of its notebook's ``parameters`` cell (papermill), in the
 cell's order and with the cell's defaults (``tests/test_chapter_params.py`` keeps the two equal), and
-says what each value may be. :func:`rote.build.driver.resolve_parameters` builds it from the defaults and the
+says what each value may be. :func:`rote.driver.resolve_parameters` builds it from the defaults and the
 values given on the command line, so a bad value stops ``rote run`` or ``rote book`` with one line (a
 :class:`~rote.config.ConfigError` naming the parameter, its value and its valid range) before
 anything trains or a cell executes.
@@ -10,7 +10,7 @@ anything trains or a cell executes.
 A field is declared with :func:`param`: its default and its :class:`Rule`. The claim chapters'
 dataclasses live beside their sections (``rote.chapters.c1.Params`` .. ``c5.Params``, ``x1.Params``); the two
 chapters without a claim module (``tasks``, ``scorecard``) are here (X1's: ``rote.chapters.x1.Params``).
-:func:`chapter_params` maps a chapter name (as :func:`rote.build.driver.chapters` names them) to its class.
+:func:`chapter_params` maps a chapter name (as :func:`rote.driver.chapters` names them) to its class.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class ScorecardParams(ChapterParams):
 
 
 # -- chapter name -> its class ---------------------------------------------------------------------
-# book name (rote.build.driver.chapters) -> "module:class", imported when asked for: a claim's from its spec
+# book name (rote.driver.chapters) -> "module:class", imported when asked for: a claim's from its spec
 CHAPTER_PARAMS = Table(lambda s: (s.chapter, f"{s.module}:Params"), before={"tasks": "params:TasksParams"},
                        after={"scorecard": "params:ScorecardParams"})
 
