@@ -232,8 +232,10 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
     -> ">= 1"), and the conditions of the checks across fields, as code."""
     per_field: dict[str, list[str]] = {}
     together: list[str] = []
+    from .noise import kinds_text
+
     fields = {f.name for f in dataclasses.fields(cls)}
-    for condition, text in _checks(cls.__post_init__):
+    for condition, text in _checks(cls.__post_init__, {"kinds_text()": kinds_text()}):  # the noise kinds' table
         text = re.sub(r"(\w+)=\{self\.\1\}", r"\1", text)  # "in [1, n_relations={self.n_relations}]"
         text = re.sub(r" \(\{self\.\w+\}\)", "", text)  # "d_model ({self.d_model}) must be divisible by ..."
         found = MUST_BE.match(text.split(", got ", 1)[0])
