@@ -95,7 +95,8 @@ def noise_kind(name: str) -> NoiseKind:
     return NOISE_KINDS[name]
 
 
-def kinds_text() -> str:
-    """The kinds' names as the checks and the parameter reference write them: 'random' or 'digit'."""
-    quoted = [f"'{name}'" for name in kind_names()]
+def kinds_text(described: bool = False) -> str:
+    """The kinds' names as the checks write them ('random' or 'digit'), ``described``: each with its description,
+    as the parameter reference page writes them."""
+    quoted = [f"'{name}'" + (f" ({NOISE_KINDS[name].description})" if described else "") for name in kind_names()]
     return " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)

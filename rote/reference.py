@@ -235,7 +235,7 @@ def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
     from .noise import kinds_text
 
     fields = {f.name for f in dataclasses.fields(cls)}
-    for condition, text in _checks(cls.__post_init__, {"kinds_text()": kinds_text()}):  # the noise kinds' table
+    for condition, text in _checks(cls.__post_init__, {"kinds_text()": kinds_text(described=True)}):  # the noise kinds' table
         text = re.sub(r"(\w+)=\{self\.\1\}", r"\1", text)  # "in [1, n_relations={self.n_relations}]"
         text = re.sub(r" \(\{self\.\w+\}\)", "", text)  # "d_model ({self.d_model}) must be divisible by ..."
         found = MUST_BE.match(text.split(", got ", 1)[0])

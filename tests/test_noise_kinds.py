@@ -75,7 +75,9 @@ def test_a_spec_opts_in_to_a_planted_kind(planted):
 
 def test_a_planted_kind_is_a_valid_value_on_the_reference_page(planted):
     ranges, together = reference.declared_ranges(FDAConfig)
-    assert ranges["noise_kind"] == [f"'random', 'digit' or '{PLANTED}'"] and not any("kind" in t for t in together)
+    assert ranges["noise_kind"] == [f"'random' (a different sum, uniform over the possible sums), 'digit' (one answer "
+                                    f"digit changed) or '{PLANTED}' (the next sum)"]
+    assert not any("kind" in t for t in together)
     assert reference._choices(ranges["noise_kind"][0]) == ["random", "digit", PLANTED]
 
 
