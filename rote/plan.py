@@ -30,8 +30,8 @@ PARTS = ("noisy", "twin", "sweep", "x1", "x1-shared")
 
 
 def task_conditions(task: str) -> tuple[str, ...]:
-    """The noise conditions of ``task``, the primary first (7.3): FDA's noise kinds (:data:`rote.noise.NOISE_KINDS`),
-    THR's one."""
+    """The noise conditions of ``task``, the primary first (7.3): FDA's noise kinds
+    (:data:`rote.noise.NOISE_KINDS`), THR's one."""
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
     return kind_names() if task == "fda" else (NO_NOISE_KIND,)
@@ -87,8 +87,8 @@ def _task_overrides(task: str, overrides: Mapping[str, object]) -> dict[str, obj
 def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] | None = None,
           overrides: Mapping[str, object] | None = None,
           conditions: Mapping[str, Iterable[str]] | None = None) -> list[Unit]:
-    """The units of ``tasks``: each condition (:func:`task_conditions`, or ``conditions[task]``; an FDA ``noise_kind``
-    override selects one) x each seed, with flat run ``overrides`` (never the seeds)."""
+    """The units of ``tasks``: each condition (:func:`task_conditions`, or ``conditions[task]``; an FDA
+    ``noise_kind`` override selects one) x each seed, with flat run ``overrides`` (never the seeds)."""
     overrides = dict(overrides or {})
     named = [k for k in SEED_NAMES if k in overrides]
     if named:
