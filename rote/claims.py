@@ -51,11 +51,13 @@ NOT_RUN = "not run"
 
 
 def claim_conditions(claim: str, task: str) -> tuple[str, ...]:
-    """The noise conditions ``claim`` is judged in on ``task`` (7.3: FDA random, primary, and digit; THR
-    ``-``), or fewer where the protocol registered fewer (X1: FDA random)."""
-    from .plan import CONDITIONS
+    """The noise conditions ``claim`` is judged in on ``task``: the task's (7.3: FDA's noise kinds, the primary
+    first; THR ``-``), or those of them its spec opts in to (X1: FDA random)."""
+    from .plan import task_conditions
 
-    return CLAIM_CONDITIONS.get(claim, CONDITIONS[task])
+    known = task_conditions(task)
+    opted = CLAIM_CONDITIONS.get(claim, known)
+    return tuple(c for c in known if c in opted)
 
 
 def group(claim: str) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .noise import kind_names, kinds_text, primary_kind
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: book/, _build/ (ignored), ...
 # Bump when the meaning of a stored run changes: old entries then miss the cache.
 #   3: training pins 1 intra-op thread (was 2); TrainConfig.precision; a noise-free FDA run has
@@ -175,22 +177,22 @@ class FDAConfig:
     n_train: int = 5000
     n_test: int = 1000
     noise_ratio: float = 0.1
-    noise_kind: str = "random"  # "random": uniform over [2000, 19998]; "digit": one answer digit changed
+    noise_kind: str = "random"  # one of rote.noise.NOISE_KINDS: "random" (primary), "digit"
     answer_order: str = "msb"  # "msb": most significant digit first; "lsb": reversed
     data_seed: int = 0
     noise_seed: int = 0
 
     def __post_init__(self):
-        # A noise-free run has no noise kind (protocol 7.3): both FDA noise conditions share one
-        # noise-free twin, so its noise_kind is canonicalized to "random" and the two keys agree.
-        if self.noise_ratio == 0 and self.noise_kind == "digit":
-            object.__setattr__(self, "noise_kind", "random")
+        # A noise-free run has no noise kind (protocol 7.3): every FDA noise condition shares one
+        # noise-free twin, so its noise_kind is canonicalized to the primary kind and the keys agree.
+        if self.noise_ratio == 0 and self.noise_kind in kind_names():
+            object.__setattr__(self, "noise_kind", primary_kind())
         _check(self.n_train >= 1, f"n_train must be >= 1, got {self.n_train}")
         _check(self.n_test >= 1, f"n_test must be >= 1, got {self.n_test}")
         _check(self.n_train + self.n_test <= 9000 * 9000 // 2,
                f"n_train + n_test = {self.n_train + self.n_test} is more than the distinct operand pairs allow")
         _check_ratio("noise_ratio", self.noise_ratio)
-        _check(self.noise_kind in ("random", "digit"), f"noise_kind must be 'random' or 'digit', got {self.noise_kind!r}")
+        _check(self.noise_kind in kind_names(), f"noise_kind must be {kinds_text()}, got {self.noise_kind!r}")
         _check(self.answer_order in ("msb", "lsb"), f"answer_order must be 'msb' or 'lsb', got {self.answer_order!r}")
 
 

@@ -3,7 +3,7 @@
 The chapters build their runs with :func:`units` and :func:`sweep_ratios`, and ``rote plan`` / ``train
 --plan`` / ``book`` list :func:`plan`, made of the same calls. A seed s sets data, noise and model seed
 (protocol 7.1; N seeds: 0 .. N-1). A unit is one (task, condition, seed): its noisy run and its
-noise-free twin (both FDA conditions share one twin). The C1 sweep varies the noise ratio; X1's grid
+noise-free twin (every FDA condition shares one twin). The C1 sweep varies the noise ratio; X1's grid
 (protocol 9, :func:`x1_units`) varies the width and the noise ratio, and is listed only when asked for.
 """
 
@@ -16,8 +16,9 @@ from typing import Iterable, Mapping
 
 from .analysis.ranges import is_real, is_whole
 from .config import TASKS, ConfigError, RunConfig, make_config, param_names
+from .noise import kind_names
 
-CONDITIONS: dict[str, tuple[str, ...]] = {"fda": ("random", "digit"), "thr": ("-",)}  # primary first (7.3)
+NO_NOISE_KIND = "-"  # THR's one condition: its noise has no kinds
 SEED_NAMES = ("data_seed", "noise_seed", "model_seed")
 PAPER_SWEEP = (0.0, 0.05, 0.1, 0.2)
 # X1 (protocol 9): the widths per profile (its own among them: those runs are C1's); the noise ratios at its width
@@ -26,6 +27,14 @@ X1_NOISE_RATIOS = (0.05, 0.1, 0.2)
 DEFAULT_SEEDS = 3  # protocol 7.1: the protocol's verdicts are the 3-seed ones (seeds 0, 1, 2)
 # The parts of the plan (:func:`runs`); "x1-shared": of X1's grid only the runs C1 trains too
 PARTS = ("noisy", "twin", "sweep", "x1", "x1-shared")
+
+
+def task_conditions(task: str) -> tuple[str, ...]:
+    """The noise conditions of ``task``, the primary first (7.3): FDA's noise kinds
+    (:data:`rote.noise.NOISE_KINDS`), THR's one."""
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    return kind_names() if task == "fda" else (NO_NOISE_KIND,)
 
 
 def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
@@ -78,8 +87,8 @@ def _task_overrides(task: str, overrides: Mapping[str, object]) -> dict[str, obj
 def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] | None = None,
           overrides: Mapping[str, object] | None = None,
           conditions: Mapping[str, Iterable[str]] | None = None) -> list[Unit]:
-    """The units of ``tasks``: each condition (CONDITIONS, or ``conditions[task]``; an FDA ``noise_kind``
-    override selects one) x each seed, with flat run ``overrides`` (never the seeds)."""
+    """The units of ``tasks``: each condition (:func:`task_conditions`, or ``conditions[task]``; an FDA
+    ``noise_kind`` override selects one) x each seed, with flat run ``overrides`` (never the seeds)."""
     overrides = dict(overrides or {})
     named = [k for k in SEED_NAMES if k in overrides]
     if named:
@@ -91,18 +100,17 @@ def units(profile: str, tasks: Iterable[str] = ("fda", "thr"), seeds: list[int] 
             raise ConfigError(f"seeds must be whole numbers >= 0, got {s!r}")
     out = []
     for task in tasks:
-        if task not in TASKS:
-            raise ConfigError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+        known = task_conditions(task)
         task_overrides = _task_overrides(task, overrides)
         if conditions is not None and task in conditions:
             conds = tuple(conditions[task])
         elif task == "fda" and "noise_kind" in task_overrides:
             conds = (str(task_overrides["noise_kind"]),)
         else:
-            conds = CONDITIONS[task]
+            conds = known
         for cond in conds:
-            if cond not in CONDITIONS[task]:
-                raise ConfigError(f"unknown condition {cond!r} for {task}; choose one of {', '.join(CONDITIONS[task])}")
+            if cond not in known:
+                raise ConfigError(f"unknown condition {cond!r} for {task}; choose one of {', '.join(known)}")
             params = {**task_overrides, **({"noise_kind": cond} if task == "fda" else {})}
             base = make_config(task, profile, **params)
             for seed in seeds:

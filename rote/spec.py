@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import TASKS
+from .plan import task_conditions
 
 PAPER_GROUP, BEYOND_GROUP = "Claims of the paper", "Beyond the paper"  # the scorecard's groups, in order
 
@@ -70,7 +71,7 @@ class ClaimSpec:
     ``runs``: the parts of the plan (:data:`rote.plan.PARTS`) its chapter trains; ``parts``: its
     required parts (8.1: a seed without a deciding check for one is unresolved); ``thresholds``: name ->
     value or :class:`Threshold` (a plain value is registered in ``registered_in``); ``conditions``: the
-    noise conditions it is judged in (None: every condition of each task, 7.3); ``amendments``: the
+    noise conditions it opts in to (None: every condition of each task, 7.3); ``amendments``: the
     sections of the amendments that touch it; ``fails_only_on``: the check whose failure on every seed
     alone makes the claim fail across seeds (X1, protocol 9); ``stability``: protocol 10 reruns it."""
 
@@ -104,6 +105,8 @@ class ClaimSpec:
             yield f"tasks must be a non-empty tuple of {', '.join(TASKS)}"
         if self.conditions is not None and not words(self.conditions):
             yield "conditions must be None or a non-empty tuple of noise conditions"
+        elif self.conditions is not None and set(self.conditions) - set(self.known_conditions):
+            yield f"conditions must be noise conditions of its tasks ({', '.join(self.known_conditions)})"
         if not isinstance(self.notebook, str) or not re.fullmatch(r"\d\d_[a-z0-9_]+", self.notebook):
             yield "notebook must be the notebook's stem in book/, e.g. 02_learning_dynamics"
         for name in ("runs", "parts"):
@@ -125,6 +128,11 @@ class ClaimSpec:
         for name, t in self.thresholds.items():
             if any(not within(s, self.registered_in) and s.split(".")[0] not in self.amendments for s, _ in t.values):
                 yield f"threshold {name}: a section no amendment of the claim holds ({[s for s, _ in t.values]})"
+
+    @property
+    def known_conditions(self) -> tuple[str, ...]:
+        """The noise conditions of the claim's tasks (:func:`rote.plan.task_conditions`), the ones it may opt in to."""
+        return tuple(c for task in self.tasks for c in task_conditions(task))
 
     @property
     def module(self) -> str:

@@ -97,7 +97,8 @@ def test_check_example_refuses_what_the_command_line_refuses():
 def test_ranges_are_read_from_the_configuration_checks():
     fda, fda_together = reference.declared_ranges(FDAConfig)
     assert fda["n_train"] == [">= 1"] and fda["noise_ratio"] == ["in [0, 1)"]
-    assert fda["noise_kind"] == ["'random' or 'digit'"] and "data_seed" not in fda
+    assert fda["noise_kind"] == ["'random' (a different sum, uniform over the possible sums) or 'digit' (one answer "
+                                 "digit changed)"] and "data_seed" not in fda
     assert fda_together == ["n_train + n_test <= 9000 * 9000 // 2"]
     thr, thr_together = reference.declared_ranges(THRConfig)
     assert thr["out_degree"] == ["in [1, n_relations]"] and thr["phi"] == ["> 0"]

@@ -230,10 +230,13 @@ MUST_BE = re.compile(r"^(?P<names>\w+(?:(?:, | and )\w+)*) must be (?P<what>.+)$
 def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
     """What a configuration's ``__post_init__`` checks say: field -> valid values ("n_train must be >= 1"
     -> ">= 1"), and the conditions of the checks across fields, as code."""
+    from .noise import kinds_text
+
     per_field: dict[str, list[str]] = {}
     together: list[str] = []
     fields = {f.name for f in dataclasses.fields(cls)}
-    for condition, text in _checks(cls.__post_init__):
+    table_values = {"kinds_text()": kinds_text(described=True)}  # a check's message that names the noise kinds
+    for condition, text in _checks(cls.__post_init__, table_values):
         text = re.sub(r"(\w+)=\{self\.\1\}", r"\1", text)  # "in [1, n_relations={self.n_relations}]"
         text = re.sub(r" \(\{self\.\w+\}\)", "", text)  # "d_model ({self.d_model}) must be divisible by ..."
         found = MUST_BE.match(text.split(", got ", 1)[0])

@@ -7,8 +7,9 @@ the tables and numbers the section shows, draws the figures only that chapter dr
 several chapters draw are :mod:`rote.plots`), and writes the section's generated prose from the
 sentences of :mod:`rote.report`. The checks and verdicts stay in :mod:`rote.verdicts`.
 
-This module holds what every claim chapter shares: the build's units grouped by task and noise
-condition, the glued constants, the table of example sets, and the Verdict section.
+What a chapter module provides is its contract, :mod:`rote.chapters.contract` (protocols a test checks every
+chapter module against). This module holds what every claim chapter shares: the build's units grouped by task
+and noise condition, the glued constants, the table of example sets, and the Verdict section.
 """
 
 from __future__ import annotations

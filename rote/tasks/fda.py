@@ -2,8 +2,8 @@
 
 Prompt ``a+b=`` (one token per character), answer ``a + b`` as five zero-padded digits, most
 significant first (``msb``) or reversed (``lsb``). Noise replaces the label of exactly
-round(noise_ratio * n_train) training examples by a different sum: uniform over [2000, 19998]
-(``random``) or with one answer digit changed (``digit``).
+round(noise_ratio * n_train) training examples by a different sum, drawn as its noise kind says
+(:data:`rote.noise.NOISE_KINDS`: uniform over [2000, 19998], ``random``, or one answer digit changed, ``digit``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ..config import FDAConfig
+from ..noise import Answers, noise_kind
 from .base import PAD, Examples, TaskData, Vocab, choose_noisy
 
 ANSWER_LEN = 5
@@ -49,16 +50,10 @@ def operand_pairs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
 
 
 def noisy_sums(true_sums: np.ndarray, kind: str, order: str, rng: np.random.Generator) -> np.ndarray:
-    """A label != the true sum for each entry, as answer digits [N, 5]."""
-    if kind == "random":
-        draw = rng.integers(MIN_SUM, MAX_SUM, size=len(true_sums))  # MAX_SUM - MIN_SUM values ...
-        draw = draw + (draw >= true_sums)  # ... shifted past the true sum: uniform over the others
-        return answer_digits(draw, order)
-    digits = answer_digits(true_sums, order).copy()
-    position = rng.integers(0, ANSWER_LEN, size=len(true_sums))
-    rows = np.arange(len(true_sums))
-    digits[rows, position] = (digits[rows, position] + rng.integers(1, 10, size=len(true_sums))) % 10
-    return digits
+    """A label != the true sum for each entry, as answer digits [N, 5], drawn as the noise kind ``kind``
+    (:data:`rote.noise.NOISE_KINDS`; an unknown kind is an error)."""
+    answers = Answers(true_sums, MIN_SUM, MAX_SUM, lambda values: answer_digits(values, order))
+    return noise_kind(kind).draw(answers, rng)
 
 
 def _examples(vocab: Vocab, a: np.ndarray, b: np.ndarray, order: str) -> Examples:
