@@ -12,7 +12,7 @@ import pytest
 from rote import chapters
 from rote.chapters import c1, contract, x1
 from rote.chapters.params import ChapterParams, chapter_params
-from rote.spec import specs
+from rote.specs import specs
 
 FLOWS = (contract.ClaimChapterModule, contract.GridChapterModule)
 

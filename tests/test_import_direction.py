@@ -17,7 +17,7 @@ ENTRY_POINT = "rote.__main__"  # ``python -m rote``: delegates to the tool's com
 # A module of a package takes its package's layer; a new top-level module has none until placed here.
 LAYERS = [
     {"rote.fmt"},
-    {"rote", "rote.config"},
+    {"rote", "rote.config", "rote.noise"},
     {"rote.tasks"},
     {"rote.model"},
     {"rote.scoring", "rote.train", "rote.runs"},

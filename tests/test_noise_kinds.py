@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from rote import claims, noise, plan, reference
+from rote import claims, noise, plan
+from rote.build import reference
 from rote.config import ConfigError, FDAConfig, make_config
-from rote.spec import ClaimSpec, register, unregister
+from rote.spec import ClaimSpec
+from rote.specs import register, unregister
 from rote.tasks import build_task, fda
 
 PLANTED = "off_by_one"

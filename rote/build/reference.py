@@ -230,7 +230,7 @@ MUST_BE = re.compile(r"^(?P<names>\w+(?:(?:, | and )\w+)*) must be (?P<what>.+)$
 def declared_ranges(cls) -> tuple[dict[str, list[str]], list[str]]:
     """What a configuration's ``__post_init__`` checks say: field -> valid values ("n_train must be >= 1"
     -> ">= 1"), and the conditions of the checks across fields, as code."""
-    from .noise import kinds_text
+    from ..noise import kinds_text
 
     per_field: dict[str, list[str]] = {}
     together: list[str] = []

@@ -62,7 +62,8 @@ class ClaimChapterModule(ChapterModule, Protocol):
 @runtime_checkable
 class GridChapterModule(ChapterModule, Protocol):
     """A chapter over a grid of runs (X1): ``grid`` (the checked grid), ``glue_values`` (the prose's values),
-    ``load`` (run key -> metric table), ``study`` (the tables, sentences and records) and ``evaluate``."""
+    ``load`` (run key -> metric table), ``study`` (the tables, sentences and records; the run-time estimates
+    come from the notebook, since the library never imports the book tool's timings) and ``evaluate``."""
 
     def grid(self, profile: str, tasks: Any, seeds: Any, overrides: Any, *more: Any) -> Any: ...
 
@@ -70,7 +71,7 @@ class GridChapterModule(ChapterModule, Protocol):
 
     def load(self, grid: Any, /, *more: Any) -> dict[str, pd.DataFrame]: ...
 
-    def study(self, grid: Any, metrics: Any, /) -> Any: ...
+    def study(self, grid: Any, metrics: Any, costs: Any, /) -> Any: ...
 
 
 def _members(protocol: type) -> list[str]:
