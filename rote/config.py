@@ -15,8 +15,10 @@ import ast
 import dataclasses
 import functools
 import hashlib
+import io
 import json
 import math
+import tokenize
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +87,10 @@ def native_precision() -> str:
 # A run's key includes a hash of the code that produces it, so that editing the tasks, the model
 # or the training never silently reuses runs trained by the old code. The sources are rote/train.py
 # and every module of the package it imports, transitively (rote/config.py, rote/model.py,
-# rote/tasks/*.py, and whatever scorer training calls). Each file counts by its parse tree with
-# docstrings removed (ast.dump), so comments, docstrings and formatting do not change the key;
-# any change to the code does, even a pure refactor (then the runs retrain: the price of safety).
+# rote/tasks/*.py, and whatever scorer training calls). Each file counts by its tokens, without
+# comments, docstrings and layout (indentation kept as marks), so formatting does not change the key
+# and the key is the same on every Python from 3.11 on; any change to the code does, even a pure
+# refactor (then the runs retrain: the price of safety).
 FINGERPRINT_ROOTS = ("train.py",)
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -105,18 +108,56 @@ def _module_file(package_dir: Path, module: str) -> Path | None:
 FINGERPRINT_IGNORED_NAMES = ("PROFILE_PARAMS",)
 
 
-def _normalized_source(tree: ast.AST) -> str:
-    tree.body = [n for n in tree.body if not (
-        isinstance(n, (ast.Assign, ast.AnnAssign))
-        and any(isinstance(t, ast.Name) and t.id in FINGERPRINT_IGNORED_NAMES
-                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])))]
+def _skipped_lines(tree: ast.Module) -> set[int]:
+    """Lines that do not count: docstrings, and module-level assignments of FINGERPRINT_IGNORED_NAMES."""
+    lines: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+            lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+                isinstance(t, ast.Name) and t.id in FINGERPRINT_IGNORED_NAMES
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+# Token types that carry no meaning for the fingerprint (comments, blank and continuation lines) and the
+# marks that stand for the layout tokens that do (a statement's end, a block's start and end).
+_DROPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.ENDMARKER}
+_LAYOUT_MARKS = {tokenize.NEWLINE: "\\n", tokenize.INDENT: "\\t", tokenize.DEDENT: "\\b"}
+_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+
+
+def _normalized_source(source: str, tree: ast.Module) -> str:
+    """The source as its tokens, one per line, without comments, docstrings, blank lines or layout; indentation
+    and statement ends as marks. The same on every Python: an f-string is one token (its text), as Python 3.11
+    reads it, although Python 3.12 splits it into parts; ``ast.dump`` (used before) gains fields between
+    versions, so keys computed on 3.12 differed from 3.11's."""
+    skipped, lines = _skipped_lines(tree), source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out: list[str] = []
+    depth, fstring_at = 0, None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == _FSTRING_START:
+            depth, fstring_at = depth + 1, fstring_at if depth else tok.start
+            continue
+        if depth:
+            if tok.type == _FSTRING_END:
+                depth -= 1
+                if not depth:  # the whole f-string, as the 3.11 tokenizer gives it
+                    text = source[starts[fstring_at[0] - 1] + fstring_at[1]:starts[tok.end[0] - 1] + tok.end[1]]
+                    out.append(text)
+            continue
+        if tok.type in _DROPPED_TOKENS or tok.start[0] in skipped:
+            continue
+        out.append(_LAYOUT_MARKS.get(tok.type, tok.string))
+    return "\n".join(out)
 
 
 def fingerprint_sources(package_dir: Path = _PACKAGE_DIR, roots=FINGERPRINT_ROOTS) -> dict[str, str]:
@@ -128,7 +169,8 @@ def fingerprint_sources(package_dir: Path = _PACKAGE_DIR, roots=FINGERPRINT_ROOT
         rel = path.relative_to(package_dir).as_posix()
         if rel in seen:
             continue
-        tree = ast.parse(path.read_text(), filename=str(path))
+        source = path.read_text()
+        tree = ast.parse(source, filename=str(path))
         here = path.parent.relative_to(package_dir).parts  # the package this module belongs to
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and 0 < node.level <= len(here) + 1:
@@ -140,7 +182,7 @@ def fingerprint_sources(package_dir: Path = _PACKAGE_DIR, roots=FINGERPRINT_ROOT
                     found = _module_file(package_dir, target)
                     if found is not None:
                         todo.append(found)
-        seen[rel] = _normalized_source(tree)
+        seen[rel] = _normalized_source(source, tree)
     return dict(sorted(seen.items()))
 
 
