@@ -239,7 +239,10 @@ def test_the_lens_null_holds_the_shares_wilson_interval():
     _, checks = _fda_checks(_row())
     null = verdicts.find(checks, "c2.lens.null")
     iv = intervals.wilson(90, 100)
-    assert null.interval == (iv.low, iv.high) and null.value == pytest.approx(iv.low) and null.near is False
+    assert null.interval == (iv.low, iv.high) and null.near is False
+    # issue 43: the value is the share its interval is of (it was the lower bound, inside an interval of the share)
+    assert null.value == pytest.approx(0.9) and null.interval[0] <= null.value <= null.interval[1]
+    assert null.margin == pytest.approx(iv.low - 0.5) and null.passed is True
     near_share = SHARE.assign(ahead=[50, 55, 58, 10], share=[0.5, 0.55, 0.58, 0.1])
     _, checks = verdicts.c2.checks("fda", 50, 80, verdicts.c2.ProbeReads(_row()),
                                    verdicts.c2.LensReads(LENS_VERDICT, LENS, near_share))

@@ -88,8 +88,9 @@ def test_lens_null_fails_when_the_interval_reaches_the_prior():
     # share 0.6 on n = 30 is above the null 0.5, but its Wilson lower bound (~0.42) is not
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([10, 18, 17, 2], n=30))
     null = _by(checks, "c2.lens.null")[0]
-    assert null.passed is False and null.value == pytest.approx(intervals.wilson_bounds(18, 30)[0])
-    assert 0.4 < null.value < 0.5
+    low = intervals.wilson_bounds(18, 30)[0]
+    assert null.passed is False and null.value == pytest.approx(0.6) and null.interval[0] == pytest.approx(low)
+    assert 0.4 < low < 0.5 and null.margin == pytest.approx(low - 0.5)
     # the same share on n = 300 clears it
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([100, 180, 170, 20], n=300))
     assert _by(checks, "c2.lens.null")[0].passed is True

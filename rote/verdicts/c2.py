@@ -381,7 +381,9 @@ def _c2_row(given) -> dict | None:
 def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[LensShare | Absent, Check]:
     """Amendment 7.4's lens null (:func:`rote.analysis.lens.ahead_share`): at the intermediate layer with the
     largest share of M with the true token ahead, the Wilson lower bound must be above the training-label
-    prior's share (strictly); the check's interval is the share's 95% Wilson interval."""
+    prior's share (strictly). The check's value is the share and its interval the share's 95% Wilson interval
+    (section 11: the same statistic); it passes when that interval's lower bound is above the prior, and its
+    margin is the lower bound minus the prior."""
     if table is None:
         return ABSENT, Check("c2.lens.null", C2_LENS_NULL, "null", None, None, None, "lens",
                              reason="not given to the verdict")
@@ -405,4 +407,6 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[LensShare |
                       share_n=n, share_by_layer=[numeric(x) for x in table.share], intermediate_layers=last - 1)
     check = above(CheckLabel("c2.lens.null", C2_LENS_NULL, "null", "lens"), lo, null,
                   missing="the training-label prior's share (the null) was not measured", interval=wilson(k, n))
-    return share, check
+    # value and interval describe one statistic, the share: its interval's lower end decides (margin: that end
+    # minus the prior, so a near check, the prior inside the interval, is one that fails)
+    return share, check.replace(value=k / n)
