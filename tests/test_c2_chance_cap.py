@@ -110,3 +110,27 @@ def test_the_chapter_says_where_12_1_moved_a_threshold():
     text = c2.capped_sentence([moved, still], "answer_digits")
     assert "12.1" in text and "0.56" in text and "1 seed where" in text and "reached by M on 1" in text
     assert c2.capped_sentence([still], "answer_digits") == ""
+
+
+def test_a_pooled_accuracy_is_resampled_by_example_never_wilson_over_every_read():
+    """Issue 43 part 5: five digit reads per example are not independent. Planted: 60 of 100 examples read all
+    five digits right, 40 none: Wilson over 500 reads is much narrower than the bootstrap over 100 examples,
+    which the check now holds (named ``bootstrap``); a pooled row without it has no interval."""
+    import numpy as np
+
+    from rote.analysis import intervals
+
+    counts = (np.array([[5] * 60 + [0] * 40]), np.full(100, 5))
+    pooled = probes.pooled_interval(counts, 0)
+    wilson = intervals.wilson(300, 500)
+    assert pooled.method == "bootstrap" and pooled.high - pooled.low > 1.8 * (wilson.high - wilson.low)
+    assert probes.pooled_interval((np.array([[1] * 60 + [0] * 40]), np.ones(100)), 0) is None  # one read each
+    row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.6, "acc_C": 0.9, "chance": 0.1, "best_layer_C": 1,
+           "acc_C_best": 0.9, "chance_C": 0.1, "n_M": 500, "k_M": 300, "n_C": 500, "k_C_best": 450,
+           "chance_parts": ((0.1, 100),) * 5, "chance_C_parts": ((0.1, 100),) * 5,
+           "acc_M_lo": pooled.low, "acc_M_hi": pooled.high}
+    _, checks = verdicts.c2.checks("fda", 100, 100, verdicts.c2.ProbeReads(pd.DataFrame([row])),
+                                   verdicts.c2.LensReads(LENS_VERDICT, LENS, SHARE))
+    chance, reach = (verdicts.find(checks, f"c2.probe.answer_digits.{k}") for k in ("chance", "reachable"))
+    assert chance.interval == (pooled.low, pooled.high) and chance.method == "bootstrap"
+    assert reach.interval is None  # pooled, no bootstrap given: no interval rather than Wilson's over 500 reads

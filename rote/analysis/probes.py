@@ -387,18 +387,38 @@ def bernoulli_counts(k, n) -> tuple | None:
     return right, np.ones(int(n), dtype=np.int64)
 
 
+def pooled_interval(counts: tuple | None, layer) -> Interval | None:
+    """Section 11's interval of a pooled accuracy at ``layer`` where an example gives several reads (FDA's five
+    answer digits): a percentile bootstrap over examples, an example's reads kept together (its reads are not
+    independent, so Wilson's interval over every read is too narrow). None where a read gives one read per
+    example (Wilson's interval is the one, :func:`rote.analysis.intervals.wilson`) or it is undefined."""
+    if counts is None or pd.isna(layer):
+        return None
+    right, scored = counts
+    right, scored = right[int(layer)][scored > 0], scored[scored > 0]
+    if not len(scored) or scored.max() <= 1:
+        return None
+    return bootstrap(lambda i: right[i.astype(np.int64)].sum() / scored[i.astype(np.int64)].sum(),
+                     np.arange(len(scored), dtype=float))
+
+
 def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[str, list[str]],
                          position: int | None = None) -> pd.DataFrame:
     """``summary`` with the bootstrap interval of acc_M / acc_C at each row's best layer on M
-    (``ratio_M_C_lo``, ``ratio_M_C_hi``); ``groups``: each row's targets, at their own positions or ``position``."""
-    lo, hi = [], []
+    (``ratio_M_C_lo``, ``ratio_M_C_hi``) and, for a read pooling several reads per example, the bootstrap
+    intervals of acc_M there and of acc_C at C's own best layer (``acc_M_lo``, ``acc_M_hi``, ``acc_C_best_lo``,
+    ``acc_C_best_hi``; NaN: none, :func:`pooled_interval`); ``groups``: each row's targets, at their own
+    positions or ``position``."""
+    columns = {k: [] for k in ("ratio_M_C", "acc_M", "acc_C_best")}
     for row in summary.itertuples():
         members = groups.get(row.group, [])
-        interval = ratio_interval(sweep.counts(members, "M", position), sweep.counts(members, "C", position),
-                                  row.best_layer)
-        lo.append(interval.low if interval else math.nan)
-        hi.append(interval.high if interval else math.nan)
-    return summary.assign(ratio_M_C_lo=lo, ratio_M_C_hi=hi)
+        m, c = sweep.counts(members, "M", position), sweep.counts(members, "C", position)
+        for key, interval in (("ratio_M_C", ratio_interval(m, c, row.best_layer)),
+                              ("acc_M", pooled_interval(m, row.best_layer)),
+                              ("acc_C_best", pooled_interval(c, row.best_layer_C))):
+            columns[key].append((interval.low, interval.high) if interval else (math.nan, math.nan))
+    return summary.assign(**{f"{k}_{end}": [x[i] for x in v] for k, v in columns.items()
+                             for i, end in enumerate(("lo", "hi"))})
 
 
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None) -> pd.DataFrame:

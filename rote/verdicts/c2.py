@@ -348,13 +348,21 @@ def _parts(row: dict, parts: str, one: str) -> list[tuple]:
 
 def _probe_intervals(row: dict) -> dict[str, Interval | None]:
     """Section 11's 95% intervals of one read (None where the row lacks the counts): ``M``, Wilson of k_M of
-    n_M; ``C_best``, Wilson of k_C_best of n_C; ``ratio``, the bootstrap of acc_M / acc_C
-    (:func:`rote.analysis.probes.ratio_interval`) times acc_C, on the check's scale."""
+    n_M; ``C_best``, Wilson of k_C_best of n_C; for a read pooling several reads per example (FDA's answer
+    digits) each is the bootstrap over examples the row gives (``acc_M_lo``, ..., :func:`rote.analysis.probes.
+    pooled_interval`) and, where it gives none, missing: Wilson's over every read would treat an example's reads
+    as independent. ``ratio``, the bootstrap of acc_M / acc_C (:func:`rote.analysis.probes.ratio_interval`)
+    times acc_C, on the check's scale."""
     def get(name):
         return numeric(row.get(name))
 
-    out = {"M": wilson(get("k_M"), get("n_M")) if get("n_M") > 0 else None,
-           "C_best": wilson(get("k_C_best"), get("n_C")) if get("n_C") > 0 else None, "ratio": None}
+    def share(key, k, n):
+        lo, hi = get(f"{key}_lo"), get(f"{key}_hi")
+        if math.isfinite(lo) and math.isfinite(hi) and lo <= hi:
+            return Interval(lo, hi, "bootstrap")
+        return None if len(_parts(row, "chance_parts", "chance")) > 1 or not get(n) > 0 else wilson(get(k), get(n))
+
+    out = {"M": share("acc_M", "k_M", "n_M"), "C_best": share("acc_C_best", "k_C_best", "n_C"), "ratio": None}
     lo, hi, acc_c = get("ratio_M_C_lo"), get("ratio_M_C_hi"), get("acc_C")
     if all(math.isfinite(x) for x in (lo, hi, acc_c)) and acc_c > 0 and lo <= hi:
         out["ratio"] = Interval(lo, hi, "bootstrap").scaled(acc_c)
