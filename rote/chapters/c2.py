@@ -80,8 +80,11 @@ def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Pr
     """Probes fitted on clean training examples, read on M and C at every layer and position (the cached
     sweep chapters 04 and 05 take their erasure sites from, 8.6), each group at its best layer on M."""
     settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
-    full = {u: analysis_cache.probe_sweep_cached(r, positions=list(targets.probe_positions(u.task, extra_positions)),
-                                                 settings=settings) for u, r in build.runs.items()}
+    positions = {u: list(targets.probe_positions(u.task, extra_positions)) for u in build.units}
+    full = {u: analysis_cache.probe_sweep_cached(r, positions=positions[u], settings=settings)
+            for u, r in build.runs.items()}
+    for u, r in build.runs.items():  # where chapters 04 and 05 read their erasure sites (8.6), -p included
+        analysis_cache.record_probe_choice(r, positions=positions[u], settings=settings)
     sweeps = {u: full[u].table for u in build.units}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
     summary = {u: probe_analysis.with_ratio_intervals(probe_analysis.best_layer_summary(curves[u]), full[u],
