@@ -268,7 +268,8 @@ def test_the_chapter_hands_the_counts_and_the_bootstrap_to_the_checks(tiny_model
                                 for k in ("chance", "reachable", "ratio"))
         iv_m, iv_c = intervals.wilson(row.k_M, row.n_M), intervals.wilson(row.k_C_best, row.n_C)
         if group == "answer digits":  # five reads per example: the bootstrap over examples (issue 43)
-            iv_m, iv_c = (intervals.Interval(row[f"{k}_lo"], row[f"{k}_hi"], "bootstrap") for k in ("acc_M", "acc_C_best"))
+            iv_m, iv_c = (intervals.Interval(row[f"{k}_lo"], row[f"{k}_hi"], "bootstrap")
+                          for k in ("acc_M", "acc_C_best"))
         assert chance.interval == pytest.approx((iv_m.low, iv_m.high)) and chance.method == iv_m.method
         assert reach.interval == pytest.approx((iv_c.low, iv_c.high)) and reach.method == iv_c.method
         assert reach.threshold == pytest.approx(5 * row.chance_C)

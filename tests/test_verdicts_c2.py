@@ -167,7 +167,8 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_as_of_amendment
     assert reach.passed is False and "out of reach" in reach.reason and reach.threshold == pytest.approx(5 * 0.1954)
     assert verdicts.kind_as_of(reach, "8") == "validity" and reach.kind == "superseded"  # 12.1 replaced it
     amended = verdicts.find(checks, "c2.probe.answer_digits.chance.amended")
-    assert amended.passed is None and verdicts.kind_as_of(amended, "8") == "amended" and "out of reach" in amended.reason
+    assert amended.passed is None and verdicts.kind_as_of(amended, "8") == "amended"
+    assert "out of reach" in amended.reason
     carries = _by(checks, "c2.probe.carries.chance")[0]
     assert carries.kind == "registered" and carries.passed is True  # reachable: untouched
     assert verdicts.seed_verdict(checks, "registered") == "fail"
@@ -192,8 +193,9 @@ def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_as_of_amendment
 
 def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chose():
     """8.5 (reading 8.2): a true claim can reach 5 x chance when C, at C's own best layer, does. Planted: M's best
-    layer is one where C is weak (0.4 < 5 x 0.09 = 0.45, below 12.1's half-way point: nothing moves), C's own best layer reaches 0.97. Before, the check read
-    C at M's layer, failed, and left the chance check unresolved; now it passes and the chance check decides."""
+    layer is one where C is weak (0.4 < 5 x 0.09 = 0.45, below 12.1's half-way point: nothing moves), C's own
+    best layer reaches 0.97. Before, the check read C at M's layer, failed, and left the chance check
+    unresolved; now it passes and the chance check decides."""
     row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.3, "acc_C": 0.4, "chance": 0.09, "best_layer_C": 2,
            "acc_C_best": 0.97, "chance_C": 0.09}
     metrics, checks = _fda(pd.DataFrame([row]), _share([50, 80, 90, 10]))

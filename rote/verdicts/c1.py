@@ -113,7 +113,8 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
         order_reason = never_gen
     registered_reason = never["gen"] or never["mem"] or unplaced or (never_gen if t_gen is None else never_mem
                                                                      if t_mem is None else "")
-    registered_gap = None if t_gen is None or t_mem is None or math.isnan(t_mem - t_gen) else t_mem - t_gen  # > 0: rule first
+    registered_gap = None if t_gen is None or t_mem is None or math.isnan(t_mem - t_gen) else t_mem - t_gen
+    # registered_gap > 0: the rule first
     return (
         Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded", registered_gap, 0,
               None if never["gen"] or never["mem"] or unplaced else registered_gap is not None and registered_gap > 0,
