@@ -134,3 +134,17 @@ def test_a_pooled_accuracy_is_resampled_by_example_never_wilson_over_every_read(
     chance, reach = (verdicts.find(checks, f"c2.probe.answer_digits.{k}") for k in ("chance", "reachable"))
     assert chance.interval == (pooled.low, pooled.high) and chance.method == "bootstrap"
     assert reach.interval is None  # pooled, no bootstrap given: no interval rather than Wilson's over 500 reads
+
+
+def test_a_capped_threshold_out_of_cs_reach_leaves_the_capped_check_unresolved_as_8_2_says():
+    """Binary-like digits (majority share 0.6 each): 12.1's threshold 0.8 on M and on C; C reaches only 0.7,
+    so the capped chance check is unresolved in the amended reading, its stand-in named after it."""
+    _, checks = _judge(_digits_sweep([0.6] * 5, accuracy=0.7))
+    reach = verdicts.find(checks, "c2.probe.answer_digits.reachable.capped")
+    assert reach.passed is False and reach.threshold == pytest.approx(0.8) and reach.reason.startswith("12.1")
+    capped = verdicts.find(checks, "c2.probe.answer_digits.chance.capped")
+    stand_in = verdicts.find(checks, "c2.probe.answer_digits.chance.capped.amended")
+    assert capped.kind == "superseded" and "judged as c2.probe.answer_digits.chance.capped.amended" in capped.reason
+    assert stand_in.passed is None and stand_in.kind == "amended" and stand_in.history == (("12", "amended"),)
+    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    assert len({c.id for c in checks}) == len(checks)

@@ -252,8 +252,7 @@ def _c2_probe_pair(key: str, name: str, kind: str, row: dict, validated: bool = 
     ratio = at_least(CheckLabel(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, "probes"),
                      acc_m, th["probe_ratio_min"] * numeric(acc_c),
                      missing=missing_reason((acc_c, C2_NO_C), (acc_m, C2_NO_M)), interval=iv["ratio"])
-    over_chance, reachable = _chance_pair(f"c2.probe.{key}", f"{name}: M vs {th['probe_over_chance_min']} x chance",
-                                          kind, row, capped=False)
+    over_chance, reachable = _chance_pair(key, name, kind, row, capped=False)
     if not validated:
         return [ratio, over_chance]
     before, capped = validate(over_chance, reachable, "unresolve", "8.2"), _capped_pair(key, name, row)
@@ -263,25 +262,27 @@ def _c2_probe_pair(key: str, name: str, kind: str, row: dict, validated: bool = 
     return [ratio, *before, *capped]
 
 
-def _chance_pair(prefix: str, name: str, kind: str, row: dict, capped: bool) -> tuple[Check, Check]:
-    """The chance check on M (``<prefix>.chance``) and its validity check on C (``<prefix>.reachable``), each
-    against :func:`chance_threshold` (5 x chance; ``capped``: 12.1's) of the chances measured on its own set."""
+def _chance_pair(key: str, name: str, kind: str, row: dict, capped: bool) -> tuple[Check, Check]:
+    """The chance check on M (``c2.probe.<key>.chance``) and its validity check on C (``...reachable``), each
+    against :func:`chance_threshold` (5 x chance; ``capped``: 12.1's, ids ending ``.capped``) of the chances
+    measured on its own set."""
     iv, acc_m, acc_c_best = _probe_intervals(row), row.get("acc_M"), row.get("acc_C_best")
     t_m, t_c = chance_thresholds(row, capped)
-    over_chance = at_least(CheckLabel(f"{prefix}.chance", name, kind, "probes"), acc_m, t_m,
-                           missing=missing_reason((acc_m, C2_NO_M), (t_m, C2_NO_CHANCE)), interval=iv["M"])
+    rule, end = ("12.1", ".capped") if capped else ("8.2", "")
+    times = THRESHOLDS["C2"]["probe_over_chance_min"]
+    threshold = f"min({times:g} x chance, half-way to 1) (12.1)" if capped else f"{times} x chance"
+    over_chance = at_least(CheckLabel(f"c2.probe.{key}.chance{end}", f"{name}: M vs {threshold}", kind, "probes"),
+                           acc_m, t_m, missing=missing_reason((acc_m, C2_NO_M), (t_m, C2_NO_CHANCE)), interval=iv["M"])
     if numeric(acc_m) == 0:  # section 5: a probe that reads nothing on M fails, whatever chance is
         m = iv["M"]
         over_chance = over_chance.replace(passed=False, reason=C2_M_ZERO, method="" if m is None else m.method,
                                           interval=None if m is None else (m.low, m.high))
-    reachable = at_least(CheckLabel(f"{prefix}.reachable", f"{name.split(': M vs ')[0]}: C at its own best layer vs "
-                                    f"{name.split(': M vs ')[1]} on C (can a true claim reach it?)", "validity",
-                                    "probes"), acc_c_best, t_c,
+    reachable = at_least(CheckLabel(f"c2.probe.{key}.reachable{end}", f"{name}: C at its own best layer vs {threshold} "
+                                    "on C (can a true claim reach it?)", "validity", "probes"), acc_c_best, t_c,
                          missing=missing_reason((acc_c_best, C2_NO_C_BEST if acc_c_best is None else C2_NO_C),
                                                 (t_c, C2_NO_CHANCE_C)), interval=iv["C_best"])
     reachable = reachable.since(CAP_SECTION if capped else "8.2")
     if reachable.passed is False:
-        rule = "12.1" if capped else "8.2"
         reachable = reachable.replace(reason=f"{rule}: out of reach: C itself reaches {fmt.plain(reachable.value)} "
                                              f"< {fmt.plain(reachable.threshold)}")
     return (over_chance.since(CAP_SECTION, "amended") if capped else over_chance), reachable
@@ -289,18 +290,14 @@ def _chance_pair(prefix: str, name: str, kind: str, row: dict, capped: bool) -> 
 
 def _capped_pair(key: str, name: str, row: dict) -> list[Check]:
     """12.1 where it moves a threshold of the read (on M or on C): the section-5 chance check and its 8.2
-    validity check stop counting from 12 (superseded, shown) and the pair ``.chance.capped`` / ``.reachable.capped``
-    against min(5 x chance, half-way to 1) stands for them, validated as 8.2 says. Empty where nothing moves
-    (10-class digits, THR's entities) or a chance is missing."""
+    validity check stop counting from 12 (superseded, shown) and the pair ``.chance.capped`` /
+    ``.reachable.capped`` against min(5 x chance, half-way to 1) stands for them, validated as 8.2 says. Empty
+    where nothing moves (10-class digits, THR's entities) or a chance is missing."""
     moved = [a != b for a, b in zip(chance_thresholds(row, False), chance_thresholds(row, True))
              if not (math.isnan(a) or math.isnan(b))]
     if not any(moved):
         return []
-    th = THRESHOLDS["C2"]
-    capped = validate(*_chance_pair(f"c2.probe.{key}", f"{name}: M vs min({th['probe_over_chance_min']:g} x chance, "
-                                    f"half-way to 1) (12.1)", "amended", row, capped=True), "unresolve", CAP_SECTION)
-    return [c.replace(id=c.id.replace(".chance", ".chance.capped").replace(".reachable", ".reachable.capped"))
-            for c in capped]
+    return validate(*_chance_pair(key, name, "amended", row, capped=True), "unresolve", CAP_SECTION)
 
 
 CAP_SECTION = SPEC.thresholds["probe_halfway_share"].section  # 12.1: the amendment that caps the chance threshold
