@@ -3,7 +3,8 @@
 parameters and a fingerprint of the computing code (:data:`PROBE_SWEEP_SOURCES` and their imports,
 docstrings aside). An entry that fails verification is moved to ``.corrupt/`` and recomputed; files are
 written atomically. Stored: C2's probe sweep of a run, from which chapters 04 and 05 derive their erasure
-sites (protocol 8.6: the sites are C2's probe results).
+sites (protocol 8.6: the sites are C2's probe results), and beside it the parameters chapter 03 last swept the
+run with (:func:`record_probe_choice`), so that those chapters read the same sweep, ``-p`` overrides included.
 """
 
 from __future__ import annotations
@@ -127,10 +128,43 @@ def probe_sweep_cached(run, *, positions=None, settings: ProbeSettings = ProbeSe
     return ProbeSweep.from_json(cached(run, "probe_sweep", params, compute, sources=PROBE_SWEEP_SOURCES, root=root))
 
 
-def erasure_sites_cached(run, *, min_over_chance: float, positions=None, settings: ProbeSettings = ProbeSettings(),
+def erasure_sites_cached(run, *, min_over_chance: float, positions=None, settings: ProbeSettings | None = None,
                          root: Path | None = None) -> dict:
     """Where chapters 04 and 05 erase (8.6): from C2's probe sweep entry, the layers after the embedding
     where the probe reads the result on C at least ``min_over_chance`` times chance
-    (:func:`rote.analysis.erasure.sites_from_sweep`)."""
-    sweep = probe_sweep_cached(run, positions=positions, settings=settings, root=root)
+    (:func:`rote.analysis.erasure.sites_from_sweep`). With neither ``positions`` nor ``settings`` given, the
+    sweep chapter 03 last computed for the run (:func:`chapter_probe_choice`: its ``-p`` parameters too)."""
+    if positions is None and settings is None:
+        positions, settings = chapter_probe_choice(run, root)
+    sweep = probe_sweep_cached(run, positions=positions, settings=settings or ProbeSettings(), root=root)
     return sites_from_sweep(sweep.table, run.config.task, float(min_over_chance))
+
+
+CHOICE_NAME = "chapter03_probe_sweep.json"  # beside a run's entries: the sweep parameters chapter 03 last used
+_CHOSEN = ("max_train", "seed", "weight_decay", "max_iter", "chunk")
+
+
+def record_probe_choice(run, *, positions, settings: ProbeSettings, root: Path | None = None) -> None:
+    """Store the parameters of the probe sweep chapter 03 read for ``run`` (8.6: C3 and C4 act where C2's probes
+    of the same seed, the same fit, examples and layers, find the result; a ``-p`` of chapter 03 moves them too)."""
+    path = (root or analysis_root()) / f"{run.config.task}-{run.config.key}" / CHOICE_NAME
+    _write_atomically(path, {"format": FORMAT, "positions": sorted(int(p) for p in set(positions)),
+                             **{k: getattr(settings, k) for k in _CHOSEN}})
+
+
+def chapter_probe_choice(run, root: Path | None = None) -> tuple[tuple[int, ...] | None, ProbeSettings]:
+    """The positions and settings of chapter 03's last probe sweep of ``run`` (:func:`record_probe_choice`);
+    chapter 03's defaults (None: C2's positions, :class:`ProbeSettings`) where it has not run. A damaged record
+    is moved aside and the defaults used."""
+    root = root or analysis_root()
+    path = root / f"{run.config.task}-{run.config.key}" / CHOICE_NAME
+    if not path.exists():
+        return None, ProbeSettings()
+    try:
+        stored = json.loads(path.read_text())
+        if stored["format"] != FORMAT:
+            raise ValueError(f"format {stored['format']} != {FORMAT}")
+        return tuple(int(p) for p in stored["positions"]), ProbeSettings(**{k: stored[k] for k in _CHOSEN})
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        quarantine(root, path, f"{type(err).__name__}: {err}", "analysis", "using chapter 03's default probes")
+        return None, ProbeSettings()

@@ -187,3 +187,29 @@ def test_a_failed_write_leaves_neither_an_entry_nor_a_temporary_file(fake, tmp_p
     with pytest.raises(OSError, match="disk full"):
         AC.probe_sweep_cached(run, root=tmp_path, **KW)
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_c3_and_c4_erase_where_chapter_03s_probes_with_its_own_parameters_found_the_result(fake, tmp_path,
+                                                                                           monkeypatch):
+    """Issue 43 part 5 (8.6): chapter 03 run with ``-p max_probe_train=200 -p probe_seed=1`` sweeps with those
+    settings; C3 and C4 asked for their sites without parameters read that same entry (no probe fitted again),
+    never the default sweep (3000 examples, seed 0). A run chapter 03 has not swept gets chapter 03's defaults;
+    a damaged record is moved aside."""
+    from collections import namedtuple
+
+    from rote.chapters import Build, c2, c3
+
+    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path))
+    run, calls = fake
+    unit = namedtuple("Unit", "task condition seed")("fda", "random", 0)
+    build = Build("smoke", [unit], {unit: run}, {unit: {"M": [], "C": []}})
+    c2.probes(build, {}, 200, 1)  # chapter 03 with its -p overrides
+    assert calls == [((), 200, 1)]
+    assert AC.chapter_probe_choice(run) == ((), ProbeSettings(max_train=200, seed=1))
+    assert c3.sites(build, None) == {unit: SITES}  # chapter 04's sites (chapter 05's call is the same)
+    assert calls == [((), 200, 1)]  # read from chapter 03's entry: no sweep with other parameters
+    other = SimpleNamespace(config=SimpleNamespace(task="fda", key="feedbeef"), model=None, data=run.data)
+    assert AC.chapter_probe_choice(other) == (None, ProbeSettings())
+    (tmp_path / "fda-0123abcd" / AC.CHOICE_NAME).write_text("{not json")
+    assert AC.chapter_probe_choice(run) == (None, ProbeSettings())
+    assert list((tmp_path / ".corrupt").rglob(f"{AC.CHOICE_NAME}-*"))

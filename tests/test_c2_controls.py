@@ -67,7 +67,8 @@ def test_masked_tail_finds_a_planted_true_tail_and_only_then(monkeypatch, thr_da
     sweep = probes.masked_probe_sweep(None, thr_data, train, {"M": M, "C": C},
                                       settings=probes.ProbeSettings(max_train=10_000))
     at = sweep[sweep.layer == 1].set_index("set")
-    assert at.loc["M", "chance"] == pytest.approx(1 / (k - 1))
+    assert at.loc["M", "chance_uniform"] == pytest.approx(1 / (k - 1))  # 7.4's chance
+    assert at.loc["M", "chance"] == pytest.approx(probes.chance_accuracy(true_m))  # 12.1: the majority share read
     assert at.loc["M", "n"] == len(M) and at.loc["C", "n"] == len(C)
     assert at.loc["C", "accuracy"] > 0.95 and at.loc["C", "accuracy_unmasked"] > 0.95
     assert at.loc["M", "reads_masked"] > 0.9 and at.loc["M", "accuracy_unmasked"] < 0.1  # reads the output

@@ -70,8 +70,11 @@ def test_the_reachable_threshold_uses_chance_on_C_and_the_chance_check_chance_on
     metrics, checks = _fda_checks(summary)
     reach, chance = (verdicts.find(checks, f"c2.probe.carries.{k}") for k in ("reachable", "chance"))
     assert reach.threshold == pytest.approx(0.5) and reach.passed is True and reach.value == 0.9
-    assert chance.kind == "registered" and chance.threshold == pytest.approx(1.5) and chance.passed is False
+    assert verdicts.kind_as_of(chance, "8") == "registered" and chance.threshold == pytest.approx(1.5)
+    assert chance.passed is False
     assert verdicts.find(checks, "c2.probe.carries.chance.amended") is None  # the claim's own check decides
+    capped = verdicts.find(checks, "c2.probe.carries.chance.capped")  # 12.1: min(1.5, 0.65) on M's chance
+    assert capped.threshold == pytest.approx(0.65) and capped.passed is False and chance.kind == "superseded"
     assert metrics.carries.chance == 0.3 and metrics.carries.chance_C == 0.1 and metrics.carries.chance_reachable
     # the other way round: C's labels sit in the majority class; 5 x 0.25 is out of C's reach, M's chance is low
     _, checks = _fda_checks(probes.best_layer_summary(_curves(m_chance=0.05, c_chance=0.25)))
@@ -199,7 +202,9 @@ def test_near_flags_the_fragile_reachable_check_and_changes_nothing(k_best, pass
     row = _row(acc_C_best=k_best / 5000, k_C_best=k_best, n_C=5000, chance_C=0.19991)
     _, checks = _fda_checks(row)
     reach = verdicts.find(checks, "c2.probe.answer_digits.reachable")
-    assert reach.passed is passed and reach.near is True and reach.kind == "validity"
+    assert reach.passed is passed and reach.near is True and verdicts.kind_as_of(reach, "8") == "validity"
+    capped = verdicts.find(checks, "c2.probe.answer_digits.reachable.capped")  # 12.1: 0.6 is far from 1.0
+    assert capped.passed is True and capped.near is False and reach.kind == "superseded"
     assert (reach.margin > 0) is passed
     bare = [c.replace(interval=None, method="", near=None) for c in checks]
     assert verdicts.seed_verdict(checks, "amended") == verdicts.seed_verdict(bare, "amended")
@@ -234,7 +239,10 @@ def test_the_lens_null_holds_the_shares_wilson_interval():
     _, checks = _fda_checks(_row())
     null = verdicts.find(checks, "c2.lens.null")
     iv = intervals.wilson(90, 100)
-    assert null.interval == (iv.low, iv.high) and null.value == pytest.approx(iv.low) and null.near is False
+    assert null.interval == (iv.low, iv.high) and null.near is False
+    # issue 43: the value is the share its interval is of (it was the lower bound, inside an interval of the share)
+    assert null.value == pytest.approx(0.9) and null.interval[0] <= null.value <= null.interval[1]
+    assert null.margin == pytest.approx(iv.low - 0.5) and null.passed is True
     near_share = SHARE.assign(ahead=[50, 55, 58, 10], share=[0.5, 0.55, 0.58, 0.1])
     _, checks = verdicts.c2.checks("fda", 50, 80, verdicts.c2.ProbeReads(_row()),
                                    verdicts.c2.LensReads(LENS_VERDICT, LENS, near_share))
@@ -259,8 +267,11 @@ def test_the_chapter_hands_the_counts_and_the_bootstrap_to_the_checks(tiny_model
         chance, reach, ratio = (verdicts.find(claim.checks[unit], f"c2.probe.{key}.{k}")
                                 for k in ("chance", "reachable", "ratio"))
         iv_m, iv_c = intervals.wilson(row.k_M, row.n_M), intervals.wilson(row.k_C_best, row.n_C)
-        assert chance.interval == pytest.approx((iv_m.low, iv_m.high))
-        assert reach.interval == pytest.approx((iv_c.low, iv_c.high))
+        if group == "answer digits":  # five reads per example: the bootstrap over examples (issue 43)
+            iv_m, iv_c = (intervals.Interval(row[f"{k}_lo"], row[f"{k}_hi"], "bootstrap")
+                          for k in ("acc_M", "acc_C_best"))
+        assert chance.interval == pytest.approx((iv_m.low, iv_m.high)) and chance.method == iv_m.method
+        assert reach.interval == pytest.approx((iv_c.low, iv_c.high)) and reach.method == iv_c.method
         assert reach.threshold == pytest.approx(5 * row.chance_C)
         if row.acc_C > 0:
             assert ratio.interval == pytest.approx((row.ratio_M_C_lo * row.acc_C, row.ratio_M_C_hi * row.acc_C))

@@ -86,7 +86,8 @@ def test_c2_lens_prior_explains_a_missing_share():
 def test_c2_out_of_reach_names_the_seeds_where_c_is_below_the_chance_threshold():
     assert c2.out_of_reach([True, True], [0, 1]) == ""
     text = c2.out_of_reach([True, False, False], [0, 1, 2])
-    assert text.startswith(" On seeds 1, 2 the accuracy on C, even at C's own best layer, is itself below 5 x chance")
+    assert text.startswith(" On seeds 1, 2 the accuracy on C, even at C's own best layer, is itself below its "
+                           "chance threshold on C (12.1")
     assert c2.out_of_reach([False, None], [0, 1]).startswith(" On seed 0 the")
 
 

@@ -96,3 +96,18 @@ def test_near_lists_validity_checks_and_leaves_out_unresolved_ones():
     assert reach.near and stand_in.near
     assert verdicts.near_checks([reach, stand_in]) == ["c2.probe.x.reachable"]
     assert verdicts.near_checks([reach, stand_in], "registered") == []
+
+
+def test_a_bootstrap_undefined_on_some_resamples_has_no_interval():
+    """Issue 43 part 5: a ratio whose denominator is 0 on some resamples (planted: one nonzero clean value of
+    60, so about 1 - (59/60)^60 of the draws are defined) used to drop the undefined draws silently and give the
+    interval of the rest. Chosen: no interval (None), as for a statistic missing on the data itself."""
+    num = np.linspace(1.0, 2.0, 40)
+    den = np.r_[np.zeros(59), 1.0]
+    ratio = lambda a, b: np.mean(a) / np.mean(b) if np.mean(b) else math.nan  # noqa: E731
+    rng = np.random.default_rng(intervals.SEED)
+    draws = [ratio(num[rng.integers(0, 40, 40)], den[rng.integers(0, 60, 60)]) for _ in range(intervals.RESAMPLES)]
+    undefined = sum(not math.isfinite(d) for d in draws)
+    assert math.isfinite(ratio(num, den)) and 100 < undefined < 900  # the planted case: some, not all, undefined
+    assert intervals.bootstrap(ratio, [num, den]) is None
+    assert intervals.bootstrap(ratio, [num, np.r_[np.zeros(10), np.ones(50)]]) is not None  # defined on every draw

@@ -50,3 +50,16 @@ def test_scorecard_column_beside_stability(tmp_path, monkeypatch):
     claims.save_stability(rec, {"status": FRAGILE, "reason": "seeds", "changes": {}})
     table = claims_table([rec])
     assert table.loc[0, "near predicted fragile"] == "yes (near, fragile)"
+
+
+def test_near_seeds_count_deciding_checks_only_never_a_near_validity_check():
+    """Issue 43 part 5: a seed whose only near check is a validity check (8.1: it never decides) has no near
+    deciding check; the record's per-seed list still shows it (near_checks), the count does not."""
+    from rote import verdicts
+
+    validity = dict(_check(0.953, True, kind="validity"), id="c1.twin.trained", section5=False, was="new")
+    rec = _record([(0.99, False), (0.953, True)])
+    rec.per_seed[0]["checks"].append(validity)
+    assert verdicts.near_checks(rec.per_seed[0]["checks"]) == ["c1.twin.trained"]
+    assert verdicts.near_seeds(rec) == 1  # seed 1's deciding check; seed 0's near check is a validity check
+    assert list(claims_table([rec])["near seeds"]) == ["1/2"]

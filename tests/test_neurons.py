@@ -270,3 +270,26 @@ def test_c4_intervals_where_a_table_is_empty_or_has_no_examples():
     assert s.intervals["k50"].contains(s.k50_M) and s.intervals["activity"].contains(0.15)
     assert s.intervals["intermediate"].low == s.intervals["intermediate"].high == 0.4
     assert s.intervals["intermediate_over_matched"] is None
+
+
+def test_a_missing_drop_makes_its_mean_missing_never_the_mean_of_the_others():
+    """Issue 43 part 5 (8.6): position 1 has one example's drop NaN. Its mean was 0.25, the other example's,
+    and counted toward the positions reaching 0.2; now it is missing, and so are the count and the largest
+    drop, and C4's position check is unresolved with that reason. The same for an erasure method's mean."""
+    from c4_inputs import c4_checks
+    from rote import verdicts
+
+    s = N.c4_summary(pd.DataFrame({"set": ["M", "C"], "k50": [2.0, 4.0]}), pd.DataFrame({"activity": [0.3]}),
+                     pd.DataFrame({"position": [0, 0, 1, 1, 2], "drop": [0.3, 0.3, 0.25, math.nan, 0.1]}),
+                     pd.DataFrame({"method": ["INLP", "INLP", "random"], "drop": [0.5, math.nan, 0.0]}), drop_min=0.2)
+    assert s.position_drops[0] == pytest.approx(0.3) and math.isnan(s.position_drops[1])
+    assert math.isnan(s.positions_over_min) and math.isnan(s.max_position_drop)
+    assert math.isnan(s.intermediate_drop) and s.intermediate_control_drop == 0.0
+    values = {**{k: getattr(s, k) for k in ("k50_M", "k50_C", "k50_ratio", "top_activity_median", "position_drops",
+                                            "positions_over_min", "max_position_drop", "intermediate_drop",
+                                            "intermediate_control_drop", "intermediate_matched_drop")},
+              "n_memorized": 2, "n_clean": 1}
+    _, checks = c4_checks(values)
+    positions = verdicts.find(checks, "c4.positions")
+    assert positions.passed is None and "mean drop is missing" in positions.reason
+    assert verdicts.find(checks, "c4.intermediate.registered").passed is None

@@ -325,10 +325,11 @@ def test_c1_when_gen_never_crosses_the_order_fails():
     assert _by(checks, "c1.order").passed is False
 
 
-def test_c1_a_nan_before_the_crossing_takes_the_crossing_step_itself():
+def test_c1_a_nan_before_the_crossing_leaves_it_missing():
     m = _curve([0, 50, 100, 150], gen=[0.0, math.nan, 0.95, 0.99])
-    assert curves.crossing(m, "gen", 0.9) == 100.0  # no interpolation from a missing evaluation
-    assert curves.first_evaluated(m, "gen", 0.9) == 100
+    assert math.isnan(curves.crossing(m, "gen", 0.9))  # issue 43: not moved onto the next evaluation, unsaid
+    assert math.isnan(curves.first_evaluated(m, "gen", 0.9))
+    assert "step 50" in curves.unplaced_crossing(m, "gen", 0.9)
 
 
 def test_amendment2_change_names_what_moved_a_verdict():
@@ -340,13 +341,13 @@ def test_amendment2_change_names_what_moved_a_verdict():
     results = [verdicts.seed_result(SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, [])
                for s in range(3)]
     rec = verdicts.records("C4", "smoke", results)[0]
-    change = verdicts.amendment_change(rec)
+    change = verdicts.amendment_change(rec, "8")
     assert change["amendment1"] == "fails" and change["amendment2"] == "holds"
     assert change["why"] == "no longer deciding: c4.positions.lookup (8.1: a known look-up passes it too)"
     # nothing moved: no reason
     plain = verdicts.records("C4", "smoke", [verdicts.seed_result(
         SimpleNamespace(task="fda", condition="random", seed=0), {}, [intermediate], [])])[0]
-    assert verdicts.amendment_change(plain) == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
+    assert verdicts.amendment_change(plain, "8") == {"amendment1": "pass (1 seed)", "amendment2": "pass (1 seed)",
                                                  "why": ""}
 
 
@@ -358,7 +359,7 @@ def test_amendment2_change_gives_the_reason_of_an_out_of_reach_threshold():
     checks = verdicts.validate(statistic, out_of_reach, "unresolve", "8.2") + [erasure]
     rec = verdicts.records("C3", "smoke", [verdicts.seed_result(
         SimpleNamespace(task="fda", condition="random", seed=s), {}, checks, []) for s in (0, 1)])[0]
-    change = verdicts.amendment_change(rec)
+    change = verdicts.amendment_change(rec, "8")
     assert (change["amendment1"], change["amendment2"]) == ("fails", "unresolved")
     assert change["why"] == "no longer deciding: c3.overlap.registered (8.2: out of reach)"
 

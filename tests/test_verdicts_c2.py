@@ -88,8 +88,9 @@ def test_lens_null_fails_when_the_interval_reaches_the_prior():
     # share 0.6 on n = 30 is above the null 0.5, but its Wilson lower bound (~0.42) is not
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([10, 18, 17, 2], n=30))
     null = _by(checks, "c2.lens.null")[0]
-    assert null.passed is False and null.value == pytest.approx(intervals.wilson_bounds(18, 30)[0])
-    assert 0.4 < null.value < 0.5
+    low = intervals.wilson_bounds(18, 30)[0]
+    assert null.passed is False and null.value == pytest.approx(0.6) and null.interval[0] == pytest.approx(low)
+    assert 0.4 < low < 0.5 and null.margin == pytest.approx(low - 0.5)
     # the same share on n = 300 clears it
     _, checks = _thr(GOOD_R2, GOOD_TAIL, _share([100, 180, 170, 20], n=300))
     assert _by(checks, "c2.lens.null")[0].passed is True
@@ -155,47 +156,53 @@ def test_wilson_interval_known_values():
     assert narrow[0] > lo and narrow[1] < hi
 
 
-def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_in_the_amended_reading_only():
+def test_chance_check_out_of_reach_of_a_true_claim_is_unresolved_as_of_amendment_2_only():
     # the quick `digit` seed 1: chance 0.195, so 5 x chance = 0.977 is above C's 0.954: even M = C fails
     summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.951, 0.954, 0.1954)])
     metrics, checks = _fda(summary, _share([50, 80, 90, 10]))
-    assert metrics.carries.chance_reachable is True and metrics.answer_digits.chance_reachable is False
-    assert metrics.reachable == {"carries": True, "answer_digits": False}
+    # 12.1 caps the threshold at (1 + 0.1954) / 2 = 0.598: C reaches it (the amended reading's reachability)
+    assert metrics.carries.chance_reachable is True and metrics.answer_digits.chance_reachable is True
     digits, reach = _by(checks, "c2.probe.answer_digits.chance", "c2.probe.answer_digits.reachable")
     assert digits.passed is False and digits.section5 and digits.kind == "superseded"  # section 5 as written
-    assert reach.kind == "validity" and reach.passed is False and "out of reach" in reach.reason
+    assert reach.passed is False and "out of reach" in reach.reason and reach.threshold == pytest.approx(5 * 0.1954)
+    assert verdicts.kind_as_of(reach, "8") == "validity" and reach.kind == "superseded"  # 12.1 replaced it
     amended = verdicts.find(checks, "c2.probe.answer_digits.chance.amended")
-    assert amended.passed is None and amended.kind == "amended" and "out of reach" in amended.reason
+    assert amended.passed is None and verdicts.kind_as_of(amended, "8") == "amended"
+    assert "out of reach" in amended.reason
     carries = _by(checks, "c2.probe.carries.chance")[0]
     assert carries.kind == "registered" and carries.passed is True  # reachable: untouched
     assert verdicts.seed_verdict(checks, "registered") == "fail"
-    assert verdicts.seed_verdict(checks, "amended") == "unresolved"  # never a pass, and no longer a fail
-    # the rule reads C and chance only: an M that clears 5 x chance is no pass either
+    assert verdicts.seed_verdict(checks, "8") == "unresolved"  # amendment 2: never a pass, and no longer a fail
+    assert verdicts.seed_verdict(checks, "amended") == "pass"  # 12.1: 0.951 >= 0.598 on M, C reaches it too
+    # the 8.2 rule reads C and chance only: an M that clears 5 x chance is no pass either
     summary = _summary([("carries", 0.9, 0.9, 0.1), ("answer digits", 0.99, 0.954, 0.1954)])
     _, checks = _fda(summary, _share([50, 80, 90, 10]))
-    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
-    assert verdicts.c2.chance_reachable(0.95, 0.19) is True and verdicts.c2.chance_reachable(0.95, 0.191) is False
+    assert verdicts.seed_verdict(checks, "8") == "unresolved"
+    assert verdicts.c2.chance_reachable(0.95, 0.19) is True and verdicts.c2.chance_reachable(0.59, 0.19) is False
     assert verdicts.c2.chance_reachable(math.nan, 0.1) is None
-    # amendment 7.4's pairs are validated too (an amended check is made unresolved in place)
+    # amendment 7.4's pairs are validated too (an amended check is made unresolved in place); 12.1 caps 5 x 0.2
+    # = 1.0 at 0.6 there, so the 7.4 bridge at r2 (M 0.7, C 0.8) passes in the amended reading
     metrics, checks = _thr(dict(GOOD_R2, chance=0.2, chance_C=0.2), GOOD_TAIL, _share([50, 80, 90, 10]))
-    assert metrics.bridge_r2.chance_reachable is False and metrics.tail_masked.chance_reachable is True
+    assert metrics.bridge_r2.chance_reachable is True and metrics.tail_masked.chance_reachable is True
     original, stand_in = _by(checks, "c2.probe.bridge_r2.chance", "c2.probe.bridge_r2.chance.amended")
     assert original.kind == "superseded" and original.passed is False and stand_in.passed is None  # 0.7 < 5 x 0.2
-    assert verdicts.seed_verdict(checks, "amended") == "unresolved"
+    assert verdicts.seed_verdict(checks, "8") == "unresolved"
     assert verdicts.seed_verdict(checks, "7") == "fail"  # what amendment 1 said
+    assert verdicts.seed_verdict(checks, "amended") == "pass"
 
 
 def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chose():
     """8.5 (reading 8.2): a true claim can reach 5 x chance when C, at C's own best layer, does. Planted: M's best
-    layer is one where C is weak (0.4 < 5 x 0.19 = 0.95), C's own best layer reaches 0.97. Before, the check read
-    C at M's layer, failed, and left the chance check unresolved; now it passes and the chance check decides."""
-    row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.6, "acc_C": 0.4, "chance": 0.19, "best_layer_C": 2,
-           "acc_C_best": 0.97, "chance_C": 0.19}
+    layer is one where C is weak (0.4 < 5 x 0.09 = 0.45, below 12.1's half-way point: nothing moves), C's own
+    best layer reaches 0.97. Before, the check read C at M's layer, failed, and left the chance check
+    unresolved; now it passes and the chance check decides."""
+    row = {"group": "answer digits", "best_layer": 1, "acc_M": 0.3, "acc_C": 0.4, "chance": 0.09, "best_layer_C": 2,
+           "acc_C_best": 0.97, "chance_C": 0.09}
     metrics, checks = _fda(pd.DataFrame([row]), _share([50, 80, 90, 10]))
     reach, chance = _by(checks, "c2.probe.answer_digits.reachable", "c2.probe.answer_digits.chance")
     assert reach.kind == "validity" and reach.passed is True and reach.value == 0.97
-    assert reach.threshold == pytest.approx(5 * 0.19)  # the same chance as before
-    assert chance.kind == "registered" and chance.passed is False  # 0.6 < 0.95: the claim's own check decides
+    assert reach.threshold == pytest.approx(5 * 0.09)  # the same chance as before
+    assert chance.kind == "registered" and chance.passed is False  # 0.3 < 0.45: the claim's own check decides
     assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended") is None
     assert metrics.answer_digits.best_layer_C == 2 and metrics.answer_digits.acc_C_best == 0.97
     assert metrics.answer_digits.chance_reachable is True
@@ -203,7 +210,7 @@ def test_the_reachable_check_reads_c_at_cs_own_best_layer_never_the_layer_m_chos
     assert _by(checks, "c2.probe.answer_digits.ratio")[0].threshold == pytest.approx(0.8 * 0.4)
     assert verdicts.seed_verdict(checks, "amended") == "fail"
     # and where C's own best layer is below 5 x chance too, the chance check is unresolved, as before
-    _, checks = _fda(pd.DataFrame([dict(row, acc_C_best=0.9)]), _share([50, 80, 90, 10]))
+    _, checks = _fda(pd.DataFrame([dict(row, acc_C_best=0.42)]), _share([50, 80, 90, 10]))
     assert verdicts.find(checks, "c2.probe.answer_digits.chance.amended").passed is None
 
 

@@ -85,6 +85,14 @@ C1_CASES = {
     "never generalized": (dict(gen=[0.0, 0.5] + [0.6] * 8), {
         "c1.order": ("fail", "section 5: the noisy run never generalized"),
         "c1.order.registered": ("fail", "section 5: the noisy run never generalized")}),
+    # issue 43 part 5: a NaN just before a crossing used to move it onto the next evaluation, unsaid
+    "NaN before gen's crossing": (dict(gen=[0.0, math.nan, 0.99, 0.97] + [0.95] * 6), {
+        "c1.order": ("unresolved", "gen has no value at step 50, before it first reaches 0.9"),
+        "c1.order.registered": ("unresolved", "cannot be placed"),
+        "c1.gen": ("pass", "")}),
+    "NaN before mem's crossing": (dict(mem=[0.0, 0.0, 0.0, math.nan, 0.9, 0.95, 0.9, 0.95, 0.95, 0.95]), {
+        "c1.order": ("unresolved", "mem has no value at step 150, before it first reaches 0.5"),
+        "c1.order.registered": ("unresolved", "8.5: a NaN never decides")}),
     "never memorized": (dict(mem=[0.0, 0.1] + [0.3] * 8), {
         "c1.order.registered": ("fail", "section 5: mem never reached 0.5"),
         "c1.order": ("pass", "")}),  # the rule came first; final mem judges the rest
@@ -99,6 +107,20 @@ def test_c1_missing_values(case):
     _expect(checks, expected)
     for c in _changed(_c1(), checks):  # a moved check is unresolved, or decided on numbers, or fails by a rule
         assert c.passed is None or (c.value is not None and c.threshold is not None) or RULE.search(c.reason), c
+
+
+def test_a_crossing_is_never_placed_across_a_missing_evaluation():
+    from rote.analysis import curves
+
+    table = pd.DataFrame({"step": [0, 100, 200, 300], "gen": [0.1, math.nan, 0.95, 0.97]})
+    assert math.isnan(curves.crossing(table, "gen", 0.9)) and math.isnan(curves.first_evaluated(table, "gen", 0.9))
+    assert "step 100" in curves.unplaced_crossing(table, "gen", 0.9)
+    after = table.assign(gen=[0.1, 0.5, 0.95, math.nan])  # a gap after the crossing moves nothing
+    assert curves.crossing(after, "gen", 0.9) == pytest.approx(100 + 0.4 / 0.45 * 100)
+    assert curves.first_evaluated(after, "gen", 0.9) == 200 and curves.unplaced_crossing(after, "gen", 0.9) == ""
+    assert math.isnan(curves.crossing(after, "gen", 0.99))  # the last evaluation, missing, may have reached it
+    done = table.assign(gen=[0.1, 0.5, 0.95, 0.96])
+    assert curves.crossing(done, "gen", 0.99) is None and curves.first_evaluated(done, "gen", 0.99) is None
 
 
 # -- C2 -----------------------------------------------------------------------------------------------

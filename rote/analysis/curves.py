@@ -17,21 +17,48 @@ FINAL_WINDOW = 5  # amendment 7.1: "final" metrics are the mean of the last 5 ev
 
 def crossing(metrics: pd.DataFrame, column: str, level: float) -> float | None:
     """The interpolated step at which ``column`` first reaches ``level`` (linear between the two
-    evaluations around the crossing); None if it never does (section 7.2)."""
+    evaluations around the crossing); None if it never does (section 7.2); NaN where an evaluation before
+    the first that reaches it has no value: the crossing may lie there, so it is missing (8.5, 8.6), never
+    interpolated across the gap (:func:`unplaced_crossing` says why)."""
     steps, values = metrics["step"].to_numpy(float), metrics[column].to_numpy(float)
+    i = _first_reaching(values, level)
+    if i is None or math.isnan(values[i]):
+        return None if i is None else math.nan
+    if i == 0:
+        return float(steps[i])
+    v, v0, s0 = values[i], values[i - 1], steps[i - 1]
+    return float(s0 + (level - v0) / (v - v0) * (steps[i] - s0))
+
+
+def first_evaluated(metrics: pd.DataFrame, column: str, level: float) -> int | float | None:
+    """The first evaluated step with ``column >= level`` (section 5's t_gen and t_mem); None if there is none;
+    NaN where an earlier evaluation has no value (it may have been the first, as in :func:`crossing`)."""
+    values = metrics[column].to_numpy(float)
+    i = _first_reaching(values, level)
+    if i is None or math.isnan(values[i]):
+        return None if i is None else math.nan
+    return int(metrics["step"].iloc[i])
+
+
+def _first_reaching(values: np.ndarray, level: float) -> int | None:
+    """The index of the first value >= ``level`` or the first NaN before it, whichever comes first (None: neither)."""
     for i, v in enumerate(values):
-        if v >= level:
-            if i == 0 or math.isnan(values[i - 1]):
-                return float(steps[i])
-            v0, s0 = values[i - 1], steps[i - 1]
-            return float(s0 + (level - v0) / (v - v0) * (steps[i] - s0))
+        if math.isnan(v) or v >= level:
+            return i
     return None
 
 
-def first_evaluated(metrics: pd.DataFrame, column: str, level: float) -> int | None:
-    """The first evaluated step with ``column >= level`` (section 5's t_gen and t_mem)."""
-    hit = metrics.loc[metrics[column] >= level, "step"]
-    return int(hit.iloc[0]) if len(hit) else None
+def unplaced_crossing(metrics: pd.DataFrame, column: str, level: float) -> str:
+    """Why :func:`crossing` of ``column`` at ``level`` is missing (empty: it is not): the evaluation with no
+    value before the first that reaches it. A column never evaluated at all is :func:`never_evaluated`'s case."""
+    if never_evaluated(metrics, column):
+        return ""
+    values = metrics[column].to_numpy(float)
+    i = _first_reaching(values, level)
+    if i is None or not math.isnan(values[i]):
+        return ""
+    return (f"{column} has no value at step {int(metrics['step'].iloc[i])}, before it first reaches {level}: the "
+            "crossing may lie there and cannot be placed (8.5: a NaN never decides)")
 
 
 def interpolate(metrics: pd.DataFrame, column: str, step: float | None) -> float:

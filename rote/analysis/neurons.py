@@ -212,13 +212,22 @@ def c4_summary(k50s: pd.DataFrame, specificity: pd.DataFrame, positions: pd.Data
         return float(frame[col].median()) if len(frame) and frame[col].notna().any() else math.nan
 
     k_m, k_c = med(k50s[k50s.set == "M"], "k50"), med(k50s[k50s.set == "C"], "k50")
-    per_pos = positions.groupby("position")["drop"].mean() if len(positions) else pd.Series(dtype=float)
-    inter = intermediate.groupby("method")["drop"].mean() if len(intermediate) else pd.Series(dtype=float)
+    per_pos, inter = mean_by(positions, "position"), mean_by(intermediate, "method")
+    # 8.6: a position whose mean is missing leaves the count and the largest drop missing, never the others'
+    gap = bool(per_pos.isna().any())
     return C4Summary(k_m, k_c, k_m / k_c if k_c and not math.isnan(k_c) else math.nan, med(specificity, "activity"),
-                     [float(v) for v in per_pos.values], int((per_pos >= drop_min).sum()),
-                     float(per_pos.max()) if len(per_pos) else math.nan,
+                     [float(v) for v in per_pos.values], math.nan if gap else int((per_pos >= drop_min).sum()),
+                     float(per_pos.max()) if len(per_pos) and not gap else math.nan,
                      *(float(inter.get(m, math.nan)) for m in ("INLP", "random", "matched")),
                      intervals=c4_intervals(k50s, specificity, positions, intermediate, drop_min=drop_min))
+
+
+def mean_by(table: pd.DataFrame, key: str) -> pd.Series:
+    """The mean ``drop`` per ``key`` (position, method); NaN where one of its examples' drops is (8.6: a
+    missing value makes the mean missing, not the mean of the others)."""
+    if not len(table):
+        return pd.Series(dtype=float)
+    return table.groupby(key)["drop"].agg(lambda d: d.mean(skipna=False))
 
 
 # -- section 11: the sampling intervals of C4's statistics, a percentile bootstrap over examples ------

@@ -297,7 +297,8 @@ def _joint_key(members) -> torch.Tensor:
 
 def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | None = None) -> pd.DataFrame:
     """Accuracy per (group, layer, set) pooled over the group's targets, each at its own position
-    (e.g. the five answer digits): correct / n, and chance weighted by n."""
+    (e.g. the five answer digits): correct / n, chance weighted by n, and each target's (chance, n) in
+    ``chance_parts`` (12.1: a pooled read's threshold is the mean of its targets' thresholds)."""
     groups = headline_targets(task) if groups is None else groups
     rows = []
     for group, members in groups.items():
@@ -306,8 +307,9 @@ def group_curves(sweep: pd.DataFrame, task: str, groups: dict[str, list[str]] | 
             n = g.n.sum()
             rows.append({"group": group, "layer": int(layer), "set": s, "n": int(n),
                          "accuracy": g.correct.sum() / n if n else math.nan,
-                         "chance": (g.chance * g.n).sum() / n if n else math.nan})
-    return pd.DataFrame(rows, columns=["group", "layer", "set", "n", "accuracy", "chance"])
+                         "chance": (g.chance * g.n).sum() / n if n else math.nan,
+                         "chance_parts": tuple((float(c), int(k)) for c, k in zip(g.chance, g.n))})
+    return pd.DataFrame(rows, columns=["group", "layer", "set", "n", "accuracy", "chance", "chance_parts"])
 
 
 def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = "C") -> pd.DataFrame:
@@ -327,7 +329,10 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
         layer_c = None if not len(c) or c.accuracy.isna().all() else int(c.accuracy.idxmax())
         acc_c_best = float(c.accuracy[layer_c]) if layer_c is not None else math.nan
         n_m, n_c = int(m.n.max()) if len(m) else 0, int(c.n.max()) if len(c) else 0
-        rows.append({"group": group, "best_layer": layer, "acc_M": acc_m, "acc_C": acc_c, "chance": chance,
+        parts = {"chance_parts": _chance_parts(m, layer, chance, n_m),
+                 "chance_C_parts": _chance_parts(c, layer_c, float(c.chance[layer_c]) if layer_c is not None
+                                                 else math.nan, n_c)}
+        rows.append({**parts, "group": group, "best_layer": layer, "acc_M": acc_m, "acc_C": acc_c, "chance": chance,
                      "ratio_M_C": acc_m / acc_c if acc_c else math.nan,
                      "over_chance": acc_m / chance if chance else math.nan,
                      "n_M": n_m, "best_layer_C": layer_c, "acc_C_best": acc_c_best,
@@ -338,7 +343,14 @@ def best_layer_summary(curves: pd.DataFrame, memorized: str = "M", clean: str = 
 
 
 SUMMARY_COLUMNS = ["group", "best_layer", "acc_M", "acc_C", "chance", "ratio_M_C", "over_chance", "n_M", "best_layer_C",
-                   "acc_C_best", "chance_C", "n_C", "k_M", "k_C", "k_C_best"]
+                   "acc_C_best", "chance_C", "n_C", "k_M", "k_C", "k_C_best", "chance_parts", "chance_C_parts"]
+
+
+def _chance_parts(rows: pd.DataFrame, layer, chance: float, n: int) -> tuple:
+    """The (chance, n) of each target pooled at ``layer`` (:func:`group_curves`), or the one target's."""
+    if layer is not None and "chance_parts" in rows and isinstance(rows.chance_parts[layer], tuple):
+        return rows.chance_parts[layer]
+    return ((chance, n),)
 
 
 def _count(accuracy: float, n: int) -> float:
@@ -375,18 +387,38 @@ def bernoulli_counts(k, n) -> tuple | None:
     return right, np.ones(int(n), dtype=np.int64)
 
 
+def pooled_interval(counts: tuple | None, layer) -> Interval | None:
+    """Section 11's interval of a pooled accuracy at ``layer`` where an example gives several reads (FDA's five
+    answer digits): a percentile bootstrap over examples, an example's reads kept together (its reads are not
+    independent, so Wilson's interval over every read is too narrow). None where a read gives one read per
+    example (Wilson's interval is the one, :func:`rote.analysis.intervals.wilson`) or it is undefined."""
+    if counts is None or pd.isna(layer):
+        return None
+    right, scored = counts
+    right, scored = right[int(layer)][scored > 0], scored[scored > 0]
+    if not len(scored) or scored.max() <= 1:
+        return None
+    return bootstrap(lambda i: right[i.astype(np.int64)].sum() / scored[i.astype(np.int64)].sum(),
+                     np.arange(len(scored), dtype=float))
+
+
 def with_ratio_intervals(summary: pd.DataFrame, sweep: ProbeSweep, groups: dict[str, list[str]],
                          position: int | None = None) -> pd.DataFrame:
     """``summary`` with the bootstrap interval of acc_M / acc_C at each row's best layer on M
-    (``ratio_M_C_lo``, ``ratio_M_C_hi``); ``groups``: each row's targets, at their own positions or ``position``."""
-    lo, hi = [], []
+    (``ratio_M_C_lo``, ``ratio_M_C_hi``) and, for a read pooling several reads per example, the bootstrap
+    intervals of acc_M there and of acc_C at C's own best layer (``acc_M_lo``, ``acc_M_hi``, ``acc_C_best_lo``,
+    ``acc_C_best_hi``; NaN: none, :func:`pooled_interval`); ``groups``: each row's targets, at their own
+    positions or ``position``."""
+    columns = {k: [] for k in ("ratio_M_C", "acc_M", "acc_C_best")}
     for row in summary.itertuples():
         members = groups.get(row.group, [])
-        interval = ratio_interval(sweep.counts(members, "M", position), sweep.counts(members, "C", position),
-                                  row.best_layer)
-        lo.append(interval.low if interval else math.nan)
-        hi.append(interval.high if interval else math.nan)
-    return summary.assign(ratio_M_C_lo=lo, ratio_M_C_hi=hi)
+        m, c = sweep.counts(members, "M", position), sweep.counts(members, "C", position)
+        for key, interval in (("ratio_M_C", ratio_interval(m, c, row.best_layer)),
+                              ("acc_M", pooled_interval(m, row.best_layer)),
+                              ("acc_C_best", pooled_interval(c, row.best_layer_C))):
+            columns[key].append((interval.low, interval.high) if interval else (math.nan, math.nan))
+    return summary.assign(**{f"{k}_{end}": [x[i] for x in v] for k, v in columns.items()
+                             for i, end in enumerate(("lo", "hi"))})
 
 
 def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str | None = None) -> pd.DataFrame:
@@ -404,15 +436,17 @@ def position_summary(sweep: pd.DataFrame, target: str, position: int, group: str
 def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples, sets: dict[str, Examples],
                        target: str = "tail", settings: ProbeSettings = ProbeSettings()) -> pd.DataFrame:
     """Read ``target`` with one class masked per example (7.4): the probes of :func:`probe_sweep`, top-1
-    over the classes other than :func:`~rote.analysis.targets.masked_class`; chance 1 / (n_classes - 1). One
-    row per (layer, set): ``n``, ``correct``, ``accuracy``, ``accuracy_unmasked``, ``reads_masked`` (the plain
-    read is the masked class: on M, the output) and ``chance``."""
+    over the classes other than :func:`~rote.analysis.targets.masked_class`. One row per (layer, set): ``n``,
+    ``correct``, ``accuracy``, ``accuracy_unmasked``, ``reads_masked`` (the plain read is the masked class: on M,
+    the output), ``chance`` (12.1, 8.6: the majority share of the true labels read; the masked class is never
+    the true one, so always answering the majority class scores it) and ``chance_uniform`` (7.4's
+    1 / (n_classes - 1))."""
     train = probe_training_set(train, settings.max_train, settings.seed)
     tt = intermediate_targets(train, data)[target]
     acts = residual_stack(model, model_inputs(train), [tt.position])[:, :, 0]  # [L+1, N, d]
     layers = acts.shape[0]
     fitted = fit_probes(acts, tt.labels.expand(layers, -1), tt.n_classes, settings.weight_decay, settings.max_iter)
-    chance = 1.0 / (tt.n_classes - 1)
+    uniform = 1.0 / (tt.n_classes - 1)
     rows = []
     for s, ex in sets.items():
         t = intermediate_targets(ex, data)[target]
@@ -422,28 +456,31 @@ def masked_probe_sweep(model: HookedTransformer, data: TaskData, train: Examples
         logits = fitted.logits(x) if len(ex) else torch.zeros(layers, 0, tt.n_classes)  # [L+1, N, C]
         plain = logits.argmax(-1)
         masked = logits.scatter(-1, hidden[None, :, None].expand(layers, -1, 1), -math.inf).argmax(-1)
-        n = int(keep.sum())
+        n, chance = int(keep.sum()), chance_accuracy(t.labels[keep])
         for layer in range(layers):
             hit, raw = masked[layer][keep] == t.labels[keep], plain[layer][keep]
             shares = {"accuracy": hit, "accuracy_unmasked": raw == t.labels[keep],
                       "reads_masked": raw == hidden[keep]}
             rows.append({"target": target, "layer": layer, "set": s, "n": n, "correct": int(hit.sum()),
                          **{k: v.double().mean().item() if n else math.nan for k, v in shares.items()},
-                         "chance": chance if n else math.nan})
+                         "chance": chance, "chance_uniform": uniform if n else math.nan})
     return pd.DataFrame(rows, columns=["target", "layer", "set", "n", "correct", "accuracy", "accuracy_unmasked",
-                                       "reads_masked", "chance"])
+                                       "reads_masked", "chance", "chance_uniform"])
 
 
 def masked_summary(sweep: pd.DataFrame, group: str = "true tail, masked") -> pd.DataFrame:
     """:func:`best_layer_summary` of :func:`masked_probe_sweep`, with ``acc_M_unmasked`` and ``reads_masked_M``
-    at the best layer and the bootstrap interval of acc_M / acc_C there (one read per example)."""
-    out = best_layer_summary(sweep.assign(group=group))
+    at the best layer, 7.4's chance (``chance_uniform``) and the bootstrap interval of acc_M / acc_C there (one
+    read per example)."""
+    out = best_layer_summary(sweep.drop(columns="chance_uniform", errors="ignore").assign(group=group))
     row = out.iloc[0]
     ok = not pd.isna(row.best_layer)
     m = sweep[sweep.set == "M"].set_index("layer").loc[int(row.best_layer)] if ok else None
     counts = bernoulli_counts(row.k_M, row.n_M), bernoulli_counts(row.k_C, row.n_C)
     interval = ratio_interval(*counts, 0) if ok else None
-    return out.assign(acc_M_unmasked=float(m.accuracy_unmasked) if ok else math.nan,
+    uniform = sweep.chance_uniform.dropna() if "chance_uniform" in sweep else pd.Series(dtype=float)
+    return out.assign(chance_uniform=float(uniform.iloc[0]) if len(uniform) else math.nan,
+                      acc_M_unmasked=float(m.accuracy_unmasked) if ok else math.nan,
                       reads_masked_M=float(m.reads_masked) if ok else math.nan,
                       ratio_M_C_lo=interval.low if interval else math.nan,
                       ratio_M_C_hi=interval.high if interval else math.nan)

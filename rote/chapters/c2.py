@@ -80,8 +80,11 @@ def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Pr
     """Probes fitted on clean training examples, read on M and C at every layer and position (the cached
     sweep chapters 04 and 05 take their erasure sites from, 8.6), each group at its best layer on M."""
     settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
-    full = {u: analysis_cache.probe_sweep_cached(r, positions=list(targets.probe_positions(u.task, extra_positions)),
-                                                 settings=settings) for u, r in build.runs.items()}
+    positions = {u: list(targets.probe_positions(u.task, extra_positions)) for u in build.units}
+    full = {u: analysis_cache.probe_sweep_cached(r, positions=positions[u], settings=settings)
+            for u, r in build.runs.items()}
+    for u, r in build.runs.items():  # where chapters 04 and 05 read their erasure sites (8.6), -p included
+        analysis_cache.record_probe_choice(r, positions=positions[u], settings=settings)
     sweeps = {u: full[u].table for u in build.units}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
     summary = {u: probe_analysis.with_ratio_intervals(probe_analysis.best_layer_summary(curves[u]), full[u],
@@ -122,10 +125,11 @@ def out_of_reach(reachable, seeds) -> str:
     if not hit:
         return ""
     return (f" On seed{'s' if len(hit) > 1 else ''} {', '.join(hit)} the accuracy on C, even at C's own best layer, is "
-            f"itself below {T['probe_over_chance_min']:g} x chance on C (8.6: chance measured on C): a model that "
+            f"itself below its chance threshold on C (12.1: min({T['probe_over_chance_min']:g} x chance, half-way "
+            "to 1), chance measured on C, 8.6): a model that "
             "carried this result on M exactly as on C would fail the check too, so failing it there says nothing "
             "about the claim. The registered reading counts it "
-            "as written; the amended reading (amendment 2, 8.2) leaves it unresolved there: the seed can neither pass "
+            "as written; the amended reading (8.2) leaves it unresolved there: the seed can neither pass "
             "nor fail on it.")
 
 
@@ -140,12 +144,26 @@ def probes_text(groups_: dict, result: Probes, claim: ClaimResult) -> str:
             replaced = task == "thr" and g in verdicts.c2.C2_SUPERSEDED  # judged differently by amendment 7.4
             lines.append(f"- **{where(task, condition)}, {g}** ({seeds_head([u.seed for u in members])}): "
                          + probe_sentence(rows, "", [u.seed for u in members], reachable, ". ")
+                         + capped_sentence([claim.checks[u] for u in members], g.replace(" ", "_"))
                          + (f" This is the registered check, superseded by amendment 7.4 "
                             f"({verdicts.c2.C2_SUPERSEDED[g][1]})." if replaced else ""))
         if task == "thr":
             lines.append("- **THR, bridge at the last position** (amendment 7.4 judges it here; see the next section): "
                          "read best on M with " + "; ".join(_bridge_last(u, result.sweeps[u]) for u in members) + ".")
     return "\n".join(lines)
+
+
+def capped_sentence(checks_by_seed: list, key: str) -> str:
+    """Where 12.1 moved a read's chance threshold on some seed: its threshold and on how many seeds M reaches
+    it (empty where nothing moved). Generated: the thresholds and the count, from the checks."""
+    capped = [verdicts.find(checks, f"c2.probe.{key}.chance.capped") for checks in checks_by_seed]
+    moved = [c for c in capped if c is not None]
+    if not moved:
+        return ""
+    return (f" Amendment 3 (12.1) caps the chance threshold at half-way from chance to a perfect probe (a pooled "
+            f"read: the mean of its targets' thresholds): {values([verdicts.numeric(c.threshold) for c in moved])} on "
+            f"the {len(moved)} seed{'s' if len(moved) > 1 else ''} where it moves it, reached by M on "
+            f"{sum(c.passed is True for c in moved)}.")
 
 
 def _bridge_last(u, sweep: pd.DataFrame) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..claims import THRESHOLDS
 from ..analysis.curves import (FINAL_WINDOW, SampleSizes, crossing, final, first_evaluated, interpolate,
-                               missing_in_window, never_evaluated)
+                               missing_in_window, never_evaluated, unplaced_crossing)
 from ..analysis.intervals import Interval, newcombe, wilson
 from .core import Check, CheckLabel, at_least, supersede
 
@@ -49,8 +49,8 @@ class C1Metrics:
             raise ValueError(f"eval_every must be a positive number of steps, got {self.eval_every!r}")
         for name in ("t_gen", "t_mem", "t_gen_interpolated", "t_mem_interpolated"):
             step = getattr(self, name)
-            if step is not None and not 0 <= step <= self.steps:
-                raise ValueError(f"{name} must be None or a step of the run (0 .. {self.steps}), got {step!r}")
+            if step is not None and not math.isnan(step) and not 0 <= step <= self.steps:  # NaN: unplaced (8.5)
+                raise ValueError(f"{name} must be None, NaN or a step of the run (0 .. {self.steps}), got {step!r}")
 
 
 def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
@@ -90,6 +90,9 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
     th = THRESHOLDS["C1"]
     t_gen, t_mem, x_gen, x_mem, eval_every = m.t_gen, m.t_mem, m.t_gen_interpolated, m.t_mem_interpolated, m.eval_every
     never = {c: never_evaluated(noisy, c) for c in ("gen", "mem")}
+    # a NaN before gen's crossing, or (gen crossing) before mem's, leaves the order unknown (curves.crossing)
+    unplaced = unplaced_crossing(noisy, "gen", th["t_gen_level"]) or (
+        unplaced_crossing(noisy, "mem", th["t_mem_level"]) if x_gen is not None else "")
     # section 5: t_gen and t_mem are crossings; a run that never crosses has none (a fail by the rule:
     # "never generalized" fails C1), a run never evaluated has no value (unresolved, 8.5)
     never_gen = (f"section 5: the noisy run never generalized (gen never reached {th['t_gen_level']}), so the rule "
@@ -104,16 +107,18 @@ def _order_checks(noisy: pd.DataFrame, m: C1Metrics) -> tuple[Check, Check]:
         gap = x_mem - x_gen
         order = None if abs(gap) < eval_every else gap > 0
     order_reason = "" if order is not None else "t_mem - t_gen is within one evaluation interval"
-    if never["gen"] or (never["mem"] and x_gen is not None):
-        order, gap, order_reason = None, None, never["gen"] or never["mem"]
+    if never["gen"] or (never["mem"] and x_gen is not None) or unplaced:
+        order, gap, order_reason = None, None, never["gen"] or never["mem"] or unplaced
     elif x_gen is None:
         order_reason = never_gen
-    registered_reason = never["gen"] or never["mem"] or (never_gen if t_gen is None else never_mem if t_mem is None
-                                                         else "")
-    registered_gap = None if t_gen is None or t_mem is None else t_mem - t_gen  # > 0: the rule first
+    registered_reason = never["gen"] or never["mem"] or unplaced or (never_gen if t_gen is None else never_mem
+                                                                     if t_mem is None else "")
+    registered_gap = None if t_gen is None or t_mem is None or math.isnan(t_mem - t_gen) else t_mem - t_gen
+    # registered_gap > 0: the rule first
     return (
         Check("c1.order.registered", "t_gen < t_mem (first evaluated steps)", "superseded", registered_gap, 0,
-              None if never["gen"] or never["mem"] else registered_gap is not None and registered_gap > 0, "ordering",
+              None if never["gen"] or never["mem"] or unplaced else registered_gap is not None and registered_gap > 0,
+              "ordering",
               reason="7.2: crossings interpolated; a gap under one evaluation is unresolved"
                      + (f"; {registered_reason}" if registered_reason else ""),
               margin=None if registered_gap is None else float(registered_gap),

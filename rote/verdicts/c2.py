@@ -16,6 +16,7 @@ from .. import fmt
 from ..claims import THRESHOLDS
 from ..analysis.intervals import Interval, wilson, wilson_bounds
 from ..analysis.ranges import is_whole
+from ..specs.c2 import SPEC
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, supersede, validate
 
 
@@ -55,7 +56,7 @@ class ProbeRead:
             given.update(reads_noisy_M=row["reads_masked_M"], acc_M_unmasked=row.get("acc_M_unmasked"))
         layer_c = row.get("best_layer_C")
         return cls(**given, best_layer_C=None if layer_c is None or math.isnan(numeric(layer_c)) else int(layer_c),
-                   chance_reachable=chance_reachable(row.get("acc_C_best"), row.get("chance_C")))
+                   chance_reachable=chance_reachable(row.get("acc_C_best"), _parts(row, "chance_C_parts", "chance_C")))
 
 
 @dataclass(frozen=True)
@@ -244,43 +245,121 @@ def _c2_probe_pair(key: str, name: str, kind: str, row: dict, validated: bool = 
     """Section 5's thresholds for one probe read ``row``: acc_M >= 0.8 x acc_C (``.ratio``) and acc_M >= 5 x
     chance on M (``.chance``; acc_M = 0 fails), and where ``validated`` the validity check 8.2 (``.reachable``:
     C at its own best layer >= 5 x chance on C, 8.5, 8.6) that leaves the chance check unresolved in the
-    amended reading where it fails. Intervals (section 11): :func:`_probe_intervals`."""
+    amended reading where it fails; then 12.1's capped pair where the cap moves a threshold
+    (:func:`_capped_pair`). Intervals (section 11): :func:`_probe_intervals`."""
     th, iv = THRESHOLDS["C2"], _probe_intervals(row)
-    acc_m, acc_c, chance = row.get("acc_M"), row.get("acc_C"), row.get("chance")
+    acc_m, acc_c = row.get("acc_M"), row.get("acc_C")
     ratio = at_least(CheckLabel(f"c2.probe.{key}.ratio", f"{name}: M vs {th['probe_ratio_min']} x C", kind, "probes"),
                      acc_m, th["probe_ratio_min"] * numeric(acc_c),
                      missing=missing_reason((acc_c, C2_NO_C), (acc_m, C2_NO_M)), interval=iv["ratio"])
-    chance_name = f"{name}: M vs {th['probe_over_chance_min']} x chance"
-    over_chance = at_least(CheckLabel(f"c2.probe.{key}.chance", chance_name, kind, "probes"), acc_m,
-                           th["probe_over_chance_min"] * numeric(chance),
-                           missing=missing_reason((acc_m, C2_NO_M), (chance, C2_NO_CHANCE)), interval=iv["M"])
+    over_chance, reachable = _chance_pair(key, name, kind, row, capped=False)
+    if not validated:
+        return [ratio, over_chance]
+    before, capped = validate(over_chance, reachable, "unresolve", "8.2"), _capped_pair(key, name, row)
+    if capped:  # 12.1 moved a threshold: the section-5 pair and its 8.2 stand-in are shown, no longer counted
+        why = C2_CAPPED.format(f"c2.probe.{key}.chance.capped")
+        before = [c if c.kind == "superseded" else supersede(c, why, CAP_SECTION) for c in before]
+    return [ratio, *before, *capped]
+
+
+def _chance_pair(key: str, name: str, kind: str, row: dict, capped: bool) -> tuple[Check, Check]:
+    """The chance check on M (``c2.probe.<key>.chance``) and its validity check on C (``...reachable``), each
+    against :func:`chance_threshold` (5 x chance; ``capped``: 12.1's, ids ending ``.capped``) of the chances
+    measured on its own set."""
+    iv, acc_m, acc_c_best = _probe_intervals(row), row.get("acc_M"), row.get("acc_C_best")
+    t_m, t_c = chance_thresholds(row, capped)
+    rule, end = ("12.1", ".capped") if capped else ("8.2", "")
+    times = THRESHOLDS["C2"]["probe_over_chance_min"]
+    threshold = f"min({times:g} x chance, half-way to 1) (12.1)" if capped else f"{times} x chance"
+    over_chance = at_least(CheckLabel(f"c2.probe.{key}.chance{end}", f"{name}: M vs {threshold}", kind, "probes"),
+                           acc_m, t_m, missing=missing_reason((acc_m, C2_NO_M), (t_m, C2_NO_CHANCE)), interval=iv["M"])
     if numeric(acc_m) == 0:  # section 5: a probe that reads nothing on M fails, whatever chance is
         m = iv["M"]
         over_chance = over_chance.replace(passed=False, reason=C2_M_ZERO, method="" if m is None else m.method,
                                           interval=None if m is None else (m.low, m.high))
-    if not validated:
-        return [ratio, over_chance]
-    acc_c_best, chance_c = row.get("acc_C_best"), row.get("chance_C")
-    reachable = at_least(CheckLabel(f"c2.probe.{key}.reachable", f"{name}: C at its own best layer vs "
-                                    f"{th['probe_over_chance_min']} x chance on C (can a true claim reach it?)",
-                                    "validity", "probes"), acc_c_best, th["probe_over_chance_min"] * numeric(chance_c),
+    reachable = at_least(CheckLabel(f"c2.probe.{key}.reachable{end}", f"{name}: C at its own best layer vs {threshold} "
+                                    "on C (can a true claim reach it?)", "validity", "probes"), acc_c_best, t_c,
                          missing=missing_reason((acc_c_best, C2_NO_C_BEST if acc_c_best is None else C2_NO_C),
-                                                (chance_c, C2_NO_CHANCE_C)), interval=iv["C_best"]).since("8.2")
+                                                (t_c, C2_NO_CHANCE_C)), interval=iv["C_best"])
+    reachable = reachable.since(CAP_SECTION if capped else "8.2")
     if reachable.passed is False:
-        reachable = reachable.replace(reason=f"8.2: out of reach: C itself reaches {fmt.plain(reachable.value)} "
+        reachable = reachable.replace(reason=f"{rule}: out of reach: C itself reaches {fmt.plain(reachable.value)} "
                                              f"< {fmt.plain(reachable.threshold)}")
-    return [ratio, *validate(over_chance, reachable, "unresolve", "8.2")]
+    return (over_chance.since(CAP_SECTION, "amended") if capped else over_chance), reachable
+
+
+def _capped_pair(key: str, name: str, row: dict) -> list[Check]:
+    """12.1 where it moves a threshold of the read (on M or on C): the section-5 chance check and its 8.2
+    validity check stop counting from 12 (superseded, shown) and the pair ``.chance.capped`` /
+    ``.reachable.capped`` against min(5 x chance, half-way to 1) stands for them, validated as 8.2 says. Empty
+    where nothing moves (10-class digits, THR's entities) or a chance is missing."""
+    moved = [a != b for a, b in zip(chance_thresholds(row, False), chance_thresholds(row, True))
+             if not (math.isnan(a) or math.isnan(b))]
+    if not any(moved):
+        return []
+    return validate(*_chance_pair(key, name, "amended", row, capped=True), "unresolve", CAP_SECTION)
+
+
+CAP_SECTION = SPEC.thresholds["probe_halfway_share"].section  # 12.1: the amendment that caps the chance threshold
+C2_CAPPED = "12.1: the chance threshold is min(5 x chance, half-way from chance to 1); judged as {}"
+
+
+def chance_threshold(parts, capped: bool = True) -> float:
+    """A probe read's chance threshold from the chances of the targets it pools, ``parts`` = ((chance, n), ...)
+    (n: the reads the target gives the pooled accuracy; one target: one part). Per target 5 x chance (section
+    5); ``capped`` (12.1): min(5 x chance, chance + 0.5 x (1 - chance)). A pooled read's threshold is the mean
+    of its targets' thresholds, weighted by their reads as its accuracy and chance are (so where the cap moves
+    nothing it is 5 x the pooled chance). NaN where a target with reads has no chance, or no target has reads."""
+    th = THRESHOLDS["C2"] if capped else SPEC.values(SPEC.registered_in)
+    times, halfway = th["probe_over_chance_min"], th.get("probe_halfway_share")
+    total, weight = 0.0, 0.0
+    for chance, n in parts:
+        n, c = numeric(n), numeric(chance)
+        if not n > 0:
+            continue
+        if math.isnan(c):
+            return math.nan
+        total += n * (min(times * c, c + halfway * (1 - c)) if halfway is not None else times * c)
+        weight += n
+    return total / weight if weight else math.nan
+
+
+def chance_thresholds(row: dict, capped: bool = True) -> tuple[float, float]:
+    """The chance thresholds (:func:`chance_threshold`) of one summary row on M (at M's best layer) and on C (at
+    C's own best layer, 8.5), from its targets' chances (``chance_parts``, ``chance_C_parts``; else the row's
+    one chance, ``chance`` and ``chance_C``). The masked tail's reads before 12.1 take 7.4's chance,
+    1 / (n_classes - 1) (``chance_uniform``), on M and C alike; from 12.1 on its majority shares (8.6)."""
+    uniform = row.get("chance_uniform")
+    if not capped and uniform is not None:
+        return (chance_threshold([(uniform, 1)], False),) * 2
+    return tuple(chance_threshold(_parts(row, parts, one), capped)
+                 for parts, one in (("chance_parts", "chance"), ("chance_C_parts", "chance_C")))
+
+
+def _parts(row: dict, parts: str, one: str) -> list[tuple]:
+    given = row.get(parts)
+    if isinstance(given, (list, tuple)):
+        return [tuple(p) for p in given]
+    return [(row.get(one), 1)]
 
 
 def _probe_intervals(row: dict) -> dict[str, Interval | None]:
     """Section 11's 95% intervals of one read (None where the row lacks the counts): ``M``, Wilson of k_M of
-    n_M; ``C_best``, Wilson of k_C_best of n_C; ``ratio``, the bootstrap of acc_M / acc_C
-    (:func:`rote.analysis.probes.ratio_interval`) times acc_C, on the check's scale."""
+    n_M; ``C_best``, Wilson of k_C_best of n_C; for a read pooling several reads per example (FDA's answer
+    digits) each is the bootstrap over examples the row gives (``acc_M_lo``, ..., :func:`rote.analysis.probes.
+    pooled_interval`) and, where it gives none, missing: Wilson's over every read would treat an example's reads
+    as independent. ``ratio``, the bootstrap of acc_M / acc_C (:func:`rote.analysis.probes.ratio_interval`)
+    times acc_C, on the check's scale."""
     def get(name):
         return numeric(row.get(name))
 
-    out = {"M": wilson(get("k_M"), get("n_M")) if get("n_M") > 0 else None,
-           "C_best": wilson(get("k_C_best"), get("n_C")) if get("n_C") > 0 else None, "ratio": None}
+    def share(key, k, n):
+        lo, hi = get(f"{key}_lo"), get(f"{key}_hi")
+        if math.isfinite(lo) and math.isfinite(hi) and lo <= hi:
+            return Interval(lo, hi, "bootstrap")
+        return None if len(_parts(row, "chance_parts", "chance")) > 1 or not get(n) > 0 else wilson(get(k), get(n))
+
+    out = {"M": share("acc_M", "k_M", "n_M"), "C_best": share("acc_C_best", "k_C_best", "n_C"), "ratio": None}
     lo, hi, acc_c = get("ratio_M_C_lo"), get("ratio_M_C_hi"), get("acc_C")
     if all(math.isfinite(x) for x in (lo, hi, acc_c)) and acc_c > 0 and lo <= hi:
         out["ratio"] = Interval(lo, hi, "bootstrap").scaled(acc_c)
@@ -288,12 +367,14 @@ def _probe_intervals(row: dict) -> dict[str, Interval | None]:
 
 
 def chance_reachable(acc_c, chance) -> bool | None:
-    """Whether a true claim could pass the chance check: C reaches 5 x chance (8.2: else the check fails
-    whatever M does and is unresolved in the amended reading). None when either number is missing."""
-    c, ch = numeric(acc_c), numeric(chance)
-    if math.isnan(c) or math.isnan(ch):
+    """Whether a true claim could pass the chance check as the amended reading judges it: C reaches its chance
+    threshold (:func:`chance_threshold`, 12.1; ``chance``: one number or the targets' ((chance, n), ...)). None
+    when a number is missing."""
+    c = numeric(acc_c)
+    t = chance_threshold(chance if isinstance(chance, (list, tuple)) else [(chance, 1)])
+    if math.isnan(c) or math.isnan(t):
         return None
-    return bool(c >= THRESHOLDS["C2"]["probe_over_chance_min"] * ch)
+    return bool(c >= t)
 
 
 def _c2_row(given) -> dict | None:
@@ -305,7 +386,9 @@ def _c2_row(given) -> dict | None:
 def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[LensShare | Absent, Check]:
     """Amendment 7.4's lens null (:func:`rote.analysis.lens.ahead_share`): at the intermediate layer with the
     largest share of M with the true token ahead, the Wilson lower bound must be above the training-label
-    prior's share (strictly); the check's interval is the share's 95% Wilson interval."""
+    prior's share (strictly). The check's value is the share and its interval the share's 95% Wilson interval
+    (section 11: the same statistic); it passes when that interval's lower bound is above the prior, and its
+    margin is the lower bound minus the prior."""
     if table is None:
         return ABSENT, Check("c2.lens.null", C2_LENS_NULL, "null", None, None, None, "lens",
                              reason="not given to the verdict")
@@ -329,4 +412,6 @@ def c2_lens_share(table: pd.DataFrame | None, level: float) -> tuple[LensShare |
                       share_n=n, share_by_layer=[numeric(x) for x in table.share], intermediate_layers=last - 1)
     check = above(CheckLabel("c2.lens.null", C2_LENS_NULL, "null", "lens"), lo, null,
                   missing="the training-label prior's share (the null) was not measured", interval=wilson(k, n))
-    return share, check
+    # value and interval describe one statistic, the share: its interval's lower end decides (margin: that end
+    # minus the prior, so a near check, the prior inside the interval, is one that fails)
+    return share, check.replace(value=k / n)

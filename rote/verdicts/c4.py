@@ -99,6 +99,7 @@ def checks(summary: C4Summary, lookup: LookupStatistics | None = None,
                                rests_on_intermediate_alone=not validated), out
 
 
+C4_POSITION_GAP = "a position's mean drop is missing (a drop of one of its examples is NaN, 8.6): no count of positions"
 C4_ACTIVITY = (f"median activity fraction of top neurons (active: above the layer's "
                f"{100 * THRESHOLDS['C4']['activity_quantile']:g}th percentile on clean inputs, 8.6)")
 
@@ -124,7 +125,8 @@ def _statistic_checks(m: C4Metrics, stat: str, interval, lookup_interval) -> lis
                               (m.on_m.k50_C, (C4_NO_C if m.setting.n_clean == 0 else None) or "k50 on C is undefined (no correct "
                                         "answer digit with positive attribution)")),
         "activity": "the top neurons' activity could not be computed (no top neuron of a memorized digit)",
-        "positions": "the input positions were not resampled"}[stat]
+        "positions": C4_POSITION_GAP if any(math.isnan(numeric(d)) for d in m.on_m.position_drops or [])
+        else "the input positions were not resampled"}[stat]
     treatment = at_least(CheckLabel(f"c4.{stat}", name, "registered", stat), on_m, thr_m, missing=missing,
                          interval=interval)
     not_measured = "the known look-up was not measured" if not m.lookup.measured else \
@@ -157,7 +159,8 @@ def _intermediate_checks(m: C4Metrics, intervals: dict) -> list[Check]:
     # 8.5: the intermediate result is removed where C2's probes find it; with no such layer the
     # removal cannot run, and both intermediate checks are unresolved (never failed by the NaN)
     no_site = C4_NO_SITE if m.setting.erasure_layers is not None and not list(m.setting.erasure_layers) else None
-    no_removal = no_site or no_m or "the intermediate result was not erased (no drop of P(noisy) was measured)"
+    no_removal = no_site or no_m or ("the intermediate result was not erased (no drop of P(noisy) was measured, or one "
+                                     "example's drop is missing, 8.6)")
     registered = at_least(CheckLabel("c4.intermediate.registered", "intermediate result removes share of P(noisy)",
                                      "registered", "intermediate"), m.on_m.intermediate_drop, th["drop_min"],
                           missing=no_removal, interval=intervals.get("intermediate"))

@@ -465,8 +465,10 @@ def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> lis
 
 
 def near_seeds(rec: claims.ClaimRecord) -> int:
-    """Section 11: how many seeds of a record have a near deciding check (in the amended reading)."""
-    return sum(bool(near_checks(s["checks"])) for s in rec.per_seed or [])
+    """Section 11: how many seeds of a record have a near deciding check (one that counts in the amended reading;
+    a near ``validity`` check, listed by :func:`near_checks`, decides nothing, 8.1, and does not count here)."""
+    return sum(any(counts_in(c, "amended") for c in s["checks"] if fmt.get(c, "id") in near_checks(s["checks"]))
+               for s in rec.per_seed or [])
 
 
 def check_ranges(rec: claims.ClaimRecord) -> dict[str, tuple[float, float]]:
