@@ -105,10 +105,10 @@ def test_the_chapter_hands_each_unit_its_sample_sizes():
 
 # -- 8.6: X1 compares like every other claim; section 11 for X1 ---------------------------------------
 def _rows(costs, mems=None, sizes=True, widths=(16, 32, 64)):
-    """One seed's width table: the twin ends at gen 0.99, the noisy run at 0.99 - cost."""
+    """One seed's width table: the twin ends at gen 0.99, the noisy run at 0.99 - cost; mem has plateaued."""
     mems = mems or [0.97] * len(costs)
     rows = pd.DataFrame({"width": widths, "seed": 0, "gen_twin": 0.99, "gen_noisy": [0.99 - c for c in costs],
-                         "cost": costs, "mem": mems})
+                         "cost": costs, "mem": mems, "mem_at_90": 0.96, "mem_at_90_step": 90})
     return rows.assign(n_test=1000, n_test_twin=1000, n_noisy=500) if sizes else rows
 
 

@@ -144,15 +144,16 @@ def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
     t_gen = curves.first_evaluated(noisy, "gen", c1["t_gen_level"])
     t_mem = curves.first_evaluated(noisy, "mem", c1["t_mem_level"])
     before = noisy if t_mem is None else noisy[noisy["step"] < t_mem]
-    gen_twin, gen_noisy = curves.final(clean, "gen"), curves.final(noisy, "gen")
+    gen_twin, gen_noisy, at_90 = curves.final(clean, "gen"), curves.final(noisy, "gen"), curves.plateau(noisy, "mem")
     return {"gen_twin": gen_twin, "gen_noisy": gen_noisy, "cost": gen_twin - gen_noisy,
             "mem": curves.final(noisy, "mem"), "rec": curves.final(noisy, "rec"), "t_gen": t_gen, "t_mem": t_mem,
-            "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
+            "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan,
+            "mem_at_90": at_90.earlier, "mem_at_90_step": at_90.at_step}
 
 
 # the width table's columns end with section 11's sample sizes, which the checks' intervals read
 WIDTH_COLUMNS = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem",
-                 "peak_gen_before_t_mem", "n_test", "n_test_twin", "n_noisy"]
+                 "peak_gen_before_t_mem", "mem_at_90", "mem_at_90_step", "n_test", "n_test_twin", "n_noisy"]
 RATIO_COLUMNS = ["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"]
 
 
