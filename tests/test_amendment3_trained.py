@@ -100,7 +100,10 @@ def _x1(costs, twins=None, rising_at=(), seeds=(0, 1, 2), widths=(16, 32, 64)):
     """A study on planted curves: per width the cost (the twin ends at ``twins[i]``, default 1.0); a width in
     ``rising_at`` has a noisy run whose mem still rises at the end."""
     g = x1.grid("smoke", seeds=list(seeds), widths=list(widths))
-    twins, metrics = twins or [1.0] * len(widths), {}
+    twins = twins or [1.0] * len(widths)
+    # 12.4: every selection twin at a width ends where that width's twin does (a tie: the largest rate)
+    metrics = {c.key: _twin(twins[widths.index(c.model.d_model)]) for c in g.selection_configs}
+    g = x1.resolved(g, metrics)
     for u in g.width_units + g.ratio_units:
         if u.noisy.model.d_model in widths and u.noisy.data.noise_ratio == g.noise_ratio:
             i = widths.index(u.noisy.model.d_model)

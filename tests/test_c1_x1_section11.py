@@ -15,6 +15,7 @@ from rote.analysis import curves, intervals
 from rote.chapters import c1, x1
 from rote.tasks import build_task
 from test_verdicts import _by, _c1_tables  # one helper for planted C1 tables (tests/test_verdicts.py)
+from test_x1 import _selection  # 12.4's selection, planted (tests/test_x1.py)
 
 NAN = math.nan
 GEN = [0.0, 0.95, 0.99, 0.97, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
@@ -132,8 +133,7 @@ def test_x1_a_nan_cost_is_unresolved_never_a_fail():
 
 
 def test_x1_a_nan_in_the_noisy_runs_last_evaluations_leaves_the_seed_unresolved():
-    g = x1.grid("smoke", seeds=[0])
-    metrics = {}
+    g, metrics = _selection(x1.grid("smoke", seeds=[0]))  # 12.4: each width at the profile's rate
     for u in g.width_units + g.ratio_units:
         if u.noisy.key in metrics:  # a ratio unit that is a width unit too
             continue

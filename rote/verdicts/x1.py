@@ -1,8 +1,11 @@
 """X1's checks (protocol 9, beyond the paper): is the memorization of label noise benign at enough
 width? Per seed, from its rows of the width table: ``x1.mem.w<width>`` (final mem >= 0.9, else
 unresolved), ``x1.cost_largest`` (gen cost at the largest width <= 0.05) and ``x1.not_rising`` (no step
-up the grid raises the cost by more than 0.02); all registered, X1 has no amendment. A width not
-trained, or a missing value (8.6), leaves the checks that need it unresolved, never failed. Section 11:
+up the grid raises the cost by more than 0.02), registered in section 9. Amendment 3 adds per width
+``x1.twin_trained.w<width>`` (12.2) and ``x1.plateau.w<width>`` (12.3), validity checks: where one fails, the
+cost at that width and every rise touching it are unresolved in the amended reading (``.amended`` stand-ins,
+:mod:`rote.verdicts.trained`). A width not trained, or a missing value (8.6), leaves the checks that need it
+unresolved, never failed; an unresolved check has no margin. Section 11:
 margins signed so that a positive one passes; Wilson (mem), Newcombe (a cost) and its four-share MOVER
 (a rise) intervals where the rows carry their sample sizes. Values compare at :data:`DECIMALS`.
 Across seeds (:func:`rote.verdicts.seed_verdict`): X1 fails only when the cost at the largest width is
