@@ -452,7 +452,8 @@ def _rate_words(choice: plan.RateChoice, base: float) -> str:
         return f"no selection run has a final gen ({gens}): the width is unresolved"
     edge = (" It is at the edge of the grid: a rate beyond it might train the twin better."
             if choice.at_edge else "")
-    return f"lr {choice.chosen:g} ({choice.chosen / base:g} x the profile's), chosen on the twin's final gen ({gens}).{edge}"
+    return (f"lr {choice.chosen:g} ({choice.chosen / base:g} x the profile's), chosen on the twin's final gen "
+            f"({gens}).{edge}")
 
 
 _WITHIN = ("at the largest width ({largest}) the gen cost is within {margin} and it never rises by more than {rise} "

@@ -77,7 +77,8 @@ def _validity_checks(m: C1Metrics) -> tuple[Check, Check]:
     return (twin_trained(CheckLabel("c1.twin_trained", "noise-free twin's final gen (it trained)", "validity",
                                     "benign gap"), m.clean_final_gen, th["twin_gen_min"], "the noise-free twin"),
             plateaued(CheckLabel("c1.plateau", "rise of mem over the last 10% of the steps (it plateaued)", "validity",
-                                 "final mem"), Plateau(m.final_mem, m.mem_at_90, m.mem_at_90_step), th["plateau_rise_max"], "the noisy run"))
+                                 "final mem"), Plateau(m.final_mem, m.mem_at_90, m.mem_at_90_step),
+                      th["plateau_rise_max"], "the noisy run"))
 
 
 def _metrics(noisy, clean, eval_every, sizes, clean_sizes) -> C1Metrics:
