@@ -8,6 +8,8 @@ reading (:func:`validated`), with their values shown; the registered reading is 
 
 from __future__ import annotations
 
+import math
+
 from ..analysis.curves import PLATEAU_AT, Plateau
 from .core import Check, CheckLabel, at_least, validate
 
@@ -31,7 +33,7 @@ def plateaued(label: CheckLabel, measured: Plateau, threshold: float, who: str) 
     (margin ``threshold - rise``); ``who`` names the noisy run. A missing mean: unmeasured, with the reason."""
     at = "" if measured.at_step is None else f" (ending at step {measured.at_step})"
     missing = (f"the plateau of {who} could not be measured: "
-               + ("its final mem is missing" if measured.final != measured.final else
+               + ("its final mem is missing" if math.isnan(measured.final) else
                   f"it has no 5 evaluations with mem up to {PLATEAU_AT:.0%} of its steps{at}"))
     rise = round(measured.rise, DECIMALS)  # 0.95 - 0.90 is a rise of 0.05, not 0.05000000000000004
     check = at_least(label, -rise, -threshold, missing=missing)  # rise <= threshold, margin threshold - rise
