@@ -120,15 +120,14 @@ def expected(profile: str) -> list[ClaimRecord]:
 def runs_are_profile_defaults(rec: ClaimRecord) -> bool | None:
     """Whether every run behind the record is one of the profile's own for its seeds (its condition's noisy
     run and noise-free twin; X1's grid): False for overrides and old records; None without runs."""
-    from .plan import units, x1_units
+    from .plan import units, x1_keys
 
     keys = rec.run_keys
     if not keys:
         return None
-    if "x1" in SPECS[rec.claim].runs:  # its grid of widths and noise ratios (protocol 9)
-        mine = [u for group_units in x1_units(rec.profile, seeds=list(rec.seeds)) for u in group_units]
-    else:
-        mine = [u for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition]
+    if "x1" in SPECS[rec.claim].runs:  # its grid of widths and noise ratios (protocol 9), a rate per width (12.4)
+        return set(keys) <= x1_keys(rec.profile, list(rec.seeds))
+    mine = [u for u in units(rec.profile, tasks=[rec.task], seeds=list(rec.seeds)) if u.condition == rec.condition]
     own = {c.key for u in mine for c in (u.noisy, u.clean)}
     return set(keys) <= own
 

@@ -170,8 +170,12 @@ def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
     if ("x1" in parts or "x1-shared" in parts) and "fda" in tasks:
         fda = make_config("fda", profile, **_task_overrides("fda", dict(overrides or {}))).data
         if fda.noise_kind == "random" and fda.noise_ratio > 0:
-            if "x1" in parts:
-                width_units, ratio_units = x1_units(profile, seeds, overrides, grid.widths, grid.noise_ratios)
+            if "x1" in parts:  # staged (12.4): the selection runs, then each width whose rate they chose
+                for config in (c for selection in x1_selection(profile, overrides, grid.widths).values()
+                               for c in selection):
+                    out.setdefault(config.key, config)
+                width_units, ratio_units = x1_units(profile, seeds, overrides, grid.widths, grid.noise_ratios,
+                                                    x1_chosen(profile, overrides, grid.widths))
                 listed_units = width_units + ratio_units
             else:
                 listed_units = units(profile, ["fda"], seeds, overrides, conditions={"fda": ["random"]})
@@ -230,13 +234,20 @@ def x1_grid(profile: str, widths: object = None, noise_ratios: object = None,
 
 
 def x1_units(profile: str, seeds: list[int] | None = None, overrides: Mapping[str, object] | None = None,
-             widths: object = None, noise_ratios: object = None) -> tuple[list[Unit], list[Unit]]:
+             widths: object = None, noise_ratios: object = None,
+             rates: Mapping[int, float | None] | None = None) -> tuple[list[Unit], list[Unit]]:
     """X1's runs as FDA ``random`` units: one per (width, seed), and one per (noise ratio, seed) at the
-    profile's width (or the ``d_model`` override); by width (or ratio), then seed."""
+    profile's width (or the ``d_model`` override); by width (or ratio), then seed. ``rates``: width -> its
+    learning rate chosen by 12.4 (:func:`x1_rates`); a width mapped to None waits for its selection and is left
+    out; a width not in ``rates`` trains at the profile's rate (the profile's own width always does)."""
     width_list, ratio_list = x1_grid(profile, widths, noise_ratios, overrides)
-    overrides, random = dict(overrides or {}), {"fda": ["random"]}
-    by_width = [u for w in width_list
-                for u in units(profile, ["fda"], seeds, {**overrides, "d_model": w}, conditions=random)]
+    overrides, random, rates = dict(overrides or {}), {"fda": ["random"]}, dict(rates or {})
+    own = x1_base(profile, overrides).model.d_model
+    rates = {w: lr for w, lr in rates.items() if w != own}
+    by_width = [u for w in width_list if rates.get(w, 0.0) is not None
+                for u in units(profile, ["fda"], seeds,
+                               {**overrides, "d_model": w, **({"lr": rates[w]} if w in rates else {})},
+                               conditions=random)]
     by_ratio = [u for r in ratio_list
                 for u in units(profile, ["fda"], seeds, {**overrides, "noise_ratio": r}, conditions=random)]
     return by_width, by_ratio
@@ -246,3 +257,112 @@ def differs(config: RunConfig, profile: str) -> dict[str, object]:
     """The parameters of ``config`` that differ from the profile's defaults for its task."""
     base = make_config(config.task, profile).flat()
     return {k: v for k, v in config.flat().items() if base.get(k) != v}
+
+
+# -- 12.4: X1's learning rate per width --------------------------------------------------------------
+X1_LR_FACTORS = (2.0, 1.0, 0.5, 0.25, 0.125)  # the profile's lr times these, largest first (protocol 12.4)
+RATE_DECIMALS = 9  # final gens compare at 1e-9: a tie goes to the larger rate
+
+
+def x1_base(profile: str, overrides: Mapping[str, object] | None = None) -> RunConfig:
+    """The FDA random run X1's grid starts from (the profile's, with ``overrides``): its width and lr."""
+    return make_config("fda", profile, **_task_overrides("fda", {**dict(overrides or {}), "noise_kind": "random"}))
+
+
+def x1_selection(profile: str, overrides: Mapping[str, object] | None = None,
+                 widths: object = None) -> dict[int, tuple[RunConfig, ...]]:
+    """12.4's selection runs: per width of the grid other than the profile's, seed 0's noise-free twin at the
+    profile's lr times each of :data:`X1_LR_FACTORS` (largest rate first)."""
+    width_list, _ = x1_grid(profile, widths, None, overrides)
+    base = with_seed(x1_base(profile, overrides), 0).replace(noise_ratio=0.0)
+    return {w: tuple(base.replace(d_model=w, lr=base.train.lr * f) for f in X1_LR_FACTORS)
+            for w in width_list if w != base.model.d_model}
+
+
+@dataclass(frozen=True)
+class RateChoice:
+    """12.4 at one width: the selection's ``rates`` (largest first) and each twin's ``final_gen`` (None: not
+    trained yet; NaN: trained, its final gen missing). ``chosen``: the rate with the highest final gen, a tie to
+    the larger rate; None while a selection run waits or where no final gen was measured."""
+
+    width: int
+    rates: tuple[float, ...]
+    final_gen: tuple[float | None, ...]
+
+    def __post_init__(self):
+        if len(self.rates) != len(self.final_gen) or not self.rates:
+            raise ValueError(f"width {self.width}: one final gen per rate, got {self.rates} and {self.final_gen}")
+        if list(self.rates) != sorted(set(self.rates), reverse=True) or self.rates[-1] <= 0:
+            raise ValueError(f"width {self.width}: rates must be > 0 and decreasing, got {self.rates}")
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a selection run is not trained yet (the width's runs cannot be listed)."""
+        return any(g is None for g in self.final_gen)
+
+    @property
+    def chosen(self) -> float | None:
+        measured = [(round(g, RATE_DECIMALS), r) for r, g in zip(self.rates, self.final_gen)
+                    if g is not None and g == g]
+        if self.waiting or not measured:
+            return None
+        best = max(g for g, _ in measured)
+        return max(r for g, r in measured if g == best)  # a tie: the larger rate
+
+    @property
+    def at_edge(self) -> bool:
+        """Whether the chosen rate is the largest or the smallest of the selection (reported as such)."""
+        return self.chosen is not None and self.chosen in (self.rates[0], self.rates[-1])
+
+
+def x1_rates(profile: str, final_gen, overrides: Mapping[str, object] | None = None,
+             widths: object = None) -> dict[int, RateChoice]:
+    """12.4's choice per width other than the profile's, from ``final_gen(config)`` (a selection twin's final
+    gen, None where it is not trained): :func:`cached_final_gen` for the plan, the loaded runs for the chapter."""
+    return {w: RateChoice(w, tuple(c.train.lr for c in runs), tuple(final_gen(c) for c in runs))
+            for w, runs in x1_selection(profile, overrides, widths).items()}
+
+
+def x1_chosen(profile: str, overrides: Mapping[str, object] | None = None, widths: object = None,
+              final_gen=None) -> dict[int, float | None]:
+    """Width -> its chosen rate (None: waiting for its selection, or none measured), from the cache by default."""
+    return {w: c.chosen for w, c in x1_rates(profile, final_gen or cached_final_gen, overrides, widths).items()}
+
+
+def cached_final_gen(config: RunConfig) -> float | None:
+    """A run's final gen (mean of the last 5 evaluations, NaN where missing) if it is cached, else None."""
+    from .analysis.curves import final
+    from .runs import lookup
+
+    run = lookup(config)
+    return None if run is None else final(run.metrics, "gen")
+
+
+def x1_stage_notes(profile: str, overrides: Mapping[str, object] | None = None, widths: object = None,
+                   final_gen=None) -> list[str]:
+    """One line per width of 12.4's selection for ``rote plan --x1``: the rate chosen (at the grid's edge or
+    not), or that the width waits for its selection runs (its runs are listed once those are trained)."""
+    out = []
+    for w, choice in x1_rates(profile, final_gen or cached_final_gen, overrides, widths).items():
+        if choice.waiting:
+            left = sum(g is None for g in choice.final_gen)
+            out.append(f"X1 width {w} waits for its learning-rate selection ({left} of {len(choice.rates)} runs of "
+                       f"seed 0's twin not trained): its runs are listed once they are (12.4)")
+        elif choice.chosen is None:
+            out.append(f"X1 width {w}: no selection run has a final gen; the width is unresolved (12.4)")
+        else:
+            edge = ", at the edge of the grid" if choice.at_edge else ""
+            out.append(f"X1 width {w}: lr {choice.chosen:g} chosen{edge} (12.4)")
+    return out
+
+
+def x1_keys(profile: str, seeds: list[int] | None = None) -> set[str]:
+    """The keys of every run X1's registered grid may hold on ``profile``: the selection runs and each width's
+    runs at any rate of the selection (12.4), the noise-ratio sweep."""
+    keys = {c.key for selection in x1_selection(profile).values() for c in selection}
+    base = x1_base(profile)
+    for factor in X1_LR_FACTORS:
+        width_units, ratio_units = x1_units(profile, seeds, rates={
+            w: base.train.lr * factor for w in X1_WIDTHS[profile]})
+        keys |= {c.key for u in width_units + ratio_units for c in (u.noisy, u.clean)}
+    return keys

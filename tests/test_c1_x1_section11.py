@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rote.build import timings
 from rote import plan, verdicts
 from rote.analysis import curves, intervals
 from rote.chapters import c1, x1
 from rote.tasks import build_task
 from test_verdicts import _by, _c1_tables  # one helper for planted C1 tables (tests/test_verdicts.py)
+from test_x1 import _selection  # 12.4's selection, planted (tests/test_x1.py)
 
 NAN = math.nan
 GEN = [0.0, 0.95, 0.99, 0.97, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
@@ -105,10 +107,10 @@ def test_the_chapter_hands_each_unit_its_sample_sizes():
 
 # -- 8.6: X1 compares like every other claim; section 11 for X1 ---------------------------------------
 def _rows(costs, mems=None, sizes=True, widths=(16, 32, 64)):
-    """One seed's width table: the twin ends at gen 0.99, the noisy run at 0.99 - cost."""
+    """One seed's width table: the twin ends at gen 0.99, the noisy run at 0.99 - cost; mem has plateaued."""
     mems = mems or [0.97] * len(costs)
     rows = pd.DataFrame({"width": widths, "seed": 0, "gen_twin": 0.99, "gen_noisy": [0.99 - c for c in costs],
-                         "cost": costs, "mem": mems})
+                         "cost": costs, "mem": mems, "mem_at_90": 0.96, "mem_at_90_step": 90})
     return rows.assign(n_test=1000, n_test_twin=1000, n_noisy=500) if sizes else rows
 
 
@@ -132,8 +134,7 @@ def test_x1_a_nan_cost_is_unresolved_never_a_fail():
 
 
 def test_x1_a_nan_in_the_noisy_runs_last_evaluations_leaves_the_seed_unresolved():
-    g = x1.grid("smoke", seeds=[0])
-    metrics = {}
+    g, metrics = _selection(x1.grid("smoke", seeds=[0]))  # 12.4: each width at the profile's rate
     for u in g.width_units + g.ratio_units:
         if u.noisy.key in metrics:  # a ratio unit that is a width unit too
             continue
@@ -144,7 +145,7 @@ def test_x1_a_nan_in_the_noisy_runs_last_evaluations_leaves_the_seed_unresolved(
                                              "fit": 1.0})
         metrics[u.clean.key] = pd.DataFrame({"step": np.arange(30) * 10, "gen": 0.97, "mem": NAN, "rec": NAN,
                                              "fit": 1.0})
-    study = x1.study(g, metrics)
+    study = x1.study(g, metrics, timings)
     (rec,) = study.records()
     checks = rec.per_seed[0]["checks"]
     assert verdicts.find(checks, "x1.cost_largest")["passed"] is None  # before 8.6: a cost of 0.02, a pass

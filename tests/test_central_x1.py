@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rote.build import timings
 from rote.analysis import curves
 from rote.chapters import x1
 
@@ -40,7 +41,7 @@ def test_the_central_cell_computes_the_studys_gen_cost(have, capsys):
     for u in units:
         metrics[u.clean.key] = _table(rng, 0.99, noisy=False)
         metrics[u.noisy.key] = _table(rng, 0.80, noisy=True)
-    study = x1.study(grid, metrics)
+    study = x1.study(grid, metrics, timings)
     namespace = {"study": study, "grid": grid, "metrics": metrics, "curves": curves}  # what the chapter defined
     exec(_central_cell(), namespace)
     printed = capsys.readouterr().out

@@ -36,10 +36,11 @@ def test_plan_lists_each_run_once():
     assert len(keys) == len(set(keys)) == 3 * 5
     assert sum(c.task == "fda" and c.data.noise_ratio == 0 and c.model.d_model == 32 for c in runs) == 3
     assert P.plan("smoke", seeds=[0, 1, 2]) == runs  # stable order
-    # with X1 (tests/test_x1.py): width 16 and its twin, noise 0.05 and 0.2 at the profile's width (width 32
-    # at noise 0.1 is the fda random unit), after the chapters' runs
+    # with X1 (tests/test_x1.py): width 16's learning-rate selection (seed 0's twin at 5 rates, 12.4; its runs
+    # wait for it), noise 0.05 and 0.2 at the profile's width (width 32 at noise 0.1 is the fda random unit),
+    # after the chapters' runs
     with_x1 = P.plan("smoke", seeds=[0, 1, 2], x1=True)
-    assert len(with_x1) == len({c.key for c in with_x1}) == 3 * (5 + 4) and with_x1[:len(runs)] == runs
+    assert len(with_x1) == len({c.key for c in with_x1}) == 3 * (5 + 2) + 5 and with_x1[:len(runs)] == runs
     paper = P.plan("paper", seeds=[0])  # sweep 0, 0.05, 0.1, 0.2 for each condition, twins shared
     fda = sorted((c.data.noise_kind, c.data.noise_ratio) for c in paper if c.task == "fda" and c.model.d_model == 256)
     assert fda == [("digit", 0.05), ("digit", 0.1), ("digit", 0.2), ("random", 0.0), ("random", 0.05),
@@ -149,14 +150,16 @@ def test_plan_command(tmp_path):
     result = _cli("plan", "--profile", "smoke", "--seeds", "2", "--x1", "--json", root=tmp_path)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert out["seeds"] == [0, 1] and len(out["runs"]) == 18 and out["missing"] == 18  # 2 x (5 + X1's 4)
+    assert out["seeds"] == [0, 1] and len(out["runs"]) == 19 and out["missing"] == 19  # 2 x (5 + X1's 2) + 5
+    assert out["x1"] == ["X1 width 16 waits for its learning-rate selection (5 of 5 runs of seed 0's twin not "
+                         "trained): its runs are listed once they are (12.4)"]  # its runs are not listed yet
     assert {r["status"] for r in out["runs"]} == {"missing"}
     assert [r["key"] for r in out["runs"]] == [c.key for c in P.plan("smoke", [0, 1], x1=True)]
     plain = json.loads(_cli("plan", "--profile", "smoke", "--seeds", "2", "--json", root=tmp_path).stdout)
     assert [r["key"] for r in plain["runs"]] == [c.key for c in P.plan("smoke", [0, 1])] and len(plain["runs"]) == 10
     twin = [r for r in out["runs"] if r["task"] == "fda" and r["differs"].get("noise_ratio") == 0.0]
-    assert len(twin) == 4 and all("noise_kind" not in r["differs"] for r in twin)  # 2 seeds x widths 16, 32
-    assert sorted(r["differs"].get("d_model", 32) for r in twin) == [16, 16, 32, 32]
+    assert len(twin) == 7 and all("noise_kind" not in r["differs"] for r in twin)  # 2 seeds at 32, 5 rates at 16
+    assert sorted(r["differs"].get("d_model", 32) for r in twin) == [16] * 5 + [32, 32]
     table = _cli("plan", "--profile", "smoke", "-p", "noise_kind", "digit", root=tmp_path)
     assert table.returncode == 0 and "noise_kind=digit" in table.stdout and "missing" in table.stdout
     assert "12 runs (smoke, seeds [0, 1, 2], training precision " in table.stdout  # 3 seeds by default
@@ -255,7 +258,7 @@ def test_the_chapter_filter_trains_the_named_chapters_runs_only():
     shared = [c for u in units if u.task == "fda" and u.condition == "random" for c in (u.noisy, u.clean)]
     assert book_plan("quick", ["benign_memorization"], {}, seeds) == shared  # without X1: C1's runs only
     grid = book_plan("quick", ["benign_memorization"], {}, seeds, x1=True)
-    assert {c.model.d_model for c in grid} == {64, 128, 256} and len(grid) == 3 * 8
+    assert {c.model.d_model for c in grid} == {64, 128, 256} and len(grid) == 3 * 4 + 2 * 5  # 12.4: 64, 256 wait
     union = book_plan("quick", ["interventions", "outlier_heuristics"], {}, seeds)
     assert union == noisy  # the union, each run once
     assert book_plan("quick", list(chapters()), {}, seeds) == P.plan("quick", seeds)

@@ -47,7 +47,7 @@ def test_c1_passes_on_a_clear_two_phase_curve():
     assert verdicts.seed_verdict(checks, "amended") == "pass"
     assert metrics.final_gen == pytest.approx(0.95) and metrics.final_mem == pytest.approx(0.94)
     assert metrics.t_mem_interpolated == pytest.approx(150 + 50 * 0.2 / 0.6)
-    assert {c.kind for c in checks} == {"superseded", "amended"}
+    assert {c.kind for c in checks} == {"superseded", "amended", "validity"}  # validity: amendment 3 (12.2, 12.3)
 
 
 def test_c1_tie_at_evaluation_resolution_is_unresolved_not_fail():
@@ -89,7 +89,8 @@ def test_c1_metrics_are_stored_as_the_dict_records_held():
     assert list(stored) == ["t_gen", "t_mem", "t_gen_interpolated", "t_mem_interpolated", "eval_every", "last_gen",
                             "last_mem", "last_clean_gen", "final_gen", "final_mem", "final_rec", "final_fit",
                             "clean_final_gen", "gen_cost", "rec_peak_before_t_mem", "gen_at_t_mem", "steps",
-                            "n_test", "n_noisy", "clean_n_test"]  # section 11: the sample sizes, after the rest
+                            "n_test", "n_noisy", "clean_n_test",  # section 11: the sample sizes, after the rest
+                            "mem_at_90", "mem_at_90_step"]  # 12.3: mem over the 5 evaluations ending at 90%
     assert stored["t_gen"] == 50 and stored["steps"] == 450 and stored["final_gen"] == metrics.final_gen
     with pytest.raises(ValueError, match="eval_every"):
         metrics.__class__(**{**stored, "eval_every": 0})

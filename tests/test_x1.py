@@ -35,23 +35,37 @@ def test_quick_grid_is_the_registered_one_and_its_profile_width_is_c1s_unit():
     assert len(twins) == 1 and twins <= {u.clean.key for u in width_units}  # every ratio's twin is the width-128 twin
 
 
-def test_plan_lists_x1_runs_once_after_the_chapters_runs():
+def test_plan_lists_x1_runs_once_after_the_chapters_runs(monkeypatch):
     before = plan.plan("quick", [0], tasks=["thr"], x1=True)
-    runs = plan.plan("quick", [0, 1], x1=True)
+    runs = plan.plan("quick", [0, 1], x1=True)  # nothing cached: widths 64 and 256 wait for their selection (12.4)
     keys = [c.key for c in runs]
     assert len(keys) == len(set(keys))
-    width_units, ratio_units = plan.x1_units("quick", [0, 1])
-    x1_keys = {c.key for u in width_units + ratio_units for c in (u.noisy, u.clean)}
-    assert len(x1_keys) == 16 and x1_keys <= set(keys)  # per seed: 3 widths x (noisy, twin) + 2 new noise ratios
+    selection = plan.x1_selection("quick")
+    assert sorted(selection) == [64, 256] and all(len(s) == 5 for s in selection.values())
+    assert [c.train.lr for c in selection[64]] == [0.004, 0.002, 0.001, 0.0005, 0.00025]  # 2e-3 x 2 .. 1/8
+    assert all(c.data.noise_ratio == 0 and c.seeds["model_seed"] == 0 for s in selection.values() for c in s)
+    selection_keys = {c.key for s in selection.values() for c in s}
     without = {c.key for u in plan.units("quick", seeds=[0, 1]) for c in (u.noisy, u.clean)}
     without |= {u.noisy.replace(noise_ratio=r).key for u in plan.units("quick", seeds=[0, 1]) for r in (0.0, 0.1)}
-    assert len(x1_keys - without) == 12 and len(runs) == len(without) + 12  # 6 new runs per seed on quick
+    assert selection_keys <= set(keys) and not selection_keys & without
+    assert not any(c.model.d_model in (64, 256) and c.data.noise_ratio > 0 for c in runs)  # waiting
+    assert len(runs) == len(without) + 10 + 4  # the selection, and 2 new noise ratios per seed at width 128
     assert keys[:len(without)] == [k for k in keys if k in without]  # the chapters' runs keep their order
     assert all(c.task == "thr" for c in before)  # no FDA, no X1
-    assert len(plan.plan("smoke", [0], x1=True)) == 5 + 4  # smoke: width 16 (noisy, twin), noise 0.05 and 0.2 at width 32
     assert plan.plan("quick", [0, 1]) == runs[:len(without)]  # without x1: the chapters' runs only
+    # the selection trained: lr x 1/2 ends highest; each width's runs are listed at that rate
+    monkeypatch.setattr(plan, "cached_final_gen", lambda c: 0.99 if c.train.lr == 0.001 else 0.5)
+    staged = plan.plan("quick", [0, 1], x1=True)
+    new = [c for c in staged if c.key not in set(keys)]
+    assert {(c.model.d_model, c.train.lr) for c in new} == {(64, 0.001), (256, 0.001)}
+    assert len(new) == 2 * 3  # per width: the noisy runs of seeds 0 and 1, seed 1's twin (seed 0's is a selection run)
+    width_units, _ = plan.x1_units("quick", [0, 1], rates=plan.x1_chosen("quick"))
+    assert {c.key for u in width_units for c in (u.noisy, u.clean)} <= {c.key for c in staged}
+    assert plan.x1_stage_notes("quick") == [f"X1 width {w}: lr 0.001 chosen (12.4)" for w in (64, 256)]
+    monkeypatch.undo()
+    assert len(plan.plan("smoke", [0], x1=True)) == 5 + 5 + 2  # smoke: width 16's selection, noise 0.05 and 0.2
     paper = plan.plan("paper", [0], x1=True)  # paper's C1 sweep already has 0.05 and 0.2: X1 adds widths 128 and 512
-    assert {c.model.d_model for c in paper if c.task == "fda"} == {128, 256, 512} and len(paper) == 11 + 4
+    assert {c.model.d_model for c in paper if c.task == "fda"} == {128, 256, 512} and len(paper) == 11 + 10
 
 
 def test_x1_runs_follow_overrides_and_leave_the_plan_when_they_cannot_apply():
@@ -63,7 +77,7 @@ def test_x1_runs_follow_overrides_and_leave_the_plan_when_they_cannot_apply():
     assert not any(c.model.d_model == 16 for c in plan.plan("smoke", [0], {"noise_ratio": 0.0}, x1=True))
     chosen = plan.plan("smoke", [0], grid=plan.PlanGrid(widths="8,32", noise_ratios=[0.3]), x1=True)
     assert {(c.model.d_model, c.data.noise_ratio) for c in chosen if c.task == "fda" and c.data.noise_kind == "random"} \
-        == {(8, 0.1), (8, 0.0), (32, 0.1), (32, 0.0), (32, 0.3)}
+        == {(8, 0.0), (32, 0.1), (32, 0.0), (32, 0.3)}  # width 8: its selection (twins), its noisy run waits
 
 
 @pytest.mark.parametrize("params, message", [
@@ -97,7 +111,7 @@ def test_bad_grid_parameters_are_refused_before_anything_trains(params, message)
 def test_grid_parameters_from_the_command_line_are_read():
     g = x1.grid("quick", seeds=[0], widths="64,256", noise_ratios="0.1")
     assert g.widths == (64, 256) and g.noise_ratios == (0.1,) and g.sweep_width == 128
-    assert len(g.configs) == len({c.key for c in g.configs}) == 6  # 64, 256 and the sweep width 128 (noisy, twin)
+    assert len(g.configs) == len({c.key for c in g.configs}) == 12  # 64, 256: their selection; 128 (noisy, twin)
     assert x1.grid("quick", seeds=[0], widths=[64.0, "128"]).widths == (64, 128)
 
 
@@ -131,11 +145,18 @@ def _twin(final_gen=1.0, n=30, every=10):
                          "rec": np.nan, "fit": np.ones(n)})
 
 
+def _selection(g, chosen=1.0, others=0.5):
+    """12.4's selection runs of ``g``, planted: the twin at the profile's rate ends at gen ``chosen``, the others
+    at ``others``. Returns (the grid at the rates they choose, the planted metric tables)."""
+    base = plan.x1_base(g.profile, g.overrides).train.lr
+    metrics = {c.key: _twin(chosen if c.train.lr == base else others) for c in g.selection_configs}
+    return x1.resolved(g, metrics), metrics
+
+
 def _study(costs, mems=None, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), ratio_costs=(0.02, 0.05, 0.2)):
     """A study on planted metrics: ``costs[seed][i]`` is the gen cost at the i-th width (the twin ends at
-    gen 1.0), ``mems[seed][i]`` its final mem (default 0.97)."""
-    g = x1.grid("smoke", seeds=list(seeds), widths=list(widths))
-    metrics = {}
+    gen 1.0), ``mems[seed][i]`` its final mem (default 0.97); each width at the profile's rate (12.4)."""
+    g, metrics = _selection(x1.grid("smoke", seeds=list(seeds), widths=list(widths)))
     for u in g.width_units:
         i, k = g.widths.index(u.noisy.model.d_model), list(seeds).index(u.seed)
         mem = 0.97 if mems is None else mems[k][i]
@@ -149,7 +170,7 @@ def _study(costs, mems=None, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), ratio
 def _verdict(s):
     (rec,) = s.records()
     assert rec.claim == "X1" and rec.task == "fda" and rec.condition == "random"
-    assert rec.verdict_registered == rec.verdict_amended == rec.status  # X1 has no amendment
+    assert rec.verdict_registered == rec.verdict_amended == rec.status  # every run planted here trained and plateaued
     return rec
 
 
@@ -161,8 +182,10 @@ def test_cost_falling_with_width_to_within_the_margin_holds():
     assert verdicts.find(rec.per_seed[0]["checks"], "x1.cost_largest")["value"] == pytest.approx(0.04)
     assert verdicts.find(rec.per_seed[0]["checks"], "x1.not_rising")["value"] == pytest.approx(-0.06)
     assert {c["id"] for c in rec.per_seed[0]["checks"]} == {"x1.mem.w16", "x1.mem.w32", "x1.mem.w64",
-                                                           "x1.cost_largest", "x1.not_rising"}
-    assert all(c["kind"] == "registered" and c["section5"] for c in rec.per_seed[0]["checks"])
+                                                           "x1.cost_largest", "x1.not_rising"} | {
+        f"x1.{v}.w{w}" for v in ("twin_trained", "plateau") for w in (16, 32, 64)}  # amendment 3's, per width
+    assert all(c["kind"] == "registered" and c["section5"] for c in rec.per_seed[0]["checks"]
+               if c["kind"] != "validity")
     cost = s.cost_sentence()
     assert "0.200 / 0.150 / 0.120 at width 16" in cost and "0.040 / 0.000 / 0.020 at width 64" in cost
     assert "On every seed the cost falls at every step up in width." in cost
@@ -280,19 +303,19 @@ def test_the_record_is_expected_in_its_own_group_and_reads_in_the_scorecard(tmp_
     assert list(table.group).index(BEYOND_GROUP) == len(table) - 1  # below the paper's claims
     assert verdicts.amendment_change(loaded)["why"] == ""
     box = site.verdict_box([loaded], claims.CLAIMS)
-    assert "**X1 · FDA · random noise**: registered **fails** (X1 has no amendment" in box
-    assert "`x1.cost_largest`" in box and "amended **" not in box
+    assert "**X1 · FDA · random noise**: registered **fails**, amended **fails**" in box  # amendment 3 (12)
+    assert "`x1.cost_largest`" in box
     rows = site.csv_rows([loaded])
     assert {r["check_id"] for r in rows} >= {"x1.cost_largest", "x1.not_rising"}
     assert math.isclose(float([r for r in rows if r["check_id"] == "x1.cost_largest"][0]["value"]), 0.13)
 
 
 # -- issue 28: the grid trained only when asked; a page and a verdict without it -------------------------
-def _partial(keep, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), costs=(0.2, 0.1, 0.04)):
+def _partial(keep, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), costs=(0.2, 0.1, 0.04), select=True):
     """A study on planted metrics where only the runs ``keep(unit)`` says of the width grid (and the
-    ratio units at the sweep width's noise ratio, C1's) are trained."""
+    ratio units at the sweep width's noise ratio, C1's) are trained; ``select``: 12.4's selection is trained."""
     g = x1.grid("smoke", seeds=list(seeds), widths=list(widths))
-    metrics = {}
+    g, metrics = _selection(g) if select else (g, {})
     for u in g.width_units:
         if keep(u):
             i = g.widths.index(u.noisy.model.d_model)
@@ -302,7 +325,7 @@ def _partial(keep, seeds=(0, 1, 2), widths=SMOKE_WIDTHS + (64,), costs=(0.2, 0.1
 
 def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_missing_runs():
     # only the width C1 trains (smoke: 32), every seed; smoke's registered grid is widths 16, 32
-    g, s = _partial(lambda u: u.noisy.model.d_model == 32, widths=SMOKE_WIDTHS, costs=(0.2, 0.1))
+    g, s = _partial(lambda u: u.noisy.model.d_model == 32, widths=SMOKE_WIDTHS, costs=(0.2, 0.1), select=False)
     assert {c.key for c in x1.shared_configs(g)} == {c.key for u in g.width_units if u.noisy.model.d_model == 32
                                                       for c in (u.noisy, u.clean)}
     assert not s.judged and len(s.missing) == len(g.configs) - 6
@@ -324,7 +347,7 @@ def test_without_its_grid_x1_is_not_run_with_the_reason_and_the_page_lists_the_m
     assert "- **width 16**: not trained." in s.timing_sentence()
     s.table(), s.ratio_sentence()  # render without the grid
     # another grid than the registered one: the command reruns the chapter with it
-    _, custom = _partial(lambda u: u.noisy.model.d_model == 32)
+    _, custom = _partial(lambda u: u.noisy.model.d_model == 32, select=False)
     assert "python -m rote run benign_memorization --profile smoke -p seeds 0,1,2 -p widths 16,32,64" in custom.train_command()
 
 
@@ -346,7 +369,8 @@ def test_a_seed_with_part_of_its_grid_is_judged_on_the_widths_it_has():
     assert rising["passed"] is None and "not trained" in rising["reason"] and rising["value"] == pytest.approx(-0.1)
     assert by_seed[0]["registered"] == by_seed[2]["registered"] == "unresolved"
     assert rec.verdict_registered == "mixed: 1 pass, 0 fail, 2 unresolved"
-    assert set(by_seed[2]["run_keys"]) == {c.key for c in x1.shared_configs(g) if c.seeds["model_seed"] == 2}
+    assert set(by_seed[2]["run_keys"]) == {c.key for c in x1.shared_configs(g) if c.seeds["model_seed"] == 2} | {
+        c.key for c in g.selection_configs}  # and the runs that chose each width's rate (12.4)
     # a rise between two widths the seed has still fails it
     g, s = _partial(lambda u: u.noisy.model.d_model in (16, 32), costs=(0.0, 0.1, 0.0), seeds=(0,))
     (rec,) = s.records()
@@ -370,7 +394,9 @@ def test_load_trains_the_grid_only_when_allowed(monkeypatch):
     assert set(trained) == {c.key for c in x1.shared_configs(g)}  # C1's runs only
     assert set(out) == set(trained) | cached and not set(trained) & set(looked_up)
     trained.clear()
-    assert set(x1.load(g, train_grid=True)) == {c.key for c in g.configs} == set(trained)
+    out = x1.load(g, train_grid=True)  # every selection twin ends at gen 1.0: a tie, to the largest rate (12.4)
+    assert set(out) == {c.key for c in x1.resolved(g, out).configs} == set(trained)
+    assert {u.noisy.train.lr for u in x1.resolved(g, out).width_units if u.noisy.model.d_model == 16} == {0.004}
 
 
 def test_the_chapter_takes_train_grid_and_the_book_keeps_its_page():

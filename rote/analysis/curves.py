@@ -106,3 +106,43 @@ def sample_sizes(config) -> SampleSizes:
     data = config.data
     n_train = data.n_train_two_hop if config.task == "thr" else data.n_train
     return SampleSizes(int(data.n_test), int(round(data.noise_ratio * n_train)))
+
+
+PLATEAU_AT = 0.9  # amendment 3, 12.3: the earlier window ends at 90% of the steps
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """Amendment 3, 12.3: how much a metric still rose over the end of training. ``final``: the mean of the
+    last :data:`FINAL_WINDOW` evaluations; ``earlier``: the mean of the :data:`FINAL_WINDOW` evaluations
+    ending at ``at_step`` (the last evaluated step at or before 90% of the run's last evaluated step; None
+    where the run has none). Either mean is NaN where its window has a missing value or too few evaluations."""
+
+    final: float
+    earlier: float
+    at_step: int | None
+
+    def __post_init__(self):
+        for name in ("final", "earlier"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if self.at_step is not None and self.at_step < 0:
+            raise ValueError(f"at_step must be None or a step >= 0, got {self.at_step!r}")
+
+    @property
+    def rise(self) -> float:
+        """final - earlier (NaN where either is missing)."""
+        return self.final - self.earlier
+
+
+def plateau(metrics: pd.DataFrame, column: str = "mem", window: int = FINAL_WINDOW) -> Plateau:
+    """12.3's plateau measure of ``column`` (:class:`Plateau`); a window of fewer than ``window`` evaluations,
+    or with a NaN in it, gives a missing mean (8.6)."""
+    if column not in metrics or not len(metrics):
+        return Plateau(math.nan, math.nan, None)
+    steps = metrics["step"].to_numpy(float)
+    earlier = metrics[steps <= PLATEAU_AT * steps[-1]]
+
+    def mean(rows: pd.DataFrame) -> float:
+        return final(rows, column, window) if len(rows) >= window else math.nan
+
+    return Plateau(mean(metrics), mean(earlier), int(earlier["step"].iloc[-1]) if len(earlier) else None)

@@ -86,7 +86,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from ..plan import differs, plan, seed_list
+    from ..plan import differs, plan, seed_list, x1_stage_notes
     from .timings import (default_estimator, default_workers, estimate_seconds, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
@@ -109,8 +109,9 @@ def cmd_plan(args) -> int:
              "left_s": round(remaining_seconds(c, status(c)))} for c in configs]
     workers = args.workers or default_workers()
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
-    if args.json:
-        print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers,
+    x1_notes = x1_stage_notes(args.profile, pairs(args.param)) if args.x1 and "fda" in (tasks or ["fda"]) else []
+    if args.json:  # x1: 12.4, per width its chosen rate, or that its runs wait for the selection
+        print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers, "x1": x1_notes,
                           "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),
                           "estimates": default_estimator().summary(configs)}, indent=2))
         return 0
@@ -126,6 +127,7 @@ def cmd_plan(args) -> int:
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
           f"(1 thread a run; {default_estimator().summary(configs)})")
+    print("\n".join(x1_notes))
     return 0
 
 

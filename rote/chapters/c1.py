@@ -35,7 +35,9 @@ class Params(ChapterParams):
 def glue_thresholds() -> None:
     """The thresholds the chapter's method text quotes."""
     glue_values({"c1_t_gen_level": T["t_gen_level"], "c1_t_mem_level": T["t_mem_level"],
-                 "c1_final_min": T["final_gen_min"], "c1_benign_drop": T["benign_gen_drop_max"]})
+                 "c1_final_min": T["final_gen_min"], "c1_benign_drop": T["benign_gen_drop_max"],
+                 "c1_twin_gen_min": T["twin_gen_min"], "c1_plateau_rise_max": T["plateau_rise_max"],
+                 "c1_plateau_at": f"{curves.PLATEAU_AT:.0%}"})
 
 
 @dataclass(kw_only=True)

@@ -49,23 +49,38 @@ def _runs(units: Iterable[Unit]) -> list[RunConfig]:
 # -- the grid --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grid:
-    """X1's runs for a profile: one unit (noisy run and twin) per (width, seed), and one per (noise
-    ratio, seed) at the profile's width."""
+    """X1's runs for a profile: 12.4's selection runs (per width other than the profile's, seed 0's twin at
+    each rate of the selection) and the ``rates`` they chose (:class:`rote.plan.RateChoice`); one unit (noisy
+    run and twin) per (width, seed) at its chosen rate, a width waiting for its selection left out; and one
+    unit per (noise ratio, seed) at the profile's width. ``overrides`` and ``seed_list``: as asked for."""
 
     profile: str
     widths: tuple[int, ...]
     noise_ratios: tuple[float, ...]
     width_units: tuple[Unit, ...]
     ratio_units: tuple[Unit, ...]
+    selection: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=dict)
+    overrides: dict = field(default_factory=dict)
+    seed_list: tuple[int, ...] = ()
 
     @property
     def seeds(self) -> list[int]:
-        return sorted({u.seed for u in self.width_units})
+        return list(self.seed_list) or sorted({u.seed for u in self.width_units})
+
+    @property
+    def selection_configs(self) -> list[RunConfig]:
+        return [c for runs in self.selection.values() for c in runs]
+
+    @property
+    def waiting(self) -> list[int]:
+        """The widths whose runs wait for their learning-rate selection (12.4)."""
+        return [w for w, choice in self.rates.items() if choice.waiting]
 
     @property
     def configs(self) -> list[RunConfig]:
-        """Every distinct run of the grid (noisy runs and twins), each once."""
-        return _runs(self.width_units + self.ratio_units)
+        """Every distinct run of the grid (selection runs, noisy runs and twins), each once."""
+        return list({c.key: c for c in self.selection_configs + _runs(self.width_units + self.ratio_units)}.values())
 
     @property
     def sweep_width(self) -> int:
@@ -79,14 +94,28 @@ class Grid:
 
 def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None = None,
          overrides: Mapping[str, object] | None = None, widths: object = None,
-         noise_ratios: object = None) -> Grid:
+         noise_ratios: object = None, final_gen=None) -> Grid:
     """The chapter's parameters, validated (a ConfigError names the problem before anything trains),
-    and X1's grid from the plan."""
+    and X1's grid from the plan, each width at the rate its selection chose (12.4) from ``final_gen(config)``
+    (a selection twin's final gen, None: not trained; default: the cache, :func:`rote.plan.cached_final_gen`)."""
     if list(tasks) != ["fda"]:
         raise ConfigError(f"X1 is an FDA claim (protocol 9); tasks must be ['fda'], got {list(tasks)}")
     width_list, ratio_list = plan.x1_grid(profile, widths, noise_ratios, overrides)
-    width_units, ratio_units = plan.x1_units(profile, seeds, overrides, width_list, ratio_list)
-    return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units))
+    seed_values = plan.seed_list(profile) if seeds is None else list(seeds)
+    rates = plan.x1_rates(profile, final_gen or plan.cached_final_gen, overrides, width_list)
+    width_units, ratio_units = plan.x1_units(profile, seed_values, overrides, width_list, ratio_list,
+                                             {w: choice.chosen for w, choice in rates.items()})
+    return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units),
+                plan.x1_selection(profile, overrides, width_list), rates, dict(overrides or {}), tuple(seed_values))
+
+
+def resolved(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Grid:
+    """``g`` with each width's rate chosen on the selection runs' metric tables in ``metrics`` (run key ->
+    table; a selection run not in it is not trained: its width waits)."""
+    def final_gen(config: RunConfig) -> float | None:
+        return curves.final(metrics[config.key], "gen") if config.key in metrics else None
+
+    return grid(g.profile, ["fda"], list(g.seeds), g.overrides, g.widths, g.noise_ratios, final_gen)
 
 
 @dataclass(frozen=True)
@@ -122,9 +151,15 @@ def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
     them) and whatever else of the grid is cached, nothing trained (:func:`rote.runs.lookup`)."""
     from ..runs import get_or_train, lookup
 
+    def fetch(configs, allowed) -> dict[str, pd.DataFrame]:
+        runs = {c.key: get_or_train(c) if c.key in allowed else lookup(c) for c in configs}
+        return {key: run.metrics for key, run in runs.items() if run is not None}
+
+    selection = g.selection_configs  # 12.4: first the selection, then each width at the rate it chose
+    chosen = fetch(selection, {c.key for c in selection} if train_grid else set())
+    g = resolved(g, chosen)
     trained = {c.key for c in (g.configs if train_grid else shared_configs(g))}
-    runs = {c.key: get_or_train(c) if c.key in trained else lookup(c) for c in g.configs}
-    return {key: run.metrics for key, run in runs.items() if run is not None}
+    return {**chosen, **fetch(g.configs, trained)}
 
 
 def glue_values(g: Grid) -> dict[str, object]:
@@ -133,6 +168,8 @@ def glue_values(g: Grid) -> dict[str, object]:
     return {"x1_cost_max": th["cost_largest_max"], "x1_rise_max": th["rise_max"], "x1_mem_min": th["final_mem_min"],
             "x1_t_gen_level": c1["t_gen_level"], "x1_t_mem_level": c1["t_mem_level"],
             "x1_final_window": curves.FINAL_WINDOW, "x1_widths": _listed(g.widths),
+            "x1_twin_gen_min": th["twin_gen_min"], "x1_plateau_rise_max": th["plateau_rise_max"],
+            "x1_plateau_at": f"{curves.PLATEAU_AT:.0%}", "x1_lr_factors": _listed(plan.X1_LR_FACTORS),
             "x1_noise_ratio": g.noise_ratio, "x1_noise_ratios": _listed(g.noise_ratios),
             "x1_sweep_width": g.sweep_width, "x1_profile": g.profile}
 
@@ -144,15 +181,16 @@ def measure(noisy: pd.DataFrame, clean: pd.DataFrame) -> dict:
     t_gen = curves.first_evaluated(noisy, "gen", c1["t_gen_level"])
     t_mem = curves.first_evaluated(noisy, "mem", c1["t_mem_level"])
     before = noisy if t_mem is None else noisy[noisy["step"] < t_mem]
-    gen_twin, gen_noisy = curves.final(clean, "gen"), curves.final(noisy, "gen")
+    gen_twin, gen_noisy, at_90 = curves.final(clean, "gen"), curves.final(noisy, "gen"), curves.plateau(noisy, "mem")
     return {"gen_twin": gen_twin, "gen_noisy": gen_noisy, "cost": gen_twin - gen_noisy,
             "mem": curves.final(noisy, "mem"), "rec": curves.final(noisy, "rec"), "t_gen": t_gen, "t_mem": t_mem,
-            "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan}
+            "peak_gen_before_t_mem": float(before["gen"].max()) if len(before) else math.nan,
+            "mem_at_90": at_90.earlier, "mem_at_90_step": at_90.at_step}
 
 
 # the width table's columns end with section 11's sample sizes, which the checks' intervals read
 WIDTH_COLUMNS = ["width", "seed", "gen_twin", "gen_noisy", "cost", "mem", "rec", "t_gen", "t_mem",
-                 "peak_gen_before_t_mem", "n_test", "n_test_twin", "n_noisy"]
+                 "peak_gen_before_t_mem", "mem_at_90", "mem_at_90_step", "n_test", "n_test_twin", "n_noisy"]
 RATIO_COLUMNS = ["noise_ratio", "seed", "width", "gen_twin", "gen_noisy", "cost", "mem"]
 
 
@@ -214,8 +252,10 @@ class Study:
         and its estimated training time (one thread) on this machine."""
         seeds = {c.key: u.seed for u in self.grid.width_units + self.grid.ratio_units for c in (u.noisy, u.clean)}
         costs = self.costs
-        return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds[c.key],
-                              "run": "twin" if c.data.noise_ratio == 0 else "noisy", "key": c.key,
+        selection = {c.key: f"twin, lr {c.train.lr:g} (rate selection)" for c in self.grid.selection_configs}
+        return pd.DataFrame([{"width": c.model.d_model, "noise ratio": c.data.noise_ratio, "seed": seeds.get(c.key, 0),
+                              "run": selection.get(c.key) or ("twin" if c.data.noise_ratio == 0 else "noisy"),
+                              "key": c.key,
                               "estimate": costs.fmt_seconds(costs.estimate_seconds(c))} for c in self.missing])
 
     def not_run_reason(self) -> str:
@@ -231,6 +271,25 @@ class Study:
         return (f"about {self.costs.fmt_seconds(sum(seconds))} on one thread, "
                 f"~{self.costs.fmt_seconds(self.costs.pool_seconds(seconds, workers))} on {workers} worker"
                 f"{'s' if workers != 1 else ''}")
+
+    # generated: which rate each width's selection chose, and which widths amendment 3 leaves unresolved
+    def rates_text(self) -> str:
+        """Protocol 12.4 and 12.2-12.3 on the page: per width other than the profile's, the learning rate its
+        selection chose on seed 0's twin (with each rate's final gen; at the grid's edge, said), or that it waits
+        for its selection; then each width and seed whose twin did not train or whose noisy run did not finish
+        memorizing (unresolved in the amended reading)."""
+        g, base = self.grid, plan.x1_base(self.grid.profile, self.grid.overrides).train.lr
+        lines = [f"Learning rate per width (protocol 12.4): width {g.sweep_width} keeps the profile's lr {base:g}; "
+                 "each other width trains at the rate under which seed 0's noise-free twin ends with the highest final "
+                 "gen (a tie to the larger rate)."]
+        for w, choice in g.rates.items():
+            lines.append(f"- **width {w}**: " + _rate_words(choice, base))
+        invalid = [f"- **width {w}, seed {seed}**: {why}" for seed, (m, _) in self.evaluations.items()
+                   for w, why in m.invalid.items()]
+        if invalid:
+            lines += ["", "Unresolved in the amended reading (protocol 12.2, 12.3: a twin that did not train or a "
+                          "noisy run that did not finish memorizing is evidence neither for nor against X1):", *invalid]
+        return "\n".join(lines)
 
     def grid_text(self) -> str:
         """What of the registered grid this page measured: every run, or which are missing, the command
@@ -367,7 +426,8 @@ class Study:
         results = []
         for seed, (metrics, seed_checks) in self.evaluations.items():
             mine = [u for u in self.grid.width_units + self.grid.ratio_units if u.seed == seed]
-            configs = [c for c in _runs(mine) if c.key not in missing]
+            chosen_by = self.grid.selection_configs  # 12.4: the runs that chose each width's rate
+            configs = [c for c in {c.key: c for c in _runs(mine) + chosen_by}.values() if c.key not in missing]
             results.append(verdicts.seed_result(mine[0], metrics, seed_checks, configs))
         return verdicts.records(CLAIM, self.grid.profile, results)
 
@@ -390,7 +450,25 @@ class Study:
                 parts.append(RISING.format(seeds=("seed " if len(rising) == 1 else "seeds ") + ", ".join(rising), **names))
             text = "; ".join(parts) + ": X1 neither holds nor fails on this grid"
         per_seed = "; ".join(f"seed {s['seed']}: {s['registered']}" for s in rec.per_seed)
-        return f"**X1 ({rec.profile}): {verdict}.** {text[:1].upper()}{text[1:]}. Per seed: {per_seed}."
+        amended = ("" if rec.verdict_amended == verdict else
+                   f" In the amended reading (protocol 12) X1 is **{rec.verdict_amended}**: "
+                   + "; ".join(f"seed {s['seed']}: {s['amended']}" for s in rec.per_seed) + ".")
+        return f"**X1 ({rec.profile}): {verdict}.** {text[:1].upper()}{text[1:]}. Per seed: {per_seed}.{amended}"
+
+
+def _rate_words(choice: plan.RateChoice, base: float) -> str:
+    """One width's learning-rate selection in words (:meth:`Study.rates_text`)."""
+    if choice.waiting:
+        left = sum(g is None for g in choice.final_gen)
+        return (f"waits for its learning-rate selection ({left} of {len(choice.rates)} runs of seed 0's twin not "
+                f"trained): its runs are {NOT_TRAINED}, so the width is unresolved")
+    gens = ", ".join(f"lr {r:g}: {num(g, '.3f', 'missing')}" for r, g in zip(choice.rates, choice.final_gen))
+    if choice.chosen is None:
+        return f"no selection run has a final gen ({gens}): the width is unresolved"
+    edge = (" It is at the edge of the grid: a rate beyond it might train the twin better."
+            if choice.at_edge else "")
+    return (f"lr {choice.chosen:g} ({choice.chosen / base:g} x the profile's), chosen on the twin's final gen "
+            f"({gens}).{edge}")
 
 
 _WITHIN = ("at the largest width ({largest}) the gen cost is within {margin} and it never rises by more than {rise} "
@@ -410,6 +488,8 @@ RISING = ("on {seeds} the cost ends within {margin} but rises by more than {rise
 def study(g: Grid, metrics: Mapping[str, pd.DataFrame], costs: RunCosts) -> Study:
     """X1 measured and judged from the grid's metric tables (run key -> table, :func:`load`); a width
     without both runs is left out of its seed's rows (not trained); ``costs`` estimates the missing runs."""
+    g = resolved(g, metrics)  # 12.4: each width at the rate its selection runs chose
+
     def trained(units):
         return [u for u in units if u.noisy.key in metrics and u.clean.key in metrics]
 

@@ -11,9 +11,10 @@ import pandas as pd
 
 from ..claims import THRESHOLDS
 from ..analysis.curves import (FINAL_WINDOW, SampleSizes, crossing, final, first_evaluated, interpolate,
-                               missing_in_window, never_evaluated, unplaced_crossing)
+                               missing_in_window, never_evaluated, unplaced_crossing, Plateau, plateau)
 from ..analysis.intervals import Interval, newcombe, wilson
 from .core import Check, CheckLabel, at_least, supersede
+from .trained import plateaued, twin_trained, validated
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class C1Metrics:
     n_test: int | None = None
     n_noisy: int | None = None
     clean_n_test: int | None = None
+    # amendment 3, 12.3: mean mem over the 5 evaluations ending at 90% of the steps (at that step)
+    mem_at_90: float = math.nan
+    mem_at_90_step: int | None = None
 
     def __post_init__(self):
         if self.eval_every <= 0:
@@ -55,17 +59,33 @@ class C1Metrics:
 
 def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
            clean_sizes: SampleSizes | None = None) -> tuple[C1Metrics, list[Check]]:
-    """C1 from a noisy run's metric table and its twin's: section 5's checks (``superseded``) and 7.1-7.2's
-    (interpolated crossings, mean of the last 5); ``sizes``, ``clean_sizes``: section 11's sample sizes."""
+    """C1 from a noisy run's metric table and its twin's: section 5's checks (``superseded``), 7.1-7.2's
+    (interpolated crossings, mean of the last 5) and amendment 3's validity checks (12.2 the twin trained, 12.3
+    mem plateaued), which leave the final checks they validate unresolved where they fail
+    (:func:`rote.verdicts.trained.validated`); ``sizes``, ``clean_sizes``: section 11's sample sizes."""
     metrics = _metrics(noisy, clean, eval_every, sizes, clean_sizes)
     (order_registered, order), (registered, amended) = _order_checks(noisy, metrics), _final_checks(noisy, clean, metrics)
-    return metrics, [order_registered, *registered, order, *amended]
+    twin, flat = _validity_checks(metrics)
+    mem, gen, benign = amended
+    amended = [*validated(mem, [flat]), *validated(gen, [flat]), *validated(benign, [twin, flat])]
+    return metrics, [order_registered, *registered, order, *amended, twin, flat]
+
+
+def _validity_checks(m: C1Metrics) -> tuple[Check, Check]:
+    """Amendment 3: the noise-free twin trained (12.2) and the noisy run's mem plateaued (12.3)."""
+    th = THRESHOLDS["C1"]
+    return (twin_trained(CheckLabel("c1.twin_trained", "noise-free twin's final gen (it trained)", "validity",
+                                    "benign gap"), m.clean_final_gen, th["twin_gen_min"], "the noise-free twin"),
+            plateaued(CheckLabel("c1.plateau", "rise of mem over the last 10% of the steps (it plateaued)", "validity",
+                                 "final mem"), Plateau(m.final_mem, m.mem_at_90, m.mem_at_90_step),
+                      th["plateau_rise_max"], "the noisy run"))
 
 
 def _metrics(noisy, clean, eval_every, sizes, clean_sizes) -> C1Metrics:
     th = THRESHOLDS["C1"]
     x_mem = crossing(noisy, "mem", th["t_mem_level"])
     before_mem = noisy if x_mem is None else noisy[noisy["step"] <= x_mem]
+    at_90 = plateau(noisy, "mem")
     return C1Metrics(
         t_gen=first_evaluated(noisy, "gen", th["t_gen_level"]), t_mem=first_evaluated(noisy, "mem", th["t_mem_level"]),
         t_gen_interpolated=crossing(noisy, "gen", th["t_gen_level"]), t_mem_interpolated=x_mem,
@@ -80,6 +100,7 @@ def _metrics(noisy, clean, eval_every, sizes, clean_sizes) -> C1Metrics:
         steps=int(noisy["step"].iloc[-1]),
         n_test=None if sizes is None else sizes.n_test, n_noisy=None if sizes is None else sizes.n_noisy,
         clean_n_test=None if clean_sizes is None else clean_sizes.n_test,
+        mem_at_90=at_90.earlier, mem_at_90_step=at_90.at_step,
     )
 
 

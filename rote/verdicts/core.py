@@ -525,12 +525,12 @@ def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dic
     amendment before it (or the registered one) and as of it, keyed by their names without spaces
     (``amendment1``, ``amendment2``), and ``why``, one line: the checks that decided before and no longer
     count (with their reasons), and the checks it added that do not pass. Empty ``why`` where nothing moved."""
-    names = amendment_names()
-    order = list(names)
+    names, spec = amendment_names(), claims.SPECS.get(rec.claim)
+    order = list(spec.amendments) if spec and spec.amendments else list(names)  # the claim's own amendments
     section = section or order[-1]
-    previous = order[order.index(section) - 1] if order.index(section) else "registered"
+    previous = order[order.index(section) - 1] if section in order and order.index(section) else "registered"
     keys = (names.get(previous, previous).replace(" ", ""), names[section].replace(" ", ""))
-    seeds, spec = rec.per_seed or [], claims.SPECS.get(rec.claim)
+    seeds = rec.per_seed or []
     if spec is None or section not in spec.amendments:  # no such amendment reads it: nothing moved
         return {keys[0]: rec.verdict_amended, keys[1]: rec.verdict_amended, "why": ""}
     before, after = (aggregate([seed_verdict(s["checks"], r) for s in seeds], failing(rec.claim, seeds))

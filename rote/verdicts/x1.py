@@ -1,8 +1,11 @@
 """X1's checks (protocol 9, beyond the paper): is the memorization of label noise benign at enough
 width? Per seed, from its rows of the width table: ``x1.mem.w<width>`` (final mem >= 0.9, else
 unresolved), ``x1.cost_largest`` (gen cost at the largest width <= 0.05) and ``x1.not_rising`` (no step
-up the grid raises the cost by more than 0.02); all registered, X1 has no amendment. A width not
-trained, or a missing value (8.6), leaves the checks that need it unresolved, never failed. Section 11:
+up the grid raises the cost by more than 0.02), registered in section 9. Amendment 3 adds per width
+``x1.twin_trained.w<width>`` (12.2) and ``x1.plateau.w<width>`` (12.3), validity checks: where one fails, the
+cost at that width and every rise touching it are unresolved in the amended reading (``.amended`` stand-ins,
+:mod:`rote.verdicts.trained`). A width not trained, or a missing value (8.6), leaves the checks that need it
+unresolved, never failed; an unresolved check has no margin. Section 11:
 margins signed so that a positive one passes; Wilson (mem), Newcombe (a cost) and its four-share MOVER
 (a rise) intervals where the rows carry their sample sizes. Values compare at :data:`DECIMALS`.
 Across seeds (:func:`rote.verdicts.seed_verdict`): X1 fails only when the cost at the largest width is
@@ -12,14 +15,16 @@ too high on every seed (``fails_only_on``); rising seeds make it mixed. Caller: 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 import pandas as pd
 
 from ..analysis.intervals import Interval, newcombe, newcombe_terms, wilson, wilson_bounds
 from ..claims import THRESHOLDS
-from .core import Check, CheckLabel, at_least, missing_reason, unresolved
+from ..analysis.curves import Plateau
+from .core import Check, CheckLabel, at_least, missing_reason, supersede, unresolved
+from .trained import SECTION, plateaued, twin_trained, validated
 
 DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
 NOT_TRAINED = "not trained"  # a width (or run) of the registered grid without its runs
@@ -120,15 +125,19 @@ def _largest_check(w: int, row: dict | None) -> Check:
     return unresolved(check, why) if why else check
 
 
-def _rising_check(widths: list[int], present: dict, cost: list[float], memorized: list[bool]) -> Check:
-    """Each step up the grid lowers the cost or raises it by at most 0.02; the value is the largest rise."""
-    th = THRESHOLDS["X1"]
+def _rising_check(widths: list[int], present: dict, cost: list[float], memorized: list[bool],
+                  invalid: Mapping[int, str] | None = None) -> Check:
+    """Each step up the grid lowers the cost or raises it by at most 0.02; the value is the largest rise.
+    ``invalid``: width -> why amendment 3 does not read its cost (12.2, 12.3): a step touching it is unresolved."""
+    th, invalid = THRESHOLDS["X1"], invalid or {}
     rises = [b - a for a, b in zip(cost, cost[1:])]
     steps, why = [], []
     for i, r in enumerate(rises):
-        a, b, counts = widths[i], widths[i + 1], memorized[i] and memorized[i + 1]
+        a, b = widths[i], widths[i + 1]
+        counts = memorized[i] and memorized[i + 1] and a not in invalid and b not in invalid
         if not counts:
-            why.append(f"a step touches a width {NOT_TRAINED}" if a not in present or b not in present else
+            why.append(invalid[a] if a in invalid else invalid[b] if b in invalid else
+                       f"a step touches a width {NOT_TRAINED}" if a not in present or b not in present else
                        "a step touches a width that does not memorize"
                        if not any(pd.isna(present[w]["mem"]) for w in (a, b)) else
                        f"a step touches a width whose final mem is missing ({a} to {b})")
@@ -161,6 +170,7 @@ class X1Metrics:
     memorizes: list[bool]
     trained: list[bool]
     by_width: dict
+    invalid: dict = field(default_factory=dict)  # width -> why amendment 3 does not read its cost (12.2, 12.3)
     noise_ratio: float | None = None
     sweep_width: int | None = None
     cost_by_noise_ratio: dict | None = None
@@ -176,9 +186,43 @@ def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple
     trained = [w in present for w in widths]
     memorized = [ok and memorizes(present[w]["mem"]) for w, ok in zip(widths, trained)]
     cost = [float(present[w]["cost"]) if ok else math.nan for w, ok in zip(widths, trained)]
-    out = [_mem_check(w, present.get(w)) for w in widths]
-    out += [_largest_check(widths[-1], present.get(widths[-1])), _rising_check(widths, present, cost, memorized)]
+    validity = {w: _validity_checks(w, present[w], w == widths[-1]) for w in widths if w in present}
+    invalid = {w: "; ".join(c.reason for c in v if c.passed is not True) for w, v in validity.items()
+               if any(c.passed is not True for c in v)}
+    out = [_mem_check(w, present.get(w)) for w in widths] + [c for v in validity.values() for c in v]
+    out += validated(_largest_check(widths[-1], present.get(widths[-1])), validity.get(widths[-1], []))
+    out += _amended_rising(_rising_check(widths, present, cost, memorized),
+                           _rising_check(widths, present, cost, memorized, invalid), invalid)
     metrics = X1Metrics(widths, widths[-1], cost, [b - a for a, b in zip(cost, cost[1:])], memorized, trained,
                         {str(w): {k: v for k, v in present[w].items() if k not in ("width", "seed")}
-                         for w in widths if w in present})
-    return metrics, out
+                         for w in widths if w in present}, {str(w): why for w, why in invalid.items()})
+    return metrics, [c.replace(margin=None) if c.passed is None else c for c in out]  # unresolved: no margin
+
+
+def _validity_checks(w: int, row: dict, largest: bool) -> list[Check]:
+    """Amendment 3 at width ``w``: its noise-free twin trained (12.2) and its noisy run's mem plateaued (12.3)."""
+    th, part = THRESHOLDS["X1"], "cost at the largest width" if largest else "not rising"
+    measured = Plateau(_number(row.get("mem")), _number(row.get("mem_at_90")), _step(row.get("mem_at_90_step")))
+    return [twin_trained(CheckLabel(f"x1.twin_trained.w{w}", f"noise-free twin's final gen at width {w} (it trained)",
+                                    "validity", part), _number(row.get("gen_twin")), th["twin_gen_min"],
+                         f"the noise-free twin at width {w}"),
+            plateaued(CheckLabel(f"x1.plateau.w{w}", f"rise of mem over the last 10% of the steps at width {w}",
+                                 "validity", part), measured, th["plateau_rise_max"], f"the noisy run at width {w}")]
+
+
+def _number(x) -> float:
+    return math.nan if x is None or pd.isna(x) else float(x)
+
+
+def _step(x) -> int | None:
+    return None if x is None or pd.isna(x) else int(x)
+
+
+def _amended_rising(registered: Check, amended: Check, invalid: Mapping[int, str]) -> list[Check]:
+    """The rising check as amendment 3 reads it: as it is where every width's runs finished (``invalid`` empty);
+    else superseded from section 12 on, and ``x1.not_rising.amended`` in its place, whose steps touching a width
+    in ``invalid`` are unresolved (a step elsewhere still passes or fails)."""
+    if not invalid:
+        return [registered]
+    stand_in = amended.replace(id=f"{amended.id}.amended").since(SECTION, "amended")
+    return [supersede(registered, f"12.2, 12.3: judged as {stand_in.id}", SECTION), stand_in]
