@@ -26,8 +26,8 @@ CLAIMS = Table(lambda s: (s.id, s.title))
 CLAIM_TASKS = Table(lambda s: (s.id, s.tasks))
 CLAIM_CONDITIONS = Table(lambda s: (s.id, s.conditions) if s.conditions else None)  # others: conditions(task)
 CLAIM_GROUPS = Table(lambda s: (s.id, s.group) if s.group != PAPER_GROUP else None)
-UNAMENDED = Table(lambda s: (s.id, True) if not s.amendments else None)  # one reading: the registered one
-THRESHOLDS = Table(lambda s: (s.id, s.values()))  # the values in force (the latest amendment's), by claim
+UNAMENDED = Table(lambda s: (s.id, True) if not s.amended_in else None)  # one reading: the registered one
+THRESHOLDS = Table(lambda s: (s.id, s.read()))  # by claim: the latest values, or as of rote.spec.thresholds_as_of
 CLAIM_PAGES = Table(lambda s: (s.id, s.notebook))  # the chapter that computes each
 REQUIRED_PARTS = Table(lambda s: (s.id, s.parts))
 FAILS_ONLY_ON = Table(lambda s: (s.id, s.fails_only_on) if s.fails_only_on else None)

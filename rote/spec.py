@@ -4,13 +4,17 @@
 The id (``X1``) names the claim's modules and check ids (``x1``: :attr:`ClaimSpec.module`); the notebook
 (``07_benign_memorization``) its page and, without the number, its chapter (:attr:`ClaimSpec.chapter`).
 An amendment is data: a threshold holds its registered value and its values by amendment, keyed by
-protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it (``"7"`` is amendment
-1, ``"8"`` amendment 2). A bad spec fails when it is built, with one line naming the field; the
-registry refuses a second claim with the same id, module, notebook or chapter.
+protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it, and the table of what
+the protocol added after section 5 (:data:`rote.specs.AMENDMENTS`, :class:`Addition`) names and dates them.
+A verdict module reads the thresholds as of the reading it builds (:func:`thresholds_as_of`). A bad spec
+fails when it is built, with one line naming the field; the registry refuses a second claim with the same
+id, module, notebook or chapter.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import pkgutil
 import re
@@ -63,6 +67,67 @@ class Threshold:
         """The value in force as of ``section`` (None: the latest; also None before it was registered)."""
         found = [v for s, v in self.values if within(s, section)]
         return found[-1] if found else None
+
+    def read(self, section: str | None = None) -> Any:
+        """The value a check built as of ``section`` compares with: :meth:`as_of`, or where an amendment
+        registered the threshold after ``section``, its registered value (the check that reads it is that
+        amendment's)."""
+        found = self.as_of(section)
+        return self.value if found is None else found
+
+
+@dataclass(frozen=True)
+class Addition:
+    """A section the protocol added after section 5, as the book lists it: an ``amendment`` (its readings
+    are named ``amendment 1``, ``amendment 2`` ... in protocol order), a ``clarification`` of one, or a
+    ``registration`` of something new (``label``: what the list calls it, e.g. ``X1``); its date, the
+    protocol heading's words after the date (``title``) and one paragraph (``summary``) for the front page."""
+
+    section: str
+    kind: str
+    date: str
+    title: str
+    summary: str
+    label: str = ""
+
+    def __post_init__(self):
+        section_key(self.section)
+        if self.kind not in ("amendment", "clarification", "registration"):
+            raise ValueError(f"section {self.section}: kind must be amendment, clarification or registration")
+        if self.kind == "amendment" and "." in self.section:
+            raise ValueError(f"section {self.section}: an amendment is a whole section")
+        if not re.fullmatch(r"\d{4}-\d\d-\d\d", self.date) or not self.title.strip() or not self.summary.strip():
+            raise ValueError(f"section {self.section}: date (YYYY-MM-DD), title and summary are required")
+
+
+def additions() -> tuple[Addition, ...]:
+    """What the protocol added after section 5 (:data:`rote.specs.AMENDMENTS`), in protocol order."""
+    from . import specs as package
+
+    return tuple(sorted(package.AMENDMENTS, key=lambda a: section_key(a.section)))
+
+
+def addition_label(addition: Addition) -> str:
+    """How the book names an addition: ``Amendment 1``, ``Clarification 8.5``, or its own label (``X1``)."""
+    if addition.kind == "amendment":
+        return amendment_names()[addition.section].capitalize()
+    return addition.label or f"{addition.kind.capitalize()} {addition.section}"
+
+
+_READ_AS_OF: contextvars.ContextVar = contextvars.ContextVar("thresholds_as_of", default=None)
+
+
+@contextlib.contextmanager
+def thresholds_as_of(section: str | None):
+    """Within it, :meth:`ClaimSpec.read` (and so ``rote.claims.THRESHOLDS``) gives the thresholds as of
+    ``section`` (None: the latest): a verdict module builds each reading's checks under it."""
+    if section is not None:
+        section_key(section)  # refuses a malformed section
+    token = _READ_AS_OF.set(section)
+    try:
+        yield
+    finally:
+        _READ_AS_OF.reset(token)
 
 
 @dataclass(frozen=True)
@@ -142,6 +207,24 @@ class ClaimSpec:
         """Threshold name -> value as of ``section`` (None: the latest), as the records carry them."""
         return {k: t.as_of(section) for k, t in self.thresholds.items() if t.as_of(section) is not None}
 
+    def read(self, section: str | None = None) -> dict[str, Any]:
+        """Threshold name -> the value a check built as of ``section`` compares with (:meth:`Threshold.read`;
+        default: the section of :func:`thresholds_as_of`, else the latest)."""
+        section = section if section is not None else _READ_AS_OF.get()
+        return {k: t.read(section) for k, t in self.thresholds.items()}
+
+    @property
+    def amended_in(self) -> tuple[str, ...]:
+        """The amendments that touch the claim, in protocol order: those it names and those that moved one of
+        its thresholds (each is a reading of its records, :func:`rote.verdicts.core.readings`)."""
+        moved = {s.split(".")[0] for s in self.moves() if not within(s, self.registered_in)}
+        return tuple(sorted(set(self.amendments) | moved, key=section_key))
+
+    def moves(self) -> tuple[str, ...]:
+        """The sections, in protocol order, where an amendment moved one of the claim's thresholds: its checks
+        are built again as of each (:func:`rote.verdicts.core.as_read`)."""
+        return tuple(sorted({s for t in self.thresholds.values() for s, _ in t.moved}, key=section_key))
+
 
 SPECS: dict[str, ClaimSpec] = {}
 
@@ -171,8 +254,10 @@ def spec_of(check_id: str) -> ClaimSpec | None:
 
 
 def amendment_names() -> dict[str, str]:
-    """Amendment section -> its name (``{"7": "amendment 1", "8": "amendment 2"}``), over every spec."""
-    sections = sorted({s for spec in SPECS.values() for s in spec.amendments}, key=section_key)
+    """Amendment section -> its name (``amendment 1``, ...), in protocol order: the amendments of the table
+    (:func:`additions`) and any a spec names beyond it."""
+    table = {a.section for a in additions() if a.kind == "amendment"}
+    sections = sorted(table | {s for spec in SPECS.values() for s in spec.amendments}, key=section_key)
     return {s: f"amendment {i}" for i, s in enumerate(sections, 1)}
 
 
