@@ -19,7 +19,7 @@ from typing import Any
 
 from . import fmt
 from .config import PROJECT_ROOT
-from .spec import PAPER_GROUP, SPECS, Table, specs
+from .spec import PAPER_GROUP, SPECS, Table, addition_label, additions, specs
 
 # Every table of claims is derived from the specs (rote/specs/<claim>.py), never written here.
 CLAIMS = Table(lambda s: (s.id, s.title))
@@ -43,6 +43,14 @@ def threshold_rows() -> list[dict]:
     return [{"claim": s.id, "threshold": name, "registered": t.value, "section": t.section,
              "amended": t.as_of(), "amended in": ", ".join(x for x, _ in t.moved)}
             for s in specs() for name, t in s.thresholds.items()]
+
+
+def amendments_markdown(anchor) -> str:
+    """The front page's list of what the protocol added after section 5 (:func:`rote.spec.additions`): one item
+    per section with its name, a link (``anchor``: section -> the protocol page's target), its date and what
+    it changed."""
+    return "\n".join(f"- **{addition_label(a)}** ({{ref}}`section {a.section} <{anchor(a.section)}>`, {a.date}): "
+                     f"{a.summary}" for a in additions())
 
 
 VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" section (its HTML id)

@@ -15,13 +15,15 @@ from . import claims, fmt
 from .config import PROJECT_ROOT
 from .fmt import get as _get, md_cell
 from .report import listed
+from .spec import additions
 from .stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
 PROTOCOL_SOURCE = PROJECT_ROOT.parent / "shared" / "replication" / "protocol.md"
 PROTOCOL_PAGE = "protocol"  # the staged page: book/protocol.md ({doc}`protocol`)
-LINKED_SECTIONS = ("5", "7", "8", "8.5", "8.6", "9", "10", "11")  # the sections book/intro.md links
+AMENDMENTS = "rote:amendments"  # the marked place of the list of amendments (rote.claims.amendments_markdown)
+LINKED_SECTIONS = ("5", *(a.section for a in additions()))  # the sections the staged book/intro.md links
 
 # The order in which a claim's sentence names its rows' verdict words.
 WORDS = ("holds", "fails", "mixed", "unresolved", "not run")
@@ -219,7 +221,7 @@ def fill(text: str, marker: str, content: str) -> str:
 
 def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
     """``book/intro.md``'s text with its results and build-time places filled from ``build``."""
-    text = fill(text, RESULTS, results_markdown(build))
+    text = fill(fill(text, RESULTS, results_markdown(build)), AMENDMENTS, claims.amendments_markdown(protocol_anchor))
     if f"<!-- {BUILD_TIME} -->" in text:
         text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
     return text

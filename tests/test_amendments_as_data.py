@@ -64,6 +64,8 @@ def test_the_record_shows_both_with_their_sections_and_the_readings_name_the_ame
     assert change == {"amendment2": "pass (1 seed)", "amendment4": "fail (1 seed)",
                       "why": "added by amendment 4: c3.overlap.random@99 (fail)"}
     assert (rec.verdict_registered, rec.verdict_amended) == ("pass (1 seed)", "fail (1 seed)")
+    assert verdicts.amendment_moves(rec) == [{"amendment": "amendment 4", "before": "pass (1 seed)",
+                                              "after": "fail (1 seed)", "why": change["why"]}]  # the scorecard's rows
 
 
 def test_the_glued_prose_quotes_the_registered_value_and_says_which_reading_reads_which(planted, monkeypatch):

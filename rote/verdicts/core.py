@@ -627,3 +627,16 @@ def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dic
 
 
 OUTCOME_WORDS = {True: "pass", False: "fail", None: "unresolved"}
+
+
+def amendment_moves(rec: claims.ClaimRecord) -> list[dict]:
+    """Each amendment that moved a record's verdict (:func:`amendment_change` for every amendment that touches its
+    claim, in order): ``amendment`` (its name), ``before``, ``after`` and ``why``; none where nothing moved."""
+    spec, names, out = claims.SPECS.get(rec.claim), amendment_names(), []
+    for section in (spec.amended_in if spec and rec.per_seed else ()):
+        change = amendment_change(rec, section)
+        before, after = list(change.values())[:2]
+        if change["why"]:
+            out.append({"amendment": names[section], "before": before, "after": after, "why": change["why"]})
+    return out
+
