@@ -88,7 +88,9 @@ def test_the_unplanted_chapter_glues_no_amended_threshold(monkeypatch):
     glued = {}
     monkeypatch.setattr(chapters, "glue_values", glued.update)
     c3.glue_thresholds()
-    assert glued["c3_amended_thresholds"].data == "" and glued["c3_over_random"] == SPECS["C3"].thresholds[NAME].value
+    assert glued["c3_amended_thresholds"].data == ("No amendment moved a threshold of C3: the registered and the "
+                                                   "amended reading judge by the same values.")
+    assert glued["c3_over_random"] == SPECS["C3"].thresholds[NAME].value
 
 
 def test_thresholds_are_read_as_of_the_section_a_reading_builds():

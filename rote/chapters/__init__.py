@@ -92,7 +92,7 @@ def glue_values(values: dict) -> None:
 def amended_thresholds_text(spec) -> str:
     """One sentence per threshold of ``spec`` (a :class:`rote.spec.ClaimSpec`) that an amendment moved: its
     registered value, which the registered reading judges by, and its value as of each amendment that moved
-    it (the amended reading judges by the last); "" where none moved."""
+    it (the amended reading judges by the last); where none moved, a sentence that says so."""
     from ..spec import amendment_names
 
     names, out = amendment_names(), []
@@ -102,13 +102,14 @@ def amended_thresholds_text(spec) -> str:
                                    for s, v in t.moved)
             out.append(f"The threshold `{name}` is {fmt.plain(t.value)} as registered (section {t.section}), which "
                        f"the registered reading judges by, and {moves}, which the amended reading judges by.")
-    return " ".join(out)
+    return " ".join(out) or (f"No amendment moved a threshold of {spec.id}: the registered and the amended "
+                             "reading judge by the same values.")
 
 
 def glue_thresholds_of(spec, values) -> None:
     """Glue what ``values`` (a function of the thresholds) gives, from the thresholds as registered (the values
     the method text quotes as the claim's), and under ``<module>_amended_thresholds`` the sentence of
-    :func:`amended_thresholds_text` (Markdown, empty where no amendment moved a threshold)."""
+    :func:`amended_thresholds_text` (Markdown)."""
     from IPython.display import Markdown
 
     glue_values({**values(spec.read(spec.registered_in)),
