@@ -127,3 +127,14 @@ def test_the_amendment_table_names_the_amendments_and_dates_amendment_3():
     assert set(s.split(".")[0] for spec in SPECS.values() for s in spec.amended_in) <= set(table)
     with pytest.raises(ValueError, match="whole section"):
         Addition("8.7", "amendment", "2026-12-01", "t", "s")
+
+
+def test_a_copy_keeps_the_changes_after_the_move_and_a_check_only_the_moved_build_makes_starts_there():
+    before = [_check("p9.a", 0.4, True, (("5", "registered"), ("8.6", "superseded")))]
+    after = [_check("p9.a", 0.6, False, (("5", "registered"), ("8.6", "superseded"))),
+             _check("p9.d", 0.6, False, (("7.5", "amended"),))]
+    merged = {c.id: c for c in moved_checks(before, after, "8.2")}
+    assert merged["p9.a"].history == (("5", "registered"), ("8.2", "superseded"))
+    assert merged["p9.a@8.2"].history == (("8.2", "amended"), ("8.6", "superseded"))  # its own later change kept
+    assert merged["p9.d"].history == (("8.2", "amended"),)  # built only with the moved value: from 8.2 on
+    assert {c.id for c in moved_checks(before, after[:1], "8")} == {"p9.a"}  # 8.6 is amendment 2's: no copy

@@ -14,8 +14,8 @@ reading counts the checks by the kind they had as of one section: the **register
 the claim's registration (section 5; X1's 9), the **amended reading** as of its latest amendment, a
 section (``"7"``) as of that amendment (:func:`readings`, :func:`amendment_change`). A claim module's
 ``checks`` (wrapped by :func:`as_read`) reads its thresholds as of the reading it builds: where an
-amendment moved one, the check as registered keeps its value and an amended copy reads the new one. One seed's verdict
-in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
+amendment moved one, the check as registered keeps its value and an amended copy reads the new one.
+One seed's verdict in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
 required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else ``pass``. Across
 seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with its three counts;
 a single seed is labelled ``(1 seed)``. The analysis modules never import this layer.
@@ -303,19 +303,22 @@ def _alike(a: Check, b: Check) -> bool:
     return a == b or json.dumps(asdict(a), default=str) == json.dumps(asdict(b), default=str)
 
 
-def _from(check: Check, section: str, check_id: str | None = None) -> Check:
-    """``check`` as added in ``section`` (its kind then, its later changes kept), under ``check_id``."""
-    later = tuple((s, k) for s, k in check.history if not within(s, section))
-    first = (section, kind_as_of(check, section) or check.kind)
-    return check.replace(id=check_id or check.id, history=(first,) + later)
+def _from(check: Check, section: str, copy: bool = False) -> Check:
+    """``check`` as added in ``section`` (its kind then, its later changes kept); a ``copy`` of a check that
+    reads a moved threshold is ``<id>@<section>``, and ``amended`` where the check was ``registered``."""
+    first = kind_as_of(check, section) or check.kind
+    history = ((section, "amended" if copy and first == "registered" else first),
+               *((s, k) for s, k in check.history if not within(s, section)))
+    return check.replace(id=f"{check.id}@{section}" if copy else check.id, kind=history[-1][1], history=history)
 
 
 def moved_checks(before: list[Check], after: list[Check], section: str) -> list[Check]:
     """The checks built as of the section before ``section`` (``before``) and as of ``section`` (``after``),
     where ``section`` moved a threshold: a check alike in both stays; one that differs and was added before
     ``section`` keeps its value and is ``superseded`` from ``section`` on, its copy ``<id>@<section>`` (the
-    value as of ``section``; ``amended`` where it was ``registered``) counting from there; one added in or after ``section`` is the new build's. A check
-    only one build makes stops counting (``before``) or starts (``after``) at ``section``."""
+    value as of ``section``; ``amended`` where it was ``registered``) counting from there; one added in or
+    after ``section`` is the new build's. A check only one build makes stops counting (``before``) or starts
+    (``after``) at ``section``."""
     built, out = {c.id: c for c in after}, []
     for check in before:
         new = built.pop(check.id, None)
@@ -333,8 +336,7 @@ def moved_checks(before: list[Check], after: list[Check], section: str) -> list[
                                   reason=f"{why}; {keep}" if keep else why)
         out.append(check)
         if new is not None and kind_as_of(new, section) not in (None, "superseded"):
-            copy = _from(new, section, f"{new.id}@{section}")  # a registered check, as amended: kind amended
-            out.append(copy.since(section, "amended") if copy.kind == "registered" else copy)
+            out.append(_from(new, section, copy=True))
     return out + [c if within(section, c.history[0][0]) else _from(c, section) for c in built.values()]
 
 
