@@ -20,15 +20,15 @@ from typing import Any
 from . import fmt
 from .config import PROJECT_ROOT
 from .spec import PAPER_GROUP
-from .specs import SPECS, Table, specs
+from .specs import SPECS, Table, addition_label, additions, specs
 
 # Every table of claims is derived from the specs (rote/specs/<claim>.py), never written here.
 CLAIMS = Table(lambda s: (s.id, s.title))
 CLAIM_TASKS = Table(lambda s: (s.id, s.tasks))
 CLAIM_CONDITIONS = Table(lambda s: (s.id, s.conditions) if s.conditions else None)  # others: conditions(task)
 CLAIM_GROUPS = Table(lambda s: (s.id, s.group) if s.group != PAPER_GROUP else None)
-UNAMENDED = Table(lambda s: (s.id, True) if not s.amendments else None)  # one reading: the registered one
-THRESHOLDS = Table(lambda s: (s.id, s.values()))  # the values in force (the latest amendment's), by claim
+UNAMENDED = Table(lambda s: (s.id, True) if not s.amended_in else None)  # one reading: the registered one
+THRESHOLDS = Table(lambda s: (s.id, s.read()))  # by claim: the latest values, or as of rote.spec.thresholds_as_of
 CLAIM_PAGES = Table(lambda s: (s.id, s.notebook))  # the chapter that computes each
 REQUIRED_PARTS = Table(lambda s: (s.id, s.parts))
 FAILS_ONLY_ON = Table(lambda s: (s.id, s.fails_only_on) if s.fails_only_on else None)
@@ -44,6 +44,14 @@ def threshold_rows() -> list[dict]:
     return [{"claim": s.id, "threshold": name, "registered": t.value, "section": t.section,
              "amended": t.as_of(), "amended in": ", ".join(x for x, _ in t.moved)}
             for s in specs() for name, t in s.thresholds.items()]
+
+
+def amendments_markdown(anchor) -> str:
+    """The front page's list of what the protocol added after section 5 (:func:`rote.specs.additions`): one item
+    per section with its name, a link (``anchor``: section -> the protocol page's target), its date and what
+    it changed."""
+    return "\n".join(f"- **{addition_label(a)}** ({{ref}}`section {a.section} <{anchor(a.section)}>`, {a.date}): "
+                     f"{a.summary}" for a in additions())
 
 
 VERDICT_ANCHOR = "verdict"  # every claim chapter ends with a "## Verdict" section (its HTML id)
@@ -88,6 +96,9 @@ class ClaimRecord:
     # "" where not recorded: a record from before 8.6). Protocol 10 (8.6) compares a perturbed record with the
     # default one only when the same code computed both.
     code: str = ""
+    # The fingerprint of the judging code that computed its verdicts (:func:`judging_code`, stamped by :func:`save`;
+    # "" in a record from before it): a record whose judging code is not today's is stale (:func:`shown`).
+    judging: str = ""
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
@@ -105,9 +116,10 @@ class ClaimRecord:
 
 
 def placeholder(claim: str, task: str, condition: str, profile: str, seeds: list[int] | None = None,
-                reason: str = "") -> ClaimRecord:
-    """A ``not run`` record: never computed, or written by a chapter that could not judge the claim."""
-    return ClaimRecord(claim, task, condition, profile, list(seeds or []), NOT_RUN, NOT_RUN, NOT_RUN,
+                reason: str = "", word: str = NOT_RUN) -> ClaimRecord:
+    """A record without a verdict, ``word`` in its place: ``not run`` (never computed, or written by a chapter
+    that could not judge the claim; the default) or ``stale`` (:func:`shown`), and why (``reason``)."""
+    return ClaimRecord(claim, task, condition, profile, list(seeds or []), word, word, word,
                        threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim], reason=reason)
 
 
@@ -182,6 +194,57 @@ def library_code() -> str:
     return h.hexdigest()[:12]
 
 
+JUDGING_MODULES = ("spec.py", "claims.py", "specs/*.py", "verdicts/*.py", "analysis/*.py")  # and what they import
+STALE = "stale"
+
+
+@functools.lru_cache(maxsize=None)
+def judging_code() -> str:
+    """A hash of the code that judges a claim (:data:`JUDGING_MODULES`: the specs, the verdicts, the claim
+    records and the analyses, and every module of the package they import), each module by its parse tree
+    without docstrings as :func:`rote.config.fingerprint_sources` reads it: a comment or a docstring leaves
+    the records current, any change to the code makes them stale. Once per process."""
+    from .config import fingerprint_sources
+
+    package = Path(__file__).resolve().parent
+    roots = tuple(p.relative_to(package).as_posix() for pattern in JUDGING_MODULES
+                  for p in sorted(package.glob(pattern)))
+    h = hashlib.sha256()
+    for rel, source in fingerprint_sources(package, roots).items():
+        h.update(rel.encode() + b"\0" + source.encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def is_stale(rec: ClaimRecord) -> bool:
+    """Whether a record's verdicts were computed by judging code other than today's (or by code that did not
+    say which: a record from before :func:`judging_code`). A record without seeds holds no verdict."""
+    return bool(rec.per_seed) and rec.judging != judging_code()
+
+
+def rebuild_command(rec: ClaimRecord) -> str:
+    """The command that computes ``rec`` again with today's code: its chapter, profile and seeds."""
+    chapter, seeds = SPECS[rec.claim].chapter, list(rec.seeds)
+    if seeds == list(range(len(seeds))):
+        return f"python -m rote book --profile {rec.profile} --chapter {chapter} --seeds {len(seeds)}"
+    return f"python -m rote run {chapter} --profile {rec.profile} -p seeds '{json.dumps(seeds)}'"
+
+
+def shown(records: list[ClaimRecord]) -> list[ClaimRecord]:
+    """The records as the scorecard, the front page and ``rote claims`` show them: a stale one (:func:`is_stale`)
+    as a ``stale`` record with the command that rebuilds it and no seeds' checks, so that it never counts as a
+    verdict; the others as they are."""
+    return [placeholder(r.claim, r.task, r.condition, r.profile, r.seeds, word=STALE, reason=
+                        f"judged by code other than today's (judging code {r.judging or 'not recorded'}, today "
+                        f"{judging_code()}); rebuild it with `{rebuild_command(r)}`")
+            if is_stale(r) else r for r in records]
+
+
+def load_shown(profile: str | None = None, root: Path | None = None,
+               seeds: list[int] | None = None) -> list[ClaimRecord]:
+    """:func:`load_all`, each record as :func:`shown` shows it (a stale one as ``stale``)."""
+    return shown(load_all(profile, root, seeds))
+
+
 def _write(path: Path, data: dict) -> Path:
     """Write ``data`` as JSON at ``path`` atomically (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,10 +255,10 @@ def _write(path: Path, data: dict) -> Path:
 
 
 def save(rec: ClaimRecord, root: Path | None = None) -> Path:
-    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code`
-    where it names no code."""
+    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code` and
+    :func:`judging_code` where it names none."""
     path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
-    return _write(path, {**asdict(rec), "code": rec.code or library_code()})
+    return _write(path, {**asdict(rec), "code": rec.code or library_code(), "judging": rec.judging or judging_code()})
 
 
 def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tuple[list[ClaimRecord], list[ClaimRecord]]:

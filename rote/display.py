@@ -46,7 +46,7 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
                      "registered": r.verdict_registered, "amended": r.verdict_amended,
                      "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
                      "precision": ", ".join(sorted({str(s["precision"]) for s in r.per_seed if s.get("precision")})),
-                     "deciding checks": deciding(r) or (f"not run: {r.reason}" if r.reason else ""),
+                     "deciding checks": deciding(r) or (f"{r.status}: {r.reason}" if r.reason else ""),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
                      "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim),
                      "near seeds": f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""})

@@ -82,9 +82,12 @@ def check_values(records, ax=None, title: str = ""):
     return ax
 
 
+NO_VERDICT = ("not run", "stale")  # grey cells: no record, or one judged by older code (rote.claims.shown)
+
+
 def _shade(verdict) -> float:
     """Heat-map value of a verdict: 1 holds / pass, 0 fails / fail, 0.5 mixed or unresolved; NaN not run."""
-    if not isinstance(verdict, str) or verdict == "not run":
+    if not isinstance(verdict, str) or verdict in NO_VERDICT:
         return float("nan")
     word = verdict.split()[0].rstrip(":")
     return 1.0 if word in ("holds", "pass") else 0.0 if word in ("fails", "fail") else 0.5
@@ -101,8 +104,8 @@ def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
                 cmap=sns.color_palette(["#d95f02", "#e6c84f", "#1b9e77"], as_cmap=True), linewidths=1, ax=ax,
                 annot_kws={"fontsize": 7})
     ax.set_facecolor("#eeeeee")  # not run, or a claim that does not apply (C5 is FDA only)
-    for (i, j) in zip(*np.nonzero((verdict == "not run").to_numpy())):
-        ax.text(j + 0.5, i + 0.5, "not run", ha="center", va="center", fontsize=8, color="#666666")
+    for (i, j) in zip(*np.nonzero(verdict.isin(NO_VERDICT).to_numpy())):
+        ax.text(j + 0.5, i + 0.5, verdict.iloc[i, j], ha="center", va="center", fontsize=8, color="#666666")
     ax.grid(False)
     ax.set(title=title, xlabel="", ylabel="")
     return fig

@@ -5,13 +5,17 @@
 The id (``X1``) names the claim's modules and check ids (``x1``: :attr:`ClaimSpec.module`); the notebook
 (``07_benign_memorization``) its page and, without the number, its chapter (:attr:`ClaimSpec.chapter`).
 An amendment is data: a threshold holds its registered value and its values by amendment, keyed by
-protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it (``"7"`` is amendment
-1, ``"8"`` amendment 2). A bad spec fails when it is built, with one line naming the field; the
-registry (:mod:`rote.specs`) refuses a second claim with the same id, module, notebook or chapter.
+protocol section (``"5"``, ``"7.5"``); a claim names the amendments that touch it, and the table of what
+the protocol added after section 5 (:data:`rote.specs.AMENDMENTS`, :class:`Addition`) names and dates them.
+A verdict module reads the thresholds as of the reading it builds (:func:`thresholds_as_of`). A bad spec
+fails when it is built, with one line naming the field; the registry (:mod:`rote.specs`) refuses a second
+claim with the same id, module, notebook or chapter.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +66,54 @@ class Threshold:
         """The value in force as of ``section`` (None: the latest; also None before it was registered)."""
         found = [v for s, v in self.values if within(s, section)]
         return found[-1] if found else None
+
+    def read(self, section: str | None = None) -> Any:
+        """The value a check built as of ``section`` compares with: :meth:`as_of`, or where an amendment
+        registered the threshold after ``section``, its registered value (the check that reads it is that
+        amendment's)."""
+        found = self.as_of(section)
+        return self.value if found is None else found
+
+
+
+@dataclass(frozen=True)
+class Addition:
+    """A section the protocol added after section 5, as the book lists it: an ``amendment`` (its readings
+    are named ``amendment 1``, ``amendment 2`` ... in protocol order), a ``clarification`` of one, or a
+    ``registration`` of something new (``label``: what the list calls it, e.g. ``X1``); its date, the
+    protocol heading's words after the date (``title``) and one paragraph (``summary``) for the front page."""
+
+    section: str
+    kind: str
+    date: str
+    title: str
+    summary: str
+    label: str = ""
+
+    def __post_init__(self):
+        section_key(self.section)
+        if self.kind not in ("amendment", "clarification", "registration"):
+            raise ValueError(f"section {self.section}: kind must be amendment, clarification or registration")
+        if self.kind == "amendment" and "." in self.section:
+            raise ValueError(f"section {self.section}: an amendment is a whole section")
+        if not re.fullmatch(r"\d{4}-\d\d-\d\d", self.date) or not self.title.strip() or not self.summary.strip():
+            raise ValueError(f"section {self.section}: date (YYYY-MM-DD), title and summary are required")
+
+
+_READ_AS_OF: contextvars.ContextVar = contextvars.ContextVar("thresholds_as_of", default=None)
+
+
+@contextlib.contextmanager
+def thresholds_as_of(section: str | None):
+    """Within it, :meth:`ClaimSpec.read` (and so ``rote.claims.THRESHOLDS``) gives the thresholds as of
+    ``section`` (None: the latest): a verdict module builds each reading's checks under it."""
+    if section is not None:
+        section_key(section)  # refuses a malformed section
+    token = _READ_AS_OF.set(section)
+    try:
+        yield
+    finally:
+        _READ_AS_OF.reset(token)
 
 
 @dataclass(frozen=True)
@@ -147,3 +199,22 @@ class ClaimSpec:
     def values(self, section: str | None = None) -> dict[str, Any]:
         """Threshold name -> value as of ``section`` (None: the latest), as the records carry them."""
         return {k: t.as_of(section) for k, t in self.thresholds.items() if t.as_of(section) is not None}
+
+    def read(self, section: str | None = None) -> dict[str, Any]:
+        """Threshold name -> the value a check built as of ``section`` compares with (:meth:`Threshold.read`;
+        default: the section of :func:`thresholds_as_of`, else the latest)."""
+        section = section if section is not None else _READ_AS_OF.get()
+        return {k: t.read(section) for k, t in self.thresholds.items()}
+
+    @property
+    def amended_in(self) -> tuple[str, ...]:
+        """The amendments that touch the claim, in protocol order: those it names and those that moved one of
+        its thresholds (each is a reading of its records, :func:`rote.verdicts.core.readings`)."""
+        moved = {s.split(".")[0] for s in self.moves() if not within(s, self.registered_in)}
+        return tuple(sorted(set(self.amendments) | moved, key=section_key))
+
+    def moves(self) -> tuple[str, ...]:
+        """The sections, in protocol order, where an amendment moved one of the claim's thresholds: its checks
+        are built again as of each (:func:`rote.verdicts.core.as_read`)."""
+        return tuple(sorted({s for t in self.thresholds.values() for s, _ in t.moved}, key=section_key))
+

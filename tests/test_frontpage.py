@@ -180,10 +180,12 @@ def test_the_source_intro_has_both_places_and_links_only_protocol_targets_that_s
     import re
 
     source = (site.BOOK_DIR / "intro.md").read_text()
-    for marker in (frontpage.RESULTS, frontpage.BUILD_TIME):
+    for marker in (frontpage.RESULTS, frontpage.BUILD_TIME, frontpage.AMENDMENTS):
         assert f"<!-- {marker} -->" in source and f"<!-- /{marker} -->" in source
     assert "whole book in minutes" not in source and "has not been built yet" not in source
-    linked = set(re.findall(r"\{ref\}`[^`<]*<(protocol-[0-9-]+)>`", source))
+    assert "**Amendment 1**" not in source  # the list of amendments is generated from their table
+    listed = claims.amendments_markdown(frontpage.protocol_anchor)
+    linked = set(re.findall(r"\{ref\}`[^`<]*<(protocol-[0-9-]+)>`", source + listed))
     assert linked == {frontpage.protocol_anchor(s) for s in frontpage.LINKED_SECTIONS}
     staged = frontpage.protocol_markdown()
     missing = frontpage.protocol_markdown(site.PROJECT_ROOT / "nowhere.md")
@@ -215,6 +217,9 @@ def test_stage_site_writes_the_results_into_the_intro_and_stages_the_protocol(tm
     assert "A cold build of the `smoke` profile" in timing and "trains" in timing
     assert "Executing the chapters took 80 s (each chapter's latest execution" in timing
     assert "python -m rote book --profile smoke" in intro  # the static page note stays
+    listed = intro.split("<!-- rote:amendments -->")[1].split("<!-- /rote:amendments -->")[0]
+    assert "- **Amendment 3** ({ref}`section 12 <protocol-12>`, 2026-12-04): " in listed  # from the table
+    assert "- **Clarification 8.5** ({ref}`section 8.5 <protocol-8-5>`, 2026-12-01): " in listed
     protocol = (staged / "book" / "protocol.md").read_text()
     assert protocol.startswith("# Replication protocol\n\n```{note}") and "(protocol-7)=\n## 7. Amendment 1" in protocol
     assert "book/protocol" in (staged / "_toc.yml").read_text()

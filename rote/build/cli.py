@@ -133,19 +133,19 @@ def cmd_plan(args) -> int:
 
 def cmd_claims(args) -> int:
     from ..display import claims_table, other_records_table
-    from ..claims import load_all, other_records
+    from ..claims import load_shown, other_records, shown
     from ..plan import seed_list
 
     at_least_one(args, "seeds")
     seeds = None if args.seeds is None else seed_list(args.profile or "quick", args.seeds)
-    records = load_all(args.profile, seeds=seeds)
+    records = load_shown(args.profile, seeds=seeds)  # a stale record as stale, with its rebuild command
     if args.json:
         from dataclasses import asdict
 
         print(json.dumps([asdict(r) for r in records], indent=2))
     else:
         print(claims_table(records).to_string(index=False))
-        others = other_records(args.profile, seeds=seeds)
+        others = shown(other_records(args.profile, seeds=seeds))
         if others:
             print("\nRecords of other seeds (not in the table above):")
             print(other_records_table(others).to_string(index=False))

@@ -15,16 +15,18 @@ from .. import claims, fmt
 from ..config import PROJECT_ROOT
 from ..fmt import get as _get, md_cell
 from ..report import listed
+from ..specs import additions
 from ..stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
 PROTOCOL_SOURCE = PROJECT_ROOT.parent / "shared" / "replication" / "protocol.md"
 PROTOCOL_PAGE = "protocol"  # the staged page: book/protocol.md ({doc}`protocol`)
-LINKED_SECTIONS = ("5", "7", "8", "8.5", "8.6", "9", "10", "11")  # the sections book/intro.md links
+AMENDMENTS = "rote:amendments"  # the marked place of the list of amendments (rote.claims.amendments_markdown)
+LINKED_SECTIONS = ("5", *(a.section for a in additions()))  # the sections the staged book/intro.md links
 
 # The order in which a claim's sentence names its rows' verdict words.
-WORDS = ("holds", "fails", "mixed", "unresolved", "not run")
+WORDS = ("holds", "fails", "mixed", "unresolved", "not run", claims.STALE)
 
 
 # -- rows ------------------------------------------------------------------------------------------
@@ -89,7 +91,7 @@ def _named(row: Row, said: str) -> str:
     """A row named in a sentence (``said``: its verdict word), with a mixed row's per-seed counts
     (``2 pass, 1 fail``), why not run, or under which change fragile."""
     counts = ", ".join(f"{n} {w}" for w, n in row.counts.items() if n)
-    notes = [counts if said == "mixed" else "", row.reason.rstrip(".") if said == "not run" else "",
+    notes = [counts if said == "mixed" else "", row.reason.rstrip(".") if said in ("not run", claims.STALE) else "",
              # "fragile (precision, seeds)" -> "fragile: precision, seeds"
              row.stability.replace(" (", ": ").rstrip(")") if row.stability.startswith("fragile") else ""]
     notes = [n for n in notes if n]
@@ -97,7 +99,7 @@ def _named(row: Row, said: str) -> str:
 
 
 VERBS = {"holds": "holds", "fails": "fails", "mixed": "is mixed", "unresolved": "is unresolved",
-         "not run": "has not run yet"}
+         "not run": "has not run yet", claims.STALE: "is stale (judged by older code)"}
 
 
 def _clauses(claim_rows: Sequence[Row], verdict_of, one_seed: bool) -> list[str]:
@@ -158,8 +160,9 @@ def results_markdown(build: Build) -> str:
         if len(seeds) == 1 else f"not the protocol's {_seeds_text(protocol)}")
     lines = [f"This build of the `{build.profile}` profile ran {_seeds_text(seeds)} ({own}); "
              f"{fmt.page(n_run)} of its {fmt.page(len(build_rows))} claim records {'holds' if n_run == 1 else 'hold'} verdicts"
-             + ("; the others say *not run*." if n_run < len(build_rows) else ".")
-             + " In the amended reading (protocol sections 7 and 8, below), a claim **holds** where every "
+             + (f"; the others say {' or '.join(sorted({f'*{r.amended}*' for r in build_rows if not r.seeds}))}."
+                if n_run < len(build_rows) else ".")
+             + " In the amended reading (the protocol's amendments, below), a claim **holds** where every "
              "seed passes, **fails** where every seed fails, is **unresolved** where no seed could be "
              "decided, and is **mixed** otherwise:", ""]
     for claim, title in claims.CLAIMS.items():
@@ -219,7 +222,7 @@ def fill(text: str, marker: str, content: str) -> str:
 
 def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
     """``book/intro.md``'s text with its results and build-time places filled from ``build``."""
-    text = fill(text, RESULTS, results_markdown(build))
+    text = fill(fill(text, RESULTS, results_markdown(build)), AMENDMENTS, claims.amendments_markdown(protocol_anchor))
     if f"<!-- {BUILD_TIME} -->" in text:
         text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
     return text

@@ -39,7 +39,7 @@ def stage_site(profile: str) -> Path:
     publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
     if (web.BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(web.BOOK_DIR / "_static", site / "_static")
-    records = claims.load_all(profile)
+    records = claims.load_shown(profile)  # a stale record as stale
     _stage_text_pages(site / "book", profile, records)
     for name, source in chapters().items():
         nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title

@@ -19,7 +19,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from .. import claims, plots, verdicts
+from .. import claims, fmt, plots, verdicts
 from ..report import label
 
 
@@ -88,6 +88,33 @@ def glue_values(values: dict) -> None:
 
     for name, value in values.items():
         glue(name, value, display=False)
+
+
+def amended_thresholds_text(spec) -> str:
+    """One sentence per threshold of ``spec`` (a :class:`rote.spec.ClaimSpec`) that an amendment moved: its
+    registered value, which the registered reading judges by, and its value as of each amendment that moved
+    it (the amended reading judges by the last); where none moved, a sentence that says so."""
+    from ..specs import amendment_names
+
+    names, out = amendment_names(), []
+    for name, t in spec.thresholds.items():
+        if t.moved:
+            moves = ", then ".join(f"{fmt.plain(v)} as of {names.get(s.split('.')[0], 'section')} (section {s})"
+                                   for s, v in t.moved)
+            out.append(f"The threshold `{name}` is {fmt.plain(t.value)} as registered (section {t.section}), which "
+                       f"the registered reading judges by, and {moves}, which the amended reading judges by.")
+    return " ".join(out) or (f"No amendment moved a threshold of {spec.id}: the registered and the amended "
+                             "reading judge by the same values.")
+
+
+def glue_thresholds_of(spec, values) -> None:
+    """Glue what ``values`` (a function of the thresholds) gives, from the thresholds as registered (the values
+    the method text quotes as the claim's), and under ``<module>_amended_thresholds`` the sentence of
+    :func:`amended_thresholds_text` (Markdown)."""
+    from IPython.display import Markdown
+
+    glue_values({**values(spec.read(spec.registered_in)),
+                 f"{spec.module}_amended_thresholds": Markdown(amended_thresholds_text(spec))})
 
 
 def set_sizes(build: Build) -> pd.DataFrame:

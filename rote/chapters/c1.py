@@ -16,7 +16,7 @@ from ..analysis import curves
 from ..report import each_seed, where
 from ..runs import get_or_train
 from ..specs.c1 import SPEC
-from . import Build as ChapterBuild, ClaimResult, glue_values
+from . import Build as ChapterBuild, ClaimResult, glue_thresholds_of
 from .params import ChapterParams, mapping, noise_ratios, param, seed_list, task_list
 
 T = SPEC.values()  # the thresholds in force
@@ -34,10 +34,10 @@ class Params(ChapterParams):
 
 def glue_thresholds() -> None:
     """The thresholds the chapter's method text quotes."""
-    glue_values({"c1_t_gen_level": T["t_gen_level"], "c1_t_mem_level": T["t_mem_level"],
-                 "c1_final_min": T["final_gen_min"], "c1_benign_drop": T["benign_gen_drop_max"],
-                 "c1_twin_gen_min": T["twin_gen_min"], "c1_plateau_rise_max": T["plateau_rise_max"],
-                 "c1_plateau_at": f"{curves.PLATEAU_AT:.0%}"})
+    glue_thresholds_of(SPEC, lambda T: {
+        "c1_t_gen_level": T["t_gen_level"], "c1_t_mem_level": T["t_mem_level"], "c1_final_min": T["final_gen_min"],
+        "c1_benign_drop": T["benign_gen_drop_max"], "c1_twin_gen_min": T["twin_gen_min"],
+        "c1_plateau_rise_max": T["plateau_rise_max"], "c1_plateau_at": f"{curves.PLATEAU_AT:.0%}"})
 
 
 @dataclass(kw_only=True)

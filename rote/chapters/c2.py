@@ -20,7 +20,7 @@ from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c2 import SPEC
-from . import Build, ClaimResult, glue_values
+from . import Build, ClaimResult, glue_thresholds_of
 from .params import ChapterParams, mapping, param, positions_by_task, seed_list, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -43,8 +43,9 @@ class Params(ChapterParams):
 
 def glue_thresholds() -> None:
     """The thresholds the chapter's method text quotes."""
-    glue_values({"c2_probe_ratio": T["probe_ratio_min"], "c2_over_chance": T["probe_over_chance_min"],
-                 "c2_level_pct": 100 * T["lens_interval_level"], "c2_interval_pct": 100 * intervals.LEVEL})
+    glue_thresholds_of(SPEC, lambda T: {
+        "c2_probe_ratio": T["probe_ratio_min"], "c2_over_chance": T["probe_over_chance_min"],
+        "c2_level_pct": 100 * T["lens_interval_level"], "c2_interval_pct": 100 * intervals.LEVEL})
 
 
 def load(profile: str, tasks, seeds, overrides) -> Build:

@@ -23,7 +23,7 @@ from ..report import checks_of, label, num, passes, reach, seeds_head, values, w
 from ..runs import get_or_train
 from ..specs.c3 import SPEC
 from ..verdicts.core import numeric
-from . import Build, ClaimResult, glue_values
+from . import Build, ClaimResult, glue_thresholds_of
 from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -54,10 +54,11 @@ class Params(ChapterParams):
 
 def glue_thresholds() -> None:
     """The thresholds the chapter's method text quotes."""
-    glue_values({"c3_site_over_chance": MIN_OVER_CHANCE, "c3_top_percent": 100 * T["top_fraction"],
-                 "c3_drop_min": T["erasure_mem_drop_over_control_min"], "c3_overlap_min": T["overlap_min"],
-                 "c3_over_random": T["overlap_over_random_min"], "c3_ceiling_ratio": T["ceiling_ratio_min"],
-                 "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
+    glue_thresholds_of(SPEC, lambda T: {
+        "c3_site_over_chance": MIN_OVER_CHANCE, "c3_top_percent": 100 * T["top_fraction"],
+        "c3_drop_min": T["erasure_mem_drop_over_control_min"], "c3_overlap_min": T["overlap_min"],
+        "c3_over_random": T["overlap_over_random_min"], "c3_ceiling_ratio": T["ceiling_ratio_min"],
+        "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
 
 
 def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:

@@ -20,7 +20,7 @@ from ..analysis.sets import correct, memorized
 from ..report import choose_by, each_seed, label, measured, num, registered_not_passed, seeds_head, values, where
 from ..runs import get_or_train
 from ..specs.c4 import SPEC
-from . import Build, ClaimResult, glue_values
+from . import Build, ClaimResult, glue_thresholds_of
 from .params import ChapterParams, mapping, param, seed_list, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -48,7 +48,8 @@ class Params(ChapterParams):
 def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: int, max_lookup: int,
                     profile: str) -> None:
     """The thresholds and parameters the chapter's method text quotes."""
-    glue_values({"c4_k50_ratio_min": T["k50_ratio_min"], "c4_activity_min": T["activity_fraction_min"],
+    glue_thresholds_of(SPEC, lambda T: {
+                 "c4_k50_ratio_min": T["k50_ratio_min"], "c4_activity_min": T["activity_fraction_min"],
                  "c4_positions_min": T["positions_min"], "c4_drop_min": T["drop_min"],
                  "c4_top_neurons": T["top_neurons"], "c4_activity_quantile": T["activity_quantile"],
                  "c4_layer_average": round(1 - T["activity_quantile"], 6),

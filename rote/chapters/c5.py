@@ -26,7 +26,7 @@ from ..runs import get_or_train
 from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
 from ..specs.c5 import SPEC
-from . import Build, ClaimResult, glue_values
+from . import Build, ClaimResult, glue_thresholds_of
 from .params import ChapterParams, at_most, mapping, number, param, seed_list, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -61,7 +61,8 @@ class Params(ChapterParams):
 def glue_thresholds(max_shift: int, z_outlier: float) -> None:
     """The thresholds and parameters the chapter's method text quotes."""
     same = ("heuristic_fraction_min", "z_ratio_min", "pattern_corr_min", "patch_revert_min", "control_revert_max")
-    glue_values({"c5_coverage_min": T["heuristic_coverage_min"], **{f"c5_{k}": T[k] for k in same},
+    glue_thresholds_of(SPEC, lambda T: {
+                 "c5_coverage_min": T["heuristic_coverage_min"], **{f"c5_{k}": T[k] for k in same},
                  "c5_max_shift": max_shift, "c5_z_outlier": z_outlier, "c5_m_grid": ", ".join(map(str, T["m_grid"])),
                  "c5_untrained_factor": T["untrained_share_factor_min"], "c5_cut_quantile": T["untrained_cut_quantile"],
                  "c5_untrained_offset": T["untrained_cut_seed_offset"]})

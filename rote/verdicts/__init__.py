@@ -14,9 +14,11 @@ from .core import (
     claim_of, seed_verdict, missing_parts, aggregate, group, inline, from_inline, flat, seed_result, records,
     deciding_checks, deciding, readings, amendment_change, OUTCOME_WORDS, near_checks, near_seeds, check_ranges,
 )
+from .core import amendment_moves, as_read
 from ..specs import specs
 
-__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'kind_as_of', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'group', 'inline', 'from_inline', 'flat', 'seed_result', 'records', 'deciding_checks', 'deciding', 'readings', 'amendment_change', 'OUTCOME_WORDS', 'near_checks', 'near_seeds', 'check_ranges']
+__all__ = ['KINDS', 'DECIDING', 'READINGS', 'REQUIRED_PARTS', 'FAILS_ONLY_ON', 'Check', 'CheckLabel', 'numeric', 'MissingValue', 'at_least', 'below', 'above', 'missing_reason', 'unresolved', 'supersede', 'validate', 'find', 'counts_in', 'kind_as_of', 'claim_of', 'seed_verdict', 'missing_parts', 'aggregate', 'group', 'inline', 'from_inline', 'flat', 'seed_result', 'records', 'deciding_checks', 'deciding', 'readings', 'amendment_change', 'OUTCOME_WORDS', 'near_checks', 'near_seeds', 'check_ranges',
+           'amendment_moves', 'as_read']
 
 
 

@@ -15,6 +15,7 @@ from ..analysis.curves import (FINAL_WINDOW, SampleSizes, crossing, final, first
 from ..analysis.intervals import Interval, newcombe, wilson
 from .core import Check, CheckLabel, at_least, supersede
 from .trained import plateaued, twin_trained, validated
+from .core import as_read  # thresholds as of each reading
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class C1Metrics:
                 raise ValueError(f"{name} must be None, NaN or a step of the run (0 .. {self.steps}), got {step!r}")
 
 
+@as_read
 def checks(noisy: pd.DataFrame, clean: pd.DataFrame, eval_every: int, sizes: SampleSizes | None = None,
            clean_sizes: SampleSizes | None = None) -> tuple[C1Metrics, list[Check]]:
     """C1 from a noisy run's metric table and its twin's: section 5's checks (``superseded``), 7.1-7.2's

@@ -18,6 +18,7 @@ from ..analysis.intervals import Interval, wilson, wilson_bounds
 from ..analysis.ranges import is_whole
 from ..specs.c2 import SPEC
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, supersede, validate
+from .core import as_read  # thresholds as of each reading
 
 
 class Absent(enum.Enum):
@@ -153,6 +154,7 @@ class LensReads:
             raise ValueError("LensReads: table has P(true) and P(noisy) by layer (p_true, p_noisy)")
 
 
+@as_read
 def checks(task: str, n_M: int, n_C: int, probes: ProbeReads, lens: LensReads | None) -> tuple[C2Metrics, list[Check]]:
     """C2 on one seed: each probe read at its best layer on M (section 5; for THR the bridge at r1 and the
     unmasked tail ``superseded`` by 7.4's reads), the lens pattern and 7.4's lens null. A missing input

@@ -14,6 +14,7 @@ from .. import fmt
 from ..analysis.sweep_table import SetErasure
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, above, at_least, group, inline, missing_reason, unresolved, validate
+from .core import as_read  # thresholds as of each reading
 
 if TYPE_CHECKING:  # the verdict layer imports no torch (rote.build.site shows records without it)
     from ..analysis.patching import ErasureSweep
@@ -112,6 +113,7 @@ def _stat(stats: OverlapStats | None, name: str) -> float:
     return math.nan if value is None else value
 
 
+@as_read
 def checks(sweep: pd.DataFrame | ErasureSweep, rank: int, overlap: dict, task: str,
            statistics: dict | None = None, erasure_layers: list | None = None) -> tuple[C3Metrics, list[Check]]:
     """C3 from the erasure sweep (a table with rows rank / method / set / accuracy, rank 0 = before, or a

@@ -14,6 +14,7 @@ from ..analysis.ranges import check_fields
 from ..analysis.ranges import is_whole
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, at_least, group, missing_reason, numeric, supersede, unresolved, validate
+from .core import as_read  # thresholds as of each reading
 
 
 LOOKUP_STATISTICS = ("k50", "activity", "positions")  # the C4 statistics the look-up control of 7.6 judges
@@ -79,6 +80,7 @@ class C4Metrics:
     rests_on_intermediate_alone: bool | None = None
 
 
+@as_read
 def checks(summary: C4Summary, lookup: LookupStatistics | None = None,
            setting: Setting = Setting()) -> tuple[C4Metrics, list[Check]]:
     """C4 on M (``summary``) and a known look-up (``lookup``; None: not measured). Section 5's checks

@@ -13,6 +13,7 @@ from ..analysis.neuron_patching import AfterJstarCurves, DoseSummary, JstarDose,
 from ..analysis.outliers import AfterJstar, JstarComparison, NullComparison, OutlierComparison, ShiftDirection
 from ..claims import THRESHOLDS
 from .core import Check, CheckLabel, numeric, at_least, below, flat, from_inline, group, missing_reason, supersede, unresolved
+from .core import as_read  # thresholds as of each reading
 
 C5_REASONS = {
     "7.7": "7.7: the outlier set holds ~230 of 2,560 units per example, and patching that many units anywhere "
@@ -190,6 +191,7 @@ def _rows(m: C5Metrics) -> list[tuple]:
     ]
 
 
+@as_read
 def checks(metrics: C5Metrics) -> tuple[C5Metrics, list[Check]]:
     """``metrics`` and C5's checks (section 5, amendments 7.7, 8.3-8.6, section 11). Amended: the share
     under 8.3's cut (>= 0.2 and >= 2 x the null's); at j* (8.4, over the 8.3 units) the |z| ratio, the

@@ -12,8 +12,10 @@ check it validates is superseded or unresolved, :func:`validate`); ``superseded`
 An amendment is data: a check's ``history`` holds its kind from each protocol section on, and a
 reading counts the checks by the kind they had as of one section: the **registered reading** as of
 the claim's registration (section 5; X1's 9), the **amended reading** as of its latest amendment, a
-section (``"7"``) as of that amendment (:func:`readings`, :func:`amendment_change`). One seed's verdict
-in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
+section (``"7"``) as of that amendment (:func:`readings`, :func:`amendment_change`). A claim module's
+``checks`` (wrapped by :func:`as_read`) reads its thresholds as of the reading it builds: where an
+amendment moved one, the check as registered keeps its value and an amended copy reads the new one.
+One seed's verdict in a reading is ``fail`` if a counted check fails, else ``unresolved`` if one is unresolved or a
 required part of the claim (:data:`REQUIRED_PARTS`) has no counted check, else ``pass``. Across
 seeds: ``holds``, ``fails``, ``unresolved`` (every seed alike), else ``mixed`` with its three counts;
 a single seed is labelled ``(1 seed)``. The analysis modules never import this layer.
@@ -21,6 +23,8 @@ a single seed is labelled ``(1 seed)``. The analysis modules never import this l
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import time
 import dataclasses
@@ -29,8 +33,8 @@ from typing import Any, Iterable
 
 from .. import claims, fmt
 from ..claims import FAILS_ONLY_ON, REQUIRED_PARTS, THRESHOLDS
-from ..spec import section_key, within
-from ..specs import amendment_names, spec_of
+from ..spec import section_key, thresholds_as_of, within
+from ..specs import SPECS, amendment_names, spec_of
 
 
 KINDS = ("registered", "amended", "control", "null", "validity", "superseded")
@@ -39,7 +43,13 @@ READINGS = ("registered", "amended")  # the readings a record stores; a section 
 CEILING = "ceiling"  # 7.5's kind of the split-half ceiling: it decided, passing wherever computed (8.1: validity)
 REQUIRED_PARTS_SECTION = "8.1"  # the rule of required parts; the stored readings follow the current rules
 UNMEASURED_SECTION = "8.5"  # the rule that leaves a check whose validity check was not measured unresolved
-RECORD_WAS = ("7", "8")  # a record's ``was``: the kind a check had as of the first where the second changed it
+
+
+def record_was() -> tuple[str, str]:
+    """The amendments a record's ``was`` compares (the record format of amendment 2): the kind a check had as
+    of the first amendment, where the second changed it (:func:`rote.specs.amendment_names`)."""
+    first, second = list(amendment_names())[:2]
+    return first, second
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class Check:
     unresolved. ``passed`` is True, False or None (unresolved). ``history``: ((section, kind), ...),
     the section that added it with its kind, then each that changed its kind (the last is ``kind``);
     the record keeps it as ``section5`` (it counts in the registered reading) and ``was``
-    (:data:`RECORD_WAS`: "" amendment 2 changed nothing, "new" it added the check, else the kind it
+    (:func:`record_was`: "" amendment 2 changed nothing, "new" it added the check, else the kind it
     had under amendment 1), and keeps it whole only where those cannot say it."""
 
     id: str
@@ -84,7 +94,7 @@ class Check:
             raise ValueError(f"{self.id}: its history {history!r} must end with its kind {self.kind!r}")
         object.__setattr__(self, "history", history)
         object.__setattr__(self, "section5", kind_as_of(self, _registered_in(self.id)) == "registered")
-        before, after = (kind_as_of(self, s) for s in RECORD_WAS)
+        before, after = (kind_as_of(self, s) for s in record_was())
         object.__setattr__(self, "was", "" if before == after else "new" if before is None else before)
         if self.interval is not None:
             low, high = (float(x) for x in self.interval)
@@ -118,13 +128,13 @@ def _registered_in(check_id: str) -> str:
 
 
 def _decode(check_id: str, kind: str, section5: bool, was: str) -> tuple:
-    """A check's history from its record fields (:data:`RECORD_WAS`): in the registration where ``section5``,
+    """A check's history from its record fields (:func:`record_was`): in the registration where ``section5``,
     with its ``was`` kind as of the first amendment (none where ``was`` is "new"), its ``kind`` after."""
     out = [(_registered_in(check_id), "registered")] if section5 else []
-    before = None if was == "new" else was or kind
+    before, (first, second) = None if was == "new" else was or kind, record_was()
     if before and (not out or out[-1][1] != before):
-        out.append((RECORD_WAS[0], before))
-    return tuple(out + ([(RECORD_WAS[1], kind)] if kind != before else []))
+        out.append((first, before))
+    return tuple(out + ([(second, kind)] if kind != before else []))
 
 
 def _by_amendment(check_id: str, history) -> tuple:
@@ -264,6 +274,71 @@ def validate(check: Check, validity: Check, on_fail: str, section: str) -> list[
     section = section if on_fail == "unresolve" else UNMEASURED_SECTION
     stand_in = check.replace(id=f"{check.id}.amended").since(section, "amended" if check.section5 else check.kind)
     return [supersede(check, f"judged as {check.id}.amended", section), unresolved(stand_in, why), validity]
+
+
+# -- thresholds as of each reading ------------------------------------------------------------------
+def as_read(build):
+    """A claim module's ``checks`` (returning its metrics and checks), reading the claim's thresholds as of the
+    reading each check belongs to: built once as of the claim's registration, then again as of each section
+    that moved one of its thresholds (:meth:`rote.spec.ClaimSpec.moves`), merged by :func:`moved_checks`.
+    The metrics are the last build's. A claim none of whose thresholds moved is built once, as it is."""
+
+    @functools.wraps(build)
+    def judged(*args, **kwargs):
+        spec = SPECS.get(build.__module__.rsplit(".", 1)[-1].upper())
+        if spec is None or not spec.moves():
+            return build(*args, **kwargs)
+        with thresholds_as_of(spec.registered_in):
+            metrics, checks = build(*args, **kwargs)
+        for section in spec.moves():
+            with thresholds_as_of(section):
+                metrics, moved = build(*args, **kwargs)
+            checks = moved_checks(checks, moved, section)
+        return metrics, checks
+
+    return judged
+
+
+def _alike(a: Check, b: Check) -> bool:
+    """Whether two builds of a check are the same (a NaN alike in both)."""
+    return a == b or json.dumps(asdict(a), default=str) == json.dumps(asdict(b), default=str)
+
+
+def _from(check: Check, section: str, copy: bool = False) -> Check:
+    """``check`` as added in ``section`` (its kind then, its later changes kept); a ``copy`` of a check that
+    reads a moved threshold is ``<id>@<section>``, and ``amended`` where the check was ``registered``."""
+    first = kind_as_of(check, section) or check.kind
+    history = ((section, "amended" if copy and first == "registered" else first),
+               *((s, k) for s, k in check.history if not within(s, section)))
+    return check.replace(id=f"{check.id}@{section}" if copy else check.id, kind=history[-1][1], history=history)
+
+
+def moved_checks(before: list[Check], after: list[Check], section: str) -> list[Check]:
+    """The checks built as of the section before ``section`` (``before``) and as of ``section`` (``after``),
+    where ``section`` moved a threshold: a check alike in both stays; one that differs and was added before
+    ``section`` keeps its value and is ``superseded`` from ``section`` on, its copy ``<id>@<section>`` (the
+    value as of ``section``; ``amended`` where it was ``registered``) counting from there; one added in or
+    after ``section`` is the new build's. A check only one build makes stops counting (``before``) or starts
+    (``after``) at ``section``."""
+    built, out = {c.id: c for c in after}, []
+    for check in before:
+        new = built.pop(check.id, None)
+        if new is not None and _alike(new, check):
+            out.append(check)
+            continue
+        if within(section, check.history[0][0]):  # the check is the section's own or later: it reads the new value
+            out += [new] if new is not None else []
+            continue
+        if kind_as_of(check, section) != "superseded":
+            kept = tuple(e for e in check.history if within(e[0], section))
+            why = f"{section}: a threshold it reads moved" + (f"; judged as {check.id}@{section}" if new else "")
+            keep = check.reason if check.reason and check.passed is not True else ""
+            check = check.replace(kind="superseded", history=kept + ((section, "superseded"),),
+                                  reason=f"{why}; {keep}" if keep else why)
+        out.append(check)
+        if new is not None and kind_as_of(new, section) not in (None, "superseded"):
+            out.append(_from(new, section, copy=True))
+    return out + [c if within(section, c.history[0][0]) else _from(c, section) for c in built.values()]
 
 
 def find(checks: Iterable[Check | dict], check_id: str) -> Check | dict | None:
@@ -513,7 +588,7 @@ def deciding(rec: claims.ClaimRecord) -> str:
 def readings(rec: claims.ClaimRecord) -> dict[str, str]:
     """A record's verdict in each of its readings, by name: the registered one, then as of each amendment that
     touches its claim (the last is the amended verdict)."""
-    seeds, amendments = rec.per_seed or [], claims.SPECS[rec.claim].amendments
+    seeds, amendments = rec.per_seed or [], claims.SPECS[rec.claim].amended_in
     names = amendment_names()
     return {name: aggregate([seed_verdict(s["checks"], reading) for s in seeds], failing(rec.claim, seeds))
             for name, reading in [("registered", "registered"), *((names[a], a) for a in amendments[:-1]),
@@ -521,20 +596,19 @@ def readings(rec: claims.ClaimRecord) -> dict[str, str]:
 
 
 def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dict:
-    """What the amendment of ``section`` (default: the latest) did to a record's verdict: the verdict as of the
+    """What the amendment of ``section`` (default: the claim's latest) did to a record's verdict: the verdict as of the
     amendment before it (or the registered one) and as of it, keyed by their names without spaces
     (``amendment1``, ``amendment2``), and ``why``, one line: the checks that decided before and no longer
     count (with their reasons), and the checks it added that do not pass. Empty ``why`` where nothing moved."""
-    names, spec = amendment_names(), claims.SPECS.get(rec.claim)
-    order = list(spec.amendments) if spec and spec.amendments else list(names)  # the claim's own amendments
-    section = section or order[-1]
-    previous = order[order.index(section) - 1] if section in order and order.index(section) else "registered"
+    names, seeds, spec = amendment_names(), rec.per_seed or [], claims.SPECS.get(rec.claim)
+    section = section or ((spec.amended_in if spec else ()) or list(names))[-1]  # default: the claim's latest
+    order = [a for a in (spec.amended_in if spec else ()) if section_key(a) < section_key(section)]
+    previous = order[-1] if order else "registered"  # the claim's amendment before it
     keys = (names.get(previous, previous).replace(" ", ""), names[section].replace(" ", ""))
-    seeds = rec.per_seed or []
-    if spec is None or section not in spec.amendments:  # no such amendment reads it: nothing moved
+    if spec is None or section not in spec.amended_in:  # no such amendment reads it: nothing moved
         return {keys[0]: rec.verdict_amended, keys[1]: rec.verdict_amended, "why": ""}
     before, after = (aggregate([seed_verdict(s["checks"], r) for s in seeds], failing(rec.claim, seeds))
-                     for r in (previous, "amended" if section == spec.amendments[-1] else section))
+                     for r in (previous, "amended" if section == spec.amended_in[-1] else section))
     if before == after:
         return {keys[0]: before, keys[1]: after, "why": ""}
     dropped: dict[str, str] = {}
@@ -558,3 +632,16 @@ def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dic
 
 
 OUTCOME_WORDS = {True: "pass", False: "fail", None: "unresolved"}
+
+
+def amendment_moves(rec: claims.ClaimRecord) -> list[dict]:
+    """Each amendment that moved a record's verdict (:func:`amendment_change` for every amendment that touches its
+    claim, in order): ``amendment`` (its name), ``before``, ``after`` and ``why``; none where nothing moved."""
+    spec, names, out = claims.SPECS.get(rec.claim), amendment_names(), []
+    for section in (spec.amended_in if spec and rec.per_seed else ()):
+        change = amendment_change(rec, section)
+        before, after = list(change.values())[:2]
+        if change["why"]:
+            out.append({"amendment": names[section], "before": before, "after": after, "why": change["why"]})
+    return out
+

@@ -25,6 +25,7 @@ from ..claims import THRESHOLDS
 from ..analysis.curves import Plateau
 from .core import Check, CheckLabel, at_least, missing_reason, supersede, unresolved
 from .trained import SECTION, plateaued, twin_trained, validated
+from .core import as_read  # thresholds as of each reading
 
 DECIMALS = 9  # comparisons at 1e-9 (see the module docstring)
 NOT_TRAINED = "not trained"  # a width (or run) of the registered grid without its runs
@@ -176,6 +177,7 @@ class X1Metrics:
     cost_by_noise_ratio: dict | None = None
 
 
+@as_read
 def checks(by_width: pd.DataFrame, widths: Iterable[int] | None = None) -> tuple[X1Metrics, list[Check]]:
     """One seed's metrics and checks from its rows of the width table (``width``, ``cost``, ``mem``, ...),
     in increasing width (module docstring). ``widths``: the registered grid (default: the widths of the
