@@ -8,6 +8,7 @@ of the seeds the book is built with (``$ROTE_SEEDS``, else the protocol's); :fun
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -116,10 +117,10 @@ class ClaimRecord:
 
 
 def placeholder(claim: str, task: str, condition: str, profile: str, seeds: list[int] | None = None,
-                reason: str = "", word: str = NOT_RUN) -> ClaimRecord:
-    """A record without a verdict, ``word`` in its place: ``not run`` (never computed, or written by a chapter
-    that could not judge the claim; the default) or ``stale`` (:func:`shown`), and why (``reason``)."""
-    return ClaimRecord(claim, task, condition, profile, list(seeds or []), word, word, word,
+                reason: str = "") -> ClaimRecord:
+    """A record without a verdict, ``not run`` in its place (never computed, or written by a chapter that could
+    not judge the claim), and why (``reason``); :func:`shown` turns one into ``stale``."""
+    return ClaimRecord(claim, task, condition, profile, list(seeds or []), NOT_RUN, NOT_RUN, NOT_RUN,
                        threshold=dict(THRESHOLDS[claim]), page=CLAIM_PAGES[claim], reason=reason)
 
 
@@ -233,10 +234,13 @@ def shown(records: list[ClaimRecord]) -> list[ClaimRecord]:
     """The records as the scorecard, the front page and ``rote claims`` show them: a stale one (:func:`is_stale`)
     as a ``stale`` record with the command that rebuilds it and no seeds' checks, so that it never counts as a
     verdict; the others as they are."""
-    return [placeholder(r.claim, r.task, r.condition, r.profile, r.seeds, word=STALE, reason=
-                        f"judged by code other than today's (judging code {r.judging or 'not recorded'}, today "
-                        f"{judging_code()}); rebuild it with `{rebuild_command(r)}`")
-            if is_stale(r) else r for r in records]
+    def stale(r: ClaimRecord) -> ClaimRecord:
+        why = (f"judged by code other than today's (judging code {r.judging or 'not recorded'}, today "
+               f"{judging_code()}); rebuild it with `{rebuild_command(r)}`")
+        return dataclasses.replace(placeholder(r.claim, r.task, r.condition, r.profile, r.seeds, why),
+                                   verdict_registered=STALE, verdict_amended=STALE, status=STALE)
+
+    return [stale(r) if is_stale(r) else r for r in records]
 
 
 def load_shown(profile: str | None = None, root: Path | None = None,

@@ -93,16 +93,23 @@ class Grid:
 
 
 def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None = None,
-         overrides: Mapping[str, object] | None = None, widths: object = None,
-         noise_ratios: object = None, final_gen=None) -> Grid:
+         overrides: Mapping[str, object] | None = None, widths: object = None, noise_ratios: object = None) -> Grid:
     """The chapter's parameters, validated (a ConfigError names the problem before anything trains),
-    and X1's grid from the plan, each width at the rate its selection chose (12.4) from ``final_gen(config)``
-    (a selection twin's final gen, None: not trained; default: the cache, :func:`rote.plan.cached_final_gen`)."""
+    and X1's grid from the plan, each width at the rate its selection chose (12.4) on the cached selection runs
+    (:func:`rote.plan.cached_final_gen`; :func:`resolved` chooses on metric tables instead)."""
+    return _grid(profile, tasks, seeds, overrides, (widths, noise_ratios), plan.cached_final_gen)
+
+
+def _grid(profile: str, tasks: Iterable[str], seeds: list[int] | None, overrides: Mapping[str, object] | None,
+          sizes: tuple[object, object], final_gen) -> Grid:
+    """:func:`grid`, each width's rate chosen from ``final_gen(config)`` (a selection twin's final gen, None:
+    not trained); ``sizes``: (widths, noise ratios)."""
+    widths, noise_ratios = sizes
     if list(tasks) != ["fda"]:
         raise ConfigError(f"X1 is an FDA claim (protocol 9); tasks must be ['fda'], got {list(tasks)}")
     width_list, ratio_list = plan.x1_grid(profile, widths, noise_ratios, overrides)
     seed_values = plan.seed_list(profile) if seeds is None else list(seeds)
-    rates = plan.x1_rates(profile, final_gen or plan.cached_final_gen, overrides, width_list)
+    rates = plan.x1_rates(profile, final_gen, overrides, width_list)
     width_units, ratio_units = plan.x1_units(profile, seed_values, overrides, width_list, ratio_list,
                                              {w: choice.chosen for w, choice in rates.items()})
     return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units),
@@ -115,7 +122,7 @@ def resolved(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Grid:
     def final_gen(config: RunConfig) -> float | None:
         return curves.final(metrics[config.key], "gen") if config.key in metrics else None
 
-    return grid(g.profile, ["fda"], list(g.seeds), g.overrides, g.widths, g.noise_ratios, final_gen)
+    return _grid(g.profile, ["fda"], list(g.seeds), g.overrides, (g.widths, g.noise_ratios), final_gen)
 
 
 @dataclass(frozen=True)
