@@ -127,11 +127,12 @@ def _cli(tmp_path, *args):
 def test_cli_refuses_a_bad_chapter_parameter_before_any_work(tmp_path):
     result = _cli(tmp_path, "run", "outlier_heuristics", "--profile", "smoke", "-p", "top_k", "0")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == "error: top_k must be a whole number >= 1, got 0"
+    assert result.stderr.strip() == ("error: top_k must be a whole number >= 1, got 0 (a feature must cover at least "
+                                     "one top input, drawn from the grid)")
 
 
 def test_book_refuses_a_bad_chapter_parameter_before_training(tmp_path):
     result = _cli(tmp_path, "book", "--chapter", "outlier_heuristics", "--profile", "smoke", "--seeds", "1",
                   "-p", "grid_size", "-5", "--no-render")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == "error: grid_size must be a whole number in [1, 81000000], got -5"
+    assert result.stderr.strip().startswith("error: grid_size must be a whole number in [1, 81000000], got -5 (")

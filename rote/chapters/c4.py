@@ -35,13 +35,13 @@ class Params(ChapterParams):
     tasks: list[str] = param(["fda", "thr"], task_list())
     seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
     overrides: dict = param({}, mapping())
-    n_samples: int = param(3, whole(1))
-    erasure_rank: int = param(8, whole(1))
-    n_controls: int = param(3, whole(1))
-    n_matched: int = param(3, whole(1))
-    n_keys: int = param(50, whole(1))
-    max_lookup: int = param(300, whole(1))
-    max_fit: int = param(2000, whole(1))
+    n_samples: int = param(3, whole(1), "at least one resample draw per example and position")
+    erasure_rank: int = param(8, whole(1), "INLP removes at least one direction at each site")
+    n_controls: int = param(3, whole(1), "at least one random subspace for the erasure control")
+    n_matched: int = param(3, whole(1), "at least one information-matched erasure for the matched control")
+    n_keys: int = param(50, whole(1), "the FDA look-up grafts at least one key")
+    max_lookup: int = param(300, whole(1), "the THR look-up analyses at least one atomic fact")
+    max_fit: int = param(2000, whole(1), "clean training examples to fit INLP on")
     seed: int = param(0, whole(0))
 
 
