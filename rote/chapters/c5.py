@@ -27,7 +27,7 @@ from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
 from ..specs.c5 import SPEC
 from . import Build, ClaimResult, glue_values
-from .params import ChapterParams, mapping, number, param, seed_list, task_list, whole
+from .params import ClaimParams, number, param, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
 CHECKS_HEAD = "One number per seed (the checks are in the Verdict section):"
@@ -35,12 +35,10 @@ CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["co
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The notebook's ``parameters`` cell, checked before anything trains."""
 
     tasks: list[str] = param(["fda"], task_list(("fda",)))  # C5 is an FDA claim
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())
     grid_size: int = param(4096, whole(1, (MAX_OPERAND - MIN_OPERAND + 1) ** 2),
                            "distinct clean inputs: at least one, at most every pair of four-digit operands")
     grid_seed: int = param(0, whole(0))

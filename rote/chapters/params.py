@@ -283,6 +283,25 @@ def at_most(name: str, value, bound_name: str, bound) -> None:
         raise ConfigError(f"{name} must be a whole number in [1, {bound_name}={bound}], got {value!r}")
 
 
+@dataclass(frozen=True)
+class ClaimParams(ChapterParams):
+    """A claim chapter's first parameters: the tasks whose runs it loads, their seeds and run parameters; the
+    chapter declares its own after them (an FDA claim redeclares ``tasks``, in the same place)."""
+
+    tasks: list[str] = param(["fda", "thr"], task_list())
+    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    overrides: dict = param({}, mapping())  # flat run parameters, checked against every run the chapter asks for
+
+
+# the erasure of the intermediate result, as chapters C3 and C4 both fit it (the same parameter in each)
+def erasure_rank_param():
+    return param(8, whole(1), "INLP removes at least one direction at each site")
+
+
+def erasure_fit_param():
+    return param(2000, whole(1), "clean training examples to fit INLP on")
+
+
 # -- the chapters without a claim module ----------------------------------------------------------
 @dataclass(frozen=True)
 class TasksParams(ChapterParams):
