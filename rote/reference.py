@@ -131,6 +131,16 @@ def _value_text(value) -> str:
     return "None" if value is None else json.dumps(value) if isinstance(value, (bool, list, dict, str)) else str(value)
 
 
+def _default_text(declared) -> str:
+    """A chapter parameter's default; for None, what it stands for per profile where declared (once if alike)."""
+    per_profile = {p: _value_text(v) for p, v in declared.profile_defaults().items()}
+    if not per_profile:
+        return _value_text(declared.default)
+    if len(set(per_profile.values())) == 1:
+        return f"None: {next(iter(per_profile.values()))}"
+    return "None: " + "; ".join(f"{p} {v}" for p, v in per_profile.items())
+
+
 def chapter_rows() -> list[Row]:
     """One row per chapter parameter and distinct declaration, a name's declarations in book order."""
     from .chapters.params import chapter_params
@@ -139,7 +149,7 @@ def chapter_rows() -> list[Row]:
     first: dict[tuple, object] = {}
     for chapter in _declared():
         for d in chapter_params(chapter).declared().values():
-            key = (d.name, d.type, d.valid, _value_text(d.default))
+            key = (d.name, d.type, d.valid, _default_text(d))
             groups.setdefault(key, []).append(chapter)
             first.setdefault(key, d.default)
     order = list(dict.fromkeys(key[0] for key in groups))

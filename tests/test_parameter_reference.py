@@ -127,3 +127,15 @@ def test_chapter_checks_across_fields():
     checks = dict(reference.chapter_checks())
     assert checks["outlier_heuristics"] == ["`top_k <= grid_size`", "`n_null <= n_clean`"]
     assert "divisible by the runs' n_heads" in checks["benign_memorization"][0]
+
+
+def test_a_default_of_none_shows_what_it_stands_for_per_profile(page):
+    from rote import plan
+
+    chapter_part, _ = _sections(page)
+    widths = next(r for r in _rows(chapter_part) if r[0].startswith("`widths`"))
+    assert widths[2] == "`None: " + "; ".join(f"{p} {list(w)}" for p, w in plan.X1_WIDTHS.items()) + "`"
+    ratios = next(r for r in _rows(chapter_part) if r[0].startswith("`noise_ratios`"))
+    assert ratios[2] == f"`None: {list(plan.X1_NOISE_RATIOS)}`"  # alike on every profile: once
+    seeds = [r for r in _rows(chapter_part) if r[0].startswith("`seeds`")]
+    assert [r[2] for r in seeds] == ["`None`"]  # no per-profile value declared

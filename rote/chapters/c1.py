@@ -13,6 +13,7 @@ import seaborn as sns
 
 from .. import plan, plots, verdicts
 from ..analysis import curves
+from ..config import make_config
 from ..report import each_seed, where
 from ..runs import get_or_train
 from ..specs.c1 import SPEC
@@ -26,7 +27,8 @@ T = SPEC.values()  # the thresholds in force
 class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
-    sweep_ratios: list[float] | None = param(None, noise_ratios())  # None: rote.plan.sweep_ratios
+    sweep_ratios: list[float] | None = param(None, noise_ratios(),  # None: rote.plan.sweep_ratios of each run
+                                             per_profile=lambda p: plan.sweep_ratios(p, make_config("fda", p)))
 
 
 def glue_thresholds() -> None:

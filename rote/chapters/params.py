@@ -196,10 +196,12 @@ def checked_elsewhere(wanted: str, parse: Callable[[Any], Any] = parse_text, edg
     return Rule(wanted, lambda v: True, parse, tuple(edges))
 
 
-def param(default, rule: Rule, needs: str = "", at_most: str | None = None):
+def param(default, rule: Rule, needs: str = "", at_most: str | None = None,
+          per_profile: Callable[[str], Any] | None = None):
     """A parameter field: its default (a fresh copy for a list or a dict), the rule its value obeys, what the
-    analysis needs of it (said in the error and on the reference page) and the field it may not exceed."""
-    metadata = {"rule": rule, "needs": needs, "at_most": at_most}
+    analysis needs of it (said in the error and on the reference page), the field it may not exceed, and
+    for a default of None, what it stands for on each profile (``per_profile(profile)``)."""
+    metadata = {"rule": rule, "needs": needs, "at_most": at_most, "per_profile": per_profile}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -216,6 +218,11 @@ class Declared:
     rule: Rule
     needs: str
     at_most: str | None
+    per_profile: Callable[[str], Any] | None = None
+
+    def profile_defaults(self) -> dict[str, Any]:
+        """Profile -> the value a default of None stands for there (empty where the declaration says none)."""
+        return {p: self.per_profile(p) for p in PROFILES} if self.per_profile and self.default is None else {}
 
     @property
     def valid(self) -> str:
@@ -255,7 +262,8 @@ class ChapterParams:
         """Parameter name -> its declaration, in the cell's order."""
         return {f.name: Declared(f.name, f.type if isinstance(f.type, str) else f.type.__name__,
                                  f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default,
-                                 f.metadata["rule"], f.metadata.get("needs", ""), f.metadata.get("at_most"))
+                                 f.metadata["rule"], f.metadata.get("needs", ""), f.metadata.get("at_most"),
+                                 f.metadata.get("per_profile"))
                 for f in dataclasses.fields(cls)}
 
     @classmethod

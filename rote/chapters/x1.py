@@ -99,11 +99,13 @@ class Params(ClaimParams):
     widths: list[int] | None = param(None, checked_elsewhere(  # checked by the grid
         "None or increasing model widths", parse_list,
         edges=((None, True), ([8, 16], True), ([8], False), ([0, 8], False), ([16, 8], False), ([8, 8], False))),
-        "X1 compares widths: at least two, each divisible by the runs' n_heads")
+        "X1 compares widths: at least two, each divisible by the runs' n_heads",
+        per_profile=lambda p: list(plan.X1_WIDTHS[p]))
     noise_ratios: list[float] | None = param(None, checked_elsewhere(  # checked by the grid
         "None or increasing noise ratios", parse_list,
         edges=((None, True), ([0.0], True), ([-1e-9], False), ([math.nextafter(1.0, 0.0)], True), ([1.0], False),
-               ([0.2, 0.1], False))), "each a noise ratio in [0, 1)")
+               ([0.2, 0.1], False))), "each a noise ratio in [0, 1)",
+        per_profile=lambda p: list(plan.X1_NOISE_RATIOS))
     train_grid: bool = param(True, flag())
 
     def check_together(self) -> None:
