@@ -136,3 +136,15 @@ def test_book_refuses_a_bad_chapter_parameter_before_training(tmp_path):
                   "-p", "grid_size", "-5", "--no-render")
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().startswith("error: grid_size must be a whole number in [1, 81000000], got -5 (")
+
+
+def test_distributed_encoding_refuses_a_run_without_noise_before_any_work(tmp_path):
+    """Issue 45: C4 with noise_ratio 0 ran on noise-free runs (nothing memorized, the noisy run its own twin) and
+    wrote three records; its overrides' declaration refuses it again, given either way, with exit 2."""
+    for given in (["-p", "noise_ratio", "0"], ["-p", "overrides", '{"noise_ratio": 0.0}']):
+        result = _cli(tmp_path, "run", "distributed_encoding", "--profile", "smoke", *given)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().startswith("error: overrides must be a dict (a JSON object) whose noise_ratio, "
+                                                "where given, is > 0, got {'noise_ratio': 0"), result.stderr
+    assert driver.resolve_parameters("distributed_encoding", "smoke", {"noise_ratio": "0.2"})["overrides"] == \
+        {"noise_ratio": 0.2}

@@ -21,7 +21,7 @@ from ..report import choose_by, each_seed, label, measured, num, registered_not_
 from ..runs import get_or_train
 from ..specs.c4 import SPEC
 from . import Build, ClaimResult, glue_values
-from .params import ClaimParams, erasure_fit_param, erasure_rank_param, param, whole
+from .params import ClaimParams, erasure_fit_param, erasure_rank_param, noisy_overrides, param, whole
 
 T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # the erasure sites of chapter C3's rule
@@ -32,6 +32,8 @@ LOOKUP_COLOR, DISTRIBUTED_COLOR = "#c0392b", "#2471a3"
 class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
+    # in place of ClaimParams' overrides: C4 measures the memorized noisy labels, so a run without noise is refused
+    overrides: dict = param({}, noisy_overrides(), "C4 reads how memorized noisy labels are stored: none without noise")
     n_samples: int = param(3, whole(1), "at least one resample draw per example and position")
     erasure_rank: int = erasure_rank_param()
     n_controls: int = param(3, whole(1), "at least one random subspace for the erasure control")

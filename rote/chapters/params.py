@@ -137,6 +137,18 @@ def mapping() -> Rule:
     return Rule("a dict (a JSON object)", lambda v: isinstance(v, dict), edges=(({}, True), ([1, 2], False)))
 
 
+def noisy_overrides() -> Rule:
+    """Run parameters for a chapter that reads memorized noisy labels: a dict whose ``noise_ratio``, where it
+    is given, is > 0 (no noise: no noisy label to memorize, and the noisy run is its own noise-free twin)."""
+    def ok(v) -> bool:
+        ratio = v.get("noise_ratio", 1) if isinstance(v, dict) else None
+        return isinstance(v, dict) and _is_number(ratio) and ratio > 0
+
+    return Rule("a dict (a JSON object) whose noise_ratio, where given, is > 0", ok,
+                edges=(({}, True), ({"noise_ratio": math.nextafter(0.0, 1.0)}, True), ({"noise_ratio": 0}, False),
+                       ({"noise_ratio": -0.1}, False), ([1, 2], False)))
+
+
 def _is_list(value) -> bool:
     return isinstance(value, (list, tuple)) and len(value) > 0
 
