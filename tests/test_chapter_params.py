@@ -140,7 +140,8 @@ def test_book_refuses_a_bad_chapter_parameter_before_training(tmp_path):
 
 def test_distributed_encoding_refuses_a_run_without_noise_before_any_work(tmp_path):
     """Issue 45: C4 with noise_ratio 0 ran on noise-free runs (nothing memorized, the noisy run its own twin) and
-    wrote three records; its overrides' declaration refuses it again, given either way, with exit 2."""
+    wrote three records, the one degenerate value of a new user's tries that was not refused; its overrides'
+    declaration refuses it, given either way, with exit 2."""
     for given in (["-p", "noise_ratio", "0"], ["-p", "overrides", '{"noise_ratio": 0.0}']):
         result = _cli(tmp_path, "run", "distributed_encoding", "--profile", "smoke", *given)
         assert result.returncode == 2, result.stderr
