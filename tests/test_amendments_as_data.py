@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rote import spec as spec_module, specs as spec_package, verdicts
+from rote import specs as spec_package, verdicts
 from rote.spec import Addition, Threshold, thresholds_as_of
 from rote.specs import SPECS, amendment_names
 from rote.verdicts.core import Check, moved_checks

@@ -127,11 +127,25 @@ def _cli(tmp_path, *args):
 def test_cli_refuses_a_bad_chapter_parameter_before_any_work(tmp_path):
     result = _cli(tmp_path, "run", "outlier_heuristics", "--profile", "smoke", "-p", "top_k", "0")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == "error: top_k must be a whole number >= 1, got 0"
+    assert result.stderr.strip() == ("error: top_k must be a whole number >= 1, got 0 (a feature must cover at least "
+                                     "one top input, drawn from the grid)")
 
 
 def test_book_refuses_a_bad_chapter_parameter_before_training(tmp_path):
     result = _cli(tmp_path, "book", "--chapter", "outlier_heuristics", "--profile", "smoke", "--seeds", "1",
                   "-p", "grid_size", "-5", "--no-render")
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == "error: grid_size must be a whole number in [1, 81000000], got -5"
+    assert result.stderr.strip().startswith("error: grid_size must be a whole number in [1, 81000000], got -5 (")
+
+
+def test_distributed_encoding_refuses_a_run_without_noise_before_any_work(tmp_path):
+    """Issue 45: C4 with noise_ratio 0 ran on noise-free runs (nothing memorized, the noisy run its own twin) and
+    wrote three records, the one degenerate value of a new user's tries that was not refused; its overrides'
+    declaration refuses it, given either way, with exit 2."""
+    for given in (["-p", "noise_ratio", "0"], ["-p", "overrides", '{"noise_ratio": 0.0}']):
+        result = _cli(tmp_path, "run", "distributed_encoding", "--profile", "smoke", *given)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().startswith("error: overrides must be a dict (a JSON object) whose noise_ratio, "
+                                                "where given, is > 0, got {'noise_ratio': 0"), result.stderr
+    assert driver.resolve_parameters("distributed_encoding", "smoke", {"noise_ratio": "0.2"})["overrides"] == \
+        {"noise_ratio": 0.2}

@@ -38,10 +38,10 @@ def test_every_chapter_parameter_is_on_the_page_with_its_chapters(page):
     rows = _rows(chapter_part)
     for chapter in CHAPTER_PARAMS:
         stem = driver.chapters()[chapter].stem
-        for f in dataclasses.fields(chapter_params(chapter)):
-            mine = [r for r in rows if r[0] == f"`{f.name}` (`{f.type}`)" and f"<{stem}>`" in r[3]]
-            assert len(mine) == 1, f"{chapter}.{f.name}: {len(mine)} rows"
-            assert mine[0][1] == f.metadata["rule"].wanted  # the declaration's own words
+        for d in chapter_params(chapter).declared().values():
+            mine = [r for r in rows if r[0] == f"`{d.name}` (`{d.type}`)" and f"<{stem}>`" in r[3]]
+            assert len(mine) == 1, f"{chapter}.{d.name}: {len(mine)} rows"
+            assert mine[0][1] == d.valid  # the declaration's own words, with what the analysis needs
 
 
 def test_every_run_parameter_is_on_the_page(page):
@@ -128,3 +128,15 @@ def test_chapter_checks_across_fields():
     checks = dict(reference.chapter_checks())
     assert checks["outlier_heuristics"] == ["`top_k <= grid_size`", "`n_null <= n_clean`"]
     assert "divisible by the runs' n_heads" in checks["benign_memorization"][0]
+
+
+def test_a_default_of_none_shows_what_it_stands_for_per_profile(page):
+    from rote import plan
+
+    chapter_part, _ = _sections(page)
+    widths = next(r for r in _rows(chapter_part) if r[0].startswith("`widths`"))
+    assert widths[2] == "`None: " + "; ".join(f"{p} {list(w)}" for p, w in plan.X1_WIDTHS.items()) + "`"
+    ratios = next(r for r in _rows(chapter_part) if r[0].startswith("`noise_ratios`"))
+    assert ratios[2] == f"`None: {list(plan.X1_NOISE_RATIOS)}`"  # alike on every profile: once
+    seeds = [r for r in _rows(chapter_part) if r[0].startswith("`seeds`")]
+    assert [r[2] for r in seeds] == ["`None`"]  # no per-profile value declared

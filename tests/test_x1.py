@@ -119,7 +119,7 @@ def test_the_chapter_validates_its_parameters_with_the_book():
     from rote.build import book, driver
 
     out = driver.resolve_parameters("benign_memorization", "smoke", {"widths": "16,32", "noise_ratios": "0.2"})
-    assert out["widths"] == "16,32"
+    assert out["widths"] == [16, 32]  # comma text reads as a list, as for every list parameter (issue 45)
     for params, message in (({"widths": "16,16"}, "increasing"), ({"noise_ratios": "1.5"}, "lie in"),
                             ({"noise_kind": "digit"}, "random noise"), ({"n_entities": "9"}, "none of the chapter")):
         with pytest.raises(ConfigError, match=message):

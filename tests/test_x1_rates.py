@@ -6,8 +6,6 @@ unresolved."""
 
 import math
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from rote.build import timings

@@ -13,9 +13,10 @@ from typing import Callable
 
 from .. import claims, plan
 from . import driver, site, staging
+from ..chapters.params import parse_text
 from ..config import TASKS, ConfigError
 from .driver import (ChapterJob, ChapterResult, chapter_path, chapters, literal_default, notebook_parameters,
-                     parse_value, resolve_parameters, run_param_names)
+                     resolve_parameters, run_param_names)
 from ..fmt import say
 from ..specs import specs
 
@@ -56,12 +57,12 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
     from ..plan import PlanGrid, runs
 
     known_run = run_param_names()
-    given = parse_value(params.get("overrides")) if "overrides" in params else None
+    given = parse_text(params.get("overrides")) if "overrides" in params else None
     overrides = {**(given if isinstance(given, dict) else {}),
-                 **{k: parse_value(v) for k, v in params.items() if k in known_run}}
+                 **{k: parse_text(v) for k, v in params.items() if k in known_run}}
 
     def listed(name):
-        value = parse_value(params[name]) if name in params else None
+        value = parse_text(params[name]) if name in params else None
         if isinstance(value, str):
             return [v for v in value.split(",") if v]
         return [value] if isinstance(value, (int, float)) else value

@@ -19,6 +19,7 @@ from typing import Callable
 
 from .. import plan
 from . import provenance, site
+from ..chapters.params import parse_list, parse_text
 from ..config import PRECISIONS, PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 from ..fmt import say
 
@@ -48,52 +49,26 @@ def notebook_parameters(path: Path) -> dict[str, object]:
     return {name: spec["default"] for name, spec in papermill.inspect_notebook(str(path)).items()}
 
 
-def parse_value(text):
-    """A parameter given as text, JSON-decoded where it parses (``"3"`` -> 3), else the text."""
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> dict[str, object]:
     """Papermill parameters for a chapter, checked before anything runs: a name of its ``parameters``
-    cell as given (JSON-decoded; comma text for a list), a run parameter into its ``overrides`` (checked
-    against its tasks), anything else an error; then its parameter dataclass is built from them."""
+    cell read from its text and checked as its declaration says (:meth:`ChapterParams.parse`), a run
+    parameter into its ``overrides`` (checked against its tasks), anything else an error; then its
+    parameter dataclass is built from them (the checks across fields)."""
     declared, defaults = _declared_parameters(name)
     out: dict[str, object] = {"profile": profile}
     run_params: dict[str, object] = {}
     known_run = run_param_names()
     for key, raw in params.items():
-        value = parse_value(raw)
         if key == "profile":
             raise ConfigError("give the profile with --profile, not -p profile")
-        if key == "seeds" and key in defaults:  # "1" -> [1], "0,1,2" -> [0, 1, 2], "[0, 2]" as is
-            value = [value] if isinstance(value, int) else value
-            if isinstance(value, str):
-                try:
-                    value = [int(v) for v in value.split(",") if v.strip()]
-                except ValueError:
-                    raise ConfigError(f"seeds must be whole numbers, e.g. -p seeds 0,1,2; got {raw!r}") from None
-            out[key] = value
-        elif key in defaults:
-            if isinstance(defaults[key], list) and isinstance(value, str):  # "fda,thr", "2,4" -> [2, 4]
-                value = [parse_value(v) for v in value.split(",") if v]
-            if isinstance(defaults[key], bool):  # a yes/no parameter (train_grid)
-                value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
-                    str(value).strip().lower(), value)
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{key} must be true or false, got {raw!r}")
-            out[key] = value
+        if key in defaults:
+            out[key] = declared.parse(key, raw) if declared else parse_list(raw) if isinstance(
+                defaults[key], list) else parse_text(raw)
         elif key in known_run and "overrides" in defaults:
-            run_params[key] = value
+            run_params[key] = parse_text(raw)
         else:
             raise ConfigError(f"unknown parameter {key!r} for chapter {name!r}; chapter parameters: "
                               f"{', '.join(defaults)}; run parameters go into overrides")
-    if "overrides" in out and not isinstance(out["overrides"], dict):
-        raise ConfigError("overrides must be a JSON object, e.g. '{\"noise_ratio\": 0.2}'")
     if run_params:
         out["overrides"] = {**out.get("overrides", {}), **run_params}
     chosen = declared(**out) if declared else None  # every parameter checked, before anything trains or executes

@@ -123,11 +123,22 @@ def _declared() -> list[str]:
 
 
 def _type_text(field) -> str:
+    """A run configuration field's type as written."""
     return field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
 
 
 def _value_text(value) -> str:
     return "None" if value is None else json.dumps(value) if isinstance(value, (bool, list, dict, str)) else str(value)
+
+
+def _default_text(declared) -> str:
+    """A chapter parameter's default; for None, what it stands for per profile where declared (once if alike)."""
+    per_profile = {p: _value_text(v) for p, v in declared.profile_defaults().items()}
+    if not per_profile:
+        return _value_text(declared.default)
+    if len(set(per_profile.values())) == 1:
+        return f"None: {next(iter(per_profile.values()))}"
+    return "None: " + "; ".join(f"{p} {v}" for p, v in per_profile.items())
 
 
 def chapter_rows() -> list[Row]:
@@ -137,11 +148,10 @@ def chapter_rows() -> list[Row]:
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, object] = {}
     for chapter in _declared():
-        defaults = chapter_params(chapter).defaults()
-        for f in dataclasses.fields(chapter_params(chapter)):
-            key = (f.name, _type_text(f), f.metadata["rule"].wanted, _value_text(defaults[f.name]))
+        for d in chapter_params(chapter).declared().values():
+            key = (d.name, d.type, d.valid, _default_text(d))
             groups.setdefault(key, []).append(chapter)
-            first.setdefault(key, defaults[f.name])
+            first.setdefault(key, d.default)
     order = list(dict.fromkeys(key[0] for key in groups))
     rows = []
     for key in sorted(groups, key=lambda k: order.index(k[0])):
@@ -156,18 +166,18 @@ def chapter_rows() -> list[Row]:
 
 
 def chapter_checks() -> list[tuple[str, list[str]]]:
-    """(chapter, checks) per ``check_together``: each ``at_most`` as "name <= bound", and its docstring."""
+    """(chapter, checks) per chapter with checks across fields: each declared ``at_most`` as "name <= bound",
+    and a ``check_together`` override's docstring."""
     from ..chapters.params import ChapterParams, chapter_params
 
     out = []
     for chapter in _declared():
-        method = chapter_params(chapter).check_together
-        if method is ChapterParams.check_together:
-            continue
-        checks = [f"`{call.args[0].value} <= {call.args[2].value}`" for call in _calls(method, "at_most")
-                  if len(call.args) == 4 and all(isinstance(call.args[i], ast.Constant) for i in (0, 2))]
-        doc = method.__doc__  # the override's own (inspect.getdoc would inherit the base's)
-        out.append((chapter, checks + ([" ".join(doc.split())] if doc else [])))
+        declared = chapter_params(chapter)
+        checks = [f"`{d.name} <= {d.at_most}`" for d in declared.declared().values() if d.at_most]
+        method = declared.check_together
+        doc = method.__doc__ if method is not ChapterParams.check_together else None  # the override's own
+        if checks or doc:
+            out.append((chapter, checks + ([" ".join(doc.split())] if doc else [])))
     return out
 
 

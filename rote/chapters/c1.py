@@ -13,23 +13,22 @@ import seaborn as sns
 
 from .. import plan, plots, verdicts
 from ..analysis import curves
+from ..config import make_config
 from ..report import each_seed, where
 from ..runs import get_or_train
 from ..specs.c1 import SPEC
 from . import Build as ChapterBuild, ClaimResult, glue_thresholds_of
-from .params import ChapterParams, mapping, noise_ratios, param, seed_list, task_list
+from .params import ClaimParams, noise_ratios, param
 
 T = SPEC.values()  # the thresholds in force
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
-    tasks: list[str] = param(["fda", "thr"], task_list())  # the tasks whose runs the chapter trains and judges
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())  # flat run parameters (checked against every run the chapter asks for)
-    sweep_ratios: list[float] | None = param(None, noise_ratios())  # None: rote.plan.sweep_ratios
+    sweep_ratios: list[float] | None = param(None, noise_ratios(),  # None: rote.plan.sweep_ratios of each run
+                                             per_profile=lambda p: plan.sweep_ratios(p, make_config("fda", p)))
 
 
 def glue_thresholds() -> None:

@@ -21,19 +21,16 @@ from ..report import label, layers_text, num, ratio, reach, seeds_head, values, 
 from ..runs import get_or_train
 from ..specs.c2 import SPEC
 from . import Build, ClaimResult, glue_thresholds_of
-from .params import ChapterParams, mapping, param, positions_by_task, seed_list, task_list, whole
+from .params import ClaimParams, param, positions_by_task, whole
 
 T = SPEC.values()  # the thresholds in force
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
-    tasks: list[str] = param(["fda", "thr"], task_list())
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())
-    max_probe_train: int = param(3000, whole(1))  # clean training examples each probe is fitted on
+    max_probe_train: int = param(3000, whole(1), "clean training examples each probe is fitted on")
     probe_seed: int = param(0, whole(0))
     # per task, extra positions of the prompt ("1234+5678=", "h r1 r2") at which every target is probed
     extra_positions: dict = param(targets.EXTRA_PROBE_POSITIONS, positions_by_task({"fda": targets.FDA_PROMPT_LEN,

@@ -24,7 +24,7 @@ from ..runs import get_or_train
 from ..specs.c3 import SPEC
 from ..verdicts.core import numeric
 from . import Build, ClaimResult, glue_thresholds_of
-from .params import ChapterParams, increasing, mapping, param, seed_list, task_list, whole
+from .params import ClaimParams, erasure_fit_param, erasure_rank_param, increasing, param, whole
 
 T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # where C2 finds a result: the erasure sites
@@ -34,21 +34,19 @@ ABLATED = verdicts.c3.ABLATIONS  # the ablation's rows after "none": top, random
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
-    tasks: list[str] = param(["fda", "thr"], task_list())
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())
-    erasure_rank: int = param(8, whole(1))  # the rank the claim is judged at (it need not be in sweep_ranks)
-    sweep_ranks: list[int] = param([2, 4, 8, 16], increasing(1))
-    n_controls: int = param(3, whole(1))
-    n_matched: int = param(2, whole(1))
-    n_splits: int = param(5, whole(1))
-    n_boot: int = param(200, whole(1))
-    max_examples: int = param(500, whole(1))
-    max_fit: int = param(2000, whole(1))
-    check_patching: int = param(0, whole(0))  # 0: no activation-patching check
+    # the rank the claim is judged at (it need not be in sweep_ranks)
+    erasure_rank: int = erasure_rank_param()
+    sweep_ranks: list[int] = param([2, 4, 8, 16], increasing(1), "each rank removes at least one direction")
+    n_controls: int = param(3, whole(1), "at least one random subspace or component set per control")
+    n_matched: int = param(2, whole(1), "at least one information-matched erasure")
+    n_splits: int = param(5, whole(1), "at least one split into halves for the overlap ceiling")
+    n_boot: int = param(200, whole(1), "at least one bootstrap resample for the interval of J(M, C)")
+    max_examples: int = param(500, whole(1), "at least one example of M and of C to attribute")
+    max_fit: int = erasure_fit_param()
+    check_patching: int = param(0, whole(0), "0: no activation-patching check")
     seed: int = param(0, whole(0))
 
 

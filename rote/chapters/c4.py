@@ -21,7 +21,7 @@ from ..report import choose_by, each_seed, label, measured, num, registered_not_
 from ..runs import get_or_train
 from ..specs.c4 import SPEC
 from . import Build, ClaimResult, glue_thresholds_of
-from .params import ChapterParams, mapping, param, seed_list, task_list, whole
+from .params import ClaimParams, erasure_fit_param, erasure_rank_param, noisy_overrides, param, whole
 
 T = SPEC.values()  # the thresholds in force
 MIN_OVER_CHANCE = claims.THRESHOLDS["C2"]["probe_over_chance_min"]  # the erasure sites of chapter C3's rule
@@ -29,19 +29,18 @@ LOOKUP_COLOR, DISTRIBUTED_COLOR = "#c0392b", "#2471a3"
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The chapter's parameters (its notebook's ``parameters`` cell), checked before anything trains."""
 
-    tasks: list[str] = param(["fda", "thr"], task_list())
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())
-    n_samples: int = param(3, whole(1))
-    erasure_rank: int = param(8, whole(1))
-    n_controls: int = param(3, whole(1))
-    n_matched: int = param(3, whole(1))
-    n_keys: int = param(50, whole(1))
-    max_lookup: int = param(300, whole(1))
-    max_fit: int = param(2000, whole(1))
+    # in place of ClaimParams' overrides: C4 measures the memorized noisy labels, so a run without noise is refused
+    overrides: dict = param({}, noisy_overrides(), "C4 reads how memorized noisy labels are stored: none without noise")
+    n_samples: int = param(3, whole(1), "at least one resample draw per example and position")
+    erasure_rank: int = erasure_rank_param()
+    n_controls: int = param(3, whole(1), "at least one random subspace for the erasure control")
+    n_matched: int = param(3, whole(1), "at least one information-matched erasure for the matched control")
+    n_keys: int = param(50, whole(1), "the FDA look-up grafts at least one key")
+    max_lookup: int = param(300, whole(1), "the THR look-up analyses at least one atomic fact")
+    max_fit: int = erasure_fit_param()
     seed: int = param(0, whole(0))
 
 

@@ -27,7 +27,7 @@ from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
 from ..specs.c5 import SPEC
 from . import Build, ClaimResult, glue_thresholds_of
-from .params import ChapterParams, at_most, mapping, number, param, seed_list, task_list, whole
+from .params import ClaimParams, number, param, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
 CHECKS_HEAD = "One number per seed (the checks are in the Verdict section):"
@@ -35,27 +35,24 @@ CURVE_COLORS = {"top": plots.GROUP_COLORS["M"], "random": plots.GROUP_COLORS["co
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """The notebook's ``parameters`` cell, checked before anything trains."""
 
     tasks: list[str] = param(["fda"], task_list(("fda",)))  # C5 is an FDA claim
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
-    overrides: dict = param({}, mapping())
-    grid_size: int = param(4096, whole(1, (MAX_OPERAND - MIN_OPERAND + 1) ** 2))  # distinct clean inputs
+    grid_size: int = param(4096, whole(1, (MAX_OPERAND - MIN_OPERAND + 1) ** 2),
+                           "distinct clean inputs: at least one, at most every pair of four-digit operands")
     grid_seed: int = param(0, whole(0))
-    top_k: int = param(50, whole(1))  # at most grid_size
-    max_shift: int = param(3, whole(1))  # 0 would leave no clean neighbour
-    z_outlier: float = param(2.0, number(0, low_open=True))
-    n_clean: int = param(500, whole(1))
-    n_null: int = param(300, whole(1))  # the first n_null of the n_clean: at most n_clean
+    top_k: int = param(50, whole(1), "a feature must cover at least one top input, drawn from the grid",
+                       at_most="grid_size")
+    max_shift: int = param(3, whole(1), "0 would leave no clean neighbour")
+    z_outlier: float = param(2.0, number(0, low_open=True), "an outlier lies some way out, not at |z| = 0")
+    n_clean: int = param(500, whole(1), "at least one clean example for the reference |z| distribution")
+    n_null: int = param(300, whole(1), "the null relabels the first n_null of the clean examples",
+                        at_most="n_clean")
     null_seed: int = param(0, whole(0))
-    n_dose: int = param(300, whole(1))
-    n_controls: int = param(3, whole(1))
-    n_heatmaps: int = param(4, whole(1))
-
-    def check_together(self) -> None:
-        at_most("top_k", self.top_k, "grid_size", self.grid_size)
-        at_most("n_null", self.n_null, "n_clean", self.n_clean)
+    n_dose: int = param(300, whole(1), "at least one memorized example in the dose-response")
+    n_controls: int = param(3, whole(1), "at least one random draw for the patching control")
+    n_heatmaps: int = param(4, whole(1), "at least one unit shown")
 
 
 def glue_thresholds(max_shift: int, z_outlier: float) -> None:

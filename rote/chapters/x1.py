@@ -26,7 +26,7 @@ from ..specs.x1 import SPEC
 from ..report import num, seeds_head
 from ..verdicts import Check
 from ..verdicts.x1 import DECIMALS, NOT_TRAINED
-from .params import ChapterParams, checked_elsewhere, flag, mapping, param, seed_list, task_list
+from .params import ClaimParams, checked_elsewhere, flag, param, parse_list, task_list
 
 CLAIM = SPEC.id
 
@@ -126,16 +126,22 @@ def resolved(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Grid:
 
 
 @dataclass(frozen=True)
-class Params(ChapterParams):
+class Params(ClaimParams):
     """Chapter 07's parameters (its notebook's ``parameters`` cell). Widths and noise ratios are
     checked with the grid they make (:func:`grid`: whole widths divisible by n_heads, at least two,
     ratios in [0, 1), both increasing); a string "16,32" is a list there."""
 
     tasks: list[str] = param(["fda"], task_list(("fda",)))
-    seeds: list[int] | None = param(None, seed_list())
-    overrides: dict = param({}, mapping())
-    widths: list[int] | None = param(None, checked_elsewhere("None or increasing model widths"))  # by the grid
-    noise_ratios: list[float] | None = param(None, checked_elsewhere("None or increasing noise ratios"))  # by the grid
+    widths: list[int] | None = param(None, checked_elsewhere(  # checked by the grid
+        "None or increasing model widths", parse_list,
+        edges=((None, True), ([8, 16], True), ([8], False), ([0, 8], False), ([16, 8], False), ([8, 8], False))),
+        "X1 compares widths: at least two, each divisible by the runs' n_heads",
+        per_profile=lambda p: list(plan.X1_WIDTHS[p]))
+    noise_ratios: list[float] | None = param(None, checked_elsewhere(  # checked by the grid
+        "None or increasing noise ratios", parse_list,
+        edges=((None, True), ([0.0], True), ([-1e-9], False), ([math.nextafter(1.0, 0.0)], True), ([1.0], False),
+               ([0.2, 0.1], False))), "each a noise ratio in [0, 1)",
+        per_profile=lambda p: list(plan.X1_NOISE_RATIOS))
     train_grid: bool = param(True, flag())
 
     def check_together(self) -> None:
