@@ -92,14 +92,15 @@ def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
 
 def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
     """The text pages into ``folder``: figures and bibliography as they are, each ``.md`` with its rebuild
-    note (the intro filled), the protocol page, and the generated pages."""
+    note (the intro filled, the protocol's sections targets), and the generated pages."""
     for path in web.BOOK_DIR.iterdir():
         if path.suffix in (".png", ".bib"):
             shutil.copy(path, folder / path.name)
         elif path.suffix == ".md":
             text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
+            if path.stem == frontpage.PROTOCOL_PAGE:  # a target per section, for the pages that cite it
+                text = frontpage.protocol_markdown(text)
             (folder / path.name).write_text(text + web.static_page_note(profile))
-    frontpage.write_protocol(folder)  # the protocol, beside the code, as a page the front page links
     fill_generated_pages(folder)  # the Build environment and parameter reference pages
 
 
