@@ -19,6 +19,7 @@ from .stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
+GLANCE = "rote:glance"  # the marked place of the scorecard's "At a glance" figure, near the top
 PROTOCOL_SOURCE = PROJECT_ROOT / "book" / "protocol.md"  # the protocol, a page of the book
 PROTOCOL_PAGE = "protocol"  # the page: book/protocol.md ({doc}`protocol`)
 
@@ -216,9 +217,20 @@ def fill(text: str, marker: str, content: str) -> str:
     return f"{before}{start}\n{content.strip()}\n{end}{after}"
 
 
-def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
-    """``book/intro.md``'s text with its results and build-time places filled from ``build``."""
+def glance_markdown(image: str, profile: str) -> str:
+    """The front page's figure: the scorecard's "At a glance" heat map (``image``, beside the page)."""
+    return (f"```{{figure}} {image}\n:name: at-a-glance\n:alt: A grid with one row per claim and one column per "
+            f"task and noise condition; each cell is coloured and labelled with its amended verdict on the "
+            f"{profile} profile.\n\nAt a glance: the amended verdict of every claim, task and noise condition of "
+            "this build, each cell labelled with its verdict. The {doc}`scorecard` has the checks behind each.\n```")
+
+
+def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None, glance: str = "") -> str:
+    """``book/intro.md``'s text with its results, build-time and (``glance``: its image) figure places
+    filled from ``build``."""
     text = fill(text, RESULTS, results_markdown(build))
+    if glance:
+        text = fill(text, GLANCE, glance_markdown(glance, build.profile))
     if f"<!-- {BUILD_TIME} -->" in text:
         text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
     return text

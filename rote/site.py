@@ -98,9 +98,13 @@ def not_counted(rec) -> list[str]:
     return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
+GLOSSARY_LINK = "[words](glossary.md)"  # a check table's header links the glossary (book/glossary.md)
+
+
 def verdict_table(rows: list[dict]) -> list[str]:
     """A markdown table of :func:`deciding_rows` (section 11's interval and "near" shown, never deciding)."""
-    lines = ["| check | value (range) | margin | 95% interval | threshold | outcome |", "|:--|:--|:--|:--|:--|:--|"]
+    lines = [f"| check ({GLOSSARY_LINK}) | value (range) | margin | 95% interval | threshold | outcome |",
+             "|:--|:--|:--|:--|:--|:--|"]
     for r in rows:
         near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r["near"] else ""
         cells = [r["value"] + (f" (range {r['range']})" if r["range"] else ""), r["margin"], r["interval"] + near,
@@ -345,7 +349,8 @@ def show_record(rec: ClaimRecord) -> None:
     readings = (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
                 else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
-                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")))
+                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")
+                     + (f" ({GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))
     if rec.per_seed:
         display(record_table(rec))
 

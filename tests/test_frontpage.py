@@ -4,6 +4,7 @@ the table of every row, the build-time sentence, and staging them into the site'
 import dataclasses
 
 import pytest
+import yaml
 
 from rote import claims, driver, frontpage, plan, site, stability, staging, timings
 from rote.verdicts import REQUIRED_PARTS, Check, records, seed_result
@@ -208,6 +209,12 @@ def test_stage_site_writes_the_results_into_the_intro_and_stages_the_protocol(tm
     assert "A cold build of the `smoke` profile" in timing and "trains" in timing
     assert "Executing the chapters took 80 s (each chapter's latest execution" in timing
     assert "python -m rote book --profile smoke" in intro  # the static page note stays
+    glance = intro.split("<!-- rote:glance -->")[1].split("<!-- /rote:glance -->")[0]
+    assert "```{figure} at_a_glance.png" in glance and ":alt: A grid" in glance
+    assert intro.index("<!-- rote:glance -->") < intro.index("## What this build found")  # near the top
+    assert (staged / "book" / "at_a_glance.png").stat().st_size > 0
+    config = yaml.safe_load((staged / "_config.yml").read_text())
+    assert "verdicts mean nothing" in config["html"]["announcement"]  # the smoke banner on every page
     protocol = (staged / "book" / "protocol.md").read_text()
     assert protocol.startswith("# Replication protocol\n\n```{note}") and "(protocol-7)=\n## 7. Amendment 1" in protocol
     assert "book/protocol" in (staged / "_toc.yml").read_text()

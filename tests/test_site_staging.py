@@ -40,7 +40,7 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     # the registered reading: its failing check, in a line; the amended one: a short table
     assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
     fda = box.split("**C1 · THR**")[0]
-    assert "| check | value (range) | margin | 95% interval | threshold | outcome |" in fda
+    assert "| check ([words](glossary.md)) | value (range) | margin | 95% interval | threshold | outcome |" in fda
     # section 11: per seed the margin and the interval beside the value, the range across seeds, near seeds
     assert ("| `c1.gen` final gen | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
             "| [0.89, 0.93] wilson / [0.83, 0.87] wilson; near on 1 seed | 0.9 | 1/2 seeds pass |") in fda
