@@ -98,7 +98,9 @@ def not_counted(rec) -> list[str]:
     return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
-GLOSSARY_LINK = "[words](glossary.md)"  # a check table's header links the glossary (book/glossary.md)
+# A check table's header links the glossary (book/glossary.md): in a page's markdown MyST resolves the
+# page; a cell's Markdown output is rendered as CommonMark, so it links the built page.
+GLOSSARY_LINK, OUTPUT_GLOSSARY_LINK = "[words](glossary.md)", "[words](glossary.html)"
 
 
 def verdict_table(rows: list[dict]) -> list[str]:
@@ -350,7 +352,7 @@ def show_record(rec: ClaimRecord) -> None:
                 else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
                      f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")
-                     + (f" ({GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))
+                     + (f" ({OUTPUT_GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))
     if rec.per_seed:
         display(record_table(rec))
 

@@ -231,3 +231,18 @@ def test_wide_tables_get_the_full_width():
                 for html in (wide, narrow)]
     assert site.widen_tables(nb) == 1
     assert "full-width" in nb.cells[0].metadata.tags and "full-width" not in nb.cells[1].metadata.get("tags", [])
+
+
+def test_a_records_check_table_links_the_glossary_from_its_headline(monkeypatch):
+    """show_record's headline (a cell's Markdown output, rendered as CommonMark) links the built glossary
+    page; a record without checks has no table and no link."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    fields = {k: v for k, v in _record().items() if k in claims.ClaimRecord.__dataclass_fields__}
+    site.show_record(claims.ClaimRecord(**fields))
+    assert f"({site.OUTPUT_GLOSSARY_LINK} of the table below)" in shown[0].data and len(shown) == 2
+    shown.clear()
+    site.show_record(claims.ClaimRecord(**{**fields, "per_seed": [], "seeds": []}))
+    assert "glossary" not in shown[0].data and len(shown) == 1
