@@ -124,8 +124,8 @@ def test_citations_read_author_year_in_round_brackets_and_tell_the_paper_from_it
                                       f"bibtex_reference_style = {config['bibtex_reference_style']!r}\n")
     (tmp_path / "index.rst").write_text("Test\n====\n\nA :cite:p:`du2025reason`, :cite:t:`du2025code`, "
                                         ":cite:t:`wang2024grokked`.\n\n.. bibliography::\n")
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(tmp_path), str(tmp_path / "out")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    cmd = [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(tmp_path), str(tmp_path / "out")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     text = re.sub(r"<[^>]+>", "", (tmp_path / "out" / "index.html").read_text())
     assert "A (Du et al., 2025a), Du et al. (2025b), Wang et al. (2024)." in text
