@@ -117,6 +117,10 @@ def record_table(rec: ClaimRecord) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The glossary (book/glossary.md) from a cell's Markdown output, which is rendered as CommonMark: the built page.
+OUTPUT_GLOSSARY_LINK = "[words](glossary.html)"
+
+
 def show_record(rec: ClaimRecord) -> None:
     """Display a claim's verdicts in a notebook: a headline and the table of its checks."""
     from IPython.display import Markdown, display
@@ -125,7 +129,8 @@ def show_record(rec: ClaimRecord) -> None:
     readings = (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
                 else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
-                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")))
+                     f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")
+                     + (f" ({OUTPUT_GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))
     if rec.per_seed:
         display(record_table(rec))
 

@@ -90,7 +90,7 @@ def test_config_finds_the_bibliography_from_the_book_root_and_the_toc_lists_the_
     config, relative to the root, holds in the project and in the staged site alike."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["bibtex_bibfiles"] == ["book/references.bib"] and (ROOT / "book/references.bib").exists()
-    assert config["sphinx"]["config"]["bibtex_reference_style"] == "author_year"
+    assert config["sphinx"]["config"]["bibtex_reference_style"] == "rote"  # author-year (rote.build.site)
     assert config["sphinx"]["config"]["html_show_copyright"] is True
     assert "MIT" in config["copyright"] and "CC BY 4.0" in config["copyright"]
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
@@ -106,6 +106,29 @@ def test_the_staged_site_carries_the_bibliography(tmp_path, monkeypatch):
     config = yaml.safe_load((staged / "_config.yml").read_text())
     assert all((staged / path).read_text() == (ROOT / path).read_text() for path in config["bibtex_bibfiles"])
     assert "{bibliography}" in (staged / "book" / "references.md").read_text()
+
+
+def test_the_code_is_cited_only_where_a_paragraph_names_the_code():
+    cites = [(name, paragraph) for name, text in _pages().items() for paragraph in text.split("\n\n")
+             if "du2025code" in paragraph]
+    assert cites and all("code" in p.replace("du2025code", "") for _, p in cites)
+    assert "du2025reason" in _cited() and "references.md" in _cited()["du2025code"]
+
+
+def test_citations_read_author_year_in_round_brackets_and_tell_the_paper_from_its_code(tmp_path):
+    """rote.build.site's referencing style ``rote`` (the one _config.yml names), in a Sphinx build of one page."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    shutil.copy(BIB, tmp_path / "references.bib")
+    (tmp_path / "conf.py").write_text(f"extensions = ['sphinxcontrib.bibtex', 'rote.build.site']\nbibtex_bibfiles = "
+                                      f"['references.bib']\nbibtex_default_style = {config['bibtex_default_style']!r}\n"
+                                      f"bibtex_reference_style = {config['bibtex_reference_style']!r}\n")
+    (tmp_path / "index.rst").write_text("Test\n====\n\nA :cite:p:`du2025reason`, :cite:t:`du2025code`, "
+                                        ":cite:t:`wang2024grokked`.\n\n.. bibliography::\n")
+    cmd = [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(tmp_path), str(tmp_path / "out")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = re.sub(r"<[^>]+>", "", (tmp_path / "out" / "index.html").read_text())
+    assert "A (Du et al., 2025a), Du et al. (2025b), Wang et al. (2024)." in text
 
 
 # -- a bad key fails the build ------------------------------------------------------------------

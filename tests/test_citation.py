@@ -35,9 +35,16 @@ def test_citation_cff_names_the_book_its_licence_and_the_paper():
     cff = yaml.safe_load(CFF.read_text())
     assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
     assert cff["title"] == "Reason to Rote, replicated" and cff["authors"] == [{"name": "The rote project"}]
-    assert cff["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert cff["license"] == ["MIT", "CC-BY-4.0"] and (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert "CC BY 4.0" in (ROOT / "LICENSE-text.md").read_text()
     [paper] = cff["references"]
     assert paper["title"] == "Reason to Rote: Rethinking Memorization in Reasoning" and paper["year"] == 2025
     assert [a["family-names"] for a in paper["authors"]] == ["Du", "Mondorf", "Casola", "Yao", "Litschko", "Plank"]
     assert "https://arxiv.org/abs/2507.04782" in [i["value"] for i in paper["identifiers"]]
+
+
+def test_citation_cff_names_the_repository_of_the_one_setting():
+    """repository-code is _config.yml's repository.url (rote.publish) where set, and absent where it is empty."""
+    from rote.build import publish
+
+    assert yaml.safe_load(CFF.read_text()).get("repository-code", "") == publish.configured_url()

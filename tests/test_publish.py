@@ -109,7 +109,7 @@ def test_every_chapter_has_one_colab_cell_naming_the_configured_url(name):
     url = publish.configured_url()
     assert colab_repository(cell.source) == (url or publish.PLACEHOLDER), (
         f"{name}: the Colab cell clones {colab_repository(cell.source)}, the configured URL is {url!r}; "
-        'run .venv/bin/python -c "from rote import publish; publish.write_colab_cells()"')
+        'run .venv/bin/python -c "from rote.build import publish; publish.write_colab_cells()"')
     assert cell.source == publish.colab_cell_source(url)
 
 

@@ -76,6 +76,7 @@ def _toc_pages() -> list[str]:
 PAGES = _toc_pages()
 NOTEBOOK_PAGES = [p for p in PAGES if (ROOT / p.replace(".html", ".ipynb")).exists()]
 SCORECARD = "book/scorecard.html"
+INTRO = "book/intro.html"
 
 # What a reader must never see: a path of the build machine, or a Python object's bare repr.
 MACHINE_PATHS = sorted({str(ROOT), str(Path.home()), "/home/", "/Users/", "/tmp/", "/root/", "/work/",
@@ -112,6 +113,9 @@ COLLECT_JS = """async () => {
     rerun: [...main.querySelectorAll('div.highlight-bash pre')].map(p => p.textContent.trim())
         .filter(t => t.startsWith('python -m rote')),
     hiddenCode: main.querySelectorAll('details.hide, .tag_hide-input details, details.above-input').length,
+    banner: [...document.querySelectorAll('.bd-header-announcement')].map(b => b.textContent.trim()).join(' '),
+    searchBoxes: [...document.querySelectorAll('.search-button, .search-button-field, input[type="search"]')]
+        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0).length,
   };
 }"""
 
@@ -127,7 +131,22 @@ PHONE_JS = """() => {
   const wide = [...article.querySelectorAll('p, li, h1, h2, h3, dd, .admonition')]
       .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > width + 1 && !inScrollBox(e))
       .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60));
-  return {width, scrollWidth: document.documentElement.scrollWidth, wide};
+  const broken = [];  // a word of a table cell split across lines (ids in code may break anywhere)
+  for (const cell of article.querySelectorAll('td, th')) {
+    if (cell.offsetParent === null) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest('code')) continue;
+      for (const m of n.textContent.matchAll(/[A-Za-z]{2,}/g)) {
+        const range = document.createRange();
+        range.setStart(n, m.index);
+        range.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return {width, scrollWidth: document.documentElement.scrollWidth, wide, broken};
 }"""
 
 
@@ -226,7 +245,8 @@ def desktop(browser, base_url):
 
 @pytest.fixture(scope="session")
 def phone(browser, base_url):
-    return _visit(browser, base_url, PHONE, SHOTS / "phone", PHONE_JS, full_page=False)  # the first screen
+    # the first screen's screenshot; the checks read the whole page
+    return _visit(browser, base_url, PHONE, SHOTS / "phone", PHONE_JS, full_page=False)
 
 
 # -- every page ---------------------------------------------------------------------------------
@@ -320,6 +340,66 @@ def test_no_horizontal_scrolling_on_a_phone(phone, page):
     assert not info["wide"], f"{page}: text wider than the screen: {info['wide'][:5]}"
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_no_word_broken_letter_by_letter_on_a_phone(phone, page):
+    broken = phone[page]["broken"]
+    assert not broken, f"{page}: at {PHONE['width']} px table cells break words across lines: {broken[:8]}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_one_search_box_and_the_smoke_banner(desktop, page):
+    info = desktop[page]
+    assert info["searchBoxes"] == 1, f"{page}: {info['searchBoxes']} search boxes at desktop width"
+    assert "verdicts mean nothing" in info["banner"], f"{page}: no smoke banner (found {info['banner']!r})"
+
+
+def test_the_contents_list_stays_open_beside_a_wide_table(browser, base_url, desktop):
+    """A page with a table tagged full-width (rote.site.widen_tables): scrolled to it, the page's contents
+    list is still shown (the theme folds it to an empty strip while such a table is on screen)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    shown = {}
+    try:
+        for page_path in NOTEBOOK_PAGES:
+            page.goto(base_url + page_path, wait_until="load")
+            wide = page.locator("div.cell.tag_full-width")
+            if not wide.count():
+                continue
+            wide.first.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)  # the theme's IntersectionObserver
+            shown[page_path] = page.evaluate("""() => {
+              const toc = document.querySelector('.bd-sidebar-secondary nav.page-toc');
+              return !!toc && getComputedStyle(toc).opacity === '1' && toc.getBoundingClientRect().height > 48;
+            }""")
+    finally:
+        page.close()
+    assert shown, "no page has a full-width table: nothing to check"
+    assert all(shown.values()), f"contents list folded beside a wide table: {[p for p, ok in shown.items() if not ok]}"
+
+
+def test_the_front_page_shows_the_at_a_glance_figure_before_the_results(desktop):
+    text = desktop[INTRO]["text"]
+    # the results section's first words (rote.frontpage.results_markdown; its heading is also in the contents list)
+    assert "At a glance" in text and text.index("At a glance") < text.index("This build of the")
+    assert any("at_a_glance" in i["src"] and i["width"] > 0 for i in desktop[INTRO]["images"])
+
+
+def test_every_section_the_records_cite_is_on_the_protocol_page(desktop):
+    """Every protocol section the build's records cite (check histories, reasons), read from the scorecard's
+    JSON download, has its heading on the protocol page, whose targets the site links."""
+    from rote import frontpage
+
+    [url] = [u for u in desktop[SCORECARD]["links"] if "/_downloads/" in u and u.endswith(".json")]
+    status, body = _get(url)
+    assert status == 200
+    cited = frontpage.cited_sections(json.loads(body))
+    assert cited, "the records cite no protocol section"
+    status, page = _get(url.split("/_downloads/")[0] + "/book/protocol.html")
+    anchors = set(re.findall(r'id="(protocol-[0-9-]+)"', page.decode("utf-8", "replace")))
+    missing = sorted(s for s in cited if frontpage.protocol_anchor(s) not in anchors)
+    assert not missing, f"sections the records cite without a heading on the protocol page: {missing}"
+
+
 # -- the site as a whole ------------------------------------------------------------------------
 def test_every_internal_link_resolves(desktop, base_url):
     host = urlparse(base_url).netloc
@@ -378,9 +458,6 @@ def _scorecard_rows(browser, base_url) -> list[dict]:
         }""")
     finally:
         page.close()
-
-
-INTRO = "book/intro.html"
 
 
 def test_front_page_opens_with_the_results_of_the_build(browser, base_url):

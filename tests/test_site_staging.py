@@ -7,7 +7,7 @@ import shlex
 import nbformat
 import pytest
 
-from rote import claims
+from rote import claims, display
 from rote.build import driver, site, staging
 from rote.plots import save_figure
 
@@ -41,7 +41,7 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     # the registered reading: its failing check, in a line; the amended one: a short table
     assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
     fda = box.split("**C1 · THR**")[0]
-    assert "| check | value (range) | margin | 95% interval | threshold | outcome |" in fda
+    assert "| check ([words](glossary.md)) | value (range) | margin | 95% interval | threshold | outcome |" in fda
     # section 11: per seed the margin and the interval beside the value, the range across seeds, near seeds
     assert ("| `c1.gen` final gen | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
             "| [0.89, 0.93] wilson / [0.83, 0.87] wilson; near on 1 seed | 0.9 | 1/2 seeds pass |") in fda
@@ -232,3 +232,18 @@ def test_wide_tables_get_the_full_width():
                 for html in (wide, narrow)]
     assert site.widen_tables(nb) == 1
     assert "full-width" in nb.cells[0].metadata.tags and "full-width" not in nb.cells[1].metadata.get("tags", [])
+
+
+def test_a_records_check_table_links_the_glossary_from_its_headline(monkeypatch):
+    """show_record's headline (a cell's Markdown output, rendered as CommonMark) links the built glossary
+    page; a record without checks has no table and no link."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    fields = {k: v for k, v in _record().items() if k in claims.ClaimRecord.__dataclass_fields__}
+    display.show_record(claims.ClaimRecord(**fields))
+    assert f"({display.OUTPUT_GLOSSARY_LINK} of the table below)" in shown[0].data and len(shown) == 2
+    shown.clear()
+    display.show_record(claims.ClaimRecord(**{**fields, "per_seed": [], "seeds": []}))
+    assert "glossary" not in shown[0].data and len(shown) == 1

@@ -76,6 +76,21 @@ def test_the_workflow_takes_the_projects_python():
     assert steps and {str(step["with"]["python-version"]) for step in steps} == {minor}
 
 
+def test_pages_sets_the_repository_url_and_pull_requests_upload_the_smoke_site():
+    """The Pages build names the repository it runs in (rote.publish's one setting, for the site's buttons);
+    a pull request's job uploads the smoke site .ci/run built, with an action pinned to a full SHA."""
+    import re
+
+    import yaml
+
+    jobs = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())["jobs"]
+    [build] = [s for s in jobs["build"]["steps"] if "make book" in s.get("run", "")]
+    assert build["env"]["ROTE_REPOSITORY_URL"] == "${{ github.server_url }}/${{ github.repository }}"
+    [upload] = [s for s in jobs["test"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert re.fullmatch(r"actions/upload-artifact@[0-9a-f]{40}", upload["uses"])
+    assert upload["with"]["path"] == "_build/html" and "_build/html" in (ROOT / ".ci" / "run").read_text()
+
+
 def test_actionlint_passes_the_workflows():
     result = actionlint(ROOT)
     assert f"Checking {len(WORKFLOWS)} workflow file(s)" in result.stdout, result.stdout + result.stderr

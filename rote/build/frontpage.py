@@ -1,7 +1,7 @@
 """The front page (``book/intro.md``) as the site stages it: places marked by a pair of HTML comments
 (``<!-- rote:results -->`` ... ``<!-- /rote:results -->``) around text that reads well without a build are
-filled (:func:`fill`) with what the build's records say and how long a build takes. The protocol is staged
-as a page with a target per numbered section (or, missing, the targets the front page links).
+filled (:func:`fill`) with what the build's records say and how long a build takes. The protocol page
+(``book/protocol.md``) is staged with a target per numbered section (:func:`protocol_markdown`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from ..stability import label, verdict_word
 
 RESULTS = "rote:results"  # the marked place of the generated results section
 BUILD_TIME = "rote:build-time"  # the marked place of the sentence on how long a cold build takes
-PROTOCOL_SOURCE = PROJECT_ROOT.parent / "shared" / "replication" / "protocol.md"
-PROTOCOL_PAGE = "protocol"  # the staged page: book/protocol.md ({doc}`protocol`)
+GLANCE = "rote:glance"  # the marked place of the scorecard's "At a glance" figure, near the top
+PROTOCOL_SOURCE = PROJECT_ROOT / "book" / "protocol.md"  # the protocol, a page of the book
+PROTOCOL_PAGE = "protocol"  # the page: book/protocol.md ({doc}`protocol`)
 AMENDMENTS = "rote:amendments"  # the marked place of the list of amendments (rote.claims.amendments_markdown)
 LINKED_SECTIONS = ("5", *(a.section for a in additions()))  # the sections the staged book/intro.md links
 
@@ -220,9 +221,20 @@ def fill(text: str, marker: str, content: str) -> str:
     return f"{before}{start}\n{content.strip()}\n{end}{after}"
 
 
-def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None) -> str:
-    """``book/intro.md``'s text with its results and build-time places filled from ``build``."""
+def glance_markdown(image: str, profile: str) -> str:
+    """The front page's figure: the scorecard's "At a glance" heat map (``image``, beside the page)."""
+    return (f"```{{figure}} {image}\n:name: at-a-glance\n:alt: A grid with one row per claim and one column per "
+            f"task and noise condition; each cell is coloured and labelled with its amended verdict on the "
+            f"{profile} profile.\n\nAt a glance: the amended verdict of every claim, task and noise condition of "
+            "this build, each cell labelled with its verdict. The {doc}`scorecard` has the checks behind each.\n```")
+
+
+def stage_intro(text: str, build: Build, estimator=None, workers: int | None = None, glance: str = "") -> str:
+    """``book/intro.md``'s text with its results, build-time and (``glance``: its image) figure places
+    filled from ``build``."""
     text = fill(fill(text, RESULTS, results_markdown(build)), AMENDMENTS, claims.amendments_markdown(protocol_anchor))
+    if glance:
+        text = fill(text, GLANCE, glance_markdown(glance, build.profile))
     if f"<!-- {BUILD_TIME} -->" in text:
         text = fill(text, BUILD_TIME, build_time_markdown(build, estimator, workers))
     return text
@@ -236,23 +248,20 @@ def protocol_anchor(section: str) -> str:
 SECTION_HEADING = re.compile(r"^#{2,6} (\d+(?:\.\d+)*)\.?\s")
 
 
-def protocol_markdown(source: Path | None = None) -> str:
-    """The protocol as a page: the file with a note under its title and a target before every numbered
-    section; where it is missing, a page that says so, with the linked targets."""
-    source = Path(source or PROTOCOL_SOURCE)
-    note = ("```{note}\nThe project's replication protocol (`shared/replication/protocol.md`, beside the "
-            "code), copied into the book when this site was built. Thresholds were registered in it before "
-            "any result; its amendments change how verdicts are reached, never a threshold.\n```")
-    try:
-        text = source.read_text()
-    except OSError:
-        lines = ["# Replication protocol", "",
-                 "```{warning}\nThe protocol (`shared/replication/protocol.md`, beside the code) was not found "
-                 "when this site was built, so this page cannot show it. The front page's links to its "
-                 "sections land here.\n```", ""]
-        for section in LINKED_SECTIONS:
-            lines += [f"({protocol_anchor(section)})=", f"## Section {section}", "", "Not available in this build.", ""]
-        return "\n".join(lines)
+def protocol_sections(text: str) -> list[str]:
+    """The numbered sections of the protocol's ``text`` (``5``, ``7.5``), in order: its numbered headings."""
+    return [found.group(1) for found in map(SECTION_HEADING.match, text.splitlines()) if found]
+
+
+def protocol_markdown(text: str | None = None) -> str:
+    """The protocol page as the site stages it: the committed ``book/protocol.md`` (``text``: another
+    protocol's) with a note under its title and a MyST target (:func:`protocol_anchor`) before every
+    numbered section's heading. The targets are added here, not committed, so the book's copy stays
+    identical to the project's design document (``tests/test_protocol_page.py``)."""
+    text = PROTOCOL_SOURCE.read_text() if text is None else text
+    note = ("```{note}\nThe project's replication protocol, kept in the book (`book/protocol.md`) identical to "
+            "its design document. Thresholds were registered in it before any result; its amendments change how "
+            "verdicts are reached, never a threshold.\n```")
     out, titled = [], False
     for line in text.splitlines():
         found = SECTION_HEADING.match(line)
@@ -263,8 +272,19 @@ def protocol_markdown(source: Path | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_protocol(folder: Path, source: Path | None = None) -> Path:
-    """Stage the protocol page (:func:`protocol_markdown`) into ``folder`` as ``protocol.md``."""
-    target = Path(folder) / f"{PROTOCOL_PAGE}.md"
-    target.write_text(protocol_markdown(source))
-    return target
+CITATION = re.compile(r"\b(?:[Ss]ections?|[Pp]rotocol(?: section)?|[Cc]larification)[- ](\d+(?:\.\d+)*"
+                      r"(?:(?:, | and | or |-)\d+(?:\.\d+)*)*)")
+
+
+def cited_sections(value) -> set[str]:
+    """The protocol sections ``value`` cites (a record, a check, text; walked through dicts and lists):
+    each check history's sections (``[["7.5", "ceiling"], ["8.1", "validity"]]``) and each section named
+    in words (``section 8.5``, ``protocol 7.1``, ``sections 8.3-8.6``)."""
+    if isinstance(value, str):
+        return {s for run in CITATION.findall(value) for s in re.findall(r"\d+(?:\.\d+)*", run)}
+    if isinstance(value, dict):
+        history = {str(e[0]) for e in value.get("history") or () if isinstance(e, (list, tuple)) and e}
+        return history.union(*(cited_sections(v) for k, v in value.items() if k != "history"))
+    if isinstance(value, (list, tuple)):
+        return set().union(*(cited_sections(v) for v in value))
+    return set()

@@ -85,9 +85,15 @@ def not_counted(rec) -> list[str]:
     return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
 
 
+# A check table's header links the glossary (book/glossary.md): in a page's markdown MyST resolves the page
+# (a cell's Markdown output links the built page: rote.display.OUTPUT_GLOSSARY_LINK).
+GLOSSARY_LINK = "[words](glossary.md)"
+
+
 def verdict_table(rows: list[dict]) -> list[str]:
     """A markdown table of :func:`deciding_rows` (section 11's interval and "near" shown, never deciding)."""
-    lines = ["| check | value (range) | margin | 95% interval | threshold | outcome |", "|:--|:--|:--|:--|:--|:--|"]
+    lines = [f"| check ({GLOSSARY_LINK}) | value (range) | margin | 95% interval | threshold | outcome |",
+             "|:--|:--|:--|:--|:--|:--|"]
     for r in rows:
         near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r["near"] else ""
         cells = [r["value"] + (f" (range {r['range']})" if r["range"] else ""), r["margin"], r["interval"] + near,
@@ -380,9 +386,60 @@ def _author_year(entry) -> str:
     return f"{who}, {entry.fields.get('year', 'n.d.')}".replace("{", "").replace("}", "")
 
 
+def _reference_style():
+    """A sphinxcontrib-bibtex referencing style ``rote``: author-year in round brackets, ``(Du et al.,
+    2025a)`` and ``Du et al. (2025b)``, whose year is the references page's label's (:func:`_author_year_style`:
+    a/b where one author list has two works in a year; the package's own author-year style says "2025" twice,
+    in square brackets)."""
+    from dataclasses import dataclass, field, fields
+
+    from pybtex.richtext import Text
+    from sphinxcontrib.bibtex.style.referencing import BracketStyle, basic_author_year as basic
+    from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+    from sphinxcontrib.bibtex.style.template import join, join2, node, post_text, pre_text, reference
+
+    @node
+    def labelled_year(children, data):
+        return Text(data["formatted_entry"].label.rpartition(", ")[2])
+
+    def cited(style, who):  # pre-text, the reference (``who`` and its labelled year), post-text
+        return join2(sep1=style.pre_text_sep, sep2=style.post_text_sep)[pre_text, reference[who], post_text]
+
+    class Parenthetical(basic.BasicAuthorYearParentheticalReferenceStyle):
+        def inner(self, role_name):
+            author = self.person.author_or_editor_or_title(full="s" in role_name)
+            return cited(self, join(sep=self.author_year_sep)[author, labelled_year])
+
+    class Textual(basic.BasicAuthorYearTextualReferenceStyle):
+        def inner(self, role_name):
+            author = self.person.author_or_editor_or_title(full="s" in role_name)
+            year = join[self.bracket.left, cited(self, labelled_year), self.bracket.right]
+            return join(sep=self.text_reference_sep)[author, year]
+
+    def round_brackets():
+        return BracketStyle(left="(", right=")")
+
+    @dataclass
+    class AuthorYear(AuthorYearReferenceStyle):
+        bracket_textual: BracketStyle = field(default_factory=round_brackets)
+        bracket_parenthetical: BracketStyle = field(default_factory=round_brackets)
+
+        def __post_init__(self):
+            ours = {basic.BasicAuthorYearParentheticalReferenceStyle: Parenthetical,
+                    basic.BasicAuthorYearTextualReferenceStyle: Textual}
+            super().__post_init__()
+            self.styles = [ours[type(s)](**{f.name: getattr(s, f.name) for f in fields(s)}) if type(s) in ours else s
+                           for s in self.styles]
+            self.role_style.update((role, style) for style in self.styles for role in style.role_names())
+
+    return AuthorYear
+
+
 def setup(app):
     from pybtex.plugin import register_plugin
+    from sphinxcontrib.bibtex.plugin import register_plugin as register_referencing
 
     register_plugin("pybtex.style.formatting", "rote", _author_year_style(), force=True)
+    register_referencing("sphinxcontrib.bibtex.style.referencing", "rote", _reference_style(), force=True)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after every other extension
     return {"parallel_read_safe": True, "parallel_write_safe": True}

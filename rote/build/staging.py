@@ -37,6 +37,8 @@ def stage_site(profile: str) -> Path:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(PROJECT_ROOT / name, site / name)
     publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
+    if profile in BANNERS:  # on every page, above its title
+        announce(site / "_config.yml", BANNERS[profile])
     if (web.BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(web.BOOK_DIR / "_static", site / "_static")
     records = claims.load_shown(profile)  # a stale record as stale
@@ -54,6 +56,19 @@ def stage_site(profile: str) -> Path:
         web.insert_after_title(nb, notes)
         nbformat.write(nb, site / "book" / source.name)
     return site
+
+
+BANNERS = {"smoke": ("A <strong>smoke</strong> build: every chapter ran end to end on tiny models in seconds, to test "
+                     "the plumbing. Its verdicts mean nothing about the paper's claims.")}  # profile -> banner
+
+
+def announce(config_path: Path, banner: str) -> None:
+    """Set the staged ``_config.yml``'s announcement (the theme's banner at the top of every page)."""
+    import yaml
+
+    config = yaml.safe_load(config_path.read_text()) or {}
+    config.setdefault("html", {})["announcement"] = banner
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
 
 
 def _note(text: str, tag: str | None = web.SITE_NOTE_TAG):
@@ -83,24 +98,45 @@ def _chapter(name: str, source: Path, profile: str) -> tuple:
     return nb, notes
 
 
-def front_page(text: str, profile: str, records: list[ClaimRecord]) -> str:
-    """``book/intro.md`` filled from this build's records and timings (:func:`rote.build.frontpage.stage_intro`)."""
+def front_page(text: str, profile: str, records: list[ClaimRecord], glance: str = "") -> str:
+    """``book/intro.md`` filled from this build's records and timings (:func:`rote.build.frontpage.stage_intro`),
+    with ``glance``, the image of its "At a glance" figure, where drawn."""
     times = display.build_times(profile, web.BUILD_DIR)
     return frontpage.stage_intro(text, frontpage.Build(
         profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
-        float(times.seconds.sum()) if len(times) else None))
+        float(times.seconds.sum()) if len(times) else None), glance=glance)
+
+
+GLANCE_IMAGE = "at_a_glance"  # the front page's figure, book/at_a_glance.png in the staged site
+
+
+def draw_glance(folder: Path, profile: str, records: list[ClaimRecord]) -> str:
+    """The scorecard's "At a glance" heat map of ``records`` drawn into ``folder``; its file name ("" without
+    records)."""
+    if not records:
+        return ""
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    fig = plots.verdict_heatmap(display.claims_table(records), f"Amended verdicts on the {profile} profile")
+    plots.save_figure(fig, GLANCE_IMAGE, folder)
+    plt.close(fig)
+    return f"{GLANCE_IMAGE}.png"
 
 
 def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
     """The text pages into ``folder``: figures and bibliography as they are, each ``.md`` with its rebuild
-    note (the intro filled), the protocol page, and the generated pages."""
+    note (the intro filled, the protocol's sections targets), and the generated pages."""
+    glance = draw_glance(folder, profile, records)
     for path in web.BOOK_DIR.iterdir():
         if path.suffix in (".png", ".bib"):
             shutil.copy(path, folder / path.name)
         elif path.suffix == ".md":
-            text = front_page(path.read_text(), profile, records) if path.stem == "intro" else path.read_text()
+            text = front_page(path.read_text(), profile, records, glance) if path.stem == "intro" else path.read_text()
+            if path.stem == frontpage.PROTOCOL_PAGE:  # a target per section, for the pages that cite it
+                text = frontpage.protocol_markdown(text)
             (folder / path.name).write_text(text + web.static_page_note(profile))
-    frontpage.write_protocol(folder)  # the protocol, beside the code, as a page the front page links
     fill_generated_pages(folder)  # the Build environment and parameter reference pages
 
 
