@@ -110,7 +110,5 @@ def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[
     for rec in records:
         claims.save(rec)
         show_record(rec)
-    ax = plots.check_values(records)
-    if ax is not None:
-        plots.save_and_show(ax.figure, figure)
+    plots.save_and_show(plots.check_values(records).figure, figure)
     return records

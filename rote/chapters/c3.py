@@ -138,14 +138,20 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
             ax.axvline(result.rank, ls=":", color="k", lw=1)
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no erasure site or no examples", ha="center", transform=ax.transAxes)
-        s = found[u]
-        ax.set(title=f"{label(u)}: erase {s['group']} (layers {s['layers']}, positions {s['positions']})",
-               ylim=(-0.02, 1.02), xlabel="rank removed per site")
+            plots.missing(ax, "no erasure site or no examples")
+        ax.set(title=f"{label(u)}: erase {found[u]['group']}\n{site_words(found[u])}", ylim=(-0.02, 1.02),
+               xlabel="rank removed per site")
         ax.title.set_fontsize(9)
-    fig.suptitle("Accuracy after INLP erasure vs a random subspace and an information-matched erasure of the same rank")
+    fig.suptitle("Accuracy after INLP erasure vs a random subspace\nand an information-matched erasure of the same rank")
     fig.tight_layout()
     return fig
+
+
+def site_words(found: dict) -> str:
+    """Where an erasure acts, in words: 'layers 1, 2; positions 5, 6', or that no layer carries the result."""
+    if not found["layers"]:
+        return "no layer carries the result"
+    return "; ".join(f"{name} {', '.join(map(str, found[name]))}" for name in ("layers", "positions"))
 
 
 @plots.seeded_jitter

@@ -99,10 +99,14 @@ def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor:
     sns.stripplot(data=data, x="condition", y=y, hue=hue, dodge=True, jitter=False, size=7, ax=ax, palette=palette)
     if line:
         ax.axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(data.condition.unique()):
-        need = factor * data[(data.condition == cond) & reference][y]
-        ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
-                   label=f"{factor:g} x {name}" if i == 0 else None)
+    bar = f"{factor:g} x {name}"
+    for i, cond in enumerate(data.condition.unique()):  # a NaN has no bar (a masked point on a categorical axis raises)
+        need = (factor * data[(data.condition == cond) & reference][y]).dropna()
+        if len(need):
+            ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
+                       label=None if bar in ax.get_legend_handles_labels()[1] else bar)
+    if data[reference][y].isna().all():
+        plots.missing(ax, f"no {name} value: no {bar} bar")
     ax.legend(fontsize=fontsize)
 
 
@@ -244,11 +248,15 @@ def cut_figure(build: Build, result: Cut):
                 title="8.3 cut: heuristic neurons (judged)")
     per_layer = pd.DataFrame([{"layer": layer, "share": f, "model": f"{label(u)}, {name}"} for u in build.shown
                               for name, cm in (("trained", result.maps[u]), ("null", result.null_maps[u]))
-                              for layer, f in zip(cm.layers, cm.neuron_layer_fractions())])
-    sns.barplot(data=per_layer, x="layer", y="share", hue="model", ax=axes[1])
+                              for layer, f in zip(cm.layers, cm.neuron_layer_fractions())],
+                             columns=["layer", "share", "model"])
+    if len(per_layer):
+        sns.barplot(data=per_layer, x="layer", y="share", hue="model", ax=axes[1])
+        axes[1].legend(fontsize=7)
+    else:
+        plots.missing(axes[1], "no layer has a share")
     axes[1].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
     axes[1].set(ylim=(0, 1), ylabel="share of neurons that are heuristics", title="8.3 cut, per layer")
-    axes[1].legend(fontsize=7)
     plt.tight_layout()
     return fig
 
@@ -430,7 +438,7 @@ def patching(build: Build, hmaps: dict, result: Outliers, z_outlier: float, n_co
 
 def patching_figure(u, table: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    if len(table):
+    if table[["reverted", "recovered"]].notna().any(axis=None):
         for ax, metric in zip(axes, ("reverted", "recovered")):
             sns.lineplot(data=table, x="layer", y=metric, hue="units", style="control", markers=True, ax=ax,
                          hue_order=["outliers", "heuristics", "all"], style_order=[False, True])
@@ -439,7 +447,7 @@ def patching_figure(u, table: pd.DataFrame):
         axes[0].axhline(T["control_revert_max"], ls=":", color="grey", lw=1)
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
     fig.suptitle(f"{label(u)}: patching MLP units to clean-neighbour means")
     plt.tight_layout()
     return fig
@@ -585,7 +593,7 @@ def jstar_figure(build: Build, result: Jstar):
         _strip(axes[0], zj, "median", "set", [plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]],
                zj.set.str.startswith("clean"), T["z_ratio_min"], "clean", -0.2, fontsize=7)
     else:
-        axes[0].text(0.5, 0.5, "no memorized example with a j*", ha="center", va="center", transform=axes[0].transAxes)
+        plots.missing(axes[0], "no memorized example with a j*")
     axes[0].set(xlabel="", ylabel="median of the largest |z| at j*", title="8.4: outliers at j*, each seed")
     counts = pd.DataFrame([{"j*": f"{9 + j}", "examples": c, "run": label(u)} for u in build.shown
                            for j, c in result.out[u].comparison.jstar_counts.items()], columns=["j*", "examples", "run"])
@@ -625,6 +633,8 @@ def after_jstar_figure(build: Build, result: Jstar):
                xlabel="m (neurons per example, last layer, after j*)", ylabel="share whose predictions change",
                title=f"{where(task, condition)}: after j*, M against the null")
         ax.legend(fontsize=8)
+        if not any(pd.notna(getattr(result.out[u].curves, key)).any() for u in members for key in styles):
+            plots.missing(ax, "no share after j*: no memorized example reaches past j*")
     plt.tight_layout()
     return fig
 

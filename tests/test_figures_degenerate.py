@@ -1,0 +1,183 @@
+"""Figure functions on degenerate data (an empty group, one point, all-equal values, NaN): each draws a
+figure, and where something is missing a text in it says what, instead of raising (issue 46, part 6)."""
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace as NS
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from rote import plots  # noqa: E402
+from rote.chapters import Build, c1, c3, c5  # noqa: E402
+
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class Unit:
+    task: str
+    condition: str
+    seed: int
+
+
+def units(n_seeds: int) -> list:
+    return [Unit("fda", "random", s) for s in range(n_seeds)]
+
+
+def build(n_seeds: int, sets=None) -> Build:
+    us = units(n_seeds)
+    return Build("smoke", us, {u: None for u in us}, {u: sets or {} for u in us})
+
+
+def shown_text(fig: Figure) -> str:
+    """Every text the figure shows: in its axes, their titles, and the figure's own."""
+    texts = [t.get_text() for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
+    return " ".join(texts + [ax.get_title() for ax in fig.axes])
+
+
+# -- the inputs: per function, case -> (draw, what the figure must say is missing; "" when nothing is) -----------
+def learning_curves(case: str):
+    rows = {"empty": [], "one point": [(0, 0.5, 0.5)], "all equal": [(s, 0.5, 0.5) for s in range(4)],
+            "NaN": [(s, NAN, NAN) for s in range(4)]}[case]
+    metrics = pd.DataFrame(rows, columns=["step", "gen", "mem"])
+    return (lambda: plots.learning_curves(metrics, marks={"t_gen": None}).figure), \
+        "no accuracy recorded" if case in ("empty", "NaN") else ""
+
+
+def check_values(case: str):
+    value = {"empty": None, "one point": 0.5, "all equal": 1.0, "NaN": NAN}[case]
+    check = {"id": "c1.x", "name": "x", "value": value, "threshold": 1.0, "kind": "amended", "passed": None}
+    records = [NS(task="fda", condition="random", per_seed=[{"seed": 0, "checks": [check]}])]
+    return (lambda: plots.check_values(records).figure), \
+        {"empty": "no check has a number", "NaN": "no check has a number"}.get(case, "")
+
+
+def verdict_heatmap(case: str):
+    rows = {"empty": [], "one point": [("C1", "fda", "random", "holds")],
+            "all equal": [("C1", "fda", "random", "fails"), ("C2", "fda", "random", "fails")],
+            "NaN": [("C1", "fda", "random", None)]}[case]
+    table = pd.DataFrame(rows, columns=["claim", "task", "condition", "amended"])
+    return (lambda: plots.verdict_heatmap(table, "t")), "no claim has a verdict" if case == "empty" else ""
+
+
+def c1_sweep(case: str):
+    rows = {"empty": [], "one point": [("FDA", 0.1, 0.5, "gen", 0)],
+            "all equal": [("FDA", r, 0.5, "gen", s) for r in (0.1, 0.2) for s in (0, 1)],
+            "NaN": [("FDA", 0.1, NAN, "gen", 0)]}[case]
+    table = pd.DataFrame(rows, columns=["task", "noise ratio", "final accuracy", "metric", "seed"])
+    return (lambda: c1.sweep_figure(table)), "no run of the sweep has a final accuracy" if case in ("empty", "NaN") else ""
+
+
+def _sweep(accuracy: float, ranks=(0, 2)) -> pd.DataFrame:
+    return pd.DataFrame([{"rank": r, "set": s, "method": m, "accuracy": accuracy}
+                         for r in ranks for s in ("mem", "gen") for m in c3.METHODS],
+                        columns=["rank", "set", "method", "accuracy"])
+
+
+def c3_erasure(case: str):
+    b = build(1 if case == "one point" else 2)
+    sweep = {"empty": _sweep(0.5, ranks=()), "one point": _sweep(0.5, ranks=(0,)), "all equal": _sweep(0.5),
+             "NaN": _sweep(NAN)}[case]
+    layers = [] if case == "empty" else [1]
+    found = {u: {"group": "first operand", "layers": layers, "positions": [3]} for u in b.units}
+    result = c3.Erasure(2, {u: sweep for u in b.units}, {}, {u: layers for u in b.units})
+    return (lambda: c3.erasure_figure(b, found, result)), \
+        {"empty": "no layer carries the result", "one point": "no erasure site or no examples",
+         "NaN": "no erasure site or no examples"}.get(case, "")
+
+
+def c3_controls(case: str):
+    b = build(1 if case == "one point" else 2, sets={"mem": None, "gen": None})
+    sweep = {"empty": _sweep(0.5, ranks=()), "one point": _sweep(0.5), "all equal": _sweep(0.5),
+             "NaN": _sweep(NAN)}[case]
+    result = c3.Erasure(2, {u: sweep for u in b.units}, {})
+    return (lambda: c3.controls_figure(b, result)), "no erasure results" if case in ("empty", "NaN") else ""
+
+
+def _fractions(value: float, layers=(1, 2)):
+    return NS(neuron_fraction=value, heuristic_fraction=value, any_position_fraction=value, layers=list(layers),
+              neuron_layer_fractions=lambda: [value] * len(layers))
+
+
+def c5_null(case: str):
+    b = build(1 if case == "one point" else 2)
+    value = NAN if case in ("empty", "NaN") else 0.3
+    maps = {u: _fractions(value) for u in b.units}
+    return (lambda: c5.null_figure(b, maps, maps)), "no untrained value" if case in ("empty", "NaN") else ""
+
+
+def c5_cut(case: str):
+    b = build(1 if case == "one point" else 2)
+    value = NAN if case in ("empty", "NaN") else 0.3
+    layers = () if case == "empty" else (1, 2)
+    result = NS(shares={u: NS(cut_heuristic_fraction=value, cut_null_fraction=value) for u in b.units},
+                maps={u: _fractions(value, layers) for u in b.units},
+                null_maps={u: _fractions(value, layers) for u in b.units})
+    return (lambda: c5.cut_figure(b, result)), \
+        {"empty": "no layer has a share", "NaN": "no null value"}.get(case, "")
+
+
+def c5_jstar(case: str):
+    """``NaN``: M has a j* value and the clean examples none (seeds 3 and 4 of the stability build)."""
+    b = build(1 if case == "one point" else 2)
+    z_m, z_clean, counts = {"empty": (NAN, NAN, {}), "one point": (3.0, 1.0, {0: 1}),
+                            "all equal": (1.0, 1.0, {0: 2, 1: 2}), "NaN": (3.0, NAN, {0: 2})}[case]
+    result = NS(out={u: NS(comparison=NS(jstar_z_M=z_m, jstar_z_clean=z_clean, jstar_counts=counts))
+                     for u in b.units})
+    return (lambda: c5.jstar_figure(b, result)), \
+        {"empty": "no memorized example with a j*", "NaN": "no clean value"}.get(case, "")
+
+
+def c5_after_jstar(case: str):
+    b = build(1 if case == "one point" else 2)
+    m, value = {"empty": ([], NAN), "one point": ([1], 0.5), "all equal": ([1, 2], 0.5), "NaN": ([1, 2], NAN)}[case]
+    keys = ("after_jstar_patch_revert", "after_jstar_random_patch_revert", "after_jstar_null_patch_revert",
+            "after_jstar_null_random_patch_revert")
+    curves = NS(after_jstar_m=m, **{k: [value] * len(m) for k in keys})
+    result = NS(out={u: NS(curves=curves) for u in b.units})
+    return (lambda: c5.after_jstar_figure(b, result)), \
+        "no share after j*" if case in ("empty", "NaN") else ""
+
+
+def c5_patching(case: str):
+    rows = {"empty": [], "one point": [(1, 0.5, 0.5, "outliers", False)],
+            "all equal": [(layer, 0.5, 0.5, units_, control) for layer in (1, 2)
+                          for units_ in ("outliers", "all") for control in (False, True)],
+            "NaN": [(1, NAN, NAN, "outliers", False)]}[case]
+    table = pd.DataFrame(rows, columns=["layer", "reverted", "recovered", "units", "control"])
+    return (lambda: c5.patching_figure(units(1)[0], table)), \
+        "no memorized examples" if case in ("empty", "NaN") else ""
+
+
+FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_sweep, c3_erasure, c3_controls,
+                                   c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching)}
+CASES = ("empty", "one point", "all equal", "NaN")
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("name", FIGURES)
+def test_a_figure_on_degenerate_data_is_drawn_and_says_what_is_missing(name, case):
+    draw, missing = FIGURES[name](case)
+    fig = draw()
+    try:
+        assert isinstance(fig, Figure)
+        fig.canvas.draw()  # the layout and legend placement run here (where the j* figure raised)
+        assert missing in shown_text(fig)
+    finally:
+        plt.close("all")
+
+
+def test_the_missing_text_sits_inside_the_axes():
+    fig, ax = plt.subplots()
+    plots.missing(ax, "no memorized example")
+    (text,) = ax.texts
+    assert text.get_text() == "no memorized example" and text.get_transform() == ax.transAxes
+    assert text.get_position() == (0.5, 0.5)
+    plt.close(fig)
