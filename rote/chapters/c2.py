@@ -107,7 +107,7 @@ def probes_figure(shown: list, result: Probes):
                             label=f"chance ({name})")
                 ax.legend(fontsize=8)
             else:
-                ax.text(0.5, 0.5, "no examples", ha="center", transform=ax.transAxes)
+                plots.missing(ax, "no examples")
             ax.set(title=f"{label(u)}: {g}", ylim=(-0.02, 1.02), xlabel="layer")
             ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Linear probe accuracy by layer: memorized (M) vs clean correct (C)")
@@ -225,7 +225,7 @@ def bridge_figure(result: Bridge):
         seed_points(ax, result.units, {"r1 (context, superseded)": result.r1, "r2 (judged)": result.r2},
                     "THR bridge: one point per seed")
     else:
-        ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+        plots.missing(ax, "no THR run in this build")
     fig.tight_layout()
     return fig
 
@@ -298,7 +298,7 @@ def masked_tail_figure(shown: list, result: MaskedTail):
                     "THR true tail: one point per seed")
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no THR run in this build")
     fig.tight_layout()
     return fig
 
@@ -355,7 +355,7 @@ def lens_figure(shown: list, result: Lens):
             sns.lineplot(data=table, x="layer", y="P", hue="token", marker="o", ax=ax,
                          palette={"p_true": plots.GROUP_COLORS["C"], "p_noisy": plots.GROUP_COLORS["M"]})
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
         ax.set(title=f"{label(u)}: logit lens on M (n={int(result.tables[u].n.max())} token positions)",
                ylim=(-0.02, 1.02), ylabel="mean probability")
         ax.title.set_fontsize(9)
@@ -454,7 +454,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     if axes[1].collections:
         axes[1].legend(fontsize=7)
     else:
-        axes[1].text(0.5, 0.5, "no intermediate layer or no memorized example", ha="center", transform=axes[1].transAxes)
+        plots.missing(axes[1], "no intermediate layer or no memorized example")
     fig.tight_layout()
     return fig
 
@@ -507,7 +507,7 @@ def worked_examples_figure(build: Build, examples: dict):
     for ax, u in zip(axes[0], build.shown):
         ex, tr = examples[u]
         if ex is None:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
             ax.set(title=label(u))
             continue
         vocab = build.runs[u].data.vocab

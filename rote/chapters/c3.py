@@ -172,7 +172,7 @@ def controls_figure(build: Build, result: Erasure):
         ax.set(title=f"{name}: drop at rank {result.rank}", xlabel="", ylabel="accuracy drop (before - after)")
         ax.legend(fontsize=7)
     if not present:
-        axes[0, 0].text(0.5, 0.5, "no erasure results", ha="center", transform=axes[0, 0].transAxes)
+        plots.missing(axes[0, 0], "no erasure results")
     fig.suptitle("Treatment (INLP) next to both controls, one point per seed")
     fig.tight_layout()
     return fig
@@ -292,7 +292,7 @@ def circuits_figure(build: Build, result: Circuits):
                    title=f"{label(u)}: Jaccard {o['jaccard']:.2f} (random {o['random']:.3f})")
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
             ax.set(title=label(u))
         ax = axes[1, i]
         tidy = result.ablations[u].reset_index().melt(id_vars="ablated", var_name="set", value_name="accuracy").dropna()
@@ -373,7 +373,7 @@ def ceiling_figure(build: Build, result: Circuits):
             ax.axhline(sum(rnd) / len(rnd), ls=":", color="k", lw=1, label="random sets")
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
         ax.axhline(T["overlap_min"], ls="--", color="k", lw=1)
         ax.set(title=where(task, condition), xlabel="", ylabel="overlap / correlation", ylim=(-0.05, 1.05))
         ax.tick_params(axis="x", labelsize=8)

@@ -338,7 +338,7 @@ def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
         axes[1].set(ylabel="median |z|", title="median |z| per answer position", xticks=range(len(pos)))
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, f"{label(u)}: no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, f"{label(u)}: no memorized examples")
             ax.set_axis_off()
     plt.tight_layout()
     return fig
@@ -360,7 +360,7 @@ def z_null_figure(build: Build, result: Outliers):
                s=400, fontsize=7)
         axes[0].set(title="median |z| at memorized digits, each seed")
     else:
-        axes[0].text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=axes[0].transAxes)
+        plots.missing(axes[0], "no memorized examples")
     for ax, u in zip(axes[1:], build.shown):
         pos = pd.DataFrame({"M": result.null[u].median_abs_z_by_position_M,
                             null_name: result.null[u].median_abs_z_by_position_null, "clean": result.clean_by_position[u]})
@@ -410,7 +410,8 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
     fig, axes = plt.subplots(2, n_heatmaps, figsize=(3.7 * n_heatmaps, 7.4), squeeze=False)
     for ax_row, (kind, top) in zip(axes, picks.items()):
         for ax in ax_row[len(top):]:
-            ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
+            if top.empty:
+                plots.missing(ax, "no memorized examples")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
             example, r = result.sets[u]["M"][row.example:row.example + 1], outlier_analysis.RADIUS
@@ -511,7 +512,7 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
         if drawn:
             ax.legend(fontsize=8, title="each seed a line")
         else:
-            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, empty)
     plt.tight_layout()
     return fig
 
@@ -599,6 +600,8 @@ def jstar_figure(build: Build, result: Jstar):
                            for j, c in result.out[u].comparison.jstar_counts.items()], columns=["j*", "examples", "run"])
     if len(counts):
         sns.barplot(data=counts, x="j*", y="examples", hue="run", ax=axes[1])
+    else:
+        plots.missing(axes[1], "no memorized example with a j*")
     axes[1].set(xlabel="sequence position of j* (9: the =)", ylabel="memorized examples", title="where j* falls")
     plt.tight_layout()
     return fig
