@@ -72,7 +72,8 @@ def c1_sweep(case: str):
             "all equal": [("FDA", r, 0.5, "gen", s) for r in (0.1, 0.2) for s in (0, 1)],
             "NaN": [("FDA", 0.1, NAN, "gen", 0)]}[case]
     table = pd.DataFrame(rows, columns=["task", "noise ratio", "final accuracy", "metric", "seed"])
-    return (lambda: c1.sweep_figure(table)), "no run of the sweep has a final accuracy" if case in ("empty", "NaN") else ""
+    missing = "no run of the sweep has a final accuracy" if case in ("empty", "NaN") else ""
+    return (lambda: c1.sweep_figure(table)), missing
 
 
 def _sweep(accuracy: float, ranks=(0, 2)) -> pd.DataFrame:
@@ -181,3 +182,8 @@ def test_the_missing_text_sits_inside_the_axes():
     assert text.get_text() == "no memorized example" and text.get_transform() == ax.transAxes
     assert text.get_position() == (0.5, 0.5)
     plt.close(fig)
+
+
+def test_c3_names_the_erasure_sites_in_words():
+    assert c3.site_words({"layers": [1, 2], "positions": [5]}) == "layers 1, 2; position 5"
+    assert c3.site_words({"layers": [], "positions": [5, 6]}) == "no layer carries the result"

@@ -142,16 +142,18 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
         ax.set(title=f"{label(u)}: erase {found[u]['group']}\n{site_words(found[u])}", ylim=(-0.02, 1.02),
                xlabel="rank removed per site")
         ax.title.set_fontsize(9)
-    fig.suptitle("Accuracy after INLP erasure vs a random subspace\nand an information-matched erasure of the same rank")
+    fig.suptitle("Accuracy after INLP erasure vs a random subspace\n"
+                 "and an information-matched erasure of the same rank")
     fig.tight_layout()
     return fig
 
 
 def site_words(found: dict) -> str:
-    """Where an erasure acts, in words: 'layers 1, 2; positions 5, 6', or that no layer carries the result."""
+    """Where an erasure acts, in words: 'layers 1, 2; position 5', or that no layer carries the result."""
     if not found["layers"]:
         return "no layer carries the result"
-    return "; ".join(f"{name} {', '.join(map(str, found[name]))}" for name in ("layers", "positions"))
+    return "; ".join(f"{name if len(found[name]) > 1 else name[:-1]} {', '.join(map(str, found[name]))}"
+                     for name in ("layers", "positions"))
 
 
 @plots.seeded_jitter
