@@ -157,8 +157,50 @@ def c5_patching(case: str):
         "no memorized examples" if case in ("empty", "NaN") else ""
 
 
+def _dose(case: str) -> pd.DataFrame:
+    m, value = {"empty": ([], NAN), "one point": ([1], 0.5), "all equal": ([1, 2], 0.5), "NaN": ([1, 2], NAN)}[case]
+    return pd.DataFrame([{"units": name, "m": x, "reverted": value} for name in c5.CURVE_COLORS for x in m],
+                        columns=["units", "m", "reverted"])
+
+
+def c5_dose(case: str):
+    b = build(1 if case == "one point" else 2)
+    result = NS(curves={u: _dose(case) for u in b.units}, last={u: NS(m50=None) for u in b.units})
+    return (lambda: c5.dose_figure(b, result)), "no memorized examples" if case in ("empty", "NaN") else ""
+
+
+def c5_jstar_dose(case: str):
+    b = build(1 if case == "one point" else 2)
+    result = NS(out={u: NS(dose=_dose(case), summary=NS(m50=None)) for u in b.units})
+    return (lambda: c5.jstar_dose_figure(b, result)), \
+        "no memorized example with a j*" if case in ("empty", "NaN") else ""
+
+
+def c5_z_null(case: str):
+    b = build(1 if case == "one point" else 2)
+    z, positions = {"empty": (NAN, []), "one point": (2.0, [1.0]), "all equal": (1.0, [1.0, 1.0]),
+                    "NaN": (NAN, [NAN, NAN])}[case]
+    result = NS(comparison={u: NS(median_abs_z_M=z, median_abs_z_clean=z) for u in b.units},
+                null={u: NS(median_abs_z_null=z, median_abs_z_by_position_M=positions,
+                            median_abs_z_by_position_null=positions) for u in b.units},
+                clean_by_position={u: positions for u in b.units})
+    return (lambda: c5.z_null_figure(b, result)), \
+        {"empty": "no memorized examples", "NaN": "no memorized examples"}.get(case, "")
+
+
+def c5_share(case: str):
+    b = build(1 if case == "one point" else 2)
+    layers, value = {"empty": ([], NAN), "one point": ([1], 0.5), "all equal": ([1, 2], 0.5), "NaN": ([1, 2], NAN)}[case]
+    per_layer = pd.DataFrame([{"layer": layer, "kind": "carry", "fraction": value} for layer in layers],
+                             columns=["layer", "kind", "fraction"])
+    maps = {u: NS(per_layer=lambda: per_layer, layers=layers, layer_fractions=lambda: [value] * len(layers),
+                  heuristic_fraction=value) for u in b.units}
+    return (lambda: c5.share_figure(b, maps)), "no heuristic unit" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_sweep, c3_erasure, c3_controls,
-                                   c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching)}
+                                   c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
+                                   c5_z_null, c5_share)}
 CASES = ("empty", "one point", "all equal", "NaN")
 
 

@@ -128,10 +128,12 @@ def share_figure(build: Build, hmaps: dict):
     for ax, u in zip(axes[0], build.shown):
         hm = hmaps[u]
         per = hm.per_layer()
-        if len(per):
+        if len(per) and per.fraction.notna().any():
             wide = per.pivot(index="layer", columns="kind", values="fraction").reindex(hm.layers).fillna(0.0)
             wide = wide[[k for k in fda_features.FEATURE_KINDS if k in wide]]
             wide.plot.bar(stacked=True, ax=ax, rot=0, color=sns.color_palette("tab10", len(wide.columns)), width=0.6)
+        else:
+            plots.missing(ax, "no heuristic unit in any layer")
         for i, v in enumerate(build.groups[(u.task, u.condition)]):
             ax.scatter(range(len(hmaps[v].layers)), hmaps[v].layer_fractions(), color="k", s=18, zorder=3,
                        label="all heuristics, each seed" if i == 0 else None)
@@ -489,16 +491,16 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
     """Share of M reverted against m, one panel per noise condition, one line per seed and curve (top,
     random, mismatched m; the first seed opaque), each seed's m50 dotted. ``curves``: unit -> its dose
     table; ``at``: what m counts (the x label); ``nan_curves``: whether a curve without any value is
-    drawn (and counts as drawn)."""
+    drawn (and counts as drawn; a panel without any value draws none: a log axis of NaN alone raises)."""
     groups_ = build.groups
     fig, axes = plt.subplots(1, len(groups_), figsize=(6.5 * len(groups_), 4), squeeze=False, sharey=True)
     for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
-        drawn = False
+        drawn, any_value = False, any(len(curves[u]) and curves[u].reverted.notna().any() for u in members)
         for k, u in enumerate(members):
             t = curves[u]
             for units_name, color in CURVE_COLORS.items():
                 c = t[t.units == units_name] if len(t) else t
-                if len(c) and (nan_curves or c.reverted.notna().any()):
+                if any_value and len(c) and (nan_curves or c.reverted.notna().any()):
                     drawn = True
                     ax.plot(c.m, c.reverted, marker="o", ms=4, color=color, alpha=1.0 if k == 0 else 0.55,
                             ls="-" if units_name == "top" else "--", label=f"{units_name} m" if k == 0 else None)
