@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from rote import plots  # noqa: E402
-from rote.chapters import Build, c1, c3, c5  # noqa: E402
+from rote.chapters import Build, c1, c3, c5, x1  # noqa: E402
 
 NAN = math.nan
 
@@ -198,9 +198,36 @@ def c5_share(case: str):
     return (lambda: c5.share_figure(b, maps)), "no heuristic unit" if case in ("empty", "NaN") else ""
 
 
+def _x1_rows(case: str, row) -> list:
+    """``row(width, seed, value)`` for each width and seed the case has (all-NaN values for 'NaN')."""
+    cells = {"empty": [], "one point": [(64, 0, 0.5)], "all equal": [(w, s, 0.5) for w in (32, 64) for s in (0, 1)],
+             "NaN": [(w, 0, NAN) for w in (32, 64)]}[case]
+    return [row(*cell) for cell in cells]
+
+
+def x1_cost_by_width(case: str):
+    columns = ["width", "seed", "cost", "memorizes", "gen_twin", "gen_noisy", "mem"]
+    widths = pd.DataFrame(_x1_rows(case, lambda w, s, v: (w, s, v, True, v, v, v)), columns=columns)
+    return (lambda: x1.gen_cost_by_width(widths, 0.1)), "no width has a gen cost" if case in ("empty", "NaN") else ""
+
+
+def x1_curves(case: str):
+    columns = ["width", "step", "seed", "gen", "mem", "rec", "twin_gen"]
+    curves = pd.DataFrame(_x1_rows(case, lambda w, s, v: (w, 10, s, v, v, v, v)), columns=columns)
+    timing = pd.DataFrame(_x1_rows(case, lambda w, s, v: (w, s, None, v)), columns=["width", "seed", "t_gen", "t_mem"])
+    return (lambda: x1.curves_by_width(curves, timing)), \
+        {"empty": "no width has learning curves", "NaN": "no accuracy recorded"}.get(case, "")
+
+
+def x1_cost_by_ratio(case: str):
+    ratios = pd.DataFrame(_x1_rows(case, lambda w, s, v: (w / 320, s, v)), columns=["noise_ratio", "seed", "cost"])
+    return (lambda: x1.gen_cost_by_ratio(ratios)), \
+        "no noise ratio has a gen cost" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_sweep, c3_erasure, c3_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
-                                   c5_z_null, c5_share)}
+                                   c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")
 
 
