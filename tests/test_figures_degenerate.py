@@ -225,7 +225,25 @@ def x1_cost_by_ratio(case: str):
         "no noise ratio has a gen cost" if case in ("empty", "NaN") else ""
 
 
-FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_sweep, c3_erasure, c3_controls,
+@dataclass(frozen=True)
+class NoisyUnit(Unit):
+    @property
+    def noisy(self):
+        return NS(data=NS(noise_ratio=0.1))
+
+
+def c1_curves(case: str):
+    us = [NoisyUnit(u.task, u.condition, u.seed) for u in units(1 if case == "one point" else 2)]
+    rows = {"empty": [], "one point": [(0, 0.5, 0.5, 0.5, 0.5)],
+            "all equal": [(s, 0.5, 0.5, 0.5, 0.5) for s in range(3)], "NaN": [(s, NAN, NAN, NAN, NAN) for s in range(3)]}
+    metrics = pd.DataFrame(rows[case], columns=["step", "gen", "mem", "rec", "fit"])
+    run = NS(metrics=metrics)
+    b = NS(groups={("fda", "random"): us}, runs={u: run for u in us}, twins={u: run for u in us})
+    result = NS(metrics={u: NS(t_gen_interpolated=None, t_mem_interpolated=None) for u in b.runs})
+    return (lambda: c1.curves_figure(b, result)), "no accuracy recorded" if case in ("empty", "NaN") else ""
+
+
+FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep, c3_erasure, c3_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")
