@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from rote import plots  # noqa: E402
-from rote.chapters import Build, c1, c3, c5, x1  # noqa: E402
+from rote.chapters import Build, c1, c2, c3, c5, x1  # noqa: E402
 
 NAN = math.nan
 
@@ -190,7 +190,8 @@ def c5_z_null(case: str):
 
 def c5_share(case: str):
     b = build(1 if case == "one point" else 2)
-    layers, value = {"empty": ([], NAN), "one point": ([1], 0.5), "all equal": ([1, 2], 0.5), "NaN": ([1, 2], NAN)}[case]
+    layers, value = {"empty": ([], NAN), "one point": ([1], 0.5), "all equal": ([1, 2], 0.5),
+                     "NaN": ([1, 2], NAN)}[case]
     per_layer = pd.DataFrame([{"layer": layer, "kind": "carry", "fraction": value} for layer in layers],
                              columns=["layer", "kind", "fraction"])
     maps = {u: NS(per_layer=lambda: per_layer, layers=layers, layer_fractions=lambda: [value] * len(layers),
@@ -235,7 +236,8 @@ class NoisyUnit(Unit):
 def c1_curves(case: str):
     us = [NoisyUnit(u.task, u.condition, u.seed) for u in units(1 if case == "one point" else 2)]
     rows = {"empty": [], "one point": [(0, 0.5, 0.5, 0.5, 0.5)],
-            "all equal": [(s, 0.5, 0.5, 0.5, 0.5) for s in range(3)], "NaN": [(s, NAN, NAN, NAN, NAN) for s in range(3)]}
+            "all equal": [(s, 0.5, 0.5, 0.5, 0.5) for s in range(3)],
+            "NaN": [(s, NAN, NAN, NAN, NAN) for s in range(3)]}
     metrics = pd.DataFrame(rows[case], columns=["step", "gen", "mem", "rec", "fit"])
     run = NS(metrics=metrics)
     b = NS(groups={("fda", "random"): us}, runs={u: run for u in us}, twins={u: run for u in us})
@@ -243,7 +245,38 @@ def c1_curves(case: str):
     return (lambda: c1.curves_figure(b, result)), "no accuracy recorded" if case in ("empty", "NaN") else ""
 
 
-FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep, c3_erasure, c3_controls,
+def _by_layer(case: str, row, columns) -> pd.DataFrame:
+    """``row(layer, value)`` per layer: none (empty), one layer, two equal, or NaN."""
+    cells = {"empty": [], "one point": [(1, 0.5)], "all equal": [(1, 0.5), (2, 0.5)], "NaN": [(1, NAN), (2, NAN)]}
+    return pd.DataFrame([r for cell in cells[case] for r in row(*cell)], columns=columns)
+
+
+def c2_probes(case: str):
+    us = units(1)
+    curves = _by_layer(case, lambda layer, v: [("first operand", layer, v, s, 0.1) for s in ("M", "C")],
+                       ["group", "layer", "accuracy", "set", "chance"])
+    return (lambda: c2.probes_figure(us, NS(curves={u: curves for u in us}))), \
+        {"empty": "no probe result", "NaN": "no examples"}.get(case, "")
+
+
+def c2_lens(case: str):
+    us = units(1)
+    table = _by_layer(case, lambda layer, v: [(layer, v, v, 0 if v != v else 10)], ["layer", "p_true", "p_noisy", "n"])
+    return (lambda: c2.lens_figure(us, NS(tables={u: table for u in us}))), \
+        "no memorized examples" if case in ("empty", "NaN") else ""
+
+
+def c2_bridge(case: str):
+    us = units(1 if case == "one point" else 2)
+    value = NAN if case in ("empty", "NaN") else 0.5
+    row = pd.DataFrame([{"acc_M": value, "acc_C": value, "chance": 0.1}])
+    result = NS(units=[] if case == "empty" else us, r1={u: row for u in us}, r2={u: row for u in us})
+    return (lambda: c2.bridge_figure(result)), \
+        {"empty": "no THR run in this build", "NaN": "no probe accuracy"}.get(case, "")
+
+
+FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
+                                   c2_probes, c2_lens, c2_bridge, c3_erasure, c3_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")

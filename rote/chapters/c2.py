@@ -96,8 +96,10 @@ def probes_figure(shown: list, result: Probes):
     fig, axes = plt.subplots(len(shown), ncols, figsize=(3.4 * ncols, 3.2 * len(shown)), sharey=True, squeeze=False)
     for row, u in zip(axes, shown):
         names = list(curves[u].group.unique())
-        for ax in row[len(names):]:
+        for ax in row[max(1, len(names)):]:
             ax.set_visible(False)
+        if not names:
+            plots.missing(row[0], f"{label(u)}: no probe result")
         for ax, g in zip(row, names):
             part = curves[u][curves[u].group == g]
             if part.accuracy.notna().any():
@@ -217,6 +219,8 @@ def seed_points(ax, units: list, tables: dict, title: str) -> None:
     ax.set(xticks=range(len(x_names)), xticklabels=x_names, xlim=(-0.5, len(x_names) - 0.5), ylim=(-0.02, 1.02),
            ylabel="probe accuracy at the best layer on M", title=title)
     ax.legend(fontsize=8, loc="lower left")
+    if all(pd.isna(tables[name][u].iloc[0].acc_M) for name in x_names for u in units):
+        plots.missing(ax, "no probe accuracy on M")
 
 
 def bridge_figure(result: Bridge):
@@ -356,7 +360,8 @@ def lens_figure(shown: list, result: Lens):
                          palette={"p_true": plots.GROUP_COLORS["C"], "p_noisy": plots.GROUP_COLORS["M"]})
         else:
             plots.missing(ax, "no memorized examples")
-        ax.set(title=f"{label(u)}: logit lens on M (n={int(result.tables[u].n.max())} token positions)",
+        n = int(result.tables[u].n.max()) if result.tables[u].n.notna().any() else 0
+        ax.set(title=f"{label(u)}: logit lens on M (n={n} token positions)",
                ylim=(-0.02, 1.02), ylabel="mean probability")
         ax.title.set_fontsize(9)
         ax.xaxis.get_major_locator().set_params(integer=True)
