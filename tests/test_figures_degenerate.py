@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from rote import plots  # noqa: E402
-from rote.chapters import Build, c1, c2, c3, c5, x1  # noqa: E402
+from rote.chapters import Build, c1, c2, c3, c4, c5, x1  # noqa: E402
 
 NAN = math.nan
 
@@ -275,8 +275,27 @@ def c2_bridge(case: str):
         {"empty": "no THR run in this build", "NaN": "no probe accuracy"}.get(case, "")
 
 
+def c3_ceiling(case: str):
+    b = build(1 if case == "one point" else 2)
+    value = NAN if case in ("empty", "NaN") else 0.5
+    stats = {m: {"jaccard": value, "split_half_C": value, "split_half_M": value, "spearman": value, "random": value,
+                 "ci_low": value, "ci_high": value} for m in c3.METRIC_NAMES}
+    result = NS(stats={u: stats for u in b.units})
+    return (lambda: c3.ceiling_figure(b, result)), "no memorized examples" if case in ("empty", "NaN") else ""
+
+
+def c4_controls(case: str):
+    us = units(1 if case == "one point" else 2)
+    value = NAN if case in ("empty", "NaN") else 2.0
+    numbers = {"k50_M": value, "k50_C": value, "top_activity_median": value, "positions_over_min": value,
+               "intermediate_over_matched": value}
+    found = {u: NS(summary=NS(record=lambda: numbers)) for u in us}
+    return (lambda: c4.controls_figure(us, {u: (numbers,) for u in us}, found)), \
+        "not measured" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
-                                   c2_probes, c2_lens, c2_bridge, c3_erasure, c3_controls,
+                                   c2_probes, c2_lens, c2_bridge, c3_erasure, c3_controls, c3_ceiling, c4_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")
