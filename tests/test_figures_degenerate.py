@@ -294,8 +294,20 @@ def c4_controls(case: str):
         "not measured" if case in ("empty", "NaN") else ""
 
 
+def c2_lens_prior(case: str):
+    b = build(1 if case == "one point" else 2)
+    shares = _by_layer(case, lambda layer, v: [(layer, v, 0 if v != v else 3, 0 if v != v else 6, 0.4)],
+                       ["layer", "share", "ahead", "n", "null"])
+    lens_share = NS(share=0.5, share_lo=0.3, share_hi=0.7, share_null=0.4, share_best_layer=1)
+    metrics = {u: NS(lens_share=lens_share if case in ("one point", "all equal") else c2.verdicts.c2.ABSENT)
+               for u in b.units}
+    return (lambda: c2.lens_prior_figure(b, NS(shares={u: shares for u in b.units}), NS(metrics=metrics))), \
+        "no memorized example at any layer" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
-                                   c2_probes, c2_lens, c2_bridge, c3_erasure, c3_controls, c3_ceiling, c4_controls,
+                                   c2_probes, c2_lens, c2_lens_prior, c2_bridge,
+                                   c3_erasure, c3_controls, c3_ceiling, c4_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")

@@ -425,7 +425,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     for k, u in enumerate(build.shown):
         tab = result.shares[u]
-        if not tab.n.max():
+        if not tab.n.max() > 0:  # none, or no rows (NaN)
             continue
         ci = [intervals.wilson_bounds(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
         line = axes[0].errorbar(tab.layer + 0.06 * k, tab.share,
@@ -439,6 +439,8 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     axes[0].xaxis.get_major_locator().set_params(integer=True)
     if axes[0].lines:
         axes[0].legend(fontsize=7)
+    else:
+        plots.missing(axes[0], "no memorized example at any layer")
     names = list(build.groups)
     for i, key in enumerate(names):
         members = build.groups[key]
