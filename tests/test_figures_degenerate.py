@@ -305,8 +305,20 @@ def c2_lens_prior(case: str):
         "no memorized example at any layer" if case in ("empty", "NaN") else ""
 
 
+def c2_masked_tail(case: str):
+    us = units(1 if case == "one point" else 2)
+    sweep = _by_layer(case, lambda layer, v: [(s, layer, v, v, v, 0.1) for s in ("M", "C")],
+                      ["set", "layer", "accuracy", "accuracy_unmasked", "reads_masked", "chance"])
+    value = NAN if case == "NaN" else 0.5
+    row = pd.DataFrame([{"acc_M": value, "acc_C": value, "chance": 0.1}])
+    result = NS(units=[] if case == "empty" else us, sweeps={u: sweep for u in us}, unmasked={u: row for u in us},
+                summary={u: row for u in us})
+    return (lambda: c2.masked_tail_figure(us, result)), \
+        {"empty": "no THR run in this build", "NaN": "no probe accuracy"}.get(case, "")
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
-                                   c2_probes, c2_lens, c2_lens_prior, c2_bridge,
+                                   c2_probes, c2_lens, c2_lens_prior, c2_bridge, c2_masked_tail,
                                    c3_erasure, c3_controls, c3_ceiling, c4_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
