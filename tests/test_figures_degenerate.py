@@ -317,9 +317,22 @@ def c2_masked_tail(case: str):
         {"empty": "no THR run in this build", "NaN": "no probe accuracy"}.get(case, "")
 
 
+def c4_hypotheses(case: str):
+    b = build(1 if case == "one point" else 2, sets={"C": [0] * 4})
+    b.runs = {u: NS(data=NS(train=NS(prompt=NS(shape=(4, 3))))) for u in b.units}
+    values = {"empty": [], "one point": [0.5], "all equal": [0.5, 0.5], "NaN": [NAN, NAN]}[case]
+    k50 = pd.DataFrame([(s, v) for s in ("M", "C") for v in values], columns=["set", "k50"])
+    active = pd.DataFrame({"activity": [v for v in values if v == v]}, columns=["activity"])
+    drop = values[0] if values else NAN
+    summary = NS(k50_C=drop, position_drops=[drop] * 3, intermediate_drop=drop, intermediate_control_drop=drop)
+    return (lambda: c4.hypotheses_figure(b, {u: k50 for u in b.units}, {u: active for u in b.units},
+                                         {u: summary for u in b.units})), \
+        "no memorized examples" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
                                    c2_probes, c2_lens, c2_lens_prior, c2_bridge, c2_masked_tail,
-                                   c3_erasure, c3_controls, c3_ceiling, c4_controls,
+                                   c3_erasure, c3_controls, c3_ceiling, c4_hypotheses, c4_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
                                    c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")
