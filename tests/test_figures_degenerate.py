@@ -4,6 +4,7 @@ figure, and where something is missing a text in it says what, instead of raisin
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace as NS
+from unittest import mock
 
 import matplotlib
 
@@ -330,11 +331,28 @@ def c4_hypotheses(case: str):
         "no memorized examples" if case in ("empty", "NaN") else ""
 
 
+def c5_z(case: str):
+    """``outlier_analysis.z_table`` stands in with the case's |z| (the real one reads a model's statistics)."""
+    u = units(1)[0]
+    values = {"empty": [], "one point": [2.0], "all equal": [1.0, 1.0], "NaN": [NAN, NAN]}[case]
+
+    def z_table(stats, hmap, name):
+        return pd.DataFrame({"set": name, "z": values, "differs": True}, columns=["set", "z", "differs"])
+
+    result = NS(stats={u: {"M": None, "clean": None}}, null={u: NS(median_abs_z_by_position_M=values)},
+                clean_by_position={u: values})
+
+    def draw():
+        with mock.patch.object(c5.outlier_analysis, "z_table", z_table):
+            return c5.z_figure(u, {u: None}, result, 2.0)
+    return draw, "no memorized examples" if case in ("empty", "NaN") else ""
+
+
 FIGURES = {f.__name__: f for f in (learning_curves, check_values, verdict_heatmap, c1_curves, c1_sweep,
                                    c2_probes, c2_lens, c2_lens_prior, c2_bridge, c2_masked_tail,
                                    c3_erasure, c3_controls, c3_ceiling, c4_hypotheses, c4_controls,
                                    c5_null, c5_cut, c5_jstar, c5_after_jstar, c5_patching, c5_dose, c5_jstar_dose,
-                                   c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
+                                   c5_z, c5_z_null, c5_share, x1_cost_by_width, x1_curves, x1_cost_by_ratio)}
 CASES = ("empty", "one point", "all equal", "NaN")
 
 

@@ -328,7 +328,7 @@ def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
                     outlier_analysis.z_table(result.stats[u]["clean"], hmaps[u], "clean")])
     zt = zt.groupby("set").sample(frac=1.0, random_state=0).groupby("set").head(50_000)  # plotted: 50k pairs per set
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    if zt["set"].eq("M").any():
+    if zt.z[zt["set"].eq("M")].notna().any():
         zt["|z|"] = zt.z.abs().clip(lower=1e-3)
         sns.ecdfplot(data=zt, x="|z|", hue="set", palette={"M": plots.GROUP_COLORS["M"], "clean": plots.GROUP_COLORS["C"]},
                      log_scale=True, ax=axes[0])
