@@ -25,7 +25,7 @@ plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.figsize": (7
 def missing(ax, what: str) -> None:
     """Say in ``ax`` what it cannot show (``what``: 'no ... ', in words), in place of a figure that degenerate
     data (an empty group, one point, all-equal values, NaN) would leave empty or make raise."""
-    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="#444444", wrap=True)
+    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
 
 
 def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None] | None = None, title: str = "",
