@@ -22,6 +22,12 @@ plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.figsize": (7
                      "legend.frameon": False})
 
 
+def missing(ax, what: str) -> None:
+    """Say in ``ax`` what it cannot show (``what``: 'no ... ', in words), in place of a figure that degenerate
+    data (an empty group, one point, all-equal values, NaN) would leave empty or make raise."""
+    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes)
+
+
 def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None] | None = None, title: str = "",
                     columns=("gen", "fit", "mem", "rec")):
     """Accuracy metrics over training steps (one line per seed when ``metrics`` has a ``seed`` column),
@@ -30,8 +36,11 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
     seeds = "seed" in metrics  # several seeds: one line per seed and metric, never averaged
     tidy = metrics.melt(id_vars=["step", "seed"] if seeds else "step", value_vars=[c for c in columns if c in metrics],
                         var_name="metric", value_name="accuracy")
-    sns.lineplot(data=tidy, x="step", y="accuracy", hue="metric", palette=METRIC_COLORS, ax=ax,
-                 **({"units": "seed", "estimator": None, "lw": 1.2} if seeds else {}))
+    if tidy.accuracy.notna().any():
+        sns.lineplot(data=tidy, x="step", y="accuracy", hue="metric", palette=METRIC_COLORS, ax=ax,
+                     **({"units": "seed", "estimator": None, "lw": 1.2} if seeds else {}))
+    else:
+        missing(ax, "no accuracy recorded")
     for label, step in (marks or {}).items():
         if step is not None:
             ax.axvline(step, ls="--", lw=1, color="k", alpha=0.6)
@@ -60,7 +69,7 @@ def check_values(records, ax=None, title: str = ""):
     """The numbers that decide a claim, one point per seed: each numeric check of the amended reading
     (and the superseded registered ones) as value / threshold, so that 1 is the pass line for every
     check alike; checks whose value or threshold is missing are listed as 'not computed'.
-    Returns the axes (None when no check has a number)."""
+    Returns the axes (saying so when no check has a number)."""
     rows = []
     for rec in records:
         where = rec.task.upper() + ("" if rec.condition == "-" else f" {rec.condition}")
@@ -70,9 +79,12 @@ def check_values(records, ax=None, title: str = ""):
                 superseded = " [superseded]" if c["kind"] == "superseded" else ""
                 rows.append({"check": f"{where}: {c.get('id') or c['name']}{superseded}", "value / threshold": v / t,
                              "seed": str(s["seed"]), "result": OUTCOME_WORDS[c["passed"]]})
-    if not rows:
-        return None
-    tidy = pd.DataFrame(rows)
+    tidy = pd.DataFrame(rows, columns=["check", "value / threshold", "seed", "result"])
+    if tidy["value / threshold"].isna().all():
+        ax = ax or plt.subplots(figsize=(8, 1.5))[1]
+        missing(ax, "no check has a number (a value and a threshold)")
+        ax.set(xticks=[], yticks=[], title=title or "Deciding numbers per seed")
+        return ax
     ax = ax or plt.subplots(figsize=(8, 0.32 * tidy.check.nunique() + 1.2))[1]
     sns.scatterplot(data=tidy, y="check", x="value / threshold", hue="result", style="seed", s=60, alpha=0.8, ax=ax,
                     palette={"pass": "#1b9e77", "fail": "#d95f02", "unresolved": "#999999"})
@@ -95,14 +107,19 @@ def _shade(verdict) -> float:
 
 def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
     """The scorecard at a glance: one cell per claim (rows) and task / condition (columns), coloured by
-    its ``column`` verdict (:func:`rote.site.claims_table`) and labelled with it. Returns the figure."""
+    its ``column`` verdict (:func:`rote.display.claims_table`) and labelled with it. Returns the figure."""
+    if table.empty:
+        fig, ax = plt.subplots(figsize=(4, 2))
+        missing(ax, "no claim has a verdict")
+        ax.set(title=title, xticks=[], yticks=[])
+        return fig
     where = table.task.str.upper() + [("" if c == "-" else f" {c}") for c in table.condition]
     verdict = table.assign(where=where).pivot(index="claim", columns="where", values=column)[list(dict.fromkeys(where))]
     labels = verdict.map(lambda v: "" if not isinstance(v, str) else v.replace(": ", ":\n").replace(", ", ",\n"))
     fig, ax = plt.subplots(figsize=(1.9 * verdict.shape[1] + 1.5, 4.4))
     sns.heatmap(verdict.map(_shade).astype(float), annot=labels, fmt="", vmin=0, vmax=1, cbar=False,
                 cmap=sns.color_palette(["#d95f02", "#e6c84f", "#1b9e77"], as_cmap=True), linewidths=1, ax=ax,
-                annot_kws={"fontsize": 7})
+                annot_kws={"fontsize": 7, "color": "black"})  # black: >= 5.6:1 on each colour (white: 3.4:1 on green)
     ax.set_facecolor("#eeeeee")  # not run, or a claim that does not apply (C5 is FDA only)
     for (i, j) in zip(*np.nonzero(verdict.isin(NO_VERDICT).to_numpy())):
         ax.text(j + 0.5, i + 0.5, verdict.iloc[i, j], ha="center", va="center", fontsize=8, color="#666666")

@@ -56,3 +56,44 @@ def test_seeded_jitter_draws_the_same_strip_plot_twice_and_leaves_numpy_alone():
     assert np.array_equal(first, second)
     assert np.random.random() == expected_next  # the caller's generator continues where it was
     assert not np.array_equal(first, draw.__wrapped__())  # the drawing does jitter
+
+
+def _luminance(colour) -> float:
+    """WCAG 2 relative luminance."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(text, background) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    light, dark = sorted((_luminance(text), _luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_contrast_of_the_wcag_reference_colours():
+    assert round(contrast("white", "black"), 1) == 21.0
+    assert contrast("#777777", "white") < 4.5 < contrast("#767676", "white")  # the grey at the limit
+
+
+def test_every_text_of_the_heatmap_has_a_contrast_of_at_least_4_5_to_its_cell():
+    """Every verdict colour (holds, fails, mixed / unresolved), 'not run' and a claim that does not apply."""
+    table = pd.DataFrame([{"claim": "C1", "task": "fda", "condition": "random", "amended": "holds"},
+                          {"claim": "C1", "task": "thr", "condition": "-", "amended": "fails"},
+                          {"claim": "C2", "task": "fda", "condition": "random", "amended": "mixed: 1 pass, 1 fail"},
+                          {"claim": "C2", "task": "thr", "condition": "-", "amended": "unresolved"},
+                          {"claim": "C5", "task": "fda", "condition": "random", "amended": "not run"}])
+    ax = plots.verdict_heatmap(table, "t").axes[0]
+    ax.figure.canvas.draw()
+    mesh = ax.collections[0]
+    n_columns = len(ax.get_xticklabels())
+    cells = mesh.get_facecolors()
+    checked = set()
+    for text in (t for t in ax.texts if t.get_text()):
+        x, y = text.get_position()
+        cell = cells[int(y) * n_columns + int(x)]
+        background = ax.get_facecolor() if cell[3] == 0 else cell  # a masked (NaN) cell shows the axes
+        assert contrast(text.get_color(), background) >= 4.5, (text.get_text(), text.get_color(), background)
+        checked.add(text.get_text().split(":")[0])
+    assert checked == {"holds", "fails", "mixed", "unresolved", "not run"}

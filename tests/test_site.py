@@ -354,7 +354,7 @@ def test_one_search_box_and_the_smoke_banner(desktop, page):
 
 
 def test_the_contents_list_stays_open_beside_a_wide_table(browser, base_url, desktop):
-    """A page with a table tagged full-width (rote.site.widen_tables): scrolled to it, the page's contents
+    """A page with a table tagged full-width (rote.build.site.widen_tables): scrolled to it, the page's contents
     list is still shown (the theme folds it to an empty strip while such a table is on screen)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT_MS)

@@ -131,14 +131,19 @@ def sites_table(sites: dict) -> pd.DataFrame:
 def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[claims.ClaimRecord]:
     """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
     unit), saved and shown with their checks, and the figure of every numeric check as value over
-    threshold (saved as ``figure``). Returns the records."""
+    threshold, saved and glued as ``figure`` (the chapter's next cell places it: ``{glue:figure}`` with its
+    caption and alt text). Returns the records."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+
     from ..display import show_record
 
     records = verdicts.records(claim, profile, results)
     for rec in records:
         claims.save(rec)
         show_record(rec)
-    ax = plots.check_values(records)
-    if ax is not None:
-        plots.save_and_show(ax.figure, figure)
+    checks_figure = plots.check_values(records).figure
+    plots.save_figure(checks_figure, figure)
+    glue(figure, checks_figure, display=False)
+    plt.close(checks_figure)
     return records

@@ -122,6 +122,10 @@ def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
 @plots.seeded_jitter
 def sweep_figure(table: pd.DataFrame):
     """The sweep, one panel per task and condition, one point per seed."""
+    if table.empty or table["final accuracy"].isna().all():
+        fig, ax = plt.subplots(figsize=(4, 3))
+        plots.missing(ax, "no run of the sweep has a final accuracy")
+        return fig
     grid = sns.catplot(data=table, x="noise ratio", y="final accuracy", hue="metric", col="task", kind="strip",
                        palette=plots.METRIC_COLORS, height=3.5, aspect=1.1, size=7, alpha=0.8)
     grid.set(ylim=(-0.02, 1.02))

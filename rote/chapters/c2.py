@@ -97,8 +97,10 @@ def probes_figure(shown: list, result: Probes):
     fig, axes = plt.subplots(len(shown), ncols, figsize=(3.4 * ncols, 3.2 * len(shown)), sharey=True, squeeze=False)
     for row, u in zip(axes, shown):
         names = list(curves[u].group.unique())
-        for ax in row[len(names):]:
+        for ax in row[max(1, len(names)):]:
             ax.set_visible(False)
+        if not names:
+            plots.missing(row[0], f"{label(u)}: no probe result")
         for ax, g in zip(row, names):
             part = curves[u][curves[u].group == g]
             if part.accuracy.notna().any():
@@ -108,7 +110,7 @@ def probes_figure(shown: list, result: Probes):
                             label=f"chance ({name})")
                 ax.legend(fontsize=8)
             else:
-                ax.text(0.5, 0.5, "no examples", ha="center", transform=ax.transAxes)
+                plots.missing(ax, "no examples")
             ax.set(title=f"{label(u)}: {g}", ylim=(-0.02, 1.02), xlabel="layer")
             ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Linear probe accuracy by layer: memorized (M) vs clean correct (C)")
@@ -233,6 +235,8 @@ def seed_points(ax, units: list, tables: dict, title: str) -> None:
     ax.set(xticks=range(len(x_names)), xticklabels=x_names, xlim=(-0.5, len(x_names) - 0.5), ylim=(-0.02, 1.02),
            ylabel="probe accuracy at the best layer on M", title=title)
     ax.legend(fontsize=8, loc="lower left")
+    if all(pd.isna(tables[name][u].iloc[0].acc_M) for name in x_names for u in units):
+        plots.missing(ax, "no probe accuracy on M")
 
 
 def bridge_figure(result: Bridge):
@@ -241,7 +245,7 @@ def bridge_figure(result: Bridge):
         seed_points(ax, result.units, {"r1 (context, superseded)": result.r1, "r2 (judged)": result.r2},
                     "THR bridge: one point per seed")
     else:
-        ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+        plots.missing(ax, "no THR run in this build")
     fig.tight_layout()
     return fig
 
@@ -314,7 +318,7 @@ def masked_tail_figure(shown: list, result: MaskedTail):
                     "THR true tail: one point per seed")
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, "no THR run in this build", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no THR run in this build")
     fig.tight_layout()
     return fig
 
@@ -371,8 +375,9 @@ def lens_figure(shown: list, result: Lens):
             sns.lineplot(data=table, x="layer", y="P", hue="token", marker="o", ax=ax,
                          palette={"p_true": plots.GROUP_COLORS["C"], "p_noisy": plots.GROUP_COLORS["M"]})
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
-        ax.set(title=f"{label(u)}: logit lens on M (n={int(result.tables[u].n.max())} token positions)",
+            plots.missing(ax, "no memorized examples")
+        n = int(result.tables[u].n.max()) if result.tables[u].n.notna().any() else 0
+        ax.set(title=f"{label(u)}: logit lens on M (n={n} token positions)",
                ylim=(-0.02, 1.02), ylabel="mean probability")
         ax.title.set_fontsize(9)
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -436,7 +441,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     for k, u in enumerate(build.shown):
         tab = result.shares[u]
-        if not tab.n.max():
+        if not tab.n.max() > 0:  # none, or no rows (NaN)
             continue
         ci = [intervals.wilson_bounds(int(a), int(n), level) for a, n in zip(tab.ahead, tab.n)]
         line = axes[0].errorbar(tab.layer + 0.06 * k, tab.share,
@@ -450,6 +455,8 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     axes[0].xaxis.get_major_locator().set_params(integer=True)
     if axes[0].lines:
         axes[0].legend(fontsize=7)
+    else:
+        plots.missing(axes[0], "no memorized example at any layer")
     names = list(build.groups)
     for i, key in enumerate(names):
         members = build.groups[key]
@@ -470,7 +477,7 @@ def lens_prior_figure(build: Build, result: LensPrior, claim: ClaimResult):
     if axes[1].collections:
         axes[1].legend(fontsize=7)
     else:
-        axes[1].text(0.5, 0.5, "no intermediate layer or no memorized example", ha="center", transform=axes[1].transAxes)
+        plots.missing(axes[1], "no intermediate layer or no memorized example")
     fig.tight_layout()
     return fig
 
@@ -523,7 +530,7 @@ def worked_examples_figure(build: Build, examples: dict):
     for ax, u in zip(axes[0], build.shown):
         ex, tr = examples[u]
         if ex is None:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
             ax.set(title=label(u))
             continue
         vocab = build.runs[u].data.vocab

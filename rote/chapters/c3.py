@@ -137,14 +137,22 @@ def erasure_figure(build: Build, found: dict, result: Erasure):
             ax.axvline(result.rank, ls=":", color="k", lw=1)
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no erasure site or no examples", ha="center", transform=ax.transAxes)
-        s = found[u]
-        ax.set(title=f"{label(u)}: erase {s['group']} (layers {s['layers']}, positions {s['positions']})",
-               ylim=(-0.02, 1.02), xlabel="rank removed per site")
+            plots.missing(ax, "no erasure site or no examples")
+        ax.set(title=f"{label(u)}: erase {found[u]['group']}\n{site_words(found[u])}", ylim=(-0.02, 1.02),
+               xlabel="rank removed per site")
         ax.title.set_fontsize(9)
-    fig.suptitle("Accuracy after INLP erasure vs a random subspace and an information-matched erasure of the same rank")
+    fig.suptitle("Accuracy after INLP erasure vs a random subspace\n"
+                 "and an information-matched erasure of the same rank")
     fig.tight_layout()
     return fig
+
+
+def site_words(found: dict) -> str:
+    """Where an erasure acts, in words: 'layers 1, 2; position 5', or that no layer carries the result."""
+    if not found["layers"]:
+        return "no layer carries the result"
+    return "; ".join(f"{name if len(found[name]) > 1 else name[:-1]} {', '.join(map(str, found[name]))}"
+                     for name in ("layers", "positions"))
 
 
 @plots.seeded_jitter
@@ -165,7 +173,7 @@ def controls_figure(build: Build, result: Erasure):
         ax.set(title=f"{name}: drop at rank {result.rank}", xlabel="", ylabel="accuracy drop (before - after)")
         ax.legend(fontsize=7)
     if not present:
-        axes[0, 0].text(0.5, 0.5, "no erasure results", ha="center", transform=axes[0, 0].transAxes)
+        plots.missing(axes[0, 0], "no erasure results")
     fig.suptitle("Treatment (INLP) next to both controls, one point per seed")
     fig.tight_layout()
     return fig
@@ -285,7 +293,7 @@ def circuits_figure(build: Build, result: Circuits):
                    title=f"{label(u)}: Jaccard {o['jaccard']:.2f} (random {o['random']:.3f})")
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
             ax.set(title=label(u))
         ax = axes[1, i]
         tidy = result.ablations[u].reset_index().melt(id_vars="ablated", var_name="set", value_name="accuracy").dropna()
@@ -366,7 +374,7 @@ def ceiling_figure(build: Build, result: Circuits):
             ax.axhline(sum(rnd) / len(rnd), ls=":", color="k", lw=1, label="random sets")
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
         ax.axhline(T["overlap_min"], ls="--", color="k", lw=1)
         ax.set(title=where(task, condition), xlabel="", ylabel="overlap / correlation", ylim=(-0.05, 1.05))
         ax.tick_params(axis="x", labelsize=8)

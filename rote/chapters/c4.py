@@ -219,7 +219,7 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
                           color="k", size=1.5, alpha=0.3, ax=ax)
             ax.set_yscale("log")
         else:
-            ax.text(0.5, 0.5, "no examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, "no examples")
         ax.axhline(1, ls="--", color=LOOKUP_COLOR, lw=1.5, label="look-up: 1 neuron")
         if not np.isnan(summary[u].k50_C):
             ax.axhline(T["k50_ratio_min"] * summary[u].k50_C, ls=":", color="k", lw=1, label="threshold")
@@ -229,7 +229,7 @@ def hypotheses_figure(build: Build, k50: dict, active: dict, summary: dict):
         if len(s):
             sns.histplot(s.activity.clip(lower=1e-4), bins=30, log_scale=True, color=plots.GROUP_COLORS["M"], ax=ax)
         else:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
         ax.axvline(1 / max(len(build.sets[u]["C"]), 1), ls="--", color=LOOKUP_COLOR, lw=1.5, label="look-up: one input")
         ax.axvline(1 - T["activity_quantile"], ls="--", color=DISTRIBUTED_COLOR, lw=1.5, label="layer average")
         ax.axvline(T["activity_fraction_min"], ls=":", color="k", lw=1, label="threshold")
@@ -259,7 +259,7 @@ def _drops_panel(ax, build: Build, summary: dict, u, names: list) -> None:
     if np.isnan(summary[u].intermediate_drop):
         ax.text(len(names), 0.02, "not\nfound", ha="center", fontsize=8)
     if bars["drop"].isna().all():
-        ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
+        plots.missing(ax, "no memorized examples")
     ax.set(ylim=(min(-0.05, dots["drop"].min() - 0.05) if len(dots) else -0.05, 1.02),
            title="share of P(noisy label) removed", xlabel="", ylabel="mean drop")
     ax.tick_params(axis="x", rotation=45)
@@ -342,7 +342,7 @@ def controls_figure(units: list, evaluations: dict, found: dict):
         elif len(data):
             sns.stripplot(data=data, x="where", y=col, hue="set", palette=palette, dodge=True, size=7, jitter=0.1, ax=ax)
         else:
-            ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, "not measured")
         ax.axhline(threshold, ls=":", color="k", lw=1, label=line)
         if col == "top-neuron activity" and len(data) and (data[col] > 0).any():
             ax.set_yscale("symlog", linthresh=1e-3)

@@ -97,10 +97,14 @@ def _strip(ax, data: pd.DataFrame, y: str, hue: str, palette, reference, factor:
     sns.stripplot(data=data, x="condition", y=y, hue=hue, dodge=True, jitter=False, size=7, ax=ax, palette=palette)
     if line:
         ax.axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
-    for i, cond in enumerate(data.condition.unique()):
-        need = factor * data[(data.condition == cond) & reference][y]
-        ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
-                   label=f"{factor:g} x {name}" if i == 0 else None)
+    bar = f"{factor:g} x {name}"
+    for i, cond in enumerate(data.condition.unique()):  # a NaN has no bar (a masked point on a categorical axis raises)
+        need = (factor * data[(data.condition == cond) & reference][y]).dropna()
+        if len(need):
+            ax.scatter([i + offset] * len(need), need, marker="_", s=s, color="k", zorder=3,
+                       label=None if bar in ax.get_legend_handles_labels()[1] else bar)
+    if data[reference][y].isna().all():
+        plots.missing(ax, f"no {name} value: no {bar} bar")
     ax.legend(fontsize=fontsize)
 
 
@@ -122,10 +126,12 @@ def share_figure(build: Build, hmaps: dict):
     for ax, u in zip(axes[0], build.shown):
         hm = hmaps[u]
         per = hm.per_layer()
-        if len(per):
+        if len(per) and per.fraction.notna().any():
             wide = per.pivot(index="layer", columns="kind", values="fraction").reindex(hm.layers).fillna(0.0)
             wide = wide[[k for k in fda_features.FEATURE_KINDS if k in wide]]
             wide.plot.bar(stacked=True, ax=ax, rot=0, color=sns.color_palette("tab10", len(wide.columns)), width=0.6)
+        else:
+            plots.missing(ax, "no heuristic unit in any layer")
         for i, v in enumerate(build.groups[(u.task, u.condition)]):
             ax.scatter(range(len(hmaps[v].layers)), hmaps[v].layer_fractions(), color="k", s=18, zorder=3,
                        label="all heuristics, each seed" if i == 0 else None)
@@ -242,11 +248,15 @@ def cut_figure(build: Build, result: Cut):
                 title="8.3 cut: heuristic neurons (judged)")
     per_layer = pd.DataFrame([{"layer": layer, "share": f, "model": f"{label(u)}, {name}"} for u in build.shown
                               for name, cm in (("trained", result.maps[u]), ("null", result.null_maps[u]))
-                              for layer, f in zip(cm.layers, cm.neuron_layer_fractions())])
-    sns.barplot(data=per_layer, x="layer", y="share", hue="model", ax=axes[1])
+                              for layer, f in zip(cm.layers, cm.neuron_layer_fractions())],
+                             columns=["layer", "share", "model"])
+    if len(per_layer):
+        sns.barplot(data=per_layer, x="layer", y="share", hue="model", ax=axes[1])
+        axes[1].legend(fontsize=7)
+    else:
+        plots.missing(axes[1], "no layer has a share")
     axes[1].axhline(T["heuristic_fraction_min"], ls="--", color="k", lw=1)
     axes[1].set(ylim=(0, 1), ylabel="share of neurons that are heuristics", title="8.3 cut, per layer")
-    axes[1].legend(fontsize=7)
     plt.tight_layout()
     return fig
 
@@ -316,7 +326,7 @@ def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
                     outlier_analysis.z_table(result.stats[u]["clean"], hmaps[u], "clean")])
     zt = zt.groupby("set").sample(frac=1.0, random_state=0).groupby("set").head(50_000)  # plotted: 50k pairs per set
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    if zt["set"].eq("M").any():
+    if zt.z[zt["set"].eq("M")].notna().any():
         zt["|z|"] = zt.z.abs().clip(lower=1e-3)
         sns.ecdfplot(data=zt, x="|z|", hue="set", palette={"M": plots.GROUP_COLORS["M"], "clean": plots.GROUP_COLORS["C"]},
                      log_scale=True, ax=axes[0])
@@ -328,7 +338,7 @@ def z_figure(u, hmaps: dict, result: Outliers, z_outlier: float):
         axes[1].set(ylabel="median |z|", title="median |z| per answer position", xticks=range(len(pos)))
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, f"{label(u)}: no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, f"{label(u)}: no memorized examples")
             ax.set_axis_off()
     plt.tight_layout()
     return fig
@@ -350,7 +360,7 @@ def z_null_figure(build: Build, result: Outliers):
                s=400, fontsize=7)
         axes[0].set(title="median |z| at memorized digits, each seed")
     else:
-        axes[0].text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=axes[0].transAxes)
+        plots.missing(axes[0], "no memorized examples")
     for ax, u in zip(axes[1:], build.shown):
         pos = pd.DataFrame({"M": result.null[u].median_abs_z_by_position_M,
                             null_name: result.null[u].median_abs_z_by_position_null, "clean": result.clean_by_position[u]})
@@ -400,7 +410,8 @@ def heatmap_figure(build: Build, u, hmaps: dict, result: Outliers, n_heatmaps: i
     fig, axes = plt.subplots(2, n_heatmaps, figsize=(3.7 * n_heatmaps, 7.4), squeeze=False)
     for ax_row, (kind, top) in zip(axes, picks.items()):
         for ax in ax_row[len(top):]:
-            ax.text(0.5, 0.5, "no memorized examples" if top.empty else "", ha="center", va="center")
+            if top.empty:
+                plots.missing(ax, "no memorized examples")
             ax.set_axis_off()
         for ax, row in zip(ax_row, top.itertuples()):
             example, r = result.sets[u]["M"][row.example:row.example + 1], outlier_analysis.RADIUS
@@ -428,7 +439,7 @@ def patching(build: Build, hmaps: dict, result: Outliers, z_outlier: float, n_co
 
 def patching_figure(u, table: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    if len(table):
+    if table[["reverted", "recovered"]].notna().any(axis=None):
         for ax, metric in zip(axes, ("reverted", "recovered")):
             sns.lineplot(data=table, x="layer", y=metric, hue="units", style="control", markers=True, ax=ax,
                          hue_order=["outliers", "heuristics", "all"], style_order=[False, True])
@@ -437,7 +448,7 @@ def patching_figure(u, table: pd.DataFrame):
         axes[0].axhline(T["control_revert_max"], ls=":", color="grey", lw=1)
     else:
         for ax in axes:
-            ax.text(0.5, 0.5, "no memorized examples", ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, "no memorized examples")
     fig.suptitle(f"{label(u)}: patching MLP units to clean-neighbour means")
     plt.tight_layout()
     return fig
@@ -478,16 +489,16 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
     """Share of M reverted against m, one panel per noise condition, one line per seed and curve (top,
     random, mismatched m; the first seed opaque), each seed's m50 dotted. ``curves``: unit -> its dose
     table; ``at``: what m counts (the x label); ``nan_curves``: whether a curve without any value is
-    drawn (and counts as drawn)."""
+    drawn (and counts as drawn; a panel without any value draws none: a log axis of NaN alone raises)."""
     groups_ = build.groups
     fig, axes = plt.subplots(1, len(groups_), figsize=(6.5 * len(groups_), 4), squeeze=False, sharey=True)
     for ax, ((task, condition), members) in zip(axes[0], groups_.items()):
-        drawn = False
+        drawn, any_value = False, any(len(curves[u]) and curves[u].reverted.notna().any() for u in members)
         for k, u in enumerate(members):
             t = curves[u]
             for units_name, color in CURVE_COLORS.items():
                 c = t[t.units == units_name] if len(t) else t
-                if len(c) and (nan_curves or c.reverted.notna().any()):
+                if any_value and len(c) and (nan_curves or c.reverted.notna().any()):
                     drawn = True
                     ax.plot(c.m, c.reverted, marker="o", ms=4, color=color, alpha=1.0 if k == 0 else 0.55,
                             ls="-" if units_name == "top" else "--", label=f"{units_name} m" if k == 0 else None)
@@ -501,7 +512,7 @@ def _dose_panels(build: Build, curves: dict, m50: dict, *, at: str, ylabel: str,
         if drawn:
             ax.legend(fontsize=8, title="each seed a line")
         else:
-            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+            plots.missing(ax, empty)
     plt.tight_layout()
     return fig
 
@@ -583,12 +594,14 @@ def jstar_figure(build: Build, result: Jstar):
         _strip(axes[0], zj, "median", "set", [plots.GROUP_COLORS["M"], plots.GROUP_COLORS["C"]],
                zj.set.str.startswith("clean"), T["z_ratio_min"], "clean", -0.2, fontsize=7)
     else:
-        axes[0].text(0.5, 0.5, "no memorized example with a j*", ha="center", va="center", transform=axes[0].transAxes)
+        plots.missing(axes[0], "no memorized example with a j*")
     axes[0].set(xlabel="", ylabel="median of the largest |z| at j*", title="8.4: outliers at j*, each seed")
     counts = pd.DataFrame([{"j*": f"{9 + j}", "examples": c, "run": label(u)} for u in build.shown
                            for j, c in result.out[u].comparison.jstar_counts.items()], columns=["j*", "examples", "run"])
     if len(counts):
         sns.barplot(data=counts, x="j*", y="examples", hue="run", ax=axes[1])
+    else:
+        plots.missing(axes[1], "no memorized example with a j*")
     axes[1].set(xlabel="sequence position of j* (9: the =)", ylabel="memorized examples", title="where j* falls")
     plt.tight_layout()
     return fig
@@ -623,6 +636,8 @@ def after_jstar_figure(build: Build, result: Jstar):
                xlabel="m (neurons per example, last layer, after j*)", ylabel="share whose predictions change",
                title=f"{where(task, condition)}: after j*, M against the null")
         ax.legend(fontsize=8)
+        if not any(pd.notna(getattr(result.out[u].curves, key)).any() for u in members for key in styles):
+            plots.missing(ax, "no share after j*: no memorized example reaches past j*")
     plt.tight_layout()
     return fig
 

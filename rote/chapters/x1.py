@@ -542,6 +542,8 @@ def gen_cost_by_width(widths: pd.DataFrame, margin: float):
         right.plot(g.width, g.gen_noisy, marker="o", color=plots.METRIC_COLORS["gen"],
                    label="gen, noisy" if i == 0 else None)
         right.plot(g.width, g.mem, marker="s", color=plots.METRIC_COLORS["mem"], label="mem, noisy" if i == 0 else None)
+    if widths.cost.isna().all():
+        plots.missing(left, "no width has a gen cost")
     left.axhline(margin, ls="--", color="k", lw=1)
     left.text(widths.width.min(), margin, " margin", va="bottom", fontsize=8)
     ticks = sorted(widths.width.unique())
@@ -563,7 +565,10 @@ def curves_by_width(curves: pd.DataFrame, timing: pd.DataFrame):
     line per seed, the twins' gen in grey (dashed), and each seed's t_gen (solid) and t_mem (dotted) from
     ``timing`` (rows with ``width``, ``seed``, ``t_gen``, ``t_mem``). Returns the figure."""
     widths = sorted(curves.width.unique())
-    fig, axes = plt.subplots(1, len(widths), figsize=(4.4 * len(widths), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(widths)), figsize=(4.4 * max(1, len(widths)), 3.6), sharey=True,
+                             squeeze=False)
+    if not widths:
+        plots.missing(axes[0][0], "no width has learning curves")
     for ax, w in zip(axes[0], widths):
         part = curves[curves.width == w]
         plots.learning_curves(part, ax=ax, columns=("gen", "mem", "rec"), title=f"width {w}")
@@ -585,6 +590,8 @@ def gen_cost_by_ratio(ratios: pd.DataFrame, title: str = ""):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     sns.lineplot(data=ratios.assign(seed=ratios.seed.astype(str)), x="noise_ratio", y="cost", hue="seed",
                  marker="o", ax=ax)
+    if ratios.cost.isna().all():
+        plots.missing(ax, "no noise ratio has a gen cost")
     ax.set_xticks(sorted(ratios.noise_ratio.unique()))
     ax.set(xlabel="noise ratio", ylabel="gen cost (twin gen - noisy gen)", title=title or "Gen cost against noise ratio")
     return fig
