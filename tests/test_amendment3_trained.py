@@ -165,3 +165,13 @@ def test_an_unresolved_x1_check_has_no_margin():
         "mem": [0.3, 0.97], "mem_at_90": [0.3, 0.97], "mem_at_90_step": 90}))
     for check_id in ("x1.mem.w16", "x1.not_rising"):
         assert _by(checks, check_id).passed is None and _by(checks, check_id).margin is None
+
+
+def test_x1_an_unresolved_cost_at_the_largest_width_never_makes_the_amended_reading_fail():
+    # every seed fails on a rise (16 -> 32); at width 64 the noisy run still memorizes at the end (12.3), so its
+    # cost of 0.3 no longer counts in the amended reading: "fails" (protocol 9) needs the cost to fail there
+    rec = _x1([0.02, 0.15, 0.3], rising_at=(64,))
+    assert rec.verdict_registered == "fails"  # section 9 as registered: the cost at 64 fails on every seed
+    assert [s["amended"] for s in rec.per_seed] == ["fail"] * 3
+    assert rec.verdict_amended == "mixed: 0 pass, 3 fail, 0 unresolved"
+    assert verdicts.find(rec.per_seed[0]["checks"], "x1.cost_largest.amended")["passed"] is None

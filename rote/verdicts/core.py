@@ -512,8 +512,8 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     for (task, condition), group in groups.items():
         group = sorted(group, key=lambda r: r["seed"])
         per_seed = [{k: v for k, v in r.items() if k not in ("task", "condition")} for r in group]
-        registered = aggregate([r["registered"] for r in group], failing(claim, group))
-        amended = aggregate([r["amended"] for r in group], failing(claim, group))
+        registered = aggregate([r["registered"] for r in group], failing(claim, group, "registered"))
+        amended = aggregate([r["amended"] for r in group], failing(claim, group, "amended"))
         out.append(claims.ClaimRecord(
             claim, task, condition, profile, [r["seed"] for r in group], registered, amended, amended,
             per_seed=claims._plain(per_seed), threshold=dict(THRESHOLDS[claim]), page=claims.CLAIM_PAGES[claim],
@@ -521,13 +521,21 @@ def records(claim: str, profile: str, results: list[dict]) -> list[claims.ClaimR
     return out
 
 
-def failing(claim: str, seeds: list[dict]) -> list[bool] | None:
-    """Per seed, whether the check that alone makes ``claim`` fail across seeds failed (None: any failing
-    check counts, :data:`FAILS_ONLY_ON`)."""
+def failing(claim: str, seeds: list[dict], reading: str = "amended") -> list[bool] | None:
+    """Per seed, whether the check that alone makes ``claim`` fail across seeds failed in ``reading`` (None: any
+    failing check counts, :data:`FAILS_ONLY_ON`): the check itself, or where a later section superseded it, the
+    check that stands in for it there (``<id>.amended``, ``<id>@<section>``), e.g. X1's cost at the largest width
+    made unresolved by 12.2 or 12.3, which can then never make the claim fail."""
     check_id = FAILS_ONLY_ON.get(claim)
     if check_id is None:
         return None
-    return [fmt.get(find(s["checks"], check_id) or {"passed": None}, "passed") is False for s in seeds]
+
+    def deciding_one(checks: list) -> dict:
+        same = [c for c in checks if fmt.get(c, "id") == check_id
+                or str(fmt.get(c, "id")).startswith((f"{check_id}.amended", f"{check_id}@"))]
+        return ([c for c in same if counts_in(c, reading)] or same or [{"passed": None}])[-1]
+
+    return [fmt.get(deciding_one(s["checks"]), "passed") is False for s in seeds]
 
 
 def near_checks(checks: Iterable[Check | dict], reading: str = "amended") -> list[str]:
@@ -590,7 +598,7 @@ def readings(rec: claims.ClaimRecord) -> dict[str, str]:
     touches its claim (the last is the amended verdict)."""
     seeds, amendments = rec.per_seed or [], claims.SPECS[rec.claim].amended_in
     names = amendment_names()
-    return {name: aggregate([seed_verdict(s["checks"], reading) for s in seeds], failing(rec.claim, seeds))
+    return {name: aggregate([seed_verdict(s["checks"], reading) for s in seeds], failing(rec.claim, seeds, reading))
             for name, reading in [("registered", "registered"), *((names[a], a) for a in amendments[:-1]),
                                   *((names[a], "amended") for a in amendments[-1:])]}
 
@@ -607,7 +615,7 @@ def amendment_change(rec: claims.ClaimRecord, section: str | None = None) -> dic
     keys = (names.get(previous, previous).replace(" ", ""), names[section].replace(" ", ""))
     if spec is None or section not in spec.amended_in:  # no such amendment reads it: nothing moved
         return {keys[0]: rec.verdict_amended, keys[1]: rec.verdict_amended, "why": ""}
-    before, after = (aggregate([seed_verdict(s["checks"], r) for s in seeds], failing(rec.claim, seeds))
+    before, after = (aggregate([seed_verdict(s["checks"], r) for s in seeds], failing(rec.claim, seeds, r))
                      for r in (previous, "amended" if section == spec.amended_in[-1] else section))
     if before == after:
         return {keys[0]: before, keys[1]: after, "why": ""}
