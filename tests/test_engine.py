@@ -328,3 +328,26 @@ def test_a_run_that_cannot_start_fails_alone(tmp_path, monkeypatch):
     assert {(o.config.data.noise_ratio, o.ok) for o in outcomes} == {(0.1, True), (0.0, False)}
     assert "invalid partition" in [o for o in outcomes if not o.ok][0].error
     assert engine.report_failures(outcomes) == 1
+
+
+def test_a_plan_that_grows_after_training_is_trained_in_stages(monkeypatch):
+    """Protocol 12.4: X1's width runs are planned at the rate their selection runs chose, known once those are
+    trained, so `rote train --plan --x1` and `rote book --x1` plan again after training and train what was
+    added, until the plan stops growing (train_staged)."""
+    selection, width = make_config("fda", "smoke"), make_config("fda", "smoke", d_model=64)
+    trained: list[list[str]] = []
+    monkeypatch.setattr(engine, "train_plan", lambda configs, **kw: trained.append([c.key for c in configs]) or
+                        [engine.Outcome(c, True, 1.0) for c in configs])
+    plans = iter([[selection], [selection, width], [selection, width]])
+    outcomes = engine.train_staged(lambda: next(plans))
+    assert trained == [[selection.key], [selection.key, width.key]]  # the cached selection is skipped in train_plan
+    assert [o.config.key for o in outcomes] == [selection.key, selection.key, width.key]
+
+
+def test_a_staged_plan_stops_at_a_failed_run(monkeypatch):
+    first, second = make_config("fda", "smoke"), make_config("fda", "smoke", d_model=64)
+    calls = []
+    monkeypatch.setattr(engine, "train_plan", lambda configs, **kw: calls.append(configs) or
+                        [engine.Outcome(configs[0], False, 1.0, "exit code 1")])
+    plans = iter([[first], [first, second]])
+    assert [o.ok for o in engine.train_staged(lambda: next(plans))] == [False] and len(calls) == 1

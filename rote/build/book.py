@@ -103,11 +103,11 @@ def build_book(profile: str, names: list[str] | None, params: dict[str, object],
 
     options = options or BookOptions()
     engine = options.engine or EngineSettings()
-    seeds, configs, jobs = _book_jobs(profile, names, params, options)
+    seeds, replan, jobs = _book_jobs(profile, names, params, options)
     seeds_before = os.environ.get("ROTE_SEEDS")
     os.environ["ROTE_SEEDS"] = str(len(seeds))
     try:
-        return _train_and_execute(profile, seeds, configs, jobs, engine, options.render)
+        return _train_and_execute(profile, seeds, replan, jobs, engine, options.render)
     finally:
         if seeds_before is None:
             os.environ.pop("ROTE_SEEDS", None)
@@ -147,17 +147,23 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
         # the scorecard last, after the entries it shows are written (also when it was not selected)
         jobs = [j for j in jobs if not j.last] + extra_jobs + [ChapterJob(
             "scorecard", params, last=True, before=lambda: write_stability(profile, seed_values, why_not, failed))]
-    return seed_values, configs, jobs
+
+    def replan() -> list:  # with X1: its widths at the rates their selection chose, once that trained (12.4)
+        again = book_plan(profile, selected, params, seed_values, x1=True) if with_x1 else []
+        return list({c.key: c for c in configs + again}.values())
+
+    return seed_values, replan, jobs
 
 
-def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list[ChapterJob], engine,
+def _train_and_execute(profile: str, seeds: list[int], replan, jobs: list[ChapterJob], engine,
                        render: bool) -> int:
-    """Train ``configs`` while executing ``jobs`` on the cores training leaves free (a chapter waits for
-    a run still training under its lock), then render the site; the exit code."""
-    from .engine import report_failures, train_plan
+    """Train the runs ``replan()`` lists (again after training, while it adds runs: :func:`train_staged`) while
+    executing ``jobs`` on the cores training leaves free (a chapter waits for a run still training under its
+    lock), then render the site; the exit code."""
+    from .engine import report_failures, train_staged
     from .timings import default_workers
 
-    capacity = engine.workers or default_workers()
+    capacity, configs = engine.workers or default_workers(), replan()
     free_slots = {"n": 0 if configs else capacity}
     stop = threading.Event()
     results: list[ChapterResult] = []
@@ -170,8 +176,8 @@ def _train_and_execute(profile: str, seeds: list[int], configs: list, jobs: list
         executor_thread.start()
         if configs:
             say(f"plan: {len(configs)} runs ({profile}, seeds {seeds})")
-            failures = report_failures(train_plan(configs, settings=engine,
-                                                  on_free=lambda n: free_slots.__setitem__("n", n)))
+            failures = report_failures(train_staged(replan, settings=engine,
+                                                    on_free=lambda n: free_slots.__setitem__("n", n)))
             if failures:
                 stop.set()
                 executor_thread.join()

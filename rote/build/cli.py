@@ -69,11 +69,12 @@ def cmd_train(args) -> int:
         # one run: train it in this process, with its own progress bar, as before the engine
         print(json.dumps(_summary(get_or_train(configs[0], device=args.device, progress=not args.quiet))))
         return 0
-    from .engine import EngineSettings, report_failures, train_plan
+    from .engine import EngineSettings, report_failures, train_staged
 
     settings = EngineSettings(workers=args.workers, executor=args.executor, device=args.device, slurm=slurm,
                               progress=not args.quiet)
-    outcomes = train_plan(configs, settings, root=runs_root())
+    outcomes = train_staged(lambda: _requested_runs(args), settings, root=runs_root())  # X1's widths after 12.4
+    configs = _requested_runs(args)
     code = report_failures(outcomes)
     failed = {o.config.key for o in outcomes if not o.ok}
     from ..runs import lookup

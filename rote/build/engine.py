@@ -349,6 +349,28 @@ class Display:
 
 
 # -- the engine ---------------------------------------------------------------------------------------
+STAGES_MAX = 4  # rounds of train_staged: X1's plan has two (the rate selection, then each width at its rate)
+
+
+def train_staged(replan: Callable[[], list[RunConfig]], settings: EngineSettings | None = None, *,
+                 root: Path | None = None, on_free: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Train a plan that depends on runs it trains (protocol 12.4: X1's width runs train at the rate their
+    selection runs chose, known once those are trained): train what ``replan()`` lists, then plan again and
+    train what it adds, until it adds nothing (or a run fails); the outcomes of every run trained."""
+    outcomes: list[Outcome] = []
+    planned: set[str] = set()
+    for _ in range(STAGES_MAX):
+        configs = replan()
+        if {c.key for c in configs} <= planned or any(not o.ok for o in outcomes):
+            break
+        if planned:
+            _say(f"the plan grew after training ({len({c.key for c in configs} - planned)} runs more: "
+                 "X1's widths at the rates their selection chose)")
+        planned |= {c.key for c in configs}
+        outcomes += train_plan(configs, settings=settings, root=root, on_free=on_free)
+    return outcomes
+
+
 def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None, *, root: Path | None = None,
                on_free: Callable[[int], None] | None = None) -> list[Outcome]:
     """Train the runs of ``configs`` not cached in ``root`` (None: the run cache) as ``settings`` say;
