@@ -97,7 +97,9 @@ PINNED = {"tasks": ("2aad190f8a06986c", "98613ba929bd21ce"),
           "interventions": ("9263f35fd79cab5e", "a25694400b1600c2"),
           "distributed_encoding": ("134c94c1a73205d3", "4eebc11b473a0084"),
           "outlier_heuristics": ("6d722917dfb5c158", "9ad0a366d5867b22"),
-          "benign_memorization": ("0b19437063ae6bd4", "9f52004ce8d9b5e6"),
+          # re-pinned for protocol 12.4 (X1's learning rate per width): the grid now holds each width's rate
+          # selection runs and its runs at the chosen rate (b9c8e51: "0b19437063ae6bd4", "9f52004ce8d9b5e6")
+          "benign_memorization": ("7228416877e18a33", "0e8ddc6104c7134e"),
           "scorecard": ("4b83af682feac292", "4b83af682feac292")}
 EXAMPLES = {"c4 run": "ebfa0e3fe5e29a87", "c4 analysis": "fda-ebfa0e3fe5e29a87/probe_sweep-4e4247d992071650.json",
             "c4 records": ["C4-fda-digit.json", "C4-fda-random.json", "C4-thr.json"], "c1 sweep": "0e75e487783e0644",
