@@ -379,7 +379,7 @@ def test_the_contents_list_stays_open_beside_a_wide_table(browser, base_url, des
 
 def test_the_front_page_shows_the_at_a_glance_figure_before_the_results(desktop):
     text = desktop[INTRO]["text"]
-    # the results section's first words (rote.frontpage.results_markdown; its heading is also in the contents list)
+    # the results section's first words (rote.build.frontpage.results_markdown; its heading is also in the contents list)
     assert "At a glance" in text and text.index("At a glance") < text.index("This build of the")
     assert any("at_a_glance" in i["src"] and i["width"] > 0 for i in desktop[INTRO]["images"])
 
@@ -387,7 +387,7 @@ def test_the_front_page_shows_the_at_a_glance_figure_before_the_results(desktop)
 def test_every_section_the_records_cite_is_on_the_protocol_page(desktop):
     """Every protocol section the build's records cite (check histories, reasons), read from the scorecard's
     JSON download, has its heading on the protocol page, whose targets the site links."""
-    from rote import frontpage
+    from rote.build import frontpage
 
     [url] = [u for u in desktop[SCORECARD]["links"] if "/_downloads/" in u and u.endswith(".json")]
     status, body = _get(url)

@@ -8,7 +8,7 @@ and the field it may not exceed (``at_most``). From that declaration follow:
 
 - the checks: the dataclass checks every field, then the bounds, then :meth:`ChapterParams.check_together`
   (a chapter's checks that need more than the values, X1's grid);
-- the command line: :func:`rote.driver.resolve_parameters` reads each ``-p`` value with
+- the command line: :func:`rote.build.driver.resolve_parameters` reads each ``-p`` value with
   :meth:`ChapterParams.parse`, so a bad value stops ``rote run`` or ``rote book`` with one line (a
   :class:`~rote.config.ConfigError` naming the parameter, its value, its range and what the analysis needs)
   before anything trains or a cell executes;
@@ -18,7 +18,7 @@ and the field it may not exceed (``at_most``). From that declaration follow:
 
 The claim chapters' dataclasses live beside their sections (``rote.chapters.c1.Params`` .. ``c5.Params``,
 ``x1.Params``); the two chapters without a claim module (``tasks``, ``scorecard``) are here.
-:func:`chapter_params` maps a chapter name (as :func:`rote.driver.chapters` names them) to its class.
+:func:`chapter_params` maps a chapter name (as :func:`rote.build.driver.chapters` names them) to its class.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ class ScorecardParams(ChapterParams):
 
 
 # -- chapter name -> its class ---------------------------------------------------------------------
-# book name (rote.driver.chapters) -> "module:class", imported when asked for: a claim's from its spec
+# book name (rote.build.driver.chapters) -> "module:class", imported when asked for: a claim's from its spec
 CHAPTER_PARAMS = Table(lambda s: (s.chapter, f"{s.module}:Params"), before={"tasks": "params:TasksParams"},
                        after={"scorecard": "params:ScorecardParams"})
 
