@@ -14,6 +14,7 @@ from . import claims, fmt
 from .claims import UNAMENDED, ClaimRecord
 from .config import PROJECT_ROOT
 from .fmt import get as _get
+from .report import seeds_head
 from .stability import FRAGILE, STABLE, label
 from .verdicts import OUTCOME_WORDS as OUTCOME, check_ranges, deciding, near_seeds
 
@@ -126,8 +127,9 @@ def show_record(rec: ClaimRecord) -> None:
     from IPython.display import Markdown, display
 
     condition = "" if rec.condition == "-" else f" / {rec.condition} noise"
-    readings = (f" (seeds {rec.seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
-                else f", amended **{rec.verdict_amended}** (seeds {rec.seeds})")
+    seeds = seeds_head(rec.seeds, sep=", ", plural=True) if rec.seeds else "no seed"  # "seed 0", "seeds 0, 1"
+    readings = (f" ({seeds}; {rec.claim} has no amendment)" if rec.claim in UNAMENDED  # registered only
+                else f", amended **{rec.verdict_amended}** ({seeds})")
     display(Markdown(f"**{rec.claim} / {rec.task.upper()}{condition} / {rec.profile}**: registered "
                      f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")
                      + (f" ({OUTPUT_GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))

@@ -247,3 +247,10 @@ def test_a_records_check_table_links_the_glossary_from_its_headline(monkeypatch)
     shown.clear()
     display.show_record(claims.ClaimRecord(**{**fields, "per_seed": [], "seeds": []}))
     assert "glossary" not in shown[0].data and len(shown) == 1
+
+
+def test_a_verdict_box_names_its_seeds_in_words():
+    """Issue 46: "seed 0" for one seed, never "(seeds 0)"; "seeds 0, 1" for several."""
+    one = site.verdict_box([_record(seeds=(0,), passed=(True,))], {"C1": "Generalize first"})
+    assert "(seed 0)" in one and "(seeds 0)" not in one
+    assert "(seeds 0, 1)" in site.verdict_box([_record(seeds=(0, 1), passed=(True, False))], {"C1": "Generalize first"})

@@ -17,6 +17,7 @@ from ..claims import UNAMENDED
 from ..config import PROJECT_ROOT
 from ..display import checks_by_id, stability_entry
 from ..fmt import get as _get, md_cell
+from ..report import seeds_head
 from ..verdicts import OUTCOME_WORDS as OUTCOME, counts_in
 from .provenance import stamp_dropdown
 
@@ -117,11 +118,12 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         what = f"{claim} · {str(_get(r, 'task')).upper()}" + (
             f" · {condition} noise" if condition not in (None, "", "-") else "")
         seeds = _get(r, "seeds") or []
-        seeds_text = ", ".join(str(s) for s in (seeds.values() if isinstance(seeds, dict) else seeds)) or "none"
+        seeds = list(seeds.values() if isinstance(seeds, dict) else seeds)
+        seeds_text = seeds_head(seeds, sep=", ", plural=True) if seeds else "no seed"  # "seed 0", "seeds 0, 1"
         unamended = claim in UNAMENDED  # one reading: the registered one
         lines += [f"**{what}**: registered **{_get(r, 'verdict_registered', _get(r, 'status'))}**" + (
-            f" ({claim} has no amendment; seeds {seeds_text})" if unamended
-            else f", amended **{amended}** (seeds {seeds_text})"), ""]
+            f" ({claim} has no amendment; {seeds_text})" if unamended
+            else f", amended **{amended}** ({seeds_text})"), ""]
         if _get(r, "reason") and not per_seed:  # a chapter that ran but could not judge it says why
             lines += [f"- not run: {_get(r, 'reason')}", ""]
         amended_rows = deciding_rows(r, "amended")
