@@ -202,18 +202,16 @@ STALE = "stale"
 @functools.lru_cache(maxsize=None)
 def judging_code() -> str:
     """A hash of the code that judges a claim (:data:`JUDGING_MODULES`: the specs, the verdicts, the claim
-    records and the analyses, and every module of the package they import), each module by its parse tree
-    without docstrings as :func:`rote.config.fingerprint_sources` reads it: a comment or a docstring leaves
-    the records current, any change to the code makes them stale. Once per process."""
-    from .config import fingerprint_sources
+    records and the analyses, and every module of the package they import), each module by its tokens without
+    comments, docstrings and layout, as :func:`rote.config.fingerprint_sources` reads it (hashed like an analysis's
+    code, :func:`rote.analysis_cache.sources_fingerprint`): a comment or a docstring leaves the records current,
+    any change to the code makes them stale. Once per process."""
+    from .analysis_cache import sources_fingerprint
 
     package = Path(__file__).resolve().parent
     roots = tuple(p.relative_to(package).as_posix() for pattern in JUDGING_MODULES
                   for p in sorted(package.glob(pattern)))
-    h = hashlib.sha256()
-    for rel, source in fingerprint_sources(package, roots).items():
-        h.update(rel.encode() + b"\0" + source.encode() + b"\0")
-    return h.hexdigest()[:12]
+    return sources_fingerprint(roots, package)
 
 
 def is_stale(rec: ClaimRecord) -> bool:
