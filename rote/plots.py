@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -50,18 +49,18 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
 
 
 def save_figure(fig, name: str, folder=None) -> None:
-    """Save a figure as ``<folder>/<name>.png`` (``$ROTE_FIGURES`` or ``_build/figures``). Returns nothing: a
+    """Save a figure as ``<folder>/<name>.png`` (default ``_build/figures``). Returns nothing: a
     chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
     from .config import PROJECT_ROOT
 
-    folder = Path(folder or os.environ.get("ROTE_FIGURES") or PROJECT_ROOT / "_build" / "figures")
+    folder = Path(folder or PROJECT_ROOT / "_build" / "figures")
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / f"{name}.png", bbox_inches="tight")
 
 
-def save_and_show(fig, name: str) -> None:
-    """Save a chapter's figure as ``name`` (:func:`save_figure`) and show it in the page."""
-    save_figure(fig, name)
+def save_and_show(fig, name: str, folder=None) -> None:
+    """Save a chapter's figure as ``name`` in ``folder`` (:func:`save_figure`) and show it in the page."""
+    save_figure(fig, name, folder)
     plt.show()
 
 

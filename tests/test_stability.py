@@ -3,6 +3,7 @@
 import itertools
 
 from rote import stability
+from rote.settings import Settings
 from rote.verdicts import aggregate
 
 CLOCK = itertools.count(1)  # each planted record is later than the ones before it (8.6: twins after the default)
@@ -191,7 +192,8 @@ def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monk
 
     params = driver.resolve_parameters("learning_dynamics", "smoke", {})
     failed = {}
-    _, jobs = book.stability_jobs("smoke", ["learning_dynamics"], {"learning_dynamics": params}, [0], failed=failed)
+    _, jobs = book.stability_jobs(Settings(profile="smoke", seeds=1), ["learning_dynamics"],
+                                  {"learning_dynamics": params}, failed=failed)
     assert [j.waits for j in jobs] == [True] + [False] * (len(jobs) - 1)  # after every default chapter
     assert all(j.after is not None for j in jobs)
     log = []
