@@ -48,12 +48,17 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
     return ax
 
 
-def save_figure(fig, name: str, folder=None) -> None:
-    """Save a figure as ``<folder>/<name>.png`` (default ``_build/figures``). Returns nothing: a
-    chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
+def figures_root() -> Path:
+    """The project's default figures folder (a caller with a figures folder setting passes it as ``folder``)."""
     from .config import PROJECT_ROOT
 
-    folder = Path(folder or PROJECT_ROOT / "_build" / "figures")
+    return PROJECT_ROOT / "_build" / "figures"
+
+
+def save_figure(fig, name: str, folder=None) -> None:
+    """Save a figure as ``<folder>/<name>.png`` (default :func:`figures_root`). Returns nothing: a
+    chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
+    folder = Path(folder or figures_root())
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / f"{name}.png", bbox_inches="tight")
 

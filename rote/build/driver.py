@@ -174,12 +174,22 @@ def chapter_precision(params: dict[str, object]) -> str:
     return asked if asked in PRECISIONS else ", ".join(f"{t} {p}" for t, p in chapter_precisions(params).items())
 
 
+def with_default_folders(settings: Settings) -> Settings:
+    """``settings`` with each folder left to the project's default named: where this process stores
+    (:func:`rote.runs.runs_root`, :func:`rote.claims.results_root`, :func:`rote.analysis_cache.analysis_root`), so
+    that a chapter's kernel, another process, stores in the same place."""
+    from .. import analysis_cache, claims, runs
+
+    defaults = {"runs": runs.runs_root, "results": claims.results_root, "analysis": analysis_cache.analysis_root}
+    return replace(settings, **{name: where() for name, where in defaults.items() if getattr(settings, name) is None})
+
+
 def chapter_parameters(params: dict[str, object], settings: Settings, figures: Path) -> dict[str, object]:
     """The papermill parameters of a chapter: its resolved ``params`` and the book's ``settings`` (the papermill
     parameter ``settings``: seeds and folders, the figures into the page's ``figures`` folder, training's
     progress as plain lines). Nothing reaches the chapter through the environment."""
-    return {**params, "profile": settings.profile,
-            "settings": replace(settings, figures=figures, plain_progress=True).parameter()}
+    settings = with_default_folders(replace(settings, figures=figures, plain_progress=True))
+    return {**params, "profile": settings.profile, "settings": settings.parameter()}
 
 
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
@@ -255,7 +265,7 @@ def execute_job(job: ChapterJob, profile: str, settings: Settings | None = None,
     ``settings`` (the job's records folder where it has one) and this module's book and build folders on its
     command line. Its environment is this one's, and for the chapter's training (whose fingerprinted code,
     :mod:`rote.train`, reads it) ``ROTE_PLAIN_PROGRESS``: plain progress lines in the page, no live bar."""
-    settings = replace(settings or Settings(), profile=profile)
+    settings = with_default_folders(replace(settings or Settings(), profile=profile))
     if job.results is not None:
         settings = replace(settings, results=job.results)
     env = dict(os.environ, ROTE_PLAIN_PROGRESS="1")
