@@ -43,7 +43,8 @@ def environment_uses(source: str) -> dict[str, list[str]]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            found["writes"] += [ast.unparse(t) for t in targets if isinstance(t, ast.Subscript) and _is_environ(t.value)]
+            found["writes"] += [ast.unparse(t) for t in targets
+                                if isinstance(t, ast.Subscript) and _is_environ(t.value)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if _is_environ(node.func.value) and node.func.attr in WRITERS:
                 found["writes"].append(ast.unparse(node))

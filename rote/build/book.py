@@ -67,7 +67,8 @@ def book_plan(profile: str, names: list[str], params: dict[str, object], seeds: 
             return [v for v in value.split(",") if v]
         return [value] if isinstance(value, (int, float)) else value
 
-    grid = PlanGrid(listed("sweep_ratios"), widths=listed("widths"), noise_ratios=listed("noise_ratios"), runs=runs_root)
+    grid = PlanGrid(listed("sweep_ratios"), widths=listed("widths"), noise_ratios=listed("noise_ratios"),
+                    runs=runs_root)
     out: dict[str, object] = {}
     for name in [n for n in names if chapter_runs(n, x1)]:
         defaults = notebook_parameters(chapter_path(name))
@@ -141,7 +142,8 @@ def _book_jobs(profile: str, names: list[str] | None, params: dict[str, object],
         params = resolved.get("scorecard") or resolve_parameters("scorecard", profile, {})
         # the scorecard last, after the entries it shows are written (also when it was not selected)
         jobs = [j for j in jobs if not j.last] + extra_jobs + [ChapterJob(
-            "scorecard", params, last=True, before=lambda: write_stability(profile, seed_values, why_not, failed, settings.results))]
+            "scorecard", params, last=True,
+            before=lambda: write_stability(profile, seed_values, why_not, failed, settings.results))]
 
     def replan() -> list:  # with X1: its widths at the rates their selection chose, once that trained (12.4)
         again = book_plan(profile, selected, params, seed_values, x1=True, runs_root=settings.runs) if with_x1 else []

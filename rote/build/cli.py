@@ -121,7 +121,8 @@ def cmd_plan(args) -> int:
              "left_s": round(remaining_seconds(c, status(c, settings.runs), estimator))} for c in configs]
     workers = args.workers or default_workers()
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
-    x1_notes = x1_stage_notes(args.profile, pairs(args.param), final_gen=grid.final_gen) if args.x1 and "fda" in (tasks or ["fda"]) else []
+    with_x1 = args.x1 and "fda" in (tasks or ["fda"])
+    x1_notes = x1_stage_notes(args.profile, pairs(args.param), final_gen=grid.final_gen) if with_x1 else []
     if args.json:  # x1: 12.4, per width its chosen rate, or that its runs wait for the selection
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers, "x1": x1_notes,
                           "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),

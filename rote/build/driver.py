@@ -63,7 +63,8 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
         if key == "profile":
             raise ConfigError("give the profile with --profile, not -p profile")
         if key == "settings":
-            raise ConfigError("the book's settings come from --seeds and $ROTE_RUNS, $ROTE_RESULTS, ..., not -p settings")
+            raise ConfigError("the book's settings come from --seeds and $ROTE_RUNS, $ROTE_RESULTS, ..., "
+                              "not -p settings")
         if key in defaults:
             out[key] = declared.parse(key, raw) if declared else parse_list(raw) if isinstance(
                 defaults[key], list) else parse_text(raw)

@@ -78,8 +78,8 @@ def load(profile: str, tasks, seeds, overrides, seed: int, settings: Settings = 
 def sites(build: Build, analysis: Params) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
-    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis)  # C2's probe sweep (8.6)
-            for u, r in build.runs.items()}
+    return {u: analysis_cache.erasure_sites_cached(  # C2's probe sweep (8.6), in the build's analysis folder
+        r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis) for u, r in build.runs.items()}
 
 
 @dataclass

@@ -129,8 +129,8 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     positions = {u: patching.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
                                                seed=seed) for u, r in build.runs.items()}
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
-    sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis)  # C2's probe sweep (8.6)
-             for u, r in build.runs.items()}
+    sites = {u: analysis_cache.erasure_sites_cached(  # C2's probe sweep (8.6), in the build's analysis folder
+        r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis) for u, r in build.runs.items()}
     removal = {}
     fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():
