@@ -33,7 +33,8 @@ PARTS = [
     ("judging", ("rote/spec.py", "rote/specs/", "rote/verdicts/", "rote/claims.py", "rote/report.py",
                  "rote/display.py", "rote/stability.py")),
     ("chapters", ("rote/chapters/", "rote/plots.py")),
-    ("orchestration", ("rote/__init__.py", "rote/runs.py", "rote/analysis_cache.py", "rote/plan.py", "rote/fmt.py")),
+    ("orchestration", ("rote/__init__.py", "rote/runs.py", "rote/analysis_cache.py", "rote/plan.py", "rote/fmt.py",
+                       "rote/settings.py")),
 ]
 LIBRARY_PARTS = ("science", "judging", "chapters", "orchestration")
 _SKIPPED = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)

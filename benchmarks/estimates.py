@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import json
 import statistics
 import sys
@@ -82,10 +83,11 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1, help="runs without a record count as pooled when > 1")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    if args.root is None:
+    if args.root is None:  # a command line: the book's runs folder from the environment (rote.settings)
         from rote.runs import runs_root
+        from rote.settings import read_environment
 
-        root = runs_root()
+        root = read_environment(os.environ).runs or runs_root()
     else:
         root = Path(args.root)
     records = TM.read(root)

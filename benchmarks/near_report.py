@@ -12,7 +12,6 @@ Used for issue 36's table in benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 
@@ -26,14 +25,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", help="the records of these seeds (default: 0 1 2)")
     args = parser.parse_args(argv)
-    os.environ["ROTE_RESULTS"] = str(args.results)
     from rote import claims, display, verdicts
 
-    records = claims.load_all(args.profile, seeds=args.seeds)
+    records = claims.load_all(args.profile, args.results, seeds=args.seeds)
     print("| row | registered | amended | stability | near seeds | near predicted fragile |")
     print("|---|---|---|---|---|---|")
     for rec in records:
-        entry = claims.load_stability(rec) if rec.per_seed else None
+        entry = claims.load_stability(rec, args.results) if rec.per_seed else None
         stability = entry["status"] if entry else "-"
         near = verdicts.near_seeds(rec) if rec.per_seed else "-"
         predicted = display.near_predicted(rec, entry) if entry else "-"

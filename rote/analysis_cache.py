@@ -1,5 +1,5 @@
 """Analysis results that several chapters share, computed once per run and stored beside the runs
-(``$ROTE_ANALYSIS``, else ``_build/analysis``): ``<task>-<run key>/<name>-<hash>.json``, keyed by the
+(the ``root`` a caller passes, else ``_build/analysis``): ``<task>-<run key>/<name>-<hash>.json``, keyed by the
 parameters and a fingerprint of the computing code (:data:`PROBE_SWEEP_SOURCES` and their imports,
 docstrings aside). An entry that fails verification is moved to ``.corrupt/`` and recomputed; files are
 written atomically. Stored: C2's probe sweep of a run, from which chapters 04 and 05 derive their erasure
@@ -35,8 +35,7 @@ class AnalysisCacheError(RuntimeError):
 
 
 def analysis_root() -> Path:
-    if os.environ.get("ROTE_ANALYSIS"):
-        return Path(os.environ["ROTE_ANALYSIS"]).expanduser()
+    """The project's default analysis folder (a caller with an analysis folder setting passes it as ``root``)."""
     return PROJECT_ROOT / "_build" / "analysis"
 
 

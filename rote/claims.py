@@ -3,7 +3,8 @@ chapter (:func:`save`), read by the scorecard (:func:`load_all`; never computed:
 
 A record of the protocol's seeds is ``<profile>/<claim>-<task>[-<condition>].json``; one of other seeds
 (``-p seeds 7``) lies beside it, ``...seeds-7.json``, never over it. :func:`load_all` returns the record
-of the seeds the book is built with (``$ROTE_SEEDS``, else the protocol's); :func:`other_records` the rest.
+of the seeds asked for (the book's, :attr:`rote.settings.Settings.seeds`; else the protocol's); :func:`other_records`
+the rest.
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ def _plain(value):
 
 
 def results_root() -> Path:
-    root = os.environ.get("ROTE_RESULTS")
-    return Path(root).expanduser() if root else PROJECT_ROOT / "_build" / "results"
+    """The project's default records folder (a caller with a results folder setting passes it as ``root``)."""
+    return PROJECT_ROOT / "_build" / "results"
 
 
 def seeds_label(seeds) -> str:

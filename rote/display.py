@@ -35,12 +35,12 @@ def checks_by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict
 SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
 
-def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
+def claims_table(records: list[ClaimRecord], root: Path | None = None) -> pd.DataFrame:
     """One row per record: both verdicts, a mark per seed (amended: ✓ ? ✗), precision, deciding checks,
     whether its runs are the profile's own, section, group, near seeds (section 11) and, where a stability
     build ran, stability (protocol 10)."""
     origin = {True: "profile default", False: "other runs", None: ""}
-    entries = [stability_entry(r) for r in records]
+    entries = [stability_entry(r, root) for r in records]  # root: the records' folder
     rows = []
     for r, entry in zip(records, entries):
         rows.append({"claim": r.claim, "task": r.task, "condition": r.condition,
@@ -57,9 +57,10 @@ def claims_table(records: list[ClaimRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def stability_entry(rec) -> dict | None:
-    """A record's stability entry (protocol 10) where a stability build computed one."""
-    return claims.load_stability(rec) if _get(rec, "per_seed") and not isinstance(rec, dict) else None
+def stability_entry(rec, root: Path | None = None) -> dict | None:
+    """A record's stability entry (protocol 10) where a stability build computed one (beside the records of
+    ``root``, None: the project's)."""
+    return claims.load_stability(rec, root) if _get(rec, "per_seed") and not isinstance(rec, dict) else None
 
 
 def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
@@ -73,12 +74,12 @@ def near_predicted(rec: ClaimRecord, entry: dict | None) -> str:
     return "no: near but stable" if near else "no: fragile, none near"
 
 
-def fragile_rows(records: list[ClaimRecord]) -> pd.DataFrame:
+def fragile_rows(records: list[ClaimRecord], root: Path | None = None) -> pd.DataFrame:
     """One line per change that moved a row's verdict word (protocol 10): the verdicts before and under
     it, and the seeds and checks that moved."""
     rows = []
     for r in records:
-        entry = stability_entry(r) or {}
+        entry = stability_entry(r, root) or {}
         for change, c in entry.get("changes", {}).items() if entry.get("status") == FRAGILE else []:
             if not c.get("moved_verdict"):
                 continue

@@ -10,7 +10,6 @@ noise-free twin (every FDA condition shares one twin). The C1 sweep varies the n
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -38,13 +37,10 @@ def task_conditions(task: str) -> tuple[str, ...]:
 
 
 def seed_list(profile: str, n_seeds: int | None = None) -> list[int]:
-    """Seeds 0 .. N-1: N from ``n_seeds``, else ``$ROTE_SEEDS``, else :data:`DEFAULT_SEEDS` (3)."""
+    """Seeds 0 .. N-1: N from ``n_seeds`` (the book's seeds, :attr:`rote.settings.Settings.seeds`), else
+    :data:`DEFAULT_SEEDS` (3)."""
     if n_seeds is None:
-        text = os.environ.get("ROTE_SEEDS", "").strip()
-        try:
-            n_seeds = int(text) if text else DEFAULT_SEEDS
-        except ValueError:
-            raise ConfigError(f"ROTE_SEEDS must be a whole number, got {text!r}") from None
+        n_seeds = DEFAULT_SEEDS
     if not at_least(n_seeds, 1):
         raise ConfigError(f"the number of seeds must be >= 1, got {n_seeds!r}")
     return list(range(n_seeds))
@@ -56,7 +52,7 @@ def at_least(n, least: int) -> bool:
 
 
 def protocol_seeds(profile: str) -> list[int]:
-    """The protocol's seeds (0, 1, 2), whatever ``$ROTE_SEEDS`` says."""
+    """The protocol's seeds (0, 1, 2), whatever the book's seeds are."""
     return seed_list(profile, DEFAULT_SEEDS)
 
 
@@ -129,11 +125,17 @@ def sweep_ratios(profile: str, config: RunConfig) -> list[float]:
 @dataclass(frozen=True)
 class PlanGrid:
     """A plan's grids instead of the profile's: ``sweep`` (C1's noise ratios; None: :func:`sweep_ratios`),
-    ``widths`` and ``noise_ratios`` (X1's; None: the profile's; checked by :func:`x1_grid`)."""
+    ``widths`` and ``noise_ratios`` (X1's; None: the profile's; checked by :func:`x1_grid`); ``runs``: the runs
+    folder whose cached selection runs choose X1's rates (None: the project's)."""
 
     sweep: tuple[float, ...] | None = None
     widths: object = None
     noise_ratios: object = None
+    runs: object = None
+
+    def final_gen(self, config: RunConfig) -> float | None:
+        """:func:`cached_final_gen` in this grid's runs folder."""
+        return cached_final_gen(config, self.runs)
 
     def __post_init__(self):
         if self.sweep is not None:
@@ -175,7 +177,7 @@ def runs(profile: str, parts: Iterable[str], seeds: list[int] | None = None,
                                for c in selection):
                     out.setdefault(config.key, config)
                 width_units, ratio_units = x1_units(profile, seeds, overrides, grid.widths, grid.noise_ratios,
-                                                    x1_chosen(profile, overrides, grid.widths))
+                                                    x1_chosen(profile, overrides, grid.widths, grid.final_gen))
                 listed_units = width_units + ratio_units
             else:
                 listed_units = units(profile, ["fda"], seeds, overrides, conditions={"fda": ["random"]})
@@ -329,12 +331,13 @@ def x1_chosen(profile: str, overrides: Mapping[str, object] | None = None, width
     return {w: c.chosen for w, c in x1_rates(profile, final_gen or cached_final_gen, overrides, widths).items()}
 
 
-def cached_final_gen(config: RunConfig) -> float | None:
-    """A run's final gen (mean of the last 5 evaluations, NaN where missing) if it is cached, else None."""
+def cached_final_gen(config: RunConfig, root=None) -> float | None:
+    """A run's final gen (mean of the last 5 evaluations, NaN where missing) if it is cached (in the runs folder
+    ``root``, None: the project's), else None."""
     from .analysis.curves import final
     from .runs import lookup
 
-    run = lookup(config)
+    run = lookup(config, root)
     return None if run is None else final(run.metrics, "gen")
 
 

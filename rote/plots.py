@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -49,19 +48,24 @@ def learning_curves(metrics: pd.DataFrame, ax=None, marks: dict[str, int | None]
     return ax
 
 
-def save_figure(fig, name: str, folder=None) -> None:
-    """Save a figure as ``<folder>/<name>.png`` (``$ROTE_FIGURES`` or ``_build/figures``). Returns nothing: a
-    chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
+def figures_root() -> Path:
+    """The project's default figures folder (a caller with a figures folder setting passes it as ``folder``)."""
     from .config import PROJECT_ROOT
 
-    folder = Path(folder or os.environ.get("ROTE_FIGURES") or PROJECT_ROOT / "_build" / "figures")
+    return PROJECT_ROOT / "_build" / "figures"
+
+
+def save_figure(fig, name: str, folder=None) -> None:
+    """Save a figure as ``<folder>/<name>.png`` (default :func:`figures_root`). Returns nothing: a
+    chapter ends a cell with this call, and a returned path would print the machine's path into the page."""
+    folder = Path(folder or figures_root())
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / f"{name}.png", bbox_inches="tight")
 
 
-def save_and_show(fig, name: str) -> None:
-    """Save a chapter's figure as ``name`` (:func:`save_figure`) and show it in the page."""
-    save_figure(fig, name)
+def save_and_show(fig, name: str, folder=None) -> None:
+    """Save a chapter's figure as ``name`` in ``folder`` (:func:`save_figure`) and show it in the page."""
+    save_figure(fig, name, folder)
     plt.show()
 
 

@@ -1,6 +1,6 @@
 """The run cache: a trained run stored under a key derived from its full configuration.
 
-Under the root (``$ROTE_RUNS``, else ``_build/runs``): ``<task>-<key>/`` a finished run (config.json,
+Under the root (the ``root`` a caller passes: the settings' runs folder, :mod:`rote.settings`; else ``_build/runs``): ``<task>-<key>/`` a finished run (config.json,
 metrics.csv, final.pt, checkpoints/, manifest.json with every file's SHA-256), never modified;
 ``.partial/<task>-<key>/`` a run in training (resumes from ``resume.pt``); ``.corrupt/`` entries that
 failed verification, moved aside and retrained; ``.progress/<task>-<key>.json`` the step a run reached.
@@ -38,8 +38,7 @@ class CacheError(RuntimeError):
 
 
 def runs_root() -> Path:
-    if os.environ.get("ROTE_RUNS"):
-        return Path(os.environ["ROTE_RUNS"]).expanduser()
+    """The project's default runs folder (a caller with a runs folder setting passes it as ``root``)."""
     if (PROJECT_ROOT / "pyproject.toml").exists():
         return PROJECT_ROOT / "_build" / "runs"
     return Path.home() / ".cache" / "rote" / "runs"

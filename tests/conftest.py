@@ -8,7 +8,15 @@ from rote.runs import get_or_train
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test writes runs and results into temporary folders, never the user's cache."""
+    """Every test writes runs and results into temporary folders, never the user's cache: the library's default
+    folders (a chapter's kernel gets them from the driver, rote.build.driver.with_default_folders), and for a
+    command line a test starts, the environment it reads them from."""
+    from rote import analysis_cache, claims, plots, runs
+
+    base = tmp_path_factory.getbasetemp()
+    for module, name, folder in ((runs, "runs_root", "runs"), (claims, "results_root", "results"),
+                                 (analysis_cache, "analysis_root", "analysis"), (plots, "figures_root", "figures")):
+        monkeypatch.setattr(module, name, lambda folder=folder: base / folder)
     monkeypatch.setenv("ROTE_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
     monkeypatch.setenv("ROTE_RESULTS", str(tmp_path_factory.getbasetemp() / "results"))
     monkeypatch.setenv("ROTE_FIGURES", str(tmp_path_factory.getbasetemp() / "figures"))

@@ -198,18 +198,18 @@ def test_c3_and_c4_erase_where_chapter_03s_probes_with_its_own_parameters_found_
     from collections import namedtuple
 
     from rote.chapters import Build, c2, c3
+    from rote.settings import Settings
 
-    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path))
     run, calls = fake
     unit = namedtuple("Unit", "task condition seed")("fda", "random", 0)
-    build = Build("smoke", [unit], {unit: run}, {unit: {"M": [], "C": []}})
-    c2.probes(build, {}, 200, 1)  # chapter 03 with its -p overrides
+    build = Build("smoke", [unit], {unit: run}, {unit: {"M": [], "C": []}}, Settings(analysis=tmp_path))
+    c2.probes(build, {}, 200, 1)  # chapter 03 with its -p overrides, into the build's analysis folder
     assert calls == [((), 200, 1)]
-    assert AC.chapter_probe_choice(run) == ((), ProbeSettings(max_train=200, seed=1))
+    assert AC.chapter_probe_choice(run, tmp_path) == ((), ProbeSettings(max_train=200, seed=1))
     assert c3.sites(build, None) == {unit: SITES}  # chapter 04's sites (chapter 05's call is the same)
     assert calls == [((), 200, 1)]  # read from chapter 03's entry: no sweep with other parameters
     other = SimpleNamespace(config=SimpleNamespace(task="fda", key="feedbeef"), model=None, data=run.data)
-    assert AC.chapter_probe_choice(other) == (None, ProbeSettings())
+    assert AC.chapter_probe_choice(other, tmp_path) == (None, ProbeSettings())
     (tmp_path / "fda-0123abcd" / AC.CHOICE_NAME).write_text("{not json")
-    assert AC.chapter_probe_choice(run) == (None, ProbeSettings())
+    assert AC.chapter_probe_choice(run, tmp_path) == (None, ProbeSettings())
     assert list((tmp_path / ".corrupt").rglob(f"{AC.CHOICE_NAME}-*"))

@@ -254,7 +254,7 @@ def test_chapters_start_on_a_core_the_plan_no_longer_needs(tmp_path, monkeypatch
         events.append("training ended")
         return [engine.Outcome(c, True, 1.0) for c in configs]
 
-    def fake_chapter(job, profile):
+    def fake_chapter(job, profile, settings=None):
         events.append(f"chapter {job.name}")
         started.set()
         return driver.ChapterResult(job.name, True, 0.1, tmp_path / f"{job.name}.ipynb", tmp_path, "")
@@ -283,7 +283,7 @@ def test_chapters_execute_at_once_on_free_cores_and_the_last_waits(monkeypatch):
 
     lock, running, peak, log = threading.Lock(), [0], [0], []
 
-    def fake(job, profile):
+    def fake(job, profile, settings=None):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])

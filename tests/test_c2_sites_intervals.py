@@ -124,7 +124,7 @@ def test_a_result_read_at_the_last_layer_only_gives_a_site_there():
 def _readable_sets(monkeypatch, tmp_path):
     """The cache's M and C of a random model (which memorizes and answers nothing): noisy training examples
     and test examples, so that both sets have examples to read; the cache in ``tmp_path``."""
-    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path))
+    monkeypatch.setattr(analysis_cache, "analysis_root", lambda: tmp_path)
     monkeypatch.setattr(analysis_cache, "memorized", lambda model, data: data.train_noisy)
     monkeypatch.setattr(analysis_cache, "correct", lambda model, examples: examples[:60])
 

@@ -17,9 +17,9 @@ from rote.config import ConfigError
 
 
 def cell_values(name: str) -> dict[str, object]:
-    """Name -> value of each assignment of the chapter's ``parameters`` cell, in the cell's order. The one
-    value that is not a literal, ``profile = os.environ.get("ROTE_PROFILE", "quick")``, reads as its
-    fallback."""
+    """Name -> value of each assignment of the chapter's ``parameters`` cell, in the cell's order. The two
+    values that are not literals read as their fallbacks: ``profile = os.environ.get("ROTE_PROFILE", "quick")``
+    as "quick", ``settings = environment_parameter(os.environ)`` (the book's seeds and folders) as {}."""
     nb = nbformat.read(driver.chapter_path(name), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     values = {}
@@ -30,6 +30,9 @@ def cell_values(name: str) -> dict[str, object]:
             call = node.value
             assert ast.unparse(call.func) == "os.environ.get" and ast.literal_eval(call.args[0]) == "ROTE_PROFILE"
             values[target] = ast.literal_eval(call.args[1])
+        elif target == "settings":
+            assert ast.unparse(node.value) == "environment_parameter(os.environ)"
+            values[target] = {}
         else:
             values[target] = ast.literal_eval(node.value)
     return values
@@ -45,7 +48,7 @@ BAD = {"tasks": "[]", "seeds": "-1", "overrides": "[1, 2]", "seed": "-1", "n_sho
        "n_splits": "0", "n_boot": "0", "max_examples": "0", "max_fit": "0", "check_patching": "-1", "n_samples": "0",
        "n_keys": "0", "max_lookup": "0", "grid_size": "-5", "grid_seed": "-1", "top_k": "0", "max_shift": "0",
        "z_outlier": "0", "n_clean": "0", "n_null": "0", "null_seed": "-1", "n_dose": "0", "n_heatmaps": "0",
-       "widths": "16,16", "noise_ratios": "1.5", "train_grid": "maybe"}
+       "widths": "16,16", "noise_ratios": "1.5", "train_grid": "maybe", "settings": "{\"seeds\": 0}"}
 BAD_IN = {("outlier_heuristics", "tasks"): "thr", ("benign_memorization", "tasks"): "thr"}
 
 
@@ -73,7 +76,7 @@ def test_defaults_resolve_to_the_profile_alone(name):
 
 
 def test_every_parameter_has_a_bad_value():
-    assert {p for _, p in PARAMETERS} - {"profile"} <= set(BAD)
+    assert {p for _, p in PARAMETERS} - {"profile", "settings"} <= set(BAD)
 
 
 @pytest.mark.parametrize("name, param", PARAMETERS, ids=[f"{n}-{p}" for n, p in PARAMETERS])

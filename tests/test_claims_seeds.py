@@ -50,15 +50,17 @@ def test_the_book_shows_the_records_of_the_seeds_it_was_built_with(tmp_path, mon
     assert (tmp_path / "smoke" / "C1-fda-random.seeds-0.json").exists()  # a `--seeds 1` build: beside, not over
     by_default = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
     assert by_default[("C1", "fda", "random")].verdict_amended == "holds"  # the protocol's 3 seeds
-    monkeypatch.setenv("ROTE_SEEDS", "1")  # what `rote book --seeds 1` / `make book SEEDS=1` set
-    quick_look = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}
+    monkeypatch.setenv("ROTE_SEEDS", "1")  # planted: the library never reads it, the book's seeds are passed
+    assert claims.load_all("smoke", root=tmp_path) == list(by_default.values())
+    book = [0]  # what `rote book --seeds 1` / `make book SEEDS=1` pass (rote.settings.Settings.seed_list)
+    quick_look = {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", tmp_path, book)}
     assert quick_look[("C1", "fda", "random")].verdict_amended == "fail (1 seed)"
-    assert {tuple(r.seeds) for r in claims.other_records("smoke", root=tmp_path)} == {(0, 1, 2)}
+    assert {tuple(r.seeds) for r in claims.other_records("smoke", tmp_path, book)} == {(0, 1, 2)}
     assert claims.load_all("smoke", root=tmp_path, seeds=[0, 1, 2]) == list(by_default.values())
-    monkeypatch.setenv("ROTE_SEEDS", "2")  # no record of seeds 0, 1: not run, and both others listed
-    assert {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", root=tmp_path)}[
+    book = [0, 1]  # no record of seeds 0, 1: not run, and both others listed
+    assert {(r.claim, r.task, r.condition): r for r in claims.load_all("smoke", tmp_path, book)}[
         ("C1", "fda", "random")].status == "not run"
-    assert len(claims.other_records("smoke", root=tmp_path)) == 4
+    assert len(claims.other_records("smoke", tmp_path, book)) == 4
 
 
 def test_a_record_from_before_seed_suffixes_is_read_by_its_seeds(tmp_path):

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 DRAWS = re.compile(r"save_and_show\(|save_figure\(|plt\.show\(")
-VERDICT = re.compile(r'verdict\("(C\d)", .*"(c\d_checks)"\)')
+VERDICT = re.compile(r'verdict\("(C\d)", .*"(c\d_checks)"(?:, book)?\)')  # book: the page's settings
 
 
 def cells():
@@ -74,17 +74,17 @@ def test_verdict_saves_and_glues_its_figure_without_showing_it(monkeypatch, tmp_
     import myst_nb
 
     from rote import chapters, claims, display, verdicts
+    from rote.settings import Settings
 
     check = {"id": "c1.x", "name": "x", "value": 2.0, "threshold": 1.0, "kind": "amended", "passed": True}
     records = [NS(task="fda", condition="random", per_seed=[{"seed": 0, "checks": [check]}])]
     glued, shown = {}, []
     monkeypatch.setattr(verdicts, "records", lambda claim, profile, results: records)
-    monkeypatch.setattr(claims, "save", lambda rec: None)
+    monkeypatch.setattr(claims, "save", lambda rec, root=None: None)
     monkeypatch.setattr(display, "show_record", lambda rec: None)
     monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: glued.update({key: (value, display)}))
     monkeypatch.setattr(chapters.plots.plt, "show", lambda *a, **k: shown.append(1))
-    monkeypatch.setenv("ROTE_FIGURES", str(tmp_path))
-    assert chapters.verdict("C1", "smoke", [], "c1_checks") == records
+    assert chapters.verdict("C1", "smoke", [], "c1_checks", Settings(figures=tmp_path)) == records
     figure, display = glued["c1_checks"]
     assert isinstance(figure, matplotlib.figure.Figure) and display is False and not shown
     assert (tmp_path / "c1_checks.png").exists()

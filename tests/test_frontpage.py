@@ -195,14 +195,15 @@ def test_the_source_intro_has_both_places_and_links_only_protocol_targets_that_s
 
 def test_stage_site_writes_the_results_into_the_intro_and_stages_the_protocol(tmp_path, monkeypatch):
     monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
-    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("ROTE_SEEDS", "1")
+    from rote.settings import Settings
+
+    book = Settings(profile="smoke", seeds=1, results=tmp_path / "results")  # `rote book --seeds 1`, $ROTE_RESULTS
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
     for rec in (_planted("C1", "fda", "random", [P], profile="smoke"), _planted("C1", "thr", "-", [F], profile="smoke")):
-        claims.save(rec)
+        claims.save(rec, book.results)
     for chapter, seconds in (("tasks", 30.0), ("learning_dynamics", 50.0)):  # the chapters' latest executions
         driver._record_build("smoke", chapter, {"seconds": seconds, "ok": True, "executed": "now"})
-    staged = staging.stage_site("smoke")
+    staged = staging.stage_site("smoke", book)
     intro = (staged / "book" / "intro.md").read_text()
     results = intro.split("<!-- rote:results -->")[1].split("<!-- /rote:results -->")[0]
     assert "When the site is built" not in results  # the source's stand-in is replaced

@@ -21,7 +21,7 @@ LAYERS = [
     {"rote.tasks"},
     {"rote.model"},
     {"rote.scoring", "rote.train", "rote.runs"},
-    {"rote.analysis", "rote.analysis_cache", "rote.plan"},
+    {"rote.analysis", "rote.analysis_cache", "rote.plan", "rote.settings"},
     {"rote.spec", "rote.specs", "rote.claims", "rote.verdicts", "rote.report", "rote.display", "rote.stability"},
     {"rote.plots"},
     {"rote.chapters"},

@@ -45,7 +45,7 @@ def test_near_predicted_fragile_reads_both_ways():
 
 
 def test_scorecard_column_beside_stability(tmp_path, monkeypatch):
-    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
+    monkeypatch.setattr(claims, "results_root", lambda: tmp_path)
     rec = _record([(0.953, True)] * 3)
     claims.save_stability(rec, {"status": FRAGILE, "reason": "seeds", "changes": {}})
     table = claims_table([rec])

@@ -161,5 +161,5 @@ def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data
         sites["positions"]  # another multiple of chance: the same sweep, no new fit
     with pytest.raises(AssertionError, match="recomputed"):  # other probe settings: another entry
         analysis_cache.erasure_sites_cached(run, root=tmp_path, min_over_chance=0.0, settings=ProbeSettings(max_train=200, seed=1))
-    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path / "elsewhere"))
-    assert analysis_cache.analysis_root() == tmp_path / "elsewhere"
+    monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path / "elsewhere"))  # the library never reads it: a root is passed
+    assert analysis_cache.analysis_root() != tmp_path / "elsewhere"

@@ -63,20 +63,22 @@ def test_overrides_select_condition_and_reject_seed_names():
 
 
 def test_seed_list(monkeypatch):
-    monkeypatch.delenv("ROTE_SEEDS", raising=False)
+    from rote.settings import read_environment
+
     assert P.seed_list("quick") == [0, 1, 2] == P.protocol_seeds("quick")  # the protocol's 3 seeds (7.1)
     assert len(P.plan("smoke")) == 3 * 5
-    monkeypatch.setenv("ROTE_SEEDS", "1")
-    assert P.seed_list("quick") == [0]  # the quick look
-    assert P.protocol_seeds("quick") == [0, 1, 2]  # whatever ROTE_SEEDS says
-    assert P.seed_list("quick", 2) == [0, 1]  # the argument wins
-    assert len(P.plan("smoke")) == 5  # the plan follows ROTE_SEEDS, as the chapters do
+    monkeypatch.setenv("ROTE_SEEDS", "1")  # planted: the library never reads it (issue 45 part 2)
+    assert P.seed_list("quick") == [0, 1, 2] and len(P.plan("smoke")) == 3 * 5
+    book = read_environment({"ROTE_SEEDS": "1"})  # the command line's and the parameters cell's reading
+    assert P.seed_list("quick", book.seeds) == book.seed_list == [0]  # the quick look, passed as an argument
+    assert len(P.plan("smoke", book.seed_list)) == 5  # the plan follows the book's seeds, as the chapters do
+    assert P.protocol_seeds("quick") == [0, 1, 2]  # whatever the book's seeds are
+    assert P.seed_list("quick", 2) == [0, 1]
     for bad in (0, -1):
         with pytest.raises(ConfigError):
             P.seed_list("quick", bad)
-    monkeypatch.setenv("ROTE_SEEDS", "three")
     with pytest.raises(ConfigError, match="ROTE_SEEDS"):
-        P.seed_list("quick")
+        read_environment({"ROTE_SEEDS": "three"})
 
 
 def test_with_seed_and_sweep_and_differs():
@@ -213,7 +215,7 @@ def test_a_book_wide_run_parameter_skips_the_scorecard_which_runs_no_model(monke
 
     seen = {}
 
-    def fake_run(job, profile):
+    def fake_run(job, profile, settings=None):
         seen[job.name] = job.params
         return SimpleNamespace(name=job.name, ok=True, seconds=0.0, error="", notebook=None)
 
@@ -275,7 +277,7 @@ def _planted_book(monkeypatch, tmp_path, names, **kwargs):
     monkeypatch.setattr(engine, "train_plan", lambda configs, **kw: trained.extend(configs) or
                         [engine.Outcome(c, True, 1.0) for c in configs])
 
-    def chapter(job, profile):
+    def chapter(job, profile, settings=None):
         executed[job.name] = job.params
         return driver.ChapterResult(job.name, True, 0.0, tmp_path / f"{job.name}.ipynb", tmp_path, "")
 

@@ -15,6 +15,7 @@ import nbformat
 import pytest
 import yaml
 
+from rote import claims
 from rote.build import driver, publish, site, staging
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ def colab_repository(source: str) -> str | None:
 def stage(tmp_path, monkeypatch):
     """stage_site into tmp_path, no chapter executed, no record; the URL from the environment, if given."""
     monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
-    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(claims, "results_root", lambda: tmp_path / "results")
     monkeypatch.delenv(publish.ENV, raising=False)
 
     def stage_into(name: str, url: str | None = None) -> Path:

@@ -133,7 +133,8 @@ def test_a_planted_claim_reaches_the_plan_parameters_verdicts_records_and_scorec
     assert book.chapter_runs("planted") == ("noisy",) and book.CHAPTER_RUNS["planted"] == ("noisy",)
     runs = book.book_plan("smoke", ["planted"], {}, [0])
     assert [(c.task, c.data.noise_kind, c.data.noise_ratio > 0) for c in runs] == [("fda", "random", True), ("fda", "digit", True)]
-    assert chapter_params.chapter_params("planted").defaults() == {"profile": "quick", "tasks": ["fda"], "seeds": None}
+    assert chapter_params.chapter_params("planted").defaults() == {"profile": "quick", "settings": {}, "tasks": ["fda"],
+                                                                   "seeds": None}
     with pytest.raises(Exception, match="tasks must be"):
         driver.resolve_parameters("planted", "smoke", {"tasks": "thr"})
     unit = plan.units("smoke", ["fda"], [0])[0]

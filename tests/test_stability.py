@@ -3,6 +3,7 @@
 import itertools
 
 from rote import stability
+from rote.settings import Settings
 from rote.verdicts import aggregate
 
 CLOCK = itertools.count(1)  # each planted record is later than the ones before it (8.6: twins after the default)
@@ -157,29 +158,28 @@ def test_a_failed_perturbed_chapter_leaves_its_change_not_run(tmp_path, monkeypa
     from rote import claims
     from rote.build import book
 
-    monkeypatch.setenv("ROTE_RESULTS", str(tmp_path))
-    seeds = [_seed(0, True, check="c1.gen")]
+    seeds = [_seed(0, True, check="c1.gen")]  # the book's records in tmp_path (its results folder setting)
     default = _save(_record(seeds, claim="C1"), tmp_path)
     twin = _save(_record([_seed(0, False, check="c1.gen")], claim="C1", precision="bf16"),
-                 book.stability_root("precision"))
+                 book.stability_root("precision", tmp_path))
     _save(_record([_seed(3, True, check="c1.gen"), _seed(4, True, check="c1.gen")], claim="C1"),
-          book.stability_root("seeds"))
+          book.stability_root("seeds", tmp_path))
     assert twin.created > default.created and claims.library_code()
-    assert book.write_stability("smoke", [0]) == 1
-    (rec,) = [r for r in claims.load_all("smoke", seeds=[0]) if r.per_seed]
+    assert book.write_stability("smoke", [0], results=tmp_path) == 1
+    (rec,) = [r for r in claims.load_all("smoke", tmp_path, seeds=[0]) if r.per_seed]
     assert rec.code == claims.library_code()  # save stamps the code that computed the record
-    assert claims.load_stability(rec)["status"] == "fragile"  # the twin counts: same code, later, bf16
+    assert claims.load_stability(rec, tmp_path)["status"] == "fragile"  # the twin counts: same code, later, bf16
     # the same folders, but the precision chapter failed in this build: that change is not run
     failed = {("precision", "C1", "fda"): "cell 7: RuntimeError"}
-    assert book.write_stability("smoke", [0], failed=failed) == 1
-    entry = claims.load_stability(rec)
+    assert book.write_stability("smoke", [0], failed=failed, results=tmp_path) == 1
+    entry = claims.load_stability(rec, tmp_path)
     assert entry["status"] == "not run" and entry["changes"]["precision"]["verdict"] == "not run"
     assert "its chapter failed in this build (cell 7: RuntimeError)" in entry["changes"]["precision"]["reason"]
     assert entry["changes"]["seeds"]["moved_verdict"] is False  # the seeds change still counts
     failed = {("seeds", "C1", None): "cell 3: ValueError"}
-    book.write_stability("smoke", [0], failed=failed)
+    book.write_stability("smoke", [0], failed=failed, results=tmp_path)
     assert "its chapter failed in this build (cell 3: ValueError)" in \
-        claims.load_stability(rec)["changes"]["seeds"]["reason"]
+        claims.load_stability(rec, tmp_path)["changes"]["seeds"]["reason"]
 
 
 def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monkeypatch):
@@ -191,12 +191,13 @@ def test_stability_jobs_follow_the_default_chapters_and_note_their_failures(monk
 
     params = driver.resolve_parameters("learning_dynamics", "smoke", {})
     failed = {}
-    _, jobs = book.stability_jobs("smoke", ["learning_dynamics"], {"learning_dynamics": params}, [0], failed=failed)
+    _, jobs = book.stability_jobs(Settings(profile="smoke", seeds=1), ["learning_dynamics"],
+                                  {"learning_dynamics": params}, failed=failed)
     assert [j.waits for j in jobs] == [True] + [False] * (len(jobs) - 1)  # after every default chapter
     assert all(j.after is not None for j in jobs)
     log = []
 
-    def fake(job, profile):
+    def fake(job, profile, settings=None):
         log.append(("start", job.label or job.name))
         time.sleep(0.2)
         log.append(("end", job.label or job.name))

@@ -60,7 +60,8 @@ def test_the_scorecard_and_its_heat_map_show_stale_not_a_verdict(tmp_path):
         "deciding checks"]
     assert plots._shade("stale") != plots._shade("stale")  # NaN: grey, neither holds nor fails
     source = "".join("".join(c["source"]) for c in json.loads((site.BOOK_DIR / "scorecard.ipynb").read_text())["cells"])
-    assert "records = claims.load_shown(profile)" in source and "claims.shown(claims.other_records(profile))" in source
+    assert "records = claims.load_shown(profile, book.results, book.seed_list)" in source  # the page's settings
+    assert "claims.shown(claims.other_records(profile, book.results, book.seed_list))" in source
 
 
 def test_the_front_page_says_stale_with_the_command(tmp_path):

@@ -54,7 +54,7 @@ def test_plan_lists_x1_runs_once_after_the_chapters_runs(monkeypatch):
     assert all(c.task == "thr" for c in before)  # no FDA, no X1
     assert plan.plan("quick", [0, 1]) == runs[:len(without)]  # without x1: the chapters' runs only
     # the selection trained: lr x 1/2 ends highest; each width's runs are listed at that rate
-    monkeypatch.setattr(plan, "cached_final_gen", lambda c: 0.99 if c.train.lr == 0.001 else 0.5)
+    monkeypatch.setattr(plan, "cached_final_gen", lambda c, root=None: 0.99 if c.train.lr == 0.001 else 0.5)
     staged = plan.plan("quick", [0, 1], x1=True)
     new = [c for c in staged if c.key not in set(keys)]
     assert {(c.model.d_model, c.train.lr) for c in new} == {(64, 0.001), (256, 0.001)}

@@ -1,17 +1,27 @@
 """Command line: ``python -m rote plan|train|run|book|claims``.
 
 Bad arguments are reported on one line with exit code 2 before anything trains or is written; failed
-runs are named on stderr (exit 1); Ctrl-C stops every worker (exit 130).
+runs are named on stderr (exit 1); Ctrl-C stops every worker (exit 130). The book's settings
+(:class:`rote.settings.Settings`: seeds, folders) are read here, once, from the options and the environment
+(:func:`settings_of`), and passed on as arguments.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 
 from ..config import PROFILES, TASKS, ConfigError, make_config
+from ..settings import Settings, read_environment
 from .arguments import UsageError, at_least_one, parser, pairs
+
+
+def settings_of(args) -> Settings:
+    """The book's settings: ``--profile`` and ``--seeds`` where given, else ``$ROTE_*`` (:mod:`rote.settings`), else
+    the defaults. The one place the command line reads the environment for them."""
+    return read_environment(os.environ, profile=getattr(args, "profile", None), seeds=getattr(args, "seeds", None))
 
 
 
@@ -41,12 +51,12 @@ def _engine_options(args):
 
 def _requested_runs(args) -> list:
     """The runs `rote train` asks for: the plan (--plan), else the given configuration for each seed."""
-    from ..plan import SEED_NAMES, plan, seed_list, with_seed
+    from ..plan import SEED_NAMES, PlanGrid, plan, with_seed
 
-    params = pairs(args.param)
+    params, settings = pairs(args.param), settings_of(args)
     if args.plan:
-        seeds = seed_list(args.profile, args.seeds)
-        return plan(args.profile, seeds, params, tasks=[args.task] if args.task else None, x1=args.x1)
+        return plan(args.profile, settings.seed_list, params, tasks=[args.task] if args.task else None,
+                    grid=PlanGrid(runs=settings.runs), x1=args.x1)
     if args.x1:
         raise UsageError("--x1 adds X1's grid to the plan: give it with --plan")
     if not args.task:
@@ -57,45 +67,46 @@ def _requested_runs(args) -> list:
     named = [k for k in SEED_NAMES if k in params]
     if named:
         raise UsageError(f"give seeds with --seeds or with -p {'/'.join(named)}, not both")
-    return [with_seed(config, s) for s in seed_list(args.profile, args.seeds)]
+    return [with_seed(config, s) for s in settings.seed_list]
 
 
 def cmd_train(args) -> int:
     slurm = _engine_options(args)
-    configs = _requested_runs(args)
+    configs, root = _requested_runs(args), settings_of(args).runs
     from ..runs import get_or_train, runs_root
 
     if len(configs) == 1 and args.executor == "local" and args.workers is None:
         # one run: train it in this process, with its own progress bar, as before the engine
-        print(json.dumps(_summary(get_or_train(configs[0], device=args.device, progress=not args.quiet))))
+        print(json.dumps(_summary(get_or_train(configs[0], device=args.device, progress=not args.quiet, root=root))))
         return 0
     from .engine import EngineSettings, report_failures, train_staged
 
     settings = EngineSettings(workers=args.workers, executor=args.executor, device=args.device, slurm=slurm,
-                              progress=not args.quiet)
-    outcomes = train_staged(lambda: _requested_runs(args), settings, root=runs_root())  # X1's widths after 12.4
+                              progress=not args.quiet, plain_progress=settings_of(args).plain_progress)
+    outcomes = train_staged(lambda: _requested_runs(args), settings, root=root or runs_root())  # X1: 12.4
     configs = _requested_runs(args)
     code = report_failures(outcomes)
     failed = {o.config.key for o in outcomes if not o.ok}
     from ..runs import lookup
 
     for config in configs:
-        run = None if config.key in failed else lookup(config)
+        run = None if config.key in failed else lookup(config, root)
         print(json.dumps(_summary(run) if run is not None else
                          {"task": config.task, "key": config.key, "failed": True}))
     return code
 
 
 def cmd_plan(args) -> int:
-    from ..plan import differs, plan, seed_list, x1_stage_notes
+    from ..plan import PlanGrid, differs, plan, x1_stage_notes
     from .timings import (default_estimator, default_workers, estimate_seconds, fmt_seconds, pool_seconds,
                           remaining_seconds)
 
     from ..runs import status
 
     at_least_one(args, "workers", "seeds")
-    seeds, tasks = seed_list(args.profile, args.seeds), [args.task] if args.task else None
-    configs = plan(args.profile, seeds, pairs(args.param), tasks=tasks, x1=args.x1)
+    settings, tasks = settings_of(args), [args.task] if args.task else None
+    seeds, grid, estimator = settings.seed_list, PlanGrid(runs=settings.runs), default_estimator(settings.runs)
+    configs = plan(args.profile, seeds, pairs(args.param), tasks=tasks, grid=grid, x1=args.x1)
     if args.stability:  # protocol 10: the precision twins (where bf16 is native) and seeds 3 and 4
         from .. import stability
 
@@ -105,16 +116,17 @@ def cmd_plan(args) -> int:
         extra = ([] if why_not else stability.precision_twins(args.profile, seeds, tasks)) + \
             stability.extra_seed_runs(args.profile, tasks)
         configs = list({c.key: c for c in configs + extra}.values())
-    rows = [{"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": status(c),
-             "precision": c.train.precision, "estimate_s": round(estimate_seconds(c)),
-             "left_s": round(remaining_seconds(c, status(c)))} for c in configs]
+    rows = [{"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": status(c, settings.runs),
+             "precision": c.train.precision, "estimate_s": round(estimate_seconds(c, estimator)),
+             "left_s": round(remaining_seconds(c, status(c, settings.runs), estimator))} for c in configs]
     workers = args.workers or default_workers()
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
-    x1_notes = x1_stage_notes(args.profile, pairs(args.param)) if args.x1 and "fda" in (tasks or ["fda"]) else []
+    with_x1 = args.x1 and "fda" in (tasks or ["fda"])
+    x1_notes = x1_stage_notes(args.profile, pairs(args.param), final_gen=grid.final_gen) if with_x1 else []
     if args.json:  # x1: 12.4, per width its chosen rate, or that its runs wait for the selection
         print(json.dumps({"profile": args.profile, "seeds": seeds, "runs": rows, "workers": workers, "x1": x1_notes,
                           "missing": len(left), "estimate_left_s": round(pool_seconds(left, workers)),
-                          "estimates": default_estimator().summary(configs)}, indent=2))
+                          "estimates": estimator.summary(configs)}, indent=2))
         return 0
     import pandas as pd
 
@@ -127,7 +139,7 @@ def cmd_plan(args) -> int:
     precisions = ", ".join(sorted({r["precision"] for r in rows}))
     print(f"{len(rows)} runs ({args.profile}, seeds {seeds}, training precision {precisions}), {cached} cached; "
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
-          f"(1 thread a run; {default_estimator().summary(configs)})")
+          f"(1 thread a run; {estimator.summary(configs)})")
     print("\n".join(x1_notes))
     return 0
 
@@ -135,18 +147,18 @@ def cmd_plan(args) -> int:
 def cmd_claims(args) -> int:
     from ..display import claims_table, other_records_table
     from ..claims import load_shown, other_records, shown
-    from ..plan import seed_list
 
     at_least_one(args, "seeds")
-    seeds = None if args.seeds is None else seed_list(args.profile or "quick", args.seeds)
-    records = load_shown(args.profile, seeds=seeds)  # a stale record as stale, with its rebuild command
+    settings = read_environment(os.environ, seeds=args.seeds)  # --profile None: every profile's records
+    seeds, root = settings.seed_list, settings.results
+    records = load_shown(args.profile, root, seeds)  # a stale record as stale, with its rebuild command
     if args.json:
         from dataclasses import asdict
 
         print(json.dumps([asdict(r) for r in records], indent=2))
     else:
-        print(claims_table(records).to_string(index=False))
-        others = shown(other_records(args.profile, seeds=seeds))
+        print(claims_table(records, root).to_string(index=False))
+        others = shown(other_records(args.profile, root, seeds))
         if others:
             print("\nRecords of other seeds (not in the table above):")
             print(other_records_table(others).to_string(index=False))
@@ -158,17 +170,19 @@ def cmd_book(args) -> int:
     from .book import BookOptions, build_book
     from .engine import EngineSettings
 
-    engine = EngineSettings(workers=args.workers, executor=args.executor, slurm=slurm)
+    settings = settings_of(args)
+    engine = EngineSettings(workers=args.workers, executor=args.executor, slurm=slurm,
+                            plain_progress=settings.plain_progress)
     options = BookOptions(render=not args.no_render, seeds=args.seeds, engine=engine, x1=args.x1,
                           stability=args.stability)
-    return build_book(args.profile, args.chapter or None, pairs(args.param), options)
+    return build_book(args.profile, args.chapter or None, pairs(args.param), options, settings)
 
 
 def cmd_run(args) -> int:
     at_least_one(args, "seeds")
     from .driver import run_chapter_cli
 
-    return run_chapter_cli(args.chapter, args.profile, pairs(args.param), seeds=args.seeds)
+    return run_chapter_cli(args.chapter, args.profile, pairs(args.param), seeds=args.seeds, settings=settings_of(args))
 
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +22,7 @@ from . import provenance, site
 from ..chapters.params import parse_list, parse_text
 from ..config import PRECISIONS, PROJECT_ROOT, TASKS, ConfigError, make_config, param_names
 from ..fmt import say
+from ..settings import Settings
 
 KERNEL = "python3"
 STAMP_TAG = "rote-build-stamp"
@@ -61,6 +62,9 @@ def resolve_parameters(name: str, profile: str, params: dict[str, object]) -> di
     for key, raw in params.items():
         if key == "profile":
             raise ConfigError("give the profile with --profile, not -p profile")
+        if key == "settings":
+            raise ConfigError("the book's settings come from --seeds and $ROTE_RUNS, $ROTE_RESULTS, ..., "
+                              "not -p settings")
         if key in defaults:
             out[key] = declared.parse(key, raw) if declared else parse_list(raw) if isinstance(
                 defaults[key], list) else parse_text(raw)
@@ -171,36 +175,45 @@ def chapter_precision(params: dict[str, object]) -> str:
     return asked if asked in PRECISIONS else ", ".join(f"{t} {p}" for t, p in chapter_precisions(params).items())
 
 
+def with_default_folders(settings: Settings) -> Settings:
+    """``settings`` with each folder left to the project's default named: where this process stores
+    (:func:`rote.runs.runs_root`, :func:`rote.claims.results_root`, :func:`rote.analysis_cache.analysis_root`), so
+    that a chapter's kernel, another process, stores in the same place."""
+    from .. import analysis_cache, claims, runs
+
+    defaults = {"runs": runs.runs_root, "results": claims.results_root, "analysis": analysis_cache.analysis_root}
+    return replace(settings, **{name: where() for name, where in defaults.items() if getattr(settings, name) is None})
+
+
+def chapter_parameters(params: dict[str, object], settings: Settings, figures: Path) -> dict[str, object]:
+    """The papermill parameters of a chapter: its resolved ``params`` and the book's ``settings`` (the papermill
+    parameter ``settings``: seeds and folders, the figures into the page's ``figures`` folder, training's
+    progress as plain lines). Nothing reaches the chapter through the environment."""
+    settings = with_default_folders(replace(settings, figures=figures, plain_progress=True))
+    return {**params, "profile": settings.profile, "settings": settings.parameter()}
+
+
 def run_chapter(name: str, profile: str, params: dict[str, object] | None = None, *,
-                progress: bool = False) -> ChapterResult:
-    """Execute one chapter with papermill (parameters already resolved) and stamp its page (the site
-    rewrites the stamp from its metadata: :func:`rote.build.site.stamp_markdown`)."""
+                progress: bool = False, settings: Settings | None = None) -> ChapterResult:
+    """Execute one chapter with papermill (parameters already resolved, ``settings`` the book's) and stamp its page
+    (the site rewrites the stamp from its metadata: :func:`rote.build.site.stamp_markdown`)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     source, params = chapter_path(name), dict(params or {"profile": profile})
+    settings = replace(settings or Settings(), profile=profile)
     out_dir = output_dir(name, profile, params)
     figures, notebook = out_dir / "figures", out_dir / f"{name}.ipynb"
     partial = out_dir / f"{name}.partial.ipynb"
     figures.mkdir(parents=True, exist_ok=True)
-    for key in ("ROTE_RUNS", "ROTE_RESULTS"):  # the kernel runs in book/: a relative cache would land there
-        if os.environ.get(key):
-            os.environ[key] = str(Path(os.environ[key]).expanduser().resolve())
-    env_before = dict(os.environ)
-    os.environ.update(ROTE_PROFILE=profile, ROTE_FIGURES=str(figures), ROTE_PLAIN_PROGRESS="1")
     error, start = "", time.perf_counter()
     try:
-        papermill.execute_notebook(str(source), str(partial), parameters=params, kernel_name=KERNEL,
-                                   cwd=str(site.BOOK_DIR), progress_bar=progress)
+        papermill.execute_notebook(str(source), str(partial), parameters=chapter_parameters(params, settings, figures),
+                                   kernel_name=KERNEL, cwd=str(site.BOOK_DIR), progress_bar=progress)
     except PapermillExecutionError as err:
         error = f"cell {err.exec_count} raised {err.ename}: {err.evalue}"
     except Exception as err:  # kernel died, notebook unreadable, ...
         error = f"{type(err).__name__}: {err}"
-    finally:
-        for key in ("ROTE_PROFILE", "ROTE_FIGURES", "ROTE_PLAIN_PROGRESS"):
-            os.environ.pop(key, None)
-            if key in env_before:
-                os.environ[key] = env_before[key]
     seconds = time.perf_counter() - start
     meta = {"chapter": name, "profile": profile, "parameters": params, "seconds": round(seconds, 1),
             "executed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": not error, "error": error,
@@ -247,14 +260,20 @@ class ChapterJob:
     after: Callable[[ChapterResult], None] | None = None
 
 
-def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
-    """Run one job's chapter in a process of its own (``python -m rote.build.driver``), with its own
-    environment and this module's book and build folders."""
-    env = dict(os.environ, ROTE_BOOK_DIR=str(site.BOOK_DIR), ROTE_BUILD_DIR=str(site.BUILD_DIR))
+def execute_job(job: ChapterJob, profile: str, settings: Settings | None = None,
+                progress: bool = False) -> ChapterResult:
+    """Run one job's chapter in a process of its own (``python -m rote.build.driver``), with the book's
+    ``settings`` (the job's records folder where it has one) and this module's book and build folders on its
+    command line. Its environment is this one's, and for the chapter's training (whose fingerprinted code,
+    :mod:`rote.train`, reads it) ``ROTE_PLAIN_PROGRESS``: plain progress lines in the page, no live bar."""
+    settings = with_default_folders(replace(settings or Settings(), profile=profile))
     if job.results is not None:
-        env["ROTE_RESULTS"] = str(Path(job.results).resolve())
-    cmd = [sys.executable, "-m", "rote.build.driver", "execute", job.name, profile, json.dumps(job.params)]
-    proc = subprocess.run(cmd, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True)
+        settings = replace(settings, results=job.results)
+    env = dict(os.environ, ROTE_PLAIN_PROGRESS="1")
+    cmd = [sys.executable, "-m", "rote.build.driver", "execute", job.name, json.dumps(job.params),
+           json.dumps({**settings.parameter(), "profile": profile}), str(site.BOOK_DIR), str(site.BUILD_DIR)]
+    proc = subprocess.run(cmd + (["--progress"] if progress else []), env=env, cwd=PROJECT_ROOT,
+                          stdout=subprocess.PIPE, stderr=None, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
         return ChapterResult(job.name, False, 0.0, Path(), Path(), f"the chapter process exited {proc.returncode}")
@@ -263,9 +282,9 @@ def execute_job(job: ChapterJob, profile: str) -> ChapterResult:
 
 
 def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int], stop: threading.Event,
-                 capacity: int) -> list[ChapterResult]:
-    """Execute the jobs in order, at most ``min(slots(), capacity)`` at once (the cores training leaves
-    free); the results in the jobs' order, the same as executing one after another."""
+                 capacity: int, settings: Settings | None = None) -> list[ChapterResult]:
+    """Execute the jobs in order (with the book's ``settings``), at most ``min(slots(), capacity)`` at once (the
+    cores training leaves free); the results in the jobs' order, the same as executing one after another."""
     cond = threading.Condition()
     state = {"next": 0, "running": 0}
     results: dict[int, ChapterResult] = {}
@@ -287,7 +306,7 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
                     job.before()
                 what = f"{job.name}{f' ({job.label})' if job.label else ''}"
                 say(f"executing {what} ({profile}) ...")
-                result = execute_job(job, profile)
+                result = execute_job(job, profile, settings)
                 status = "ok" if result.ok else f"FAILED: {result.error}"
                 say(f"{what}: {status} in {result.seconds:.1f} s -> {result.notebook}")
             except Exception as err:  # a job that cannot start is a failed chapter, never a silent one
@@ -307,17 +326,17 @@ def execute_jobs(jobs: list[ChapterJob], profile: str, slots: Callable[[], int],
     return [results[i] for i in sorted(results)]
 
 
-def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None) -> int:
-    """Rerun one chapter (missing runs train in it); ``seeds`` (N): its ``seeds`` 0 .. N-1 and ``$ROTE_SEEDS``."""
-    from ..plan import seed_list
-
+def run_chapter_cli(name: str, profile: str, params: dict[str, object], seeds: int | None = None,
+                    settings: Settings | None = None) -> int:
+    """Rerun one chapter (missing runs train in it) with the book's ``settings``; ``seeds`` (N): its ``seeds``
+    0 .. N-1 and the book's seeds."""
     resolved = resolve_parameters(name, profile, params)
+    settings = replace(settings or Settings(), profile=profile)
     if seeds is not None:
-        values = seed_list(profile, seeds)
+        settings = replace(settings, seeds=seeds)
         if "seeds" in notebook_parameters(chapter_path(name)):
-            resolved["seeds"] = values
-        os.environ["ROTE_SEEDS"] = str(len(values))
-    result = run_chapter(name, profile, resolved, progress=True)
+            resolved["seeds"] = settings.seed_list
+    result = execute_job(ChapterJob(name, resolved), profile, settings, progress=True)
     return _report(result)
 
 
@@ -328,15 +347,21 @@ def _report(result: ChapterResult) -> int:
     return 0 if result.ok else 1
 
 
+USAGE = "usage: python -m rote.build.driver execute NAME PARAMS_JSON SETTINGS_JSON BOOK_DIR BUILD_DIR [--progress]"
+
+
 def _main(argv: list[str]) -> int:
-    """``python -m rote.build.driver execute NAME PROFILE PARAMS_JSON``: one chapter of a build."""
-    if len(argv) != 4 or argv[0] != "execute":
-        print("usage: python -m rote.build.driver execute NAME PROFILE PARAMS_JSON", file=sys.stderr)
+    """``python -m rote.build.driver execute NAME PARAMS_JSON SETTINGS_JSON BOOK_DIR BUILD_DIR [--progress]``: one
+    chapter of a build, with the book's settings (:class:`rote.settings.Settings`, the profile among them)."""
+    progress = argv[-1:] == ["--progress"]
+    argv = argv[:-1] if progress else argv
+    if len(argv) != 6 or argv[0] != "execute":
+        print(USAGE, file=sys.stderr)
         return 2
-    _, name, profile, params = argv
-    site.BOOK_DIR = Path(os.environ.get("ROTE_BOOK_DIR") or site.BOOK_DIR)
-    site.BUILD_DIR = Path(os.environ.get("ROTE_BUILD_DIR") or site.BUILD_DIR)
-    result = run_chapter(name, profile, json.loads(params))
+    _, name, params, given, site.BOOK_DIR, site.BUILD_DIR = argv
+    site.BOOK_DIR, site.BUILD_DIR = Path(site.BOOK_DIR), Path(site.BUILD_DIR)
+    settings = Settings(**json.loads(given))
+    result = run_chapter(name, settings.profile, json.loads(params), progress=progress, settings=settings)
     return _report(result)
 
 

@@ -60,13 +60,15 @@ class SlurmOptions:
 @dataclass(frozen=True)
 class EngineSettings:
     """How :func:`train_plan` trains: ``workers`` at a time (None: one per core locally, all at once on
-    Slurm), on ``executor``, each on ``device``, with ``slurm`` options, with a display unless not ``progress``."""
+    Slurm), on ``executor``, each on ``device``, with ``slurm`` options, with a display unless not ``progress``
+    (plain lines with ``plain_progress``, :attr:`rote.settings.Settings.plain_progress`)."""
 
     workers: int | None = None
     executor: str = "local"
     device: str | None = None
     slurm: SlurmOptions | None = None
     progress: bool = True
+    plain_progress: bool = False
 
     def __post_init__(self):
         if self.workers is not None and self.workers < 1:
@@ -141,7 +143,7 @@ class _LocalJob:
         self.config, self.root = config, root
         self.log = root / ".logs" / f"{entry_name(config)}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "ROTE_RUNS": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the runs folder: an argument
         cmd = [sys.executable, "-m", "rote.build.engine", "worker", str(root), json.dumps(config.to_dict()),
                code_fingerprint()] + ([device] if device else [])
         with open(self.log, "ab") as log:
@@ -306,10 +308,11 @@ class Display:
     """The overall display: runs done of total, which are training (with their step), time left; a tqdm
     bar on a terminal, else a line every 30 s."""
 
-    def __init__(self, total: int, workers: int, root: Path, enabled: bool = True, estimator=None):
+    def __init__(self, total: int, workers: int, root: Path, enabled: bool = True, estimator=None,
+                 plain: bool = False):
         self.total, self.workers, self.root, self.enabled = total, workers, root, enabled
         self.estimator, self.last, self.bar = estimator, 0.0, None
-        self.plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS")) or not sys.stderr.isatty()
+        self.plain = plain or not sys.stderr.isatty()
         if enabled and not self.plain:
             from tqdm.auto import tqdm
 
@@ -397,7 +400,8 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     queue = _SlurmQueue() if executor == "slurm" else None
     _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time); "
          f"{estimator.summary(todo)}")
-    display = Display(len(todo), min(slots, len(todo)), root, enabled=settings.progress, estimator=estimator)
+    display = Display(len(todo), min(slots, len(todo)), root, enabled=settings.progress, estimator=estimator,
+                      plain=settings.plain_progress)
     pending, running, outcomes, started = list(todo), {}, [], {}
     try:
         while pending or running:

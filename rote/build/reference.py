@@ -159,6 +159,8 @@ def chapter_rows() -> list[Row]:
         prefix = [*RUN, groups[key][0]]
         if name == "profile":  # given with --profile, not -p
             example = next((shlex.join([*prefix, "--profile", p]) for p in _choices(valid) if p != first[key]), "")
+        elif name == "settings":  # the build's: --seeds and the $ROTE_* folders (rote.settings), not -p
+            example = shlex.join([*prefix, "--seeds", "1"])
         else:
             example = _example(prefix, name, first[key], valid)
         rows.append(Row(name, type_text, valid, (default_text,), tuple(groups[key]), example))

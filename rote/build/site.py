@@ -103,7 +103,7 @@ def verdict_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | None:
+def verdict_box(records, claim_titles: dict[str, str] | None = None, results: Path | None = None) -> str | None:
     """MyST markdown of a chapter's verdict box (None without records): per record both verdicts, the
     amended reading's deciding checks as a table, the registered one's in a line, and what is not counted."""
     if not records:
@@ -140,7 +140,7 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
             lines.append(f"- unresolved: no deciding check left for {', '.join(missing)}")
         if not_counted(r):
             lines.append("- superseded (shown, not counted): " + "; ".join(not_counted(r)))
-        entry = stability_entry(r)
+        entry = stability_entry(r, results)
         if entry:  # protocol 10, only where a stability build computed it
             lines.append(f"- stability (protocol 10): **{entry['status']}**, {entry['reason']}")
         lines.append("")

@@ -16,6 +16,7 @@ from .. import claims, display, plan
 from . import frontpage, site as web
 from ..claims import ClaimRecord
 from ..config import PROJECT_ROOT
+from ..settings import Settings
 from .driver import STAMP_TAG, chapters, output_dir, source_hash
 
 
@@ -25,9 +26,10 @@ def site_root() -> Path:
     return Path(os.environ["ROTE_SITE"]).expanduser().resolve() if os.environ.get("ROTE_SITE") else PROJECT_ROOT
 
 
-def stage_site(profile: str) -> Path:
+def stage_site(profile: str, settings: Settings | None = None) -> Path:
     """Stage the book's text and executed chapters for Jupyter Book, made for readers (:mod:`rote.build.site`:
-    stamps with the rerun command, verdict boxes, collapsed boilerplate, the records for download)."""
+    stamps with the rerun command, verdict boxes, collapsed boilerplate, the records for download), from the records
+    of the book's ``settings`` (seeds, records folder)."""
     from . import publish
 
     site = site_root() / "_build" / "site_src"
@@ -41,11 +43,12 @@ def stage_site(profile: str) -> Path:
         announce(site / "_config.yml", BANNERS[profile])
     if (web.BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(web.BOOK_DIR / "_static", site / "_static")
-    records = claims.load_shown(profile)  # a stale record as stale
-    _stage_text_pages(site / "book", profile, records)
+    settings = settings or Settings(profile=profile)
+    records = claims.load_shown(profile, settings.results, settings.seed_list)  # a stale record as stale
+    _stage_text_pages(site / "book", profile, records, settings)
     for name, source in chapters().items():
         nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title
-        box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
+        box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS, settings.results)
         if box:  # the chapter opens with its verdict, then how it was built
             notes.insert(0, _note(box))
         if name == "scorecard":
@@ -98,13 +101,14 @@ def _chapter(name: str, source: Path, profile: str) -> tuple:
     return nb, notes
 
 
-def front_page(text: str, profile: str, records: list[ClaimRecord], glance: str = "") -> str:
+def front_page(text: str, profile: str, records: list[ClaimRecord], glance: str = "",
+               settings: Settings | None = None) -> str:
     """``book/intro.md`` filled from this build's records and timings (:func:`rote.build.frontpage.stage_intro`),
-    with ``glance``, the image of its "At a glance" figure, where drawn."""
-    times = display.build_times(profile, web.BUILD_DIR)
+    with ``glance``, the image of its "At a glance" figure, where drawn; ``settings``: the book's seeds and records."""
+    times, settings = display.build_times(profile, web.BUILD_DIR), settings or Settings(profile=profile)
     return frontpage.stage_intro(text, frontpage.Build(
-        profile, tuple(plan.seed_list(profile)), tuple(plan.protocol_seeds(profile)), tuple(records),
-        float(times.seconds.sum()) if len(times) else None), glance=glance)
+        profile, tuple(settings.seed_list), tuple(plan.protocol_seeds(profile)), tuple(records),
+        float(times.seconds.sum()) if len(times) else None, settings.results), glance=glance)
 
 
 GLANCE_IMAGE = "at_a_glance"  # the front page's figure, book/at_a_glance.png in the staged site
@@ -125,7 +129,7 @@ def draw_glance(folder: Path, profile: str, records: list[ClaimRecord]) -> str:
     return f"{GLANCE_IMAGE}.png"
 
 
-def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) -> None:
+def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord], settings: Settings) -> None:
     """The text pages into ``folder``: figures and bibliography as they are, each ``.md`` with its rebuild
     note (the intro filled, the protocol's sections targets), and the generated pages."""
     glance = draw_glance(folder, profile, records)
@@ -133,7 +137,8 @@ def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord]) ->
         if path.suffix in (".png", ".bib"):
             shutil.copy(path, folder / path.name)
         elif path.suffix == ".md":
-            text = front_page(path.read_text(), profile, records, glance) if path.stem == "intro" else path.read_text()
+            text = (front_page(path.read_text(), profile, records, glance, settings) if path.stem == "intro"
+                    else path.read_text())
             if path.stem == frontpage.PROTOCOL_PAGE:  # a target per section, for the pages that cite it
                 text = frontpage.protocol_markdown(text)
             (folder / path.name).write_text(text + web.static_page_note(profile))
@@ -158,9 +163,10 @@ def fill_generated_pages(folder: Path) -> list[str]:
     return filled
 
 
-def render_site(profile: str) -> int:
-    """Stage the site and render it with Jupyter Book into ``<site root>/_build/html`` (warnings are errors)."""
-    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage_site(profile)),
+def render_site(profile: str, settings: Settings | None = None) -> int:
+    """Stage the site (from the book's ``settings``) and render it with Jupyter Book into ``<site root>/_build/html``
+    (warnings are errors)."""
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage_site(profile, settings)),
            "--path-output", str(site_root()), "--all", "-W", "--keep-going"]
     return subprocess.run(cmd, cwd=PROJECT_ROOT).returncode
 

@@ -521,3 +521,18 @@ def fmt_seconds(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class RunCosts:
+    """The run-time estimates a page shows (:class:`rote.chapters.x1.RunCosts`), from the timings stored in the runs
+    folder ``root`` (the book's, :attr:`rote.settings.Settings.runs`; None: the project's)."""
+
+    root: Path | None = None
+
+    def estimate_seconds(self, config: RunConfig) -> float:
+        return estimate_seconds(config, default_estimator(self.root))
+
+    fmt_seconds = staticmethod(fmt_seconds)
+    pool_seconds = staticmethod(pool_seconds)
+    default_workers = staticmethod(default_workers)

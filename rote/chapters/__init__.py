@@ -19,8 +19,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from .. import claims, fmt, plots, verdicts
+from .. import claims, fmt, plan, plots, verdicts
 from ..report import label
+from ..runs import get_or_train
+from ..settings import Settings
 
 
 def groups(units: Iterable) -> dict[tuple[str, str], list]:
@@ -31,6 +33,16 @@ def groups(units: Iterable) -> dict[tuple[str, str], list]:
     return out
 
 
+def book_units(profile: str, tasks, seeds, overrides, settings: Settings) -> list:
+    """The chapter's units (:func:`rote.plan.units`) of ``seeds``; None: the book's (``settings.seeds``)."""
+    return plan.units(profile, tasks, settings.seed_list if seeds is None else seeds, overrides)
+
+
+def noisy_runs(units: list, settings: Settings) -> dict:
+    """unit -> its noisy run, trained or read from the settings' runs folder."""
+    return {u: get_or_train(u.noisy, root=settings.runs) for u in units}
+
+
 def first_seed(units: list) -> list:
     """The units of the build's first seed (the analysis figures show these)."""
     return [u for u in units if u.seed == units[0].seed]
@@ -38,13 +50,15 @@ def first_seed(units: list) -> list:
 
 @dataclass
 class Build:
-    """A claim chapter's units (one per task, noise condition and seed), each unit's noisy run, and
-    the example sets the chapter analyses on it (e.g. ``{"M": memorized, "C": correct}``)."""
+    """A claim chapter's units (one per task, noise condition and seed), each unit's noisy run, the
+    example sets the chapter analyses on it (e.g. ``{"M": memorized, "C": correct}``), and the settings
+    it was loaded with (where the runs, analyses, records and figures are)."""
 
     profile: str
     units: list
     runs: dict
     sets: dict = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
 
     @property
     def groups(self) -> dict[tuple[str, str], list]:
@@ -128,11 +142,12 @@ def sites_table(sites: dict) -> pd.DataFrame:
     return pd.DataFrame({label(u): s for u, s in sites.items()}).T
 
 
-def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[claims.ClaimRecord]:
+def verdict(claim: str, profile: str, results: list[dict], figure: str,
+            settings: Settings = Settings()) -> list[claims.ClaimRecord]:
     """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
-    unit), saved and shown with their checks, and the figure of every numeric check as value over
-    threshold, saved and glued as ``figure`` (the chapter's next cell places it: ``{glue:figure}`` with its
-    caption and alt text). Returns the records."""
+    unit), saved in the settings' results folder and shown with their checks, and the figure of every numeric
+    check as value over threshold, saved in its figures folder and glued as ``figure`` (the chapter's next cell
+    places it: ``{glue:figure}`` with its caption and alt text). Returns the records."""
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
@@ -140,10 +155,10 @@ def verdict(claim: str, profile: str, results: list[dict], figure: str) -> list[
 
     records = verdicts.records(claim, profile, results)
     for rec in records:
-        claims.save(rec)
+        claims.save(rec, settings.results)
         show_record(rec)
     checks_figure = plots.check_values(records).figure
-    plots.save_figure(checks_figure, figure)
+    plots.save_figure(checks_figure, figure, settings.figures)
     glue(figure, checks_figure, display=False)
     plt.close(checks_figure)
     return records

@@ -16,8 +16,9 @@ from ..analysis import curves
 from ..config import make_config
 from ..report import each_seed, where
 from ..runs import get_or_train
+from ..settings import Settings
 from ..specs.c1 import SPEC
-from . import Build as ChapterBuild, ClaimResult, glue_thresholds_of
+from . import Build as ChapterBuild, book_units, noisy_runs, ClaimResult, glue_thresholds_of
 from .params import ClaimParams, noise_ratios, param
 
 T = SPEC.values()  # the thresholds in force
@@ -46,12 +47,12 @@ class Build(ChapterBuild):
     twins: dict  # unit -> the noise-free twin's run (FDA's two conditions share one twin per seed)
 
 
-def load(profile: str, tasks, seeds, overrides) -> Build:
-    """Every unit's noisy run and twin (FDA's two conditions share one twin per seed)."""
-    units = plan.units(profile, tasks, seeds, overrides)
-    noisy = {u: get_or_train(u.noisy) for u in units}
-    twins = {u: get_or_train(u.clean) for u in units}
-    return Build(profile, units, noisy, twins=twins)
+def load(profile: str, tasks, seeds, overrides, settings: Settings = Settings()) -> Build:
+    """Every unit's noisy run and twin (FDA's two conditions share one twin per seed); ``seeds`` None: the
+    book's (``settings``, with the runs folder)."""
+    units = book_units(profile, tasks, seeds, overrides, settings)
+    twins = {u: get_or_train(u.clean, root=settings.runs) for u in units}
+    return Build(profile, units, noisy_runs(units, settings), twins=twins, settings=settings)
 
 
 def learning_curves(build: Build) -> C1Sections:
@@ -113,7 +114,7 @@ def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
     rows = []
     for u in build.units:
         for r in (ratios if ratios is not None else plan.sweep_ratios(profile, u.noisy)):
-            run = get_or_train(u.noisy.replace(noise_ratio=r))
+            run = get_or_train(u.noisy.replace(noise_ratio=r), root=build.settings.runs)
             rows += [{"task": where(u.task, u.condition), "seed": u.seed, "noise ratio": r, "metric": m,
                       "final accuracy": curves.final(run.metrics, m)} for m in ("gen", "mem")]
     return pd.DataFrame(rows).dropna()

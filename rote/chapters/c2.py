@@ -14,13 +14,13 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from .. import analysis_cache, plan, plots, verdicts
+from .. import analysis_cache, plots, verdicts
 from ..analysis import intervals, lens, probes as probe_analysis, targets
 from ..analysis.sets import correct, memorized
 from ..report import label, layers_text, num, ratio, reach, seeds_head, values, where
-from ..runs import get_or_train
+from ..settings import Settings
 from ..specs.c2 import SPEC
-from . import Build, ClaimResult, glue_thresholds_of
+from . import Build, book_units, noisy_runs, ClaimResult, glue_thresholds_of
 from .params import ClaimParams, param, positions_by_task, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -45,14 +45,14 @@ def glue_thresholds() -> None:
         "c2_level_pct": 100 * T["lens_interval_level"], "c2_interval_pct": 100 * intervals.LEVEL})
 
 
-def load(profile: str, tasks, seeds, overrides) -> Build:
+def load(profile: str, tasks, seeds, overrides, settings: Settings = Settings()) -> Build:
     """Every unit's noisy run, with M (memorized noisy training examples) and C (correct test examples).
     Seeds torch's generator first, as the analyses after it draw from it."""
     torch.manual_seed(0)
-    units = plan.units(profile, tasks, seeds, overrides)
-    runs = {u: get_or_train(u.noisy) for u in units}
+    units = book_units(profile, tasks, seeds, overrides, settings)  # seeds None: the book's
+    runs = noisy_runs(units, settings)
     sets = {u: {"M": memorized(r.model, r.data), "C": correct(r.model, r.data.test)} for u, r in runs.items()}
-    return Build(profile, units, runs, sets)
+    return Build(profile, units, runs, sets, settings)
 
 
 # -- probes ---------------------------------------------------------------------------------------
@@ -79,10 +79,11 @@ def probes(build: Build, extra_positions: dict, max_train: int, seed: int) -> Pr
     sweep chapters 04 and 05 take their erasure sites from, 8.6), each group at its best layer on M."""
     settings = probe_analysis.ProbeSettings(max_train=max_train, seed=seed)
     positions = {u: list(targets.probe_positions(u.task, extra_positions)) for u in build.units}
-    full = {u: analysis_cache.probe_sweep_cached(r, positions=positions[u], settings=settings)
+    full = {u: analysis_cache.probe_sweep_cached(r, positions=positions[u], settings=settings,
+                                                     root=build.settings.analysis)
             for u, r in build.runs.items()}
     for u, r in build.runs.items():  # where chapters 04 and 05 read their erasure sites (8.6), -p included
-        analysis_cache.record_probe_choice(r, positions=positions[u], settings=settings)
+        analysis_cache.record_probe_choice(r, positions=positions[u], settings=settings, root=build.settings.analysis)
     sweeps = {u: full[u].table for u in build.units}
     curves = {u: probe_analysis.group_curves(sweeps[u], u.task) for u in build.units}
     summary = {u: probe_analysis.with_ratio_intervals(probe_analysis.best_layer_summary(curves[u]), full[u],

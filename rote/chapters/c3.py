@@ -15,15 +15,15 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from .. import analysis_cache, claims, plan, plots, verdicts
+from .. import analysis_cache, claims, plots, verdicts
 from ..analysis import attribution, erasure as erasure_analysis, patching
 from ..analysis.sets import correct, memorized
 from ..analysis.sweep_table import SetErasure
 from ..report import checks_of, label, num, passes, reach, seeds_head, values, where
-from ..runs import get_or_train
+from ..settings import Settings
 from ..specs.c3 import SPEC
 from ..verdicts.core import numeric
-from . import Build, ClaimResult, glue_thresholds_of
+from . import Build, book_units, noisy_runs, ClaimResult, glue_thresholds_of
 from .params import ClaimParams, erasure_fit_param, erasure_rank_param, increasing, param, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -59,27 +59,27 @@ def glue_thresholds() -> None:
         "c3_gen_above": T["gen_drop_over_control_above"], "c3_level_percent": 100 * T["bootstrap_level"]})
 
 
-def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
+def load(profile: str, tasks, seeds, overrides, seed: int, settings: Settings = Settings()) -> Build:
     """Every unit's noisy run and its sets with the label each is scored on: ``mem`` (M), ``gen`` (C) and for
     THR ``mem_unconnected``. Seeds torch's generator first, as the analyses draw from it."""
     torch.manual_seed(seed)
-    units = plan.units(profile, tasks, seeds, overrides)
-    runs = {u: get_or_train(u.noisy) for u in units}
+    units = book_units(profile, tasks, seeds, overrides, settings)  # seeds None: the book's
+    runs = noisy_runs(units, settings)
     sets = {}
     for u, r in runs.items():
         M, C = memorized(r.model, r.data), correct(r.model, r.data.test)
         sets[u] = {"mem": (M, "label"), "gen": (C, "true_label")}
         if u.task == "thr":
             sets[u]["mem_unconnected"] = (M[M.info["unconnected"]], "label")
-    return Build(profile, units, runs, sets)
+    return Build(profile, units, runs, sets, settings)
 
 
 # -- erasure -------------------------------------------------------------------------------------------
 def sites(build: Build, analysis: Params) -> dict:
     """Per unit, where the erasure acts: the intermediate layers at which a probe reads the result on C
     at least C2's chance multiple, at the positions where it is expected (cached, shared with C4)."""
-    return {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
-            for u, r in build.runs.items()}
+    return {u: analysis_cache.erasure_sites_cached(  # C2's probe sweep (8.6), in the build's analysis folder
+        r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis) for u, r in build.runs.items()}
 
 
 @dataclass

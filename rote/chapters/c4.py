@@ -14,13 +14,13 @@ import seaborn as sns
 import torch
 from IPython.display import Markdown
 
-from .. import analysis_cache, claims, plan, plots, verdicts
+from .. import analysis_cache, claims, plots, verdicts
 from ..analysis import erasure, inlp, lookup, neurons, patching
 from ..analysis.sets import correct, memorized
 from ..report import choose_by, each_seed, label, measured, num, registered_not_passed, seeds_head, values, where
-from ..runs import get_or_train
+from ..settings import Settings
 from ..specs.c4 import SPEC
-from . import Build, ClaimResult, glue_thresholds_of
+from . import Build, book_units, noisy_runs, ClaimResult, glue_thresholds_of
 from .params import ClaimParams, erasure_fit_param, erasure_rank_param, noisy_overrides, param, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -58,14 +58,14 @@ def glue_thresholds(erasure_rank: int, n_samples: int, n_matched: int, n_keys: i
                  "c4_profile": Markdown(profile)})  # {glue:md}: the word, without quotes
 
 
-def load(profile: str, tasks, seeds, overrides, seed: int) -> Build:
+def load(profile: str, tasks, seeds, overrides, seed: int, settings: Settings = Settings()) -> Build:
     """Every unit's noisy run with M (memorized noisy training examples) and C (correct test
     examples). Seeds torch's generator first, as the analyses draw from it."""
     torch.manual_seed(seed)
-    units = plan.units(profile, tasks, seeds, overrides)
-    runs = {u: get_or_train(u.noisy) for u in units}
+    units = book_units(profile, tasks, seeds, overrides, settings)  # seeds None: the book's
+    runs = noisy_runs(units, settings)
     sets = {u: {"M": memorized(r.model, r.data), "C": correct(r.model, r.data.test)} for u, r in runs.items()}
-    return Build(profile, units, runs, sets)
+    return Build(profile, units, runs, sets, settings)
 
 
 # -- how many neurons write the label ----------------------------------------------------------------
@@ -129,8 +129,8 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     positions = {u: patching.resample_positions(r.model, build.sets[u]["M"], r.data.train_clean, n_samples=n_samples,
                                                seed=seed) for u, r in build.runs.items()}
     # the sites of chapter C3's rule, computed once per run and shared with chapter 04
-    sites = {u: analysis_cache.erasure_sites_cached(r, min_over_chance=MIN_OVER_CHANCE)  # C2's probe sweep (8.6)
-             for u, r in build.runs.items()}
+    sites = {u: analysis_cache.erasure_sites_cached(  # C2's probe sweep (8.6), in the build's analysis folder
+        r, min_over_chance=MIN_OVER_CHANCE, root=build.settings.analysis) for u, r in build.runs.items()}
     removal = {}
     fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():

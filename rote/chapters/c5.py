@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from .. import plan, plots, verdicts
+from .. import plots, verdicts
 from ..analysis import fda_features, heuristics, neuron_patching, outliers as outlier_analysis
 from ..analysis.heuristics import CutShares
 from ..analysis.neuron_patching import DoseSummary, JstarAnalysis
@@ -22,11 +22,11 @@ from ..analysis.outliers import NullComparison, OutlierComparison, ShiftDirectio
 from ..analysis.sets import memorized
 from ..report import (chance_side, choose_by, each_seed, label, measured, per_seed, registered_not_passed, seeds_head,
                       values, versus, where)
-from ..runs import get_or_train
 from ..tasks.fda import MAX_OPERAND, MIN_OPERAND
 from ..train import build_model
+from ..settings import Settings
 from ..specs.c5 import SPEC
-from . import Build, ClaimResult, glue_thresholds_of
+from . import Build, book_units, noisy_runs, ClaimResult, glue_thresholds_of
 from .params import ClaimParams, number, param, task_list, whole
 
 T = SPEC.values()  # the thresholds in force
@@ -65,13 +65,13 @@ def glue_thresholds(max_shift: int, z_outlier: float) -> None:
                  "c5_untrained_offset": T["untrained_cut_seed_offset"]})
 
 
-def load(profile: str, tasks, seeds, overrides, n_clean: int) -> Build:
+def load(profile: str, tasks, seeds, overrides, n_clean: int, settings: Settings = Settings()) -> Build:
     """Every FDA unit's noisy run with M (memorized noisy training examples) and the first ``n_clean``
     clean training examples (the reference for |z|; ``tasks``: ["fda"], as :class:`Params` checks)."""
-    units = plan.units(profile, tasks, seeds, overrides)
-    runs = {u: get_or_train(u.noisy) for u in units}
+    units = book_units(profile, tasks, seeds, overrides, settings)  # seeds None: the book's
+    runs = noisy_runs(units, settings)
     sets = {u: {"M": memorized(run.model, run.data), "clean": run.data.train_clean[:n_clean]} for u, run in runs.items()}
-    return Build(profile, units, runs, sets)
+    return Build(profile, units, runs, sets, settings)
 
 
 def set_table(build: Build) -> pd.DataFrame:

@@ -12,6 +12,8 @@ and the field it may not exceed (``at_most``). From that declaration follow:
   :meth:`ChapterParams.parse`, so a bad value stops ``rote run`` or ``rote book`` with one line (a
   :class:`~rote.config.ConfigError` naming the parameter, its value, its range and what the analysis needs)
   before anything trains or a cell executes;
+- the build's settings (:mod:`rote.settings`): ``profile`` and ``settings`` are set by the build (``--profile``,
+  ``--seeds``, the folders), never with ``-p``; a chapter rebuilds them with ``Settings(profile=profile, **settings)``;
 - the notebook: ``Params.from_namespace(globals())`` rebuilds the checked parameters from the cell's values;
 - the reference page (:mod:`rote.reference`): type, valid values, default and bounds from :meth:`declared`;
 - the tests: ``tests/test_param_edges.py`` tries every rule's edges.
@@ -170,6 +172,23 @@ def seed_list() -> Rule:
                 edges=((None, True), ([0], True), ([-1], False), ([], False), ([0, 0], False)))
 
 
+def book_settings() -> Rule:
+    """The book's settings but the profile (:meth:`rote.settings.Settings.parameter`): a dict of the book's seeds,
+    folders and progress display; ``{}``: the defaults. The build sets it (``--seeds``, ``$ROTE_RUNS``, ...)."""
+    from ..settings import Settings
+
+    def ok(v) -> bool:
+        try:
+            return isinstance(v, dict) and "profile" not in v and isinstance(Settings(**v), Settings)
+        except (TypeError, ConfigError):
+            return False
+
+    return Rule("a dict of the book's settings (rote.settings.Settings but the profile: seeds, runs, results, "
+                "analysis, figures, plain_progress)", ok,
+                edges=(({}, True), ({"seeds": 1}, True), ({"seeds": 0}, False), ({"profile": "smoke"}, False),
+                       ({"colour": 1}, False), ([1], False)))
+
+
 def increasing(low: int = 1) -> Rule:
     """A non-empty, strictly increasing list of whole numbers >= ``low`` (ranks)."""
     return Rule(f"a non-empty, strictly increasing list of whole numbers >= {low}",
@@ -256,6 +275,8 @@ class ChapterParams:
     the one reported), then each ``at_most`` bound, then :meth:`check_together`."""
 
     profile: str = param("quick", one_of(PROFILES))  # the cell reads $ROTE_PROFILE, else "quick"
+    # the book's seeds and folders (rote.settings): the cell reads $ROTE_SEEDS, $ROTE_RUNS, ..., else {}
+    settings: dict = param({}, book_settings(), "set by the build: --seeds, $ROTE_RUNS, $ROTE_RESULTS, ...")
 
     def __post_init__(self):
         declared = self.declared()
@@ -268,6 +289,13 @@ class ChapterParams:
 
     def check_together(self) -> None:
         """Checks across fields beyond the declared bounds (none here; a chapter overrides this)."""
+
+    @property
+    def book(self):
+        """The book's settings these parameters name (:class:`rote.settings.Settings`): the profile and ``settings``."""
+        from ..settings import Settings
+
+        return Settings(profile=self.profile, **self.settings)
 
     @classmethod
     def declared(cls) -> dict[str, Declared]:
@@ -309,7 +337,7 @@ class ClaimParams(ChapterParams):
     chapter declares its own after them (an FDA claim redeclares ``tasks``, in the same place)."""
 
     tasks: list[str] = param(["fda", "thr"], task_list())
-    seeds: list[int] | None = param(None, seed_list())  # None: 0 .. ROTE_SEEDS-1
+    seeds: list[int] | None = param(None, seed_list())  # None: the book's (settings["seeds"])
     overrides: dict = param({}, mapping())  # flat run parameters, checked against every run the chapter asks for
 
 

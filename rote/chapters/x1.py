@@ -8,6 +8,7 @@ shared runs and what else is cached; a width not trained is unresolved, and no t
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from ..config import ConfigError, RunConfig
 from ..plan import Unit
 from ..specs.x1 import SPEC
 from ..report import num, seeds_head
+from ..settings import Settings
 from ..verdicts import Check
 from ..verdicts.x1 import DECIMALS, NOT_TRAINED
 from .params import ClaimParams, checked_elsewhere, flag, param, parse_list, task_list
@@ -52,7 +54,8 @@ class Grid:
     """X1's runs for a profile: 12.4's selection runs (per width other than the profile's, seed 0's twin at
     each rate of the selection) and the ``rates`` they chose (:class:`rote.plan.RateChoice`); one unit (noisy
     run and twin) per (width, seed) at its chosen rate, a width waiting for its selection left out; and one
-    unit per (noise ratio, seed) at the profile's width. ``overrides`` and ``seed_list``: as asked for."""
+    unit per (noise ratio, seed) at the profile's width. ``overrides`` and ``seed_list``: as asked for;
+    ``settings``: the book's (its runs folder)."""
 
     profile: str
     widths: tuple[int, ...]
@@ -63,6 +66,7 @@ class Grid:
     rates: dict = field(default_factory=dict)
     overrides: dict = field(default_factory=dict)
     seed_list: tuple[int, ...] = ()
+    settings: Settings = Settings()
 
     @property
     def seeds(self) -> list[int]:
@@ -93,27 +97,31 @@ class Grid:
 
 
 def grid(profile: str, tasks: Iterable[str] = ("fda",), seeds: list[int] | None = None,
-         overrides: Mapping[str, object] | None = None, widths: object = None, noise_ratios: object = None) -> Grid:
+         overrides: Mapping[str, object] | None = None, widths: object = None, noise_ratios: object = None,
+         settings: Settings = Settings()) -> Grid:
     """The chapter's parameters, validated (a ConfigError names the problem before anything trains),
-    and X1's grid from the plan, each width at the rate its selection chose (12.4) on the cached selection runs
+    and X1's grid from the plan (``seeds`` None: the book's, ``settings.seeds``), each width at the rate its
+    selection chose (12.4) on the selection runs cached in the settings' runs folder
     (:func:`rote.plan.cached_final_gen`; :func:`resolved` chooses on metric tables instead)."""
-    return _grid(profile, tasks, seeds, overrides, (widths, noise_ratios), plan.cached_final_gen)
+    return _grid(profile, tasks, settings.seed_list if seeds is None else seeds, overrides, (widths, noise_ratios),
+                 functools.partial(plan.cached_final_gen, root=settings.runs), settings)
 
 
-def _grid(profile: str, tasks: Iterable[str], seeds: list[int] | None, overrides: Mapping[str, object] | None,
-          sizes: tuple[object, object], final_gen) -> Grid:
+def _grid(profile: str, tasks: Iterable[str], seeds: list[int], overrides: Mapping[str, object] | None,
+          sizes: tuple[object, object], final_gen, settings: Settings) -> Grid:
     """:func:`grid`, each width's rate chosen from ``final_gen(config)`` (a selection twin's final gen, None:
     not trained); ``sizes``: (widths, noise ratios)."""
     widths, noise_ratios = sizes
     if list(tasks) != ["fda"]:
         raise ConfigError(f"X1 is an FDA claim (protocol 9); tasks must be ['fda'], got {list(tasks)}")
     width_list, ratio_list = plan.x1_grid(profile, widths, noise_ratios, overrides)
-    seed_values = plan.seed_list(profile) if seeds is None else list(seeds)
+    seed_values = list(seeds)
     rates = plan.x1_rates(profile, final_gen, overrides, width_list)
     width_units, ratio_units = plan.x1_units(profile, seed_values, overrides, width_list, ratio_list,
                                              {w: choice.chosen for w, choice in rates.items()})
     return Grid(profile, width_list, ratio_list, tuple(width_units), tuple(ratio_units),
-                plan.x1_selection(profile, overrides, width_list), rates, dict(overrides or {}), tuple(seed_values))
+                plan.x1_selection(profile, overrides, width_list), rates, dict(overrides or {}), tuple(seed_values),
+                settings)
 
 
 def resolved(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Grid:
@@ -122,7 +130,7 @@ def resolved(g: Grid, metrics: Mapping[str, pd.DataFrame]) -> Grid:
     def final_gen(config: RunConfig) -> float | None:
         return curves.final(metrics[config.key], "gen") if config.key in metrics else None
 
-    return _grid(g.profile, ["fda"], list(g.seeds), g.overrides, (g.widths, g.noise_ratios), final_gen)
+    return _grid(g.profile, ["fda"], list(g.seeds), g.overrides, (g.widths, g.noise_ratios), final_gen, g.settings)
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,7 @@ class Params(ClaimParams):
         """widths: whole numbers > 0, at least two, each divisible by the runs' n_heads; noise_ratios: in
         [0, 1); both increasing without repeats; the runs' noise: FDA random, noise_ratio > 0
         (rote.plan.x1_grid)."""
-        grid(self.profile, self.tasks, self.seeds, self.overrides, self.widths, self.noise_ratios)
+        grid(self.profile, self.tasks, self.seeds, self.overrides, self.widths, self.noise_ratios, self.book)
 
 
 def shared_configs(g: Grid) -> list[RunConfig]:
@@ -165,7 +173,8 @@ def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
     from ..runs import get_or_train, lookup
 
     def fetch(configs, allowed) -> dict[str, pd.DataFrame]:
-        runs = {c.key: get_or_train(c) if c.key in allowed else lookup(c) for c in configs}
+        root = g.settings.runs
+        runs = {c.key: get_or_train(c, root=root) if c.key in allowed else lookup(c, root) for c in configs}
         return {key: run.metrics for key, run in runs.items() if run is not None}
 
     selection = g.selection_configs  # 12.4: first the selection, then each width at the rate it chose
