@@ -41,7 +41,8 @@ from .train import TRAIN_THREADS, _autocast, build_model, evaluate, make_optimiz
 PER_RUN_TRAIN_FIELDS = ("lr", "weight_decay", "warmup_steps", "lr_schedule", "min_lr_ratio")
 # Data fields that set the vocabulary (THR's graph): runs of one stack need one vocabulary size.
 VOCAB_FIELDS = {"fda": (), "thr": ("n_entities", "n_relations")}
-BETAS, EPS = (0.9, 0.98), 1e-8  # torch.optim.AdamW's, as rote.train.make_optimizer builds it
+BETAS, EPS = (0.9, 0.98), 1e-8
+INDEX_BLOCK = 64  # steps whose batch rows are drawn on the host and copied to the device at once  # torch.optim.AdamW's, as rote.train.make_optimizer builds it
 
 
 def shape_of(config: RunConfig) -> tuple:
@@ -172,15 +173,34 @@ class Stack:
                                      device=device)
         self.rows = torch.arange(len(members), device=device)[:, None]
         self.generator = torch.Generator()
+        self.block, self.block_start = torch.empty(0), 0
 
-    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each run's batch at ``step``, drawn as :func:`rote.train.train` draws it: [R, B, T] twice."""
+    def draw(self, step: int) -> torch.Tensor:
+        """Each run's batch rows at ``step`` [R, B], drawn as :func:`rote.train.train` draws them (host)."""
         chosen = []
         for member, size in zip(self.members, self.sizes):
             self.generator.manual_seed(member.config.model.model_seed * 1_000_003 + step)
             chosen.append(torch.randint(size, (member.config.train.batch_size,), generator=self.generator))
-        index = torch.stack(chosen).to(self.device)
+        return torch.stack(chosen)
+
+    def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each run's batch at ``step``: [R, B, T] inputs and targets. The rows are drawn INDEX_BLOCK steps
+        at a time and moved to the device in one copy (no host round trip per step)."""
+        if not self.block_start <= step < self.block_start + len(self.block):
+            block = torch.stack([self.draw(s) for s in range(step, min(step + INDEX_BLOCK, self.lr_table.shape[1]))])
+            block = block.pin_memory() if self.device.type == "cuda" else block
+            self.block, self.block_start = block.to(self.device, non_blocking=True), step
+        index = self.block[step - self.block_start]
         return self.inputs[self.rows, index], self.targets[self.rows, index]
+
+    def train_step(self, optimizer: "StackedAdamW", step: int) -> torch.Tensor:
+        """One training step of every run (forward, backward, AdamW at each run's rate); the losses [R]."""
+        losses = self.losses(step)
+        for param in self.params.values():
+            param.grad = None
+        losses.sum().backward()  # each run's parameters get the gradient of its own loss
+        optimizer.step(self.lr_table[:, step])
+        return losses.detach()
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits [R, B, T, vocab] of each run's model on its own tokens [R, B, T]."""
@@ -251,13 +271,9 @@ def _train_members(members: list[Member], device: torch.device, step: int, on_ch
         if step == 0:
             _evaluate(stack, optimizer, members, 0, [math.nan] * len(members), on_eval)
         while step < train.steps:
-            losses = stack.losses(step)
-            for param in stack.params.values():
-                param.grad = None
-            losses.sum().backward()  # each run's parameters get the gradient of its own loss
-            optimizer.step(stack.lr_table[:, step])
+            losses = stack.train_step(optimizer, step)
             step += 1
-            running, count = running + losses.detach().double(), count + 1
+            running, count = running + losses.double(), count + 1
             bar.update(1)
             if step % train.eval_every == 0 or step == train.steps:
                 _evaluate(stack, optimizer, members, step, (running / count).tolist(), on_eval)

@@ -56,6 +56,15 @@ def test_a_stack_gives_the_same_numbers_twice(stacked):
             assert torch.equal(tensor, model2.state_dict()[name]), name
 
 
+def test_a_runs_numbers_do_not_depend_on_its_stack_mates(stacked):
+    """On the CPU a run trained in a stack of one or of two equals the same run in the stack of three."""
+    trained, datas = stacked
+    for size in (1, 2):
+        alone = train_stack(CONFIGS[:size], datas[:size], device="cpu")
+        for (_, rows), (_, rows_in_three) in zip(alone, trained):
+            pd.testing.assert_frame_equal(_frame(rows), _frame(rows_in_three), check_exact=True)
+
+
 def test_runs_of_other_shapes_do_not_stack():
     with pytest.raises(ValueError, match="one shape"):
         train_stack([CONFIGS[0], _smoke(1, batch_size=32)], [build_task(CONFIGS[0])] * 2)
