@@ -32,7 +32,7 @@ from rote.stack import Member, Stack, StackedAdamW, _evaluate
 from rote.tasks import build_task
 from rote.train import TRAIN_THREADS, build_model, evaluate
 
-SHAPES = {"quick-fda": ("fda", "quick"), "quick-thr": ("thr", "quick"), "paper-fda": ("fda", "paper"),
+SHAPES = {"smoke-fda": ("fda", "smoke"), "smoke-thr": ("thr", "smoke"), "quick-fda": ("fda", "quick"), "quick-thr": ("thr", "quick"), "paper-fda": ("fda", "paper"),
           "paper-thr": ("thr", "paper")}
 
 
@@ -171,12 +171,14 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--fused", action="store_true", help="solo step with fused AdamW (CUDA)")
     parser.add_argument("--compile", action="store_true", help='stack forward under torch.compile("reduce-overhead")')
+    parser.add_argument("--rate-seconds", type=float, default=1.0, help="time of each matmul size measured")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cpu":
         torch.set_num_threads(TRAIN_THREADS)  # training's one thread: the rate it can reach
-    rates = {"fp32": matmul_rate(device, torch.float32), "bf16": matmul_rate(device, torch.bfloat16)}
+    rates = {name: matmul_rate(device, dtype, args.rate_seconds)
+             for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
     stacks = [int(s) for s in args.stacks.split(",")]
     lines = [line for shape in args.shapes.split(",") for line in bench_shape(shape, stacks, device, args, rates)]
     print_table(lines, rates, device)
