@@ -1,7 +1,8 @@
 """The run cache: a trained run stored under a key derived from its full configuration.
 
 Under the root (``$ROTE_RUNS``, else ``_build/runs``): ``<task>-<key>/`` a finished run (config.json,
-metrics.csv, final.pt, checkpoints/, manifest.json with every file's SHA-256), never modified;
+metrics.csv, final.pt, checkpoints/, manifest.json with every file's SHA-256 and how the run trained: device,
+precision, stacked with how many runs, :mod:`rote.stack`), never modified;
 ``.partial/<task>-<key>/`` a run in training (resumes from ``resume.pt``); ``.corrupt/`` entries that
 failed verification, moved aside and retrained; ``.progress/<task>-<key>.json`` the step a run reached.
 A run appears by one atomic ``os.rename``. The key hashes the configuration, the schema version and the

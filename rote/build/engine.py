@@ -92,6 +92,12 @@ class CodeChanged(RuntimeError):
     """The worker's code differs from the code that made the plan (its keys would differ)."""
 
 
+def _check_fingerprint(fingerprint: str | None) -> None:
+    if fingerprint is not None and code_fingerprint() != fingerprint:
+        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
+                          f"{code_fingerprint()}); rerun the command")
+
+
 def train_one(config_dict: dict, root: str, device: str | None = None, fingerprint: str | None = None) -> dict:
     """Train (or load) one run into ``root``: a worker's and a Slurm job's body. A worker whose code
     fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
@@ -99,9 +105,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     from ..runs import get_or_train, status
     from .timings import RunTiming, record_run, runs_beside
 
-    if fingerprint is not None and code_fingerprint() != fingerprint:
-        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
-                          f"{code_fingerprint()}); rerun the command")
+    _check_fingerprint(fingerprint)
     config, root = RunConfig.from_dict(config_dict), Path(root)
     state = status(config, root)
     wall0, cpu0 = time.perf_counter(), _cpu_seconds()
@@ -126,9 +130,7 @@ def train_stack_job(config_dicts: list[dict], root: str, device: str | None = No
     worker's body. Their times do not go to the timings store (its estimates are of runs trained alone)."""
     from ..stack import get_or_train_stack
 
-    if fingerprint is not None and code_fingerprint() != fingerprint:
-        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
-                          f"{code_fingerprint()}); rerun the command")
+    _check_fingerprint(fingerprint)
     runs = get_or_train_stack([RunConfig.from_dict(d) for d in config_dicts], root=Path(root), device=device)
     return [{"name": entry_name(r.config), "path": str(r.path), "cached": r.cached,
              "train_seconds": r.train_seconds} for r in runs]
