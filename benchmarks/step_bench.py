@@ -106,7 +106,7 @@ def time_stacked(configs, datas, device, steps: int, warmup: int, compiled: bool
     stack = Stack(members, device)
     if compiled:
         stack.forward = torch.compile(stack.forward, mode="reduce-overhead")
-    optimizer = StackedAdamW(stack.params, members, 0)
+    optimizer = StackedAdamW(stack, members, 0)
     for step in range(warmup + steps):
         if step == warmup:
             _sync(device)

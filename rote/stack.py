@@ -2,7 +2,7 @@
 
 Runs that share a shape (:func:`shape_of`: task, model shape, batch size, steps, evaluation and checkpoint
 steps, precision) train as one model whose parameters carry a leading run axis
-(``torch.func.stack_module_state``); the forward pass is ``vmap`` of ``functional_call`` of one
+(one flat tensor [R, P], each parameter a view into it: :class:`Layout`); the forward pass is ``vmap`` of ``functional_call`` of one
 :class:`rote.model.HookedTransformer`, whose attention is an explicit softmax (its backward runs batched,
 unlike the fused attention kernel's). The optimizer is AdamW written for the stack (:class:`StackedAdamW`):
 the same update as ``torch.optim.AdamW`` (betas 0.9, 0.98; decay on matrices and embeddings only), with the
@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import functional_call, vmap
 
 from .config import RunConfig
 from .model import HookedTransformer, pick_device
@@ -106,46 +106,71 @@ def _params_by_name(model: HookedTransformer) -> dict[str, torch.nn.Parameter]:
     return dict(model.named_parameters())
 
 
-class StackedAdamW:
-    """AdamW over stacked parameters [R, ...] with a learning rate and a weight decay per run; the update of
-    ``torch.optim.AdamW`` (decoupled decay, bias corrections), the moments in its state-dict layout per run."""
+class Layout:
+    """Where each parameter of a model lies in one flat vector: a stack's parameters, gradients and AdamW
+    moments are each one tensor [R, P] (a few kernels a step, whatever the number of parameters)."""
 
-    def __init__(self, params: dict[str, torch.Tensor], members: Sequence[Member], step: int):
-        self.params, self.step_count = params, step
-        device = next(iter(params.values())).device
-        self.decay = torch.tensor([m.config.train.weight_decay for m in members], device=device)
-        self.exp_avg, self.exp_avg_sq = {}, {}
-        for name, stacked in params.items():
-            states = [m.optimizer.state.get(_params_by_name(m.model)[name], {}) for m in members]
-            for moment, store in (("exp_avg", self.exp_avg), ("exp_avg_sq", self.exp_avg_sq)):
-                store[name] = torch.stack([s[moment].to(device) if moment in s else torch.zeros_like(stacked[i])
-                                           for i, s in enumerate(states)])
+    def __init__(self, model: HookedTransformer):
+        self.entries, offset = [], 0
+        for name, param in model.named_parameters():
+            self.entries.append((name, param.shape, offset, param.numel()))
+            offset += param.numel()
+        self.size = offset
+
+    def flatten(self, tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One tensor of each parameter's shape (by name) as one vector [P]."""
+        return torch.cat([tensors[name].reshape(-1) for name, _, _, _ in self.entries])
+
+    def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each parameter's view [..., *shape] into ``flat`` [..., P]."""
+        return {name: flat[..., offset:offset + numel].view(*flat.shape[:-1], *shape)
+                for name, shape, offset, numel in self.entries}
+
+
+class StackedAdamW:
+    """AdamW over a stack's flat parameters [R, P] with a learning rate and a weight decay per run; the update
+    of ``torch.optim.AdamW`` (decoupled decay on matrices and embeddings, bias corrections), exported per run
+    in its state-dict layout."""
+
+    def __init__(self, stack: "Stack", members: Sequence[Member], step: int):
+        self.flat, self.layout, self.step_count = stack.flat, stack.layout, step
+        device = self.flat.device
+        self.decay = torch.tensor([[m.config.train.weight_decay] for m in members], device=device)
+        self.decayed = self.layout.flatten({name: torch.full(shape, float(len(shape) >= 2))
+                                            for name, shape, _, _ in self.layout.entries}).to(device)
+        self.moments = {}
+        for moment in ("exp_avg", "exp_avg_sq"):
+            rows = []
+            for member in members:
+                state = member.optimizer.state
+                rows.append(self.layout.flatten({name: state[p][moment] if moment in state.get(p, {}) else
+                                                 torch.zeros_like(p) for name, p in member.model.named_parameters()}))
+            self.moments[moment] = torch.stack(rows).to(device)
 
     def step(self, lr: torch.Tensor) -> None:
-        """One update with the learning rates ``lr`` [R]."""
+        """One update with the learning rates ``lr`` [R] (the gradient is ``flat.grad``)."""
         self.step_count += 1
         beta1, beta2 = BETAS
         correction1, correction2 = 1 - beta1 ** self.step_count, 1 - beta2 ** self.step_count
+        exp_avg, exp_avg_sq, rate = self.moments["exp_avg"], self.moments["exp_avg_sq"], lr[:, None]
         with torch.no_grad():
-            for name, param in self.params.items():
-                grad, view = param.grad, (-1,) + (1,) * (param.dim() - 1)
-                rate = lr.view(view)
-                if param.dim() >= 3:  # a matrix or an embedding of each run: decayed
-                    param.mul_(1 - rate * self.decay.view(view))
-                self.exp_avg[name].lerp_(grad, 1 - beta1)
-                self.exp_avg_sq[name].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denom = (self.exp_avg_sq[name].sqrt() / math.sqrt(correction2)).add_(EPS)
-                param.sub_(self.exp_avg[name] / denom * (rate / correction1))
+            grad = self.flat.grad
+            self.flat.mul_(1 - rate * self.decay * self.decayed)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = (exp_avg_sq.sqrt() / math.sqrt(correction2)).add_(EPS)
+            self.flat.sub_(exp_avg / denom * (rate / correction1))
 
     def export(self, index: int, member: Member, lr: float) -> None:
         """Run ``index``'s parameters and moments into its solo model and ``torch.optim.AdamW``."""
         params = _params_by_name(member.model)
+        views = {key: self.layout.views(tensor[index]) for key, tensor in
+                 (("param", self.flat.detach()), *self.moments.items())}
         with torch.no_grad():
-            for name, stacked in self.params.items():
-                params[name].copy_(stacked[index])
-                member.optimizer.state[params[name]] = {
-                    "step": torch.tensor(float(self.step_count)), "exp_avg": self.exp_avg[name][index].clone(),
-                    "exp_avg_sq": self.exp_avg_sq[name][index].clone()}
+            for name, param in params.items():
+                param.copy_(views["param"][name])
+                member.optimizer.state[param] = {"step": torch.tensor(float(self.step_count)),
+                                                 **{m: views[m][name].clone() for m in self.moments}}
         for group in member.optimizer.param_groups:
             group["lr"] = lr
 
@@ -159,8 +184,9 @@ class Stack:
         shapes = {(m.model.shape.vocab_size, m.model.shape.n_ctx) for m in members}
         if len(shapes) != 1:
             raise ValueError(f"runs of one stack need one vocabulary and context size, got {sorted(shapes)}")
-        params, _ = stack_module_state([m.model for m in members])
-        self.params = {name: p.detach().clone().requires_grad_(True) for name, p in params.items()}
+        self.layout = Layout(members[0].model)
+        self.flat = torch.stack([self.layout.flatten(_params_by_name(m.model)).detach() for m in members])
+        self.flat.requires_grad_(True)  # the stack's parameters [R, P]: a leaf, its .grad one tensor
         self.base = members[0].model  # the module whose code runs (its own parameters are not used)
         self.buffers = dict(self.base.named_buffers())
         sequences = [m.data.training_sequences() for m in members]
@@ -196,8 +222,7 @@ class Stack:
     def train_step(self, optimizer: "StackedAdamW", step: int) -> torch.Tensor:
         """One training step of every run (forward, backward, AdamW at each run's rate); the losses [R]."""
         losses = self.losses(step)
-        for param in self.params.values():
-            param.grad = None
+        self.flat.grad = None
         losses.sum().backward()  # each run's parameters get the gradient of its own loss
         optimizer.step(self.lr_table[:, step])
         return losses.detach()
@@ -207,7 +232,7 @@ class Stack:
         def one(params, run_tokens):
             return functional_call(self.base, (params, self.buffers), (run_tokens,))
 
-        return vmap(one)(self.params, tokens)
+        return vmap(one)(self.layout.views(self.flat), tokens)
 
     def losses(self, step: int) -> torch.Tensor:
         """Each run's training loss [R] on its batch at ``step`` (answer tokens only), graph attached."""
@@ -262,7 +287,7 @@ def _train_members(members: list[Member], device: torch.device, step: int, on_ch
     """The training loop of :func:`train_stack` from ``step``: the loop of :func:`rote.train.train`."""
     train = members[0].config.train
     stack = Stack(members, device)
-    optimizer = StackedAdamW(stack.params, members, step)
+    optimizer = StackedAdamW(stack, members, step)
     # the train-loss sums since the last evaluation: a float64 tensor, read at evaluations and checkpoints
     running = torch.tensor([m.window[0] for m in members], dtype=torch.float64, device=device)
     count = members[0].window[1]

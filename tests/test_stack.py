@@ -78,21 +78,21 @@ def test_stacked_adamw_is_torch_adamw_per_run():
 
     members = [Member.start(c, data, torch.device("cpu"), None) for c in configs]
     stack = Stack(members, torch.device("cpu"))
-    optimizer = StackedAdamW(stack.params, members, 0)
+    optimizer = StackedAdamW(stack, members, 0)
     for _ in range(2):
-        grads = {name: torch.randn_like(p) for name, p in stack.params.items()}
+        grads = torch.randn_like(stack.flat)
         for index, member in enumerate(members):
-            for name, param in member.model.named_parameters():
-                param.grad = grads[name][index].clone()
+            for name, view in stack.layout.views(grads[index]).items():
+                member.model.get_parameter(name).grad = view.clone()
             for group in member.optimizer.param_groups:
                 group["lr"] = member.config.train.lr
             member.optimizer.step()
-        for name, param in stack.params.items():
-            param.grad = grads[name]
+        stack.flat.grad = grads
         optimizer.step(torch.tensor([c.train.lr for c in configs]))
     for index, member in enumerate(members):
+        params = stack.layout.views(stack.flat.detach()[index])
         for name, param in member.model.named_parameters():
-            torch.testing.assert_close(stack.params[name][index].detach(), param.detach(), rtol=1e-5, atol=1e-7)
+            torch.testing.assert_close(params[name], param.detach(), rtol=1e-5, atol=1e-7)
 
 
 def test_group_stacks_by_shape_and_split_for_workers():

@@ -2,11 +2,18 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
+import pytest
+
+from interrupt import interruptible
 from rote.build import engine
-from rote.plan import plan
+from rote.config import make_config
+from rote.plan import plan, with_seed
+from rote.runs import lookup, status
 
 
 def test_the_engine_trains_a_plan_in_stacks_each_run_stored(tmp_path):
@@ -42,3 +49,36 @@ def test_plan_shows_the_stacks(tmp_path):
     assert "stacked training: the 5 missing runs in 2 stack(s)" in result.stdout
     plain = _cli("plan", "--profile", "smoke", "--seeds", "1", "--no-stack", root=tmp_path)
     assert plain.returncode == 0 and "s1 (" not in plain.stdout
+
+
+@pytest.mark.slow
+def test_an_interrupted_stack_resumes_from_its_runs_checkpoints(tmp_path):
+    """`rote train --stack` stopped by Ctrl-C (exit 130) leaves each run of the stack resumable; the rerun
+    resumes them as one stack and stores each with its own manifest."""
+    params = dict(steps=2000, eval_every=25, checkpoint_every=50)
+    args = ["train", "--task", "thr", "--profile", "smoke", "--seeds", "2", "--workers", "1", "--stack", "--quiet"]
+    for name, value in params.items():
+        args += ["-p", name, str(value)]
+    configs = [with_seed(make_config("thr", "smoke", **params), s) for s in (0, 1)]
+    proc = subprocess.Popen([sys.executable, "-m", "rote", *args], env={**os.environ, "ROTE_RUNS": str(tmp_path)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not all(status(c, tmp_path).startswith("partial ") for c in configs):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    steps = {status(c, tmp_path) for c in configs}
+    assert all(step.startswith("partial ") for step in steps)
+    again = _cli(*args, root=tmp_path)
+    assert again.returncode == 0, again.stderr
+    log = next((tmp_path / ".logs").glob("*.log")).read_text()
+    assert log.count("resuming") == 2
+    for config in configs:
+        run = lookup(config, tmp_path)
+        stacked = json.loads((run.path / "manifest.json").read_text())["stacked"]
+        assert stacked == (2 if len(steps) == 1 else 1)  # one stack, unless stopped between its runs' checkpoints
