@@ -22,7 +22,7 @@ MODE=gpu
 if [[ "${1:-}" == "--cpu-smoke" || "${GPU_CHECK_CPU_SMOKE:-0}" == 1 ]]; then MODE=cpu-smoke; fi
 : "${OUT:?set OUT to the folder for the table and the records}"
 PY=${PYTHON:-python3}
-export PYTHONPATH=$PWD ROTE_PLAIN_PROGRESS=1
+export PYTHONPATH=$PWD ROTE_PLAIN_PROGRESS=1 ROTE_NO_PROBE=1  # no timing probes: the stages time themselves
 export ROTE_RUNS=${GPU_CHECK_RUNS:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-runs.XXXXXX")}
 mkdir -p "$OUT/logs" "$OUT/records" "$ROTE_RUNS"
 
