@@ -32,7 +32,8 @@ from rote.stack import Member, Stack, StackedAdamW, _evaluate
 from rote.tasks import build_task
 from rote.train import TRAIN_THREADS, build_model, evaluate
 
-SHAPES = {"smoke-fda": ("fda", "smoke"), "smoke-thr": ("thr", "smoke"), "quick-fda": ("fda", "quick"), "quick-thr": ("thr", "quick"), "paper-fda": ("fda", "paper"),
+SHAPES = {"smoke-fda": ("fda", "smoke"), "smoke-thr": ("thr", "smoke"), "quick-fda": ("fda", "quick"),
+          "quick-thr": ("thr", "quick"), "paper-fda": ("fda", "paper"),
           "paper-thr": ("thr", "paper")}
 
 

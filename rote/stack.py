@@ -1,8 +1,8 @@
 """Stacked training: runs of one shape trained together in one process, as one stacked model.
 
 Runs that share a shape (:func:`shape_of`: task, model shape, batch size, steps, evaluation and checkpoint
-steps, precision) train as one model whose parameters carry a leading run axis
-(one flat tensor [R, P], each parameter a view into it: :class:`Layout`); the forward pass is ``vmap`` of ``functional_call`` of one
+steps, precision) train as one model whose parameters carry a leading run axis (one flat tensor [R, P], each
+parameter a view into it: :class:`Layout`); the forward pass is ``vmap`` of ``functional_call`` of one
 :class:`rote.model.HookedTransformer`, whose attention is an explicit softmax (its backward runs batched,
 unlike the fused attention kernel's). The optimizer is AdamW written for the stack (:class:`StackedAdamW`):
 the same update as ``torch.optim.AdamW`` (betas 0.9, 0.98; decay on matrices and embeddings only), with the
@@ -10,7 +10,8 @@ learning rate and weight decay per run, so runs at different rates (protocol 12.
 
 Each run keeps everything :func:`rote.train.train` defines: its own data, its own batch stream (the generator
 seeded with (model_seed, step)), its learning-rate schedule, its evaluations (:func:`rote.train.evaluate` on
-the run's own model, every ``eval_every`` steps) and checkpoints in the solo format (model state and a
+the run's own model, every ``eval_every`` steps; on CUDA all runs' splits scored at once, :func:`evaluate_stack`,
+the same shares and the test loss to float rounding) and checkpoints in the solo format (model state and a
 ``torch.optim.AdamW`` state dict), so that a run of a stack resumes solo and a solo run resumes in a stack.
 A stacked run does not equal its solo twin number for number (the reductions run in another order; the
 difference is measured in benchmarks/RESULTS.md, "Stop 43"); a stack trained twice gives the same numbers.
@@ -34,15 +35,16 @@ from torch.func import functional_call, vmap
 
 from .config import RunConfig
 from .model import HookedTransformer, pick_device
-from .tasks import IGNORE, TaskData
-from .train import TRAIN_THREADS, _autocast, build_model, evaluate, make_optimizer
+from . import scoring
+from .tasks import IGNORE, Examples, TaskData
+from .train import TRAIN_THREADS, _autocast, _share_exact, build_model, evaluate, make_optimizer
 
 # Training fields that may differ inside a stack (the stack holds each run's own schedule).
 PER_RUN_TRAIN_FIELDS = ("lr", "weight_decay", "warmup_steps", "lr_schedule", "min_lr_ratio")
 # Data fields that set the vocabulary (THR's graph): runs of one stack need one vocabulary size.
 VOCAB_FIELDS = {"fda": (), "thr": ("n_entities", "n_relations")}
-BETAS, EPS = (0.9, 0.98), 1e-8
-INDEX_BLOCK = 64  # steps whose batch rows are drawn on the host and copied to the device at once  # torch.optim.AdamW's, as rote.train.make_optimizer builds it
+BETAS, EPS = (0.9, 0.98), 1e-8  # torch.optim.AdamW's, as rote.train.make_optimizer builds it
+INDEX_BLOCK = 64  # steps whose batch rows are drawn on the host and copied to the device at once
 
 
 def shape_of(config: RunConfig) -> tuple:
@@ -245,10 +247,58 @@ class Stack:
         return per_token.sum(1) / counted
 
 
-def _padded(rows: torch.Tensor, length: int) -> torch.Tensor:
-    """``rows`` [N, T] padded to ``length`` rows with IGNORE (never drawn: batches index below N)."""
-    return torch.cat([rows, rows.new_full((length - len(rows), rows.shape[1]), IGNORE)]) if length > len(rows) \
+def _padded(rows: torch.Tensor, length: int, fill: int = IGNORE) -> torch.Tensor:
+    """``rows`` [N, T] padded to ``length`` rows of ``fill`` (rows never drawn, or scored and dropped)."""
+    return torch.cat([rows, rows.new_full((length - len(rows), rows.shape[1]), fill)]) if length > len(rows) \
         else rows
+
+
+# -- evaluation of the whole stack at once (CUDA) -------------------------------------------------------
+BATCHED_EVALUATION = ("cuda",)  # device types where a stack's runs are evaluated in one pass per batch of rows
+
+
+def _answer_logits(stack: Stack, examples: list[Examples], which: str) -> list[torch.Tensor]:
+    """Each run's teacher-forced logits at the answer positions [N_r, A, vocab] on its own ``examples``, the
+    runs' rows padded to one count and scored together, :data:`rote.scoring.BATCH` rows a run at a time."""
+    tokens = [scoring.model_inputs(e, which) for e in examples]
+    longest = max(len(t) for t in tokens)
+    positions = examples[0].answer_positions.to(stack.device)
+    padded = torch.stack([_padded(t, longest, fill=0) for t in tokens]).to(stack.device)
+
+    def one(params, run_tokens):
+        return functional_call(stack.base, (params, stack.buffers), (run_tokens, positions))
+
+    views = stack.layout.views(stack.flat.detach())
+    parts = [vmap(one)(views, padded[:, start:start + scoring.BATCH]) for start in range(0, longest, scoring.BATCH)]
+    logits = torch.cat(parts, dim=1) if parts else \
+        torch.zeros(len(tokens), 0, len(positions), stack.base.shape.vocab_size, device=stack.device)
+    return [logits[index, :len(t)] for index, t in enumerate(tokens)]
+
+
+@torch.no_grad()
+def evaluate_stack(stack: Stack) -> list[dict[str, float]]:
+    """:func:`rote.train.evaluate` of every run of the stack (gen, fit, mem, rec, test loss, THR's atomic),
+    each split scored for all runs at once; the numbers of the runs' own evaluations up to float rounding."""
+    datas = [m.data for m in stack.members]
+    test = _answer_logits(stack, [d.test for d in datas], "true_label")
+    noisy = [d.train_noisy for d in datas]
+    mem = _answer_logits(stack, noisy, "label")
+    same_input = [torch.equal(scoring.model_inputs(n, "label"), scoring.model_inputs(n, "true_label")) for n in noisy]
+    rec = mem if all(same_input) else _answer_logits(stack, noisy, "true_label")
+    fits = [d.train_clean[:m.config.train.fit_eval_size or None] for d, m in zip(datas, stack.members)]
+    fit = _answer_logits(stack, fits, "label")
+    atomic = _answer_logits(stack, [d.atomic for d in datas], "label") if datas[0].atomic is not None else None
+    rows = []
+    for index, data in enumerate(datas):
+        target = data.test.true_label.to(stack.device)
+        row = {"test_loss": F.cross_entropy(test[index].flatten(0, 1), target.flatten()).item(),
+               "gen": _share_exact(test[index], target), "fit": _share_exact(fit[index], fits[index].label),
+               "mem": _share_exact(mem[index], noisy[index].label),
+               "rec": _share_exact((mem if same_input[index] else rec)[index], noisy[index].true_label)}
+        if atomic is not None:
+            row["atomic"] = _share_exact(atomic[index], data.atomic.label)
+        rows.append(row)
+    return rows
 
 
 # -- training -------------------------------------------------------------------------------------------
@@ -316,12 +366,16 @@ def _train_members(members: list[Member], device: torch.device, step: int, on_ch
 
 def _evaluate(stack: Stack, optimizer: StackedAdamW, members: list[Member], step: int, losses: list[float],
               on_eval) -> None:
-    """Evaluate each run at ``step`` on its own model (:func:`rote.train.evaluate`) and log its row."""
+    """Evaluate each run at ``step`` and log its row: on its own model (:func:`rote.train.evaluate`), or where
+    the device is in BATCHED_EVALUATION all runs at once (:func:`evaluate_stack`)."""
+    batched = evaluate_stack(stack) if stack.device.type in BATCHED_EVALUATION else None
     for index, member in enumerate(members):
         tc = member.config.train
-        optimizer.export(index, member, tc.lr_at(max(step - 1, 0)))
+        if batched is None:
+            optimizer.export(index, member, tc.lr_at(max(step - 1, 0)))
+        scores = batched[index] if batched is not None else evaluate(member.model, member.data, tc.fit_eval_size)
         row = {"step": step, "lr": tc.lr_at(max(step - 1, 0)), "train_loss": losses[index],
-               **evaluate(member.model, member.data, tc.fit_eval_size), "seconds": time.perf_counter() - member.t0}
+               **scores, "seconds": time.perf_counter() - member.t0}
         member.metrics.append(row)
         if on_eval is not None:
             on_eval(index, row)

@@ -159,3 +159,40 @@ def test_a_stacked_checkpoint_resumes_solo(tmp_path, stacked):
     diff = (run.metrics["train_loss"] - _frame(stacked[0][1][1])["train_loss"]).abs().dropna()
     assert diff.max() < 1e-4
 
+
+
+@pytest.mark.parametrize("task", ["fda", "thr"])
+def test_the_batched_evaluation_of_a_stack_is_each_runs_evaluation(task):
+    """evaluate_stack (a stack's evaluation on CUDA) gives each run's rote.train.evaluate numbers: the same
+    shares, the test loss to float rounding; planted with a noise-free twin (no noisy rows) in the stack."""
+    from rote.stack import Member, Stack, evaluate_stack
+    from rote.train import evaluate
+
+    configs = [make_config(task, "smoke", model_seed=0), make_config(task, "smoke", model_seed=1, noise_ratio=0.0)]
+    datas = [build_task(c) for c in configs]
+    trained = train_stack(configs, datas, device="cpu")  # trained a little: not every answer wrong
+    members = [Member.start(c, d, torch.device("cpu"), None) for c, d in zip(configs, datas)]
+    for member, (model, _) in zip(members, trained):
+        member.model.load_state_dict(model.state_dict())
+    for member, batched in zip(members, evaluate_stack(Stack(members, torch.device("cpu")))):
+        solo = evaluate(member.model, member.data, member.config.train.fit_eval_size)
+        assert batched.keys() == solo.keys()
+        for key in solo:
+            if key == "test_loss":
+                assert abs(batched[key] - solo[key]) < 1e-5
+            else:
+                assert batched[key] == solo[key] or (batched[key] != batched[key] and solo[key] != solo[key]), key
+
+
+def test_a_stack_evaluated_in_one_pass_logs_the_same_rows(stacked, monkeypatch):
+    """The training loop with the batched evaluation (CUDA's, forced on the CPU here) logs each run's rows as
+    the run-by-run evaluation does: the same shares, the same losses, the test loss to float rounding."""
+    import rote.stack as stack_module
+
+    trained, datas = stacked
+    monkeypatch.setattr(stack_module, "BATCHED_EVALUATION", ("cpu",))
+    for (_, rows), (_, batched_rows) in zip(trained, train_stack(CONFIGS, datas, device="cpu")):
+        ours, theirs = _frame(batched_rows), _frame(rows)
+        pd.testing.assert_frame_equal(ours.drop(columns="test_loss"), theirs.drop(columns="test_loss"),
+                                      check_exact=True)
+        assert (ours["test_loss"] - theirs["test_loss"]).abs().max() < 1e-5
