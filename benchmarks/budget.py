@@ -28,8 +28,8 @@ BEFORE_THE_SPLIT = tuple(f"rote/{m}.py" for m in ("engine", "timings", "driver",
 # Each module's part, by the first rule whose path prefix (relative to the repository) it starts with.
 PARTS = [
     ("build tool", ("rote/build/", "rote/__main__.py", *BEFORE_THE_SPLIT)),
-    ("science", ("rote/config.py", "rote/noise.py", "rote/tasks/", "rote/model.py", "rote/train.py", "rote/scoring.py",
-                 "rote/analysis/")),
+    ("science", ("rote/config.py", "rote/noise.py", "rote/tasks/", "rote/model.py", "rote/train.py", "rote/stack.py",
+                 "rote/scoring.py", "rote/analysis/")),
     ("judging", ("rote/spec.py", "rote/specs/", "rote/verdicts/", "rote/claims.py", "rote/report.py",
                  "rote/display.py", "rote/stability.py")),
     ("chapters", ("rote/chapters/", "rote/plots.py")),

@@ -1,7 +1,9 @@
 """The run cache: a trained run stored under a key derived from its full configuration.
 
-Under the root (the ``root`` a caller passes: the settings' runs folder, :mod:`rote.settings`; else ``_build/runs``): ``<task>-<key>/`` a finished run (config.json,
-metrics.csv, final.pt, checkpoints/, manifest.json with every file's SHA-256), never modified;
+Under the root (the ``root`` a caller passes: the settings' runs folder, :mod:`rote.settings`; else
+``_build/runs``): ``<task>-<key>/`` a finished run (config.json, metrics.csv, final.pt, checkpoints/, manifest.json
+with every file's SHA-256 and how the run trained: device, precision, stacked with how many runs, :mod:`rote.stack`),
+never modified;
 ``.partial/<task>-<key>/`` a run in training (resumes from ``resume.pt``); ``.corrupt/`` entries that
 failed verification, moved aside and retrained; ``.progress/<task>-<key>.json`` the step a run reached.
 A run appears by one atomic ``os.rename``. The key hashes the configuration, the schema version and the
@@ -203,39 +205,59 @@ def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root:
         run = lookup(config, root)
         if run is not None:
             return run
-        partial = root / ".partial" / name
-        (partial / "checkpoints").mkdir(parents=True, exist_ok=True)
-        _atomic_save(json.dumps(config.to_dict(), indent=2, sort_keys=True), partial / "config.json")
-        resume = None
-        if (partial / "resume.pt").exists():
-            try:
-                resume = torch.load(partial / "resume.pt", map_location="cpu", weights_only=True)
-                _say(f"resuming {name} from step {resume['step']}")
-            except Exception as err:  # a damaged resume file: start over rather than fail
-                _say(f"resume state of {name} is unreadable ({err}); training from scratch")
-                resume = None
-
-        def checkpoint(step, model, optimizer, metrics, loss_window):
-            _atomic_save(_model_dict(model), partial / "checkpoints" / f"step_{step:06d}.pt")
-            _atomic_save({"model": _model_dict(model)["state_dict"], "optimizer": optimizer.state_dict(),
-                          "step": step, "metrics": metrics, "loss_window": list(loss_window)},
-                         partial / "resume.pt")
-            if on_checkpoint is not None:
-                on_checkpoint(step)
-
+        partial, resume = _begin(root, name, config)
         data = build_task(config)
-        model, metrics = train(config, data, device=device, resume=resume, on_checkpoint=checkpoint,
-                               progress=progress, on_eval=lambda row: _write_progress(root, name, config, row))
-        _atomic_save(_model_dict(model), partial / "final.pt")
-        pd.DataFrame(metrics).to_csv(partial / "metrics.csv", index=False)
-        (partial / "resume.pt").unlink()
-        files = sorted(str(p.relative_to(partial)) for p in partial.rglob("*") if p.is_file())
-        manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time(),
-                    "code": code_fingerprint(), "host": os.uname().nodename, "threads": TRAIN_THREADS}
-        _atomic_save(json.dumps(manifest, indent=2), partial / "manifest.json")
-        os.rename(partial, root / name)
-        with contextlib.suppress(OSError):
-            (root / ".progress" / f"{name}.json").unlink()
-        run = Run(config, root / name, cached=False, metrics=pd.read_csv(root / name / "metrics.csv"))
-        run.data = data  # reuse the generated data (cached_property slot)
-        return run
+        model, metrics = train(config, data, device=device, resume=resume,
+                               on_checkpoint=_checkpointer(partial, on_checkpoint), progress=progress,
+                               on_eval=lambda row: _write_progress(root, name, config, row))
+        return _store(root, name, config, data, model, metrics, {"device": pick_device(device).type, "stacked": 1})
+
+
+def _begin(root: Path, name: str, config: RunConfig) -> tuple[Path, dict | None]:
+    """The run's ``.partial`` folder (made, with its config.json) and its resume state (None: from scratch)."""
+    partial = root / ".partial" / name
+    (partial / "checkpoints").mkdir(parents=True, exist_ok=True)
+    _atomic_save(json.dumps(config.to_dict(), indent=2, sort_keys=True), partial / "config.json")
+    resume = None
+    if (partial / "resume.pt").exists():
+        try:
+            resume = torch.load(partial / "resume.pt", map_location="cpu", weights_only=True)
+            _say(f"resuming {name} from step {resume['step']}")
+        except Exception as err:  # a damaged resume file: start over rather than fail
+            _say(f"resume state of {name} is unreadable ({err}); training from scratch")
+            resume = None
+    return partial, resume
+
+
+def _checkpointer(partial: Path, on_checkpoint=None):
+    """The ``on_checkpoint`` of :func:`rote.train.train` that stores a checkpoint and the resume state."""
+    def checkpoint(step, model, optimizer, metrics, loss_window):
+        _atomic_save(_model_dict(model), partial / "checkpoints" / f"step_{step:06d}.pt")
+        _atomic_save({"model": _model_dict(model)["state_dict"], "optimizer": optimizer.state_dict(),
+                      "step": step, "metrics": metrics, "loss_window": list(loss_window)},
+                     partial / "resume.pt")
+        if on_checkpoint is not None:
+            on_checkpoint(step)
+
+    return checkpoint
+
+
+def _store(root: Path, name: str, config: RunConfig, data: TaskData, model: HookedTransformer, metrics: list,
+           how: dict) -> Run:
+    """Store a trained run: final model, metrics, manifest (its files' checksums and ``how`` it trained:
+    device, stacked with how many runs, precision), then one rename from ``.partial`` to its key."""
+    partial = root / ".partial" / name
+    _atomic_save(_model_dict(model), partial / "final.pt")
+    pd.DataFrame(metrics).to_csv(partial / "metrics.csv", index=False)
+    (partial / "resume.pt").unlink()
+    files = sorted(str(p.relative_to(partial)) for p in partial.rglob("*") if p.is_file())
+    manifest = {"files": {f: _sha256(partial / f) for f in files}, "created": time.time(),
+                "code": code_fingerprint(), "host": os.uname().nodename, "threads": TRAIN_THREADS,
+                "precision": config.train.precision, **how}
+    _atomic_save(json.dumps(manifest, indent=2), partial / "manifest.json")
+    os.rename(partial, root / name)
+    with contextlib.suppress(OSError):
+        (root / ".progress" / f"{name}.json").unlink()
+    run = Run(config, root / name, cached=False, metrics=pd.read_csv(root / name / "metrics.csv"))
+    run.data = data  # reuse the generated data (cached_property slot)
+    return run

@@ -20,7 +20,7 @@ LAYERS = [
     {"rote", "rote.config", "rote.noise"},
     {"rote.tasks"},
     {"rote.model"},
-    {"rote.scoring", "rote.train", "rote.runs"},
+    {"rote.scoring", "rote.train", "rote.runs", "rote.stack"},
     {"rote.analysis", "rote.analysis_cache", "rote.plan", "rote.settings"},
     {"rote.spec", "rote.specs", "rote.claims", "rote.verdicts", "rote.report", "rote.display", "rote.stability"},
     {"rote.plots"},

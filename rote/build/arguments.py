@@ -53,6 +53,9 @@ _ARGS = {  # option groups shared by the subcommands: name -> [(flags, keywords)
                                           help="also the stability build of protocol 10: every C1-C5 run in the "
                                                "other precision and seeds 3 and 4, their chapters, and each row's "
                                                "stable / fragile entry"))],
+    "stack": [(("--stack",), dict(action=argparse.BooleanOptionalAction, default=None,
+                                  help="train the runs of one shape as one stacked model, a process a stack "
+                                       "(default: on CUDA yes, on the CPU no)"))],
     "engine": [(("--workers",), dict(type=int, default=None, help="runs trained at once (default: the cores)")),
                (("--executor",), dict(default="local", help="local (default), slurm, or submitit-local")),
                (("--partition",), dict(default=None, help="Slurm partition")),
@@ -77,6 +80,7 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--task", default=None, help=f"only this task ({', '.join(TASKS)})")
     pl.add_argument("--workers", type=int, default=None, help="workers for the time estimate (default: the cores)")
     pl.add_argument("--json", action="store_true")
+    _add(pl, "stack")
 
     t = sub.add_parser("train", help="train runs, or reuse cached ones; prints final metrics as JSON (one line a run)")
     t.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)}")
@@ -84,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--plan", action="store_true",
                    help="train every run of the book's plan (conditions, noise-free twins, sweep; X1's grid "
                         "with --x1), not only the given configuration")
-    _add(t, "x1", "engine")
+    _add(t, "x1", "engine", "stack")
     t.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     t.add_argument("--quiet", action="store_true", help="no progress display")
 

@@ -82,7 +82,8 @@ def cmd_train(args) -> int:
     from .engine import EngineSettings, report_failures, train_staged
 
     settings = EngineSettings(workers=args.workers, executor=args.executor, device=args.device, slurm=slurm,
-                              progress=not args.quiet, plain_progress=settings_of(args).plain_progress)
+                              progress=not args.quiet, plain_progress=settings_of(args).plain_progress,
+                              stack=args.stack)
     outcomes = train_staged(lambda: _requested_runs(args), settings, root=root or runs_root())  # X1: 12.4
     configs = _requested_runs(args)
     code = report_failures(outcomes)
@@ -116,10 +117,13 @@ def cmd_plan(args) -> int:
         extra = ([] if why_not else stability.precision_twins(args.profile, seeds, tasks)) + \
             stability.extra_seed_runs(args.profile, tasks)
         configs = list({c.key: c for c in configs + extra}.values())
+    workers = args.workers or default_workers()
+    missing = [c for c in configs if status(c, settings.runs) != "cached"]
+    stacks = _stack_labels(missing, workers) if args.stack else {}
     rows = [{"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": status(c, settings.runs),
              "precision": c.train.precision, "estimate_s": round(estimate_seconds(c, estimator)),
-             "left_s": round(remaining_seconds(c, status(c, settings.runs), estimator))} for c in configs]
-    workers = args.workers or default_workers()
+             "left_s": round(remaining_seconds(c, status(c, settings.runs), estimator)),
+             **({"stack": stacks.get(c.key, "-")} if stacks else {})} for c in configs]
     left = [r["left_s"] for r in rows if r["status"] != "cached"]
     with_x1 = args.x1 and "fda" in (tasks or ["fda"])
     x1_notes = x1_stage_notes(args.profile, pairs(args.param), final_gen=grid.final_gen) if with_x1 else []
@@ -133,7 +137,8 @@ def cmd_plan(args) -> int:
     table = pd.DataFrame([{"task": r["task"], "key": r["key"],
                            "parameters (differ from profile)": ", ".join(f"{k}={v}" for k, v in r["differs"].items())
                            or "-", "precision": r["precision"], "cached": r["status"],
-                           "estimate": fmt_seconds(r["estimate_s"])} for r in rows])
+                           "estimate": fmt_seconds(r["estimate_s"]), **({"stack": r["stack"]} if stacks else {})}
+                          for r in rows])
     print(table.to_string(index=False))
     cached = sum(r["status"] == "cached" for r in rows)
     precisions = ", ".join(sorted({r["precision"] for r in rows}))
@@ -141,7 +146,20 @@ def cmd_plan(args) -> int:
           f"training the rest on {workers} worker(s): ~{fmt_seconds(pool_seconds(left, workers))} "
           f"(1 thread a run; {estimator.summary(configs)})")
     print("\n".join(x1_notes))
+    if stacks:
+        print(f"stacked training: the {len(stacks)} missing runs in {len(set(stacks.values()))} stack(s) "
+              "(runs of one shape, one process a stack)")
     return 0
+
+
+def _stack_labels(configs: list, workers: int) -> dict[str, str]:
+    """Run key -> its stack ("s2 (6 runs)") when the runs ``configs`` train stacked (``--stack``), grouped as
+    the engine groups them here (on the CPU split so that each of ``workers`` has one)."""
+    from .engine import EngineSettings, _units
+
+    units = _units(configs, EngineSettings(workers=workers, stack=True), workers)
+    return {c.key: f"s{i} ({len(unit)} run{'s' if len(unit) > 1 else ''})" for i, unit in enumerate(units, 1)
+            for c in unit}
 
 
 def cmd_claims(args) -> int:

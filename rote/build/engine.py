@@ -69,6 +69,7 @@ class EngineSettings:
     slurm: SlurmOptions | None = None
     progress: bool = True
     plain_progress: bool = False
+    stack: bool | None = None  # runs of one shape as one stacked model (rote.stack); None: on CUDA only
 
     def __post_init__(self):
         if self.workers is not None and self.workers < 1:
@@ -93,6 +94,12 @@ class CodeChanged(RuntimeError):
     """The worker's code differs from the code that made the plan (its keys would differ)."""
 
 
+def _check_fingerprint(fingerprint: str | None) -> None:
+    if fingerprint is not None and code_fingerprint() != fingerprint:
+        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
+                          f"{code_fingerprint()}); rerun the command")
+
+
 def train_one(config_dict: dict, root: str, device: str | None = None, fingerprint: str | None = None) -> dict:
     """Train (or load) one run into ``root``: a worker's and a Slurm job's body. A worker whose code
     fingerprint is not the plan's (``fingerprint``) refuses rather than store under a key the plan lacks.
@@ -100,9 +107,7 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
     from ..runs import get_or_train, status
     from .timings import RunTiming, record_run, runs_beside
 
-    if fingerprint is not None and code_fingerprint() != fingerprint:
-        raise CodeChanged(f"the training code changed since the plan was made (fingerprint {fingerprint} -> "
-                          f"{code_fingerprint()}); rerun the command")
+    _check_fingerprint(fingerprint)
     config, root = RunConfig.from_dict(config_dict), Path(root)
     state = status(config, root)
     wall0, cpu0 = time.perf_counter(), _cpu_seconds()
@@ -121,13 +126,25 @@ def train_one(config_dict: dict, root: str, device: str | None = None, fingerpri
             "train_seconds": run.train_seconds}
 
 
+def train_stack_job(config_dicts: list[dict], root: str, device: str | None = None,
+                    fingerprint: str | None = None) -> list[dict]:
+    """Train (or load) the runs of one stack into ``root`` (:func:`rote.stack.get_or_train_stack`): a stack
+    worker's body. Their times do not go to the timings store (its estimates are of runs trained alone)."""
+    from ..stack import get_or_train_stack
+
+    _check_fingerprint(fingerprint)
+    runs = get_or_train_stack([RunConfig.from_dict(d) for d in config_dicts], root=Path(root), device=device)
+    return [{"name": entry_name(r.config), "path": str(r.path), "cached": r.cached,
+             "train_seconds": r.train_seconds} for r in runs]
+
+
 def _cpu_seconds() -> float:
     return sum(resource.getrusage(resource.RUSAGE_SELF)[:2])  # user and system time
 
 
-def _worker_main(root: str, config_json: str, fingerprint: str, device: str | None = None) -> int:
+def _worker_main(root: str, config_json: str, fingerprint: str, device: str | None = None, body=None) -> int:
     try:
-        print(json.dumps(train_one(json.loads(config_json), root, device, fingerprint)), flush=True)
+        print(json.dumps((body or train_one)(json.loads(config_json), root, device, fingerprint)), flush=True)
     except CodeChanged as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 3
@@ -140,11 +157,14 @@ def _worker_main(root: str, config_json: str, fingerprint: str, device: str | No
 # -- launchers: start a run, poll it (None: running; else (ok, error)), stop it, wait for it ----------
 class _LocalJob:
     def __init__(self, config: RunConfig, root: Path, device: str | None):
-        self.config, self.root = config, root
-        self.log = root / ".logs" / f"{entry_name(config)}.log"
+        self.config, self.root, self.configs = config, root, [config]
+        self._start("worker", json.dumps(config.to_dict()), device)
+
+    def _start(self, kind: str, config_json: str, device: str | None) -> None:
+        self.log = self.root / ".logs" / f"{entry_name(self.config)}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # the runs folder: an argument
-        cmd = [sys.executable, "-m", "rote.build.engine", "worker", str(root), json.dumps(config.to_dict()),
+        cmd = [sys.executable, "-m", "rote.build.engine", kind, str(self.root), config_json,
                code_fingerprint()] + ([device] if device else [])
         with open(self.log, "ab") as log:
             # its own session: Ctrl-C reaches the engine, which stops each worker itself
@@ -169,6 +189,14 @@ class _LocalJob:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout)
         return self.proc.poll() is not None
+
+
+class _StackJob(_LocalJob):
+    """The runs of one stack trained in one worker process (``python -m rote.build.engine stack``)."""
+
+    def __init__(self, configs: list[RunConfig], root: Path, device: str | None):
+        self.config, self.root, self.configs = configs[0], root, configs
+        self._start("stack", json.dumps([c.to_dict() for c in configs]), device)
 
 
 # Slurm job states after which a job never runs again (squeue's %T). "GONE": no longer in the queue.
@@ -338,8 +366,8 @@ class Display:
         if not self.enabled or (not force and time.time() - self.last < (30.0 if self.plain else 2.0)):
             return
         self.last = time.time()
-        text = self.line(len(outcomes), [j.config for j in running.values()], pending,
-                         sum(not o.ok for o in outcomes))
+        text = self.line(len(outcomes), [c for j in running.values() for c in getattr(j, "configs", [j.config])],
+                         [c for unit in pending for c in unit], sum(not o.ok for o in outcomes))
         if self.bar is None:
             _say(text)
         else:
@@ -398,21 +426,24 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     slots = settings.workers or (len(todo) if executor == "slurm" else default_workers())
     sub = _submitit_executor(executor, root, settings.slurm or SlurmOptions()) if executor != "local" else None
     queue = _SlurmQueue() if executor == "slurm" else None
-    _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(todo))} at a time); "
-         f"{estimator.summary(todo)}")
+    units = _units(todo, settings, slots)
+    _say(f"training {len(todo)} of {len(unique)} runs ({executor}, {min(slots, len(units))} at a time"
+         f"{_stacks_text(units)}); {estimator.summary(todo)}")
     display = Display(len(todo), min(slots, len(todo)), root, enabled=settings.progress, estimator=estimator,
                       plain=settings.plain_progress)
-    pending, running, outcomes, started = list(todo), {}, [], {}
+    pending, running, outcomes, started = list(units), {}, [], {}
     try:
         while pending or running:
             while pending and len(running) < slots:
-                config = pending.pop(0)
+                unit = pending.pop(0)
+                config = unit[0]
                 try:
-                    running[config.key] = (_LocalJob(config, root, device) if sub is None
+                    running[config.key] = (_StackJob(unit, root, device) if len(unit) > 1 else
+                                           _LocalJob(config, root, device) if sub is None
                                            else _SubmititJob(sub, config, root, device, queue))
                     started[config.key] = time.time()
                 except Exception as err:  # e.g. sbatch refused the job: that run fails, the others go on
-                    outcomes.append(Outcome(config, False, 0.0, f"could not start: {type(err).__name__}: {err}"))
+                    outcomes += [Outcome(c, False, 0.0, f"could not start: {type(err).__name__}: {err}") for c in unit]
                     _say(f"run {entry_name(config)} could not start: {err}")
             _collect(running, started, outcomes, display, pending)
             display.update(outcomes, running, pending)
@@ -428,6 +459,23 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     return outcomes
 
 
+def _units(todo: list[RunConfig], settings: EngineSettings, slots: int) -> list[list[RunConfig]]:
+    """What each worker trains: one run, or with stacking (local executor) a stack of runs of one shape,
+    split on the CPU so that every worker has one (a process a core), not on a GPU (one process a stack)."""
+    from ..model import pick_device
+    from ..stack import group_stacks, stack_by_default
+
+    stacked = settings.stack if settings.stack is not None else stack_by_default(settings.device)
+    if not stacked or settings.executor != "local":
+        return [[c] for c in todo]
+    return group_stacks(todo, slots if pick_device(settings.device).type == "cpu" else 1)
+
+
+def _stacks_text(units: list[list[RunConfig]]) -> str:
+    stacks = [len(u) for u in units if len(u) > 1]
+    return f"; {len(stacks)} stack(s) of {', '.join(map(str, stacks))} runs" if stacks else ""
+
+
 def _collect(running: dict, started: dict, outcomes: list, display: Display, pending: list) -> None:
     """Move each finished job of ``running`` to ``outcomes`` (saying so where it failed)."""
     for key, job in list(running.items()):
@@ -436,7 +484,8 @@ def _collect(running: dict, started: dict, outcomes: list, display: Display, pen
             continue
         ok, error = result
         del running[key]
-        outcomes.append(Outcome(job.config, ok, time.time() - started[key], error, str(job.log)))
+        outcomes += [Outcome(c, ok, time.time() - started[key], error, str(job.log))
+                     for c in getattr(job, "configs", [job.config])]
         if not ok:
             _say(f"run {entry_name(job.config)} FAILED: {error} (log: {job.log}); "
                  "its checkpoints stay in .partial")
@@ -474,8 +523,8 @@ def sigterm_as_interrupt() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (5, 6) or sys.argv[1] != "worker":
-        print("usage: python -m rote.build.engine worker ROOT CONFIG_JSON FINGERPRINT [DEVICE]", file=sys.stderr)
+    if len(sys.argv) not in (5, 6) or sys.argv[1] not in ("worker", "stack"):
+        print("usage: python -m rote.build.engine worker|stack ROOT CONFIG_JSON FINGERPRINT [DEVICE]", file=sys.stderr)
         sys.exit(2)
     sigterm_as_interrupt()
-    sys.exit(_worker_main(*sys.argv[2:]))
+    sys.exit(_worker_main(*sys.argv[2:], body=train_stack_job if sys.argv[1] == "stack" else None))
