@@ -53,7 +53,7 @@ def losses(profile: str, names: list[str], steps: int, device: str, stacked: boo
     train_module.evaluate = stack_module.evaluate = _no_evaluation
     if stacked:
         try:
-            stack_module.train_stack(configs, datas, device=device, on_eval=log)
+            stack_module.train_stack(configs, datas, device=device, hooks=stack_module.StackHooks(on_eval=log))
         except Stop:
             pass
         return rows

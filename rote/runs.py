@@ -195,9 +195,10 @@ def read_progress(config: RunConfig, root: Path | None = None) -> dict | None:
         return None
 
 
-def get_or_train(config: RunConfig, *, device=None, progress: bool = True, root: Path | None = None,
+def get_or_train(config: RunConfig, *, device=None, progress: bool | str = True, root: Path | None = None,
                  on_checkpoint=None) -> Run:
-    """Load the cached run for ``config``, or train it (resuming an interrupted attempt) and store it."""
+    """Load the cached run for ``config``, or train it (resuming an interrupted attempt) and store it;
+    ``progress`` as :func:`rote.train.train` takes it (True, False or "plain")."""
     root = root or runs_root()
     root.mkdir(parents=True, exist_ok=True)
     name = entry_name(config)

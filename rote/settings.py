@@ -55,6 +55,11 @@ class Settings:
             object.__setattr__(self, name, folder(getattr(self, name)))
 
     @property
+    def train_progress(self) -> bool | str:
+        """How a run trained on the way shows its progress (:func:`rote.train.train`'s ``progress``)."""
+        return "plain" if self.plain_progress else True
+
+    @property
     def seed_list(self) -> list[int]:
         """The book's seeds: 0 .. ``seeds`` - 1."""
         return list(range(self.seeds))

@@ -305,14 +305,21 @@ def evaluate_stack(stack: Stack) -> list[dict[str, float]]:
 StackCheckpointFn = Callable[[int, int, HookedTransformer, torch.optim.Optimizer, list, tuple], None]
 
 
+@dataclass(frozen=True)
+class StackHooks:
+    """What a stack calls on the way: ``on_checkpoint(index, step, model, optimizer, metrics, loss_window)``
+    for each run at its checkpoint steps, ``on_eval(index, row)`` after each evaluation of run ``index``."""
+
+    on_checkpoint: StackCheckpointFn | None = None
+    on_eval: Callable[[int, dict], None] | None = None
+
+
 def train_stack(configs: Sequence[RunConfig], datas: Sequence[TaskData], *, device=None,
-                resumes: Sequence[dict | None] | None = None, on_checkpoint: StackCheckpointFn | None = None,
-                on_eval: Callable[[int, dict], None] | None = None,
+                resumes: Sequence[dict | None] | None = None, hooks: StackHooks = StackHooks(),
                 progress: bool = False) -> list[tuple[HookedTransformer, list[dict]]]:
     """Train ``configs`` (one shape) as one stack, each from scratch or its ``resumes`` state (all at one
-    step); per run the trained model and metric rows, as :func:`rote.train.train` returns them.
-    ``on_checkpoint(index, step, model, optimizer, metrics, loss_window)`` for each run at its checkpoint
-    steps, ``on_eval(index, row)`` after each evaluation of run ``index``."""
+    step); per run the trained model and metric rows, as :func:`rote.train.train` returns them, calling
+    ``hooks`` (:class:`StackHooks`) on the way."""
     if len({shape_of(c) for c in configs}) != 1:
         raise ValueError("the runs of a stack must share one shape (rote.stack.shape_of)")
     resumes = list(resumes) if resumes is not None else [None] * len(configs)
@@ -324,7 +331,7 @@ def train_stack(configs: Sequence[RunConfig], datas: Sequence[TaskData], *, devi
     try:
         device = pick_device(device)
         members = [Member.start(c, d, device, r) for c, d, r in zip(configs, datas, resumes)]
-        _train_members(members, device, steps_at.pop(), on_checkpoint, on_eval, progress)
+        _train_members(members, device, steps_at.pop(), hooks.on_checkpoint, hooks.on_eval, progress)
     finally:
         torch.set_num_threads(threads_before)
     for member in members:
@@ -421,8 +428,9 @@ def get_or_train_stack(configs: Sequence[RunConfig], *, device=None, progress: b
                                               (lambda step, c=c: on_checkpoint(c, step))) for c in group]
             trained = train_stack(
                 group, datas, device=device, resumes=[begun[c.key][1] for c in group], progress=progress,
-                on_checkpoint=lambda index, *state: checkpoints[index](*state),
-                on_eval=lambda index, row: runs._write_progress(root, names[group[index].key], group[index], row))
+                hooks=StackHooks(on_checkpoint=lambda index, *state: checkpoints[index](*state),
+                                 on_eval=lambda index, row: runs._write_progress(root, names[group[index].key],
+                                                                                 group[index], row)))
             how = {"device": pick_device(device).type, "stacked": len(group)}
             for config, data, (model, metrics) in zip(group, datas, trained):
                 found[config.key] = runs._store(root, names[config.key], config, data, model, metrics, how)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import sys
 import time
 from typing import Callable
@@ -133,7 +132,7 @@ def train(
     device: str | torch.device | None = None,
     resume: dict | None = None,
     on_checkpoint: CheckpointFn | None = None,
-    progress: bool = True,
+    progress: bool | str = True,
     on_eval: Callable[[dict], None] | None = None,
 ) -> tuple[HookedTransformer, list[dict]]:
     """Train from scratch, or from a ``resume`` state ({"model", "optimizer", "step", "metrics"}).
@@ -141,6 +140,8 @@ def train(
     Returns the trained model and the metric rows (one dict per evaluation).
     ``on_checkpoint(step, model, optimizer, metrics)`` is called every ``checkpoint_every`` steps
     and after the last step; ``on_eval(row)`` after every evaluation (progress reports).
+    ``progress``: a live bar (True), none (False), or ``"plain"``: a text line every 30 s (a chapter executed by
+    the build, :attr:`rote.settings.Settings.plain_progress`).
     ``config.train.precision == "bf16"`` runs the training forward pass under bfloat16 autocast;
     the loss, the backward pass's master weights and every evaluation stay in fp32.
     """
@@ -187,7 +188,7 @@ def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=Non
             on_eval(row)
 
     model.train()
-    plain = bool(os.environ.get("ROTE_PLAIN_PROGRESS"))
+    plain = progress == "plain"
     bar = (text_tqdm if plain else tqdm)(
         total=tc.steps, initial=step, desc=f"train {config.task} {config.key[:8]}", disable=not progress,
         mininterval=30.0 if plain else 2.0, unit="step", file=sys.stderr)

@@ -19,10 +19,7 @@ ROTE = Path(__file__).resolve().parents[1] / "rote"
 VARIABLES = set(S.ENVIRONMENT.values())
 # module -> why it may touch os.environ (each read names its variable; none writes it)
 READS = {
-    "train.py": "fingerprinted training code (rote.config.code_fingerprint): ROTE_PLAIN_PROGRESS stays its one "
-                "read until the fingerprint moves for a reason of its own; the driver sets it in a chapter's process",
     "build/cli.py": "the command line: the one place that reads the settings (rote.settings.read_environment)",
-    "build/driver.py": "a chapter's process: this environment and ROTE_PLAIN_PROGRESS for train.py",
     "build/engine.py": "a training worker's process: this environment and its thread counts",
     "build/timings.py": "ROTE_NO_PROBE, not a setting of the book",
     "build/staging.py": "ROTE_SITE, where the site is staged, not a setting of the book",
@@ -88,13 +85,13 @@ def test_no_module_writes_the_environment():
     assert {m: u["writes"] for m, u in scan().items() if u["writes"]} == {}
 
 
-def test_only_the_allowed_modules_touch_the_environment_and_only_train_reads_a_setting_there():
+def test_only_the_allowed_modules_touch_the_environment_and_no_library_module_reads_a_setting_there():
     uses = scan()
     assert set(uses) <= set(READS), f"a module reads the environment: {sorted(set(uses) - set(READS))}"
     library = [m for m in uses if not m.startswith("build/")]
-    assert library == ["train.py"], library  # the library's one read (fingerprinted: READS says why)
+    assert library == [], library  # the library reads no environment: settings arrive as arguments
     reads = {m: setting_reads(u) for m, u in uses.items() if setting_reads(u)}
-    assert reads == {"train.py": ["os.environ.get('ROTE_PLAIN_PROGRESS')"]}, reads  # settings.py reads a given mapping
+    assert reads == {}, reads  # settings.py reads a given mapping; the command line hands it os.environ
 
 
 def test_the_settings_are_read_from_the_mapping_given_the_options_first():
@@ -154,8 +151,8 @@ def test_the_driver_passes_the_settings_as_a_parameter_and_leaves_the_environmen
 def test_a_chapter_process_gets_its_settings_on_its_command_line(monkeypatch, tmp_path):
     calls = []
 
-    def run(cmd, env, **kwargs):
-        calls.append((cmd, env))
+    def run(cmd, **kwargs):
+        calls.append((cmd, kwargs.get("env")))
         return type("Done", (), {"stdout": "", "returncode": 1})()
 
     monkeypatch.setattr(driver.subprocess, "run", run)
@@ -166,7 +163,8 @@ def test_a_chapter_process_gets_its_settings_on_its_command_line(monkeypatch, tm
     given = S.Settings(**json.loads(cmd[cmd.index("learning_dynamics") + 2]))
     assert (given.profile, given.seeds, given.runs, given.results) == ("smoke", 1, tmp_path / "runs",
                                                                       tmp_path / "stability")
-    assert dict(os.environ) == before and env["ROTE_PLAIN_PROGRESS"] == "1"  # a copy for the child: train.py
+    assert given.plain_progress is True  # plain progress lines in the page: a setting, not the environment
+    assert dict(os.environ) == before and env is None  # the child inherits this environment, unchanged
 
 
 def test_the_book_passes_its_seeds_to_its_chapters_without_the_environment(monkeypatch):
@@ -210,3 +208,18 @@ def test_a_notebook_passes_its_settings_folders_to_every_call_that_stores(path):
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     missing = [call for c in cells for call in folder_calls_without_folder("".join(c["source"]))]
     assert missing == [], missing
+
+
+def test_training_shows_plain_progress_when_asked_by_argument_not_by_the_environment(monkeypatch):
+    import rote.train as T
+    from rote.config import make_config
+    from rote.tasks import build_task
+
+    used, bar = [], T.text_tqdm
+    monkeypatch.setattr(T, "tqdm", lambda *a, **k: used.append("live") or bar(*a, **{**k, "disable": True}))
+    monkeypatch.setattr(T, "text_tqdm", lambda *a, **k: used.append("plain") or bar(*a, **{**k, "disable": True}))
+    config = make_config("fda", "smoke", steps=2, warmup_steps=1, eval_every=1, checkpoint_every=2)
+    monkeypatch.setenv("ROTE_PLAIN_PROGRESS", "1")  # planted: the library must not read it
+    T.train(config, build_task(config), device="cpu", progress=True)
+    T.train(config, build_task(config), device="cpu", progress="plain")
+    assert used == ["live", "plain"]

@@ -264,15 +264,14 @@ def execute_job(job: ChapterJob, profile: str, settings: Settings | None = None,
                 progress: bool = False) -> ChapterResult:
     """Run one job's chapter in a process of its own (``python -m rote.build.driver``), with the book's
     ``settings`` (the job's records folder where it has one) and this module's book and build folders on its
-    command line. Its environment is this one's, and for the chapter's training (whose fingerprinted code,
-    :mod:`rote.train`, reads it) ``ROTE_PLAIN_PROGRESS``: plain progress lines in the page, no live bar."""
-    settings = with_default_folders(replace(settings or Settings(), profile=profile))
+    command line, with plain progress lines for its training (no live bar in a page). Its environment is this
+    one's, unchanged."""
+    settings = with_default_folders(replace(settings or Settings(), profile=profile, plain_progress=True))
     if job.results is not None:
         settings = replace(settings, results=job.results)
-    env = dict(os.environ, ROTE_PLAIN_PROGRESS="1")
     cmd = [sys.executable, "-m", "rote.build.driver", "execute", job.name, json.dumps(job.params),
            json.dumps({**settings.parameter(), "profile": profile}), str(site.BOOK_DIR), str(site.BUILD_DIR)]
-    proc = subprocess.run(cmd + (["--progress"] if progress else []), env=env, cwd=PROJECT_ROOT,
+    proc = subprocess.run(cmd + (["--progress"] if progress else []), cwd=PROJECT_ROOT,
                           stdout=subprocess.PIPE, stderr=None, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:

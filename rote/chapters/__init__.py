@@ -40,7 +40,7 @@ def book_units(profile: str, tasks, seeds, overrides, settings: Settings) -> lis
 
 def noisy_runs(units: list, settings: Settings) -> dict:
     """unit -> its noisy run, trained or read from the settings' runs folder."""
-    return {u: get_or_train(u.noisy, root=settings.runs) for u in units}
+    return {u: get_or_train(u.noisy, root=settings.runs, progress=settings.train_progress) for u in units}
 
 
 def first_seed(units: list) -> list:

@@ -51,7 +51,7 @@ def load(profile: str, tasks, seeds, overrides, settings: Settings = Settings())
     """Every unit's noisy run and twin (FDA's two conditions share one twin per seed); ``seeds`` None: the
     book's (``settings``, with the runs folder)."""
     units = book_units(profile, tasks, seeds, overrides, settings)
-    twins = {u: get_or_train(u.clean, root=settings.runs) for u in units}
+    twins = {u: get_or_train(u.clean, root=settings.runs, progress=settings.train_progress) for u in units}
     return Build(profile, units, noisy_runs(units, settings), twins=twins, settings=settings)
 
 
@@ -114,7 +114,8 @@ def sweep(build: Build, profile: str, ratios=None) -> pd.DataFrame:
     rows = []
     for u in build.units:
         for r in (ratios if ratios is not None else plan.sweep_ratios(profile, u.noisy)):
-            run = get_or_train(u.noisy.replace(noise_ratio=r), root=build.settings.runs)
+            run = get_or_train(u.noisy.replace(noise_ratio=r), root=build.settings.runs,
+                               progress=build.settings.train_progress)
             rows += [{"task": where(u.task, u.condition), "seed": u.seed, "noise ratio": r, "metric": m,
                       "final accuracy": curves.final(run.metrics, m)} for m in ("gen", "mem")]
     return pd.DataFrame(rows).dropna()

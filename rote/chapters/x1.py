@@ -174,7 +174,8 @@ def load(g: Grid, train_grid: bool = True) -> dict[str, pd.DataFrame]:
 
     def fetch(configs, allowed) -> dict[str, pd.DataFrame]:
         root = g.settings.runs
-        runs = {c.key: get_or_train(c, root=root) if c.key in allowed else lookup(c, root) for c in configs}
+        runs = {c.key: get_or_train(c, root=root, progress=g.settings.train_progress) if c.key in allowed
+                else lookup(c, root) for c in configs}
         return {key: run.metrics for key, run in runs.items() if run is not None}
 
     selection = g.selection_configs  # 12.4: first the selection, then each width at the rate it chose
