@@ -11,7 +11,10 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from .display import install_reader_tables
 from .verdicts.core import OUTCOME_WORDS
+
+install_reader_tables()  # every chapter imports this module: its kernel shows tables as readers read them
 
 METRIC_COLORS = {"gen": "#1b9e77", "fit": "#7570b3", "mem": "#d95f02", "rec": "#e7298a", "atomic": "#666666"}
 GROUP_COLORS = {"M": "#d95f02", "C": "#1b9e77", "control": "#999999"}

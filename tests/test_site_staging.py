@@ -39,17 +39,17 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     assert "rote-verdict-mixed" in box
     assert "**C1 · FDA · random noise**: registered **mixed: 1 pass, 1 fail, 0 unresolved**, amended **mixed: 1 pass, 1 fail, 0 unresolved** (seeds 0, 1)" in box
     # the registered reading: its failing check, in a line; the amended one: a short table
-    assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
+    assert "- registered reading, deciding checks: final gen (`c1.gen`) = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
     fda = box.split("**C1 · THR**")[0]
     assert "| check ([words](glossary.md)) | value (range) | margin | 95% interval | threshold | outcome |" in fda
     # section 11: per seed the margin and the interval beside the value, the range across seeds, near seeds
-    assert ("| `c1.gen` final gen | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
+    assert ("| final gen (`c1.gen`) | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
             "| [0.89, 0.93] wilson / [0.83, 0.87] wilson; near on 1 seed | 0.9 | 1/2 seeds pass |") in fda
     assert "`c1.control`" not in fda  # a failure decides; the unresolved control does not
-    assert "- superseded (shown, not counted): `c1.old`: 7.1: replaced" in fda
+    assert "- superseded (shown, not counted): old check (`c1.old`): 7.1: replaced" in fda
     thr = box.split("**C1 · THR**")[1]
-    assert "registered reading, deciding checks: `c1.gen` = 0.91, threshold 0.9: pass" in thr
-    assert "| `c1.control` gen control | 0.5 |  |  | n/a | unresolved (not computed) |" in thr
+    assert "registered reading, deciding checks: final gen (`c1.gen`) = 0.91, threshold 0.9: pass" in thr
+    assert "| gen control (`c1.control`) | 0.5 |  |  | n/a | unresolved (not computed) |" in thr
     assert site.verdict_box([], {}) is None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import fmt
 from ..claims import UNAMENDED
 from ..config import PROJECT_ROOT
-from ..display import checks_by_id, stability_entry
+from ..display import checks_by_id, labelled, stability_entry
 from ..fmt import get as _get, md_cell
 from ..report import seeds_head
 from ..verdicts import OUTCOME_WORDS as OUTCOME, counts_in
@@ -83,7 +83,8 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 def not_counted(rec) -> list[str]:
     """One line per check shown but not counted (``superseded``), with its reason."""
     superseded = checks_by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
-    return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
+    return [f"{labelled(check_id, found[0][1].get('name'), code=True)}: {found[0][1].get('reason')}"
+            for check_id, found in superseded.items()]
 
 
 # A check table's header links the glossary (book/glossary.md): in a page's markdown MyST resolves the page
@@ -99,7 +100,8 @@ def verdict_table(rows: list[dict]) -> list[str]:
         near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r["near"] else ""
         cells = [r["value"] + (f" (range {r['range']})" if r["range"] else ""), r["margin"], r["interval"] + near,
                  r["threshold"], r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")]
-        lines.append(f"| `{md_cell(r['id'])}` {md_cell(r['name'])} | " + " | ".join(map(md_cell, cells)) + " |")
+        check = md_cell(labelled(r["id"], r["name"], code=True))
+        lines.append(f"| {check} | " + " | ".join(map(md_cell, cells)) + " |")
     return lines
 
 
@@ -133,7 +135,8 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None) -> str | No
         registered_rows = [] if unamended else deciding_rows(r, "registered")
         if registered_rows:
             lines.append("- registered reading, deciding checks: " + "; ".join(
-                f"`{x['id']}` = {x['value']}" + (f", threshold {x['threshold']}" if x["threshold"] else "")
+                f"{labelled(x['id'], x['name'], code=True)} = {x['value']}"
+                + (f", threshold {x['threshold']}" if x["threshold"] else "")
                 + f": {x['outcome']}" for x in registered_rows))
         missing = sorted({p for seed in per_seed for p in seed.get("missing_parts", [])})
         if missing:
