@@ -127,3 +127,37 @@ def test_a_fragile_row_names_the_moved_check_by_its_label(tmp_path, monkeypatch)
     [row] = display.fragile_rows([rec]).to_dict("records")
     assert row["what moved"] == ("seed 0 true answer ahead at an intermediate layer [c2.lens.ahead]: no (fail) -> "
                                  "yes (pass)")
+
+
+# -- the front page's "At a glance" heat map on a phone ---------------------------------------------------------
+PHONE_COLUMN_PX = 358  # the article's width on a 390 px screen (tests/test_site_tables.py measures it)
+
+
+def _glance_table() -> pd.DataFrame:
+    words = {"C1": "holds", "C2": "mixed: 1 pass, 1 fail, 0 unresolved", "C3": "unresolved (1 seed)", "C4": "fails",
+             "C5": "pass (1 seed)", "X1": "not run"}
+    return pd.DataFrame([{"claim": c, "task": t, "condition": k, "amended": w} for c, w in words.items()
+                         for t, k in (("fda", "random"), ("fda", "digit"), ("thr", "-"))])
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_the_compact_glance_keeps_its_labels_readable_on_a_phone(tmp_path, compact):
+    """The front page's heat map (compact) shown in a phone's column keeps its cell labels >= 9 px, each
+    inside its cell; the scorecard's wide one, shrunk to that column, does not (4.7 px)."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from rote import plots
+
+    fig = plots.verdict_heatmap(_glance_table(), "Amended verdicts, smoke profile", compact=compact)
+    plots.save_figure(fig, "glance", tmp_path)
+    width = Image.open(tmp_path / "glance.png").size[0]
+    shown_px = plots.LABEL_PT[compact] * plt.rcParams["savefig.dpi"] / 72 * min(1.0, PHONE_COLUMN_PX / width)
+    assert (shown_px >= 9) == compact, (width, shown_px)
+    if compact:
+        ax, renderer = fig.axes[0], fig.canvas.get_renderer()
+        cell = ax.transData.transform([[0, 0], [1, 1]])
+        cell_px = abs(cell[1][0] - cell[0][0])
+        widest = max(t.get_window_extent(renderer).width for t in ax.texts if t.get_text())
+        assert widest <= cell_px, f"a label {widest:.0f} px wide in a cell of {cell_px:.0f} px"
+    plt.close(fig)

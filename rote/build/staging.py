@@ -121,7 +121,7 @@ def draw_glance(folder: Path, profile: str, records: list[ClaimRecord]) -> str:
 
     from .. import plots
 
-    fig = plots.verdict_heatmap(display.claims_table(records), f"Amended verdicts on the {profile} profile")
+    fig = plots.verdict_heatmap(display.claims_table(records), f"Amended verdicts, {profile} profile", compact=True)
     plots.save_figure(fig, GLANCE_IMAGE, folder)
     plt.close(fig)
     return f"{GLANCE_IMAGE}.png"
