@@ -215,38 +215,56 @@ def _column_name(column) -> str:
     return " ".join(str(c) for c in column if str(c)) if isinstance(column, tuple) else str(column)
 
 
-def _missing_reason(frame: pd.DataFrame, columns: list) -> str:
-    """Why ``columns`` of ``frame`` lack values: ``frame.attrs["missing"]`` (one reason, or one per column),
-    else :data:`NOT_MEASURED`; "; "-joined where the columns differ."""
+# a count column of a table (``n``, ``n_M``, ``size``): where it is 0, the row's missing values had nothing to measure
+COUNT_COLUMN = re.compile(r"(?:n|n_\w+|size)")
+
+
+def _why_missing(frame: pd.DataFrame, column, rows) -> list[str]:
+    """Why ``column`` of ``frame`` lacks a value in ``rows`` (index labels), one reason per row:
+    ``frame.attrs["missing"]`` (one reason, or one per column), else the row's empty set (a count column that
+    is 0: "no example to measure on (n_M = 0)"), else :data:`NOT_MEASURED`."""
     given = frame.attrs.get("missing")
-    reasons: dict[str, list[str]] = {}
-    for column in columns:
-        reason = given.get(column, NOT_MEASURED) if isinstance(given, dict) else (given or NOT_MEASURED)
-        reasons.setdefault(reason, []).append(_column_name(column))
-    return "; ".join(f"{reason} ({', '.join(names)})" for reason, names in reasons.items())
+    given = given.get(column) if isinstance(given, dict) else given
+    counts = [c for c in frame.columns if isinstance(c, str) and COUNT_COLUMN.fullmatch(c)]
+    out = []
+    for row in rows:
+        empty = [c for c in counts if reader_value(frame.at[row, c]) == "0"]
+        out.append(given or (f"no example to measure on ({', '.join(f'{c} = 0' for c in empty)})" if empty
+                             else NOT_MEASURED))
+    return out
+
+
+def _reasons(frame: pd.DataFrame, missing: pd.DataFrame) -> str:
+    """The reasons for the cells ``missing`` marks (a boolean frame like ``frame``), each with its columns."""
+    by_reason: dict[str, list[str]] = {}
+    for column in missing.columns:
+        for reason in dict.fromkeys(_why_missing(frame, column, missing.index[missing[column]])):
+            by_reason.setdefault(reason, []).append(_column_name(column))
+    return "; ".join(f"{reason} ({', '.join(names)})" for reason, names in by_reason.items())
 
 
 def reader_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` as text for a reader, and the notes that go under it: a named or non-numeric index becomes
     columns (row numbers are dropped), a column without any value is left out and named in a note, every
-    cell is :func:`reader_value`, a missing one :data:`MISSING` with the note saying why, and a table longer
-    than :data:`MAX_ROWS` says how many rows it leaves out."""
+    cell is :func:`reader_value`, a missing one :data:`MISSING` with the note saying why (:func:`_why_missing`),
+    and a table longer than :data:`MAX_ROWS` says how many rows it leaves out."""
     index = frame.index
     named = any(n is not None for n in index.names) or not pd.api.types.is_integer_dtype(index.dtype)
-    frame = frame.reset_index() if named and len(frame) else frame.reset_index(drop=True)
+    frame = (frame.reset_index().rename(columns={"index": ""}) if named and len(frame)
+             else frame.reset_index(drop=True))
     notes = []
-    empty = [c for c in frame.columns if len(frame) and frame[c].map(lambda v: reader_value(v) == MISSING).all()]
+    missing = frame.map(lambda v: reader_value(v) == MISSING) if len(frame.columns) else frame.astype(bool)
+    empty = [c for c in frame.columns if len(frame) and missing[c].all()]
     if empty:
-        notes.append(f"Columns without any value, not shown: {_missing_reason(frame, empty)}.")
-        frame = frame.drop(columns=empty)
+        notes.append(f"Columns without any value, not shown: {_reasons(frame, missing[empty])}.")
+        frame, missing = frame.drop(columns=empty), missing.drop(columns=empty)
     if len(frame) > MAX_ROWS:
         notes.append(f"The first {MAX_ROWS} of {len(frame)} rows.")
-        frame = frame.head(MAX_ROWS)
-    text = frame.map(reader_value) if len(frame.columns) else frame
-    gaps = [c for c in text.columns if (text[c] == MISSING).any()]
+        frame, missing = frame.head(MAX_ROWS), missing.head(MAX_ROWS)
+    gaps = [c for c in frame.columns if missing[c].any()]
     if gaps:
-        notes.append(f"{MISSING}: {_missing_reason(frame, gaps)}.")
-    return text, notes
+        notes.append(f"{MISSING}: {_reasons(frame, missing[gaps])}.")
+    return (frame.map(reader_value) if len(frame.columns) else frame), notes
 
 
 def reader_html(frame: pd.DataFrame, caption: str | None = None) -> str:

@@ -161,3 +161,23 @@ def test_the_compact_glance_keeps_its_labels_readable_on_a_phone(tmp_path, compa
         widest = max(t.get_window_extent(renderer).width for t in ax.texts if t.get_text())
         assert widest <= cell_px, f"a label {widest:.0f} px wide in a cell of {cell_px:.0f} px"
     plt.close(fig)
+
+
+def test_a_row_with_an_empty_set_says_so_and_an_unnamed_index_has_a_blank_header():
+    frame = pd.DataFrame({"run": ["FDA s0", "THR s0"], "acc_M": [math.nan, 0.5], "n_M": [0, 3],
+                          "takeover": [math.nan, math.nan]}).set_index("run")
+    text, notes = display.reader_frame(frame)
+    assert notes == ["Columns without any value, not shown: no example to measure on (n_M = 0) (takeover); "
+                     "not measured in this build (takeover).", "—: no example to measure on (n_M = 0) (acc_M)."]
+    text, _ = display.reader_frame(pd.DataFrame({"FDA": [0, 1]}, index=["M", "C"]))
+    assert list(text.columns) == ["", "FDA"] and list(text[""]) == ["M", "C"]
+
+
+def test_the_c1_sweep_says_why_mem_is_missing_at_ratio_0():
+    from rote.chapters import c1
+
+    sweep = pd.DataFrame([{"task": "fda", "noise ratio": r, "metric": m, "seed": 0, "final accuracy": v}
+                          for r, m, v in ((0.0, "gen", 1.0), (0.0, "mem", math.nan), (0.1, "gen", 0.9),
+                                          (0.1, "mem", 0.4))])
+    _, notes = display.reader_frame(c1.sweep_table(sweep))
+    assert notes == ["—: no noisy label to memorize at noise ratio 0 (mem 0)."]
