@@ -4,7 +4,7 @@ index column, no cell cut off (pandas' "..." or a CSS ellipsis), check ids besid
 front page's "At a glance" labels readable on a phone; source files plain code text when the site has no
 repository URL (rote.build.publish; linked when it has one: tests/test_site_staging.py).
 
-The site, its server and the browser are tests/test_site.py's (same skips: no Playwright, no Chromium, no
+The site and its server are tests/test_site.py's, the browser tests/conftest.py's (same skips: no Playwright, no Chromium, no
 smoke site unless asked for); see its docstring for how the site is built.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_site import INTRO, NOTEBOOK_PAGES, PAGES, PHONE, SHOTS, TIMEOUT_MS, base_url, browser, site  # noqa: F401
+from test_site import INTRO, NOTEBOOK_PAGES, PAGES, PHONE, SHOTS, TIMEOUT_MS, base_url, site  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -29,8 +29,15 @@ TABLES_JS = r"""() => {
   };
   const cut = e => [e, ...e.querySelectorAll('*')].some(x => getComputedStyle(x).textOverflow === 'ellipsis'
       && x.scrollWidth > x.clientWidth + 1);
-  const raw = [], cutOff = [], indexed = [];
+  const raw = [], cutOff = [], indexed = [], idsAlone = [];
   for (const table of main.querySelectorAll('table')) {
+    const head = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
+    if (head.includes('id')) {  // a record's checks (rote.display.record_table): each id beside its name
+      for (const tr of table.querySelectorAll('tbody tr')) {
+        const name = tr.children[head.indexOf('check')];
+        if (!name || !/[a-z]{3}/.test(name.textContent)) idsAlone.push(tr.children[head.indexOf('id')].textContent);
+      }
+    }
     const first = table.querySelector('thead tr th');
     if (first && !first.textContent.trim() && table.querySelector('tbody tr > th')) {
       indexed.push(table.textContent.replace(/\s+/g, ' ').trim().slice(0, 80));
@@ -49,7 +56,7 @@ TABLES_JS = r"""() => {
   });
   const sourceLinks = [...main.querySelectorAll('a code')].map(c => c.textContent)
       .filter(t => /^(?:rote|book|benchmarks|tests)[/.]|README|\.(?:py|md|cff|toml|lock)$/.test(t));
-  return {raw, cutOff, indexed, glance, boxChecks, sourceLinks, tables: main.querySelectorAll('table').length,
+  return {raw, cutOff, indexed, idsAlone, glance, boxChecks, sourceLinks, tables: main.querySelectorAll('table').length,
           width: document.documentElement.clientWidth};
 }"""
 
@@ -83,6 +90,7 @@ def test_no_raw_value_index_column_or_cut_cell_in_any_table(tables, page):
         assert not info["raw"], f"{page} ({width}): raw values in table cells: {info['raw'][:8]}"
         assert not info["indexed"], f"{page} ({width}): tables with an index column: {info['indexed'][:3]}"
         assert not info["cutOff"], f"{page} ({width}): cells cut off: {info['cutOff'][:8]}"
+        assert not info["idsAlone"], f"{page} ({width}): check ids without their name: {info['idsAlone'][:8]}"
 
 
 def test_the_site_has_tables_to_check(tables):
