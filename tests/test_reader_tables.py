@@ -30,7 +30,8 @@ def _planted() -> pd.DataFrame:
     missing value, booleans, a column never measured and a reason longer than pandas' 50 characters."""
     frame = pd.DataFrame({"task": ["fda", "thr", "fda"], "count": [130.0, math.nan, 12.0],
                           "noisy": [True, False, True], "ceiling": [None, math.nan, None],
-                          "reason": ["x" * 49 + " the reason behind the verdict, never cut", "", "ok"]}, index=[3, 7, 9])
+                          "reason": ["x" * 49 + " the reason behind the verdict, never cut", "", "ok"]},
+                         index=[3, 7, 9])
     return frame
 
 

@@ -4,8 +4,8 @@ index column, no cell cut off (pandas' "..." or a CSS ellipsis), check ids besid
 front page's "At a glance" labels readable on a phone; source files plain code text when the site has no
 repository URL (rote.build.publish; linked when it has one: tests/test_site_staging.py).
 
-The site and its server are tests/test_site.py's, the browser tests/conftest.py's (same skips: no Playwright, no Chromium, no
-smoke site unless asked for); see its docstring for how the site is built.
+The site and its server are tests/test_site.py's, the browser tests/conftest.py's (same skips: no Playwright,
+no Chromium, no smoke site unless asked for); see test_site.py's docstring for how the site is built.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ TABLES_JS = r"""() => {
 }"""
 
 
+LOAD_IMAGES_JS = "Promise.all([...document.images].map(i => { i.loading = 'eager'; return i.decode().catch(() => 0) }))"
+
+
 def _read_tables(browser, base_url, viewport: dict) -> dict[str, dict]:  # noqa: F811
     context = browser.new_context(viewport=viewport)
     context.set_default_timeout(TIMEOUT_MS)
@@ -69,7 +72,7 @@ def _read_tables(browser, base_url, viewport: dict) -> dict[str, dict]:  # noqa:
         for page_path in PAGES:
             page = context.new_page()
             page.goto(base_url + page_path, wait_until="load")
-            page.evaluate("Promise.all([...document.images].map(i => { i.loading = 'eager'; return i.decode().catch(() => null); }))")
+            page.evaluate(LOAD_IMAGES_JS)
             out[page_path] = page.evaluate(TABLES_JS)
             page.close()
     finally:
