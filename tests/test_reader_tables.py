@@ -4,13 +4,14 @@ rote.plots, imported by every chapter, calls): no NaN, None,
 True/False, index column, "130.0" or cell cut off with "...", missing values said in words; and every check
 shown by its name in words with its id beside it, never its id alone."""
 
+import importlib
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rote import claims, display
+from rote import claims, display, plots
 from rote.verdicts.core import Check, CheckLabel
 
 RAW = ("NaN", "nan", "None", "True", "False", "NaT", "<NA>", "130.0", "...")
@@ -65,13 +66,16 @@ def test_a_long_table_says_what_it_leaves_out_and_a_styler_keeps_its_caption():
 
 
 def test_a_kernel_shows_every_dataframe_and_styler_through_the_reader_html():
-    """Without the hook pandas' own HTML (index, NaN, True, 130.0) reaches the page."""
+    """Importing rote.plots installs the hook; without it pandas' own HTML (index, NaN, True, 130.0) reaches
+    the page."""
     from IPython.core.interactiveshell import InteractiveShell
 
     assert display.install_reader_tables() is False  # no kernel here: nothing changes
     shell = InteractiveShell.instance()
     shell.kernel = object()  # what a Jupyter kernel's shell has
     try:
+        importlib.reload(plots)  # what a chapter's kernel does: every chapter imports rote.plots
+        assert shell.display_formatter.formatters["text/html"].lookup(_planted()) is display.reader_html
         assert display.install_reader_tables() is True
         for shown in (_planted(), _planted().style):
             html = shell.display_formatter.format(shown)[0]["text/html"]
@@ -147,8 +151,6 @@ def test_the_compact_glance_keeps_its_labels_readable_on_a_phone(tmp_path, compa
     inside its cell; the scorecard's wide one, shrunk to that column, does not (4.7 px)."""
     import matplotlib.pyplot as plt
     from PIL import Image
-
-    from rote import plots
 
     fig = plots.verdict_heatmap(_glance_table(), "Amended verdicts, smoke profile", compact=compact)
     plots.save_figure(fig, "glance", tmp_path)
