@@ -215,22 +215,32 @@ def _column_name(column) -> str:
     return " ".join(str(c) for c in column if str(c)) if isinstance(column, tuple) else str(column)
 
 
-# a count column of a table (``n``, ``n_M``, ``size``): where it is 0, the row's missing values had nothing to measure
-COUNT_COLUMN = re.compile(r"(?:n|n_\w+|size)")
+# a count of a table, a column or (a table of one column per run) a row (``n``, ``n_M``, ``jstar_n_M``, ``size``,
+# "look-up examples"): where it is 0, the missing values beside it had nothing to measure
+COUNT = re.compile(r"(?:\w+_)?n(?:_\w+)?|size|.*\bexamples\b.*")
+
+
+def _counts(frame: pd.DataFrame, column, row) -> list[str]:
+    """The counts that are 0 beside the cell (``row``, ``column``): in its row, and in its column where the
+    table's first column names its rows."""
+    in_row = [f"{c} = 0" for c in frame.columns if isinstance(c, str) and COUNT.fullmatch(c)
+              and reader_value(frame.at[row, c]) == "0"]
+    names = frame.iloc[:, 0] if len(frame.columns) and frame.columns[0] != column else pd.Series(dtype=object)
+    in_column = [f"{name} = 0" for r, name in names.items() if isinstance(name, str) and COUNT.fullmatch(name)
+                 and reader_value(frame.at[r, column]) == "0"]
+    return in_row + in_column
 
 
 def _why_missing(frame: pd.DataFrame, column, rows) -> list[str]:
     """Why ``column`` of ``frame`` lacks a value in ``rows`` (index labels), one reason per row:
-    ``frame.attrs["missing"]`` (one reason, or one per column), else the row's empty set (a count column that
-    is 0: "no example to measure on (n_M = 0)"), else :data:`NOT_MEASURED`."""
+    ``frame.attrs["missing"]`` (one reason, or one per column), else an empty set beside it (a count that is
+    0: "no example to measure on (n_M = 0)", :func:`_counts`), else :data:`NOT_MEASURED`."""
     given = frame.attrs.get("missing")
     given = given.get(column) if isinstance(given, dict) else given
-    counts = [c for c in frame.columns if isinstance(c, str) and COUNT_COLUMN.fullmatch(c)]
     out = []
     for row in rows:
-        empty = [c for c in counts if reader_value(frame.at[row, c]) == "0"]
-        out.append(given or (f"no example to measure on ({', '.join(f'{c} = 0' for c in empty)})" if empty
-                             else NOT_MEASURED))
+        empty = [] if given else _counts(frame, column, row)
+        out.append(given or (f"no example to measure on ({', '.join(empty)})" if empty else NOT_MEASURED))
     return out
 
 
@@ -243,6 +253,16 @@ def _reasons(frame: pd.DataFrame, missing: pd.DataFrame) -> str:
     return "; ".join(f"{reason} ({', '.join(names)})" for reason, names in by_reason.items())
 
 
+def _unique_columns(columns) -> list:
+    """Column names, a repeated one numbered from its second use ("x", "x (2)")."""
+    seen: dict = {}
+    out = []
+    for column in columns:
+        seen[column] = seen.get(column, 0) + 1
+        out.append(column if seen[column] == 1 else f"{_column_name(column)} ({seen[column]})")
+    return out
+
+
 def reader_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """``frame`` as text for a reader, and the notes that go under it: a named or non-numeric index becomes
     columns (row numbers are dropped), a column without any value is left out and named in a note, every
@@ -250,8 +270,10 @@ def reader_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     and a table longer than :data:`MAX_ROWS` says how many rows it leaves out."""
     index = frame.index
     named = any(n is not None for n in index.names) or not pd.api.types.is_integer_dtype(index.dtype)
-    frame = (frame.reset_index().rename(columns={"index": ""}) if named and len(frame)
+    frame = (frame.reset_index(allow_duplicates=True).rename(columns={"index": ""}) if named and len(frame)
              else frame.reset_index(drop=True))
+    if frame.columns.has_duplicates:
+        frame.columns = _unique_columns(frame.columns)
     notes = []
     missing = frame.map(lambda v: reader_value(v) == MISSING) if len(frame.columns) else frame.astype(bool)
     empty = [c for c in frame.columns if len(frame) and missing[c].all()]

@@ -184,3 +184,18 @@ def test_the_c1_sweep_says_why_mem_is_missing_at_ratio_0():
                                           (0.1, "mem", 0.4))])
     _, notes = display.reader_frame(c1.sweep_table(sweep))
     assert notes == ["—: no noisy label to memorize at noise ratio 0 (mem 0)."]
+
+
+def test_a_table_of_one_column_per_run_says_which_runs_had_nothing_to_measure():
+    frame = pd.DataFrame({"FDA s0": [0, math.nan, math.nan], "THR s0": [3, 0.5, math.nan]},
+                         index=["memorized examples patched", "m50", "top_revert_max"])
+    _, notes = display.reader_frame(frame)
+    assert notes == ["—: no example to measure on (memorized examples patched = 0) (FDA s0); "
+                     "not measured in this build (THR s0)."]
+
+
+def test_a_header_shown_twice_and_an_index_named_like_a_column_still_render():
+    frame = pd.DataFrame([[1.0, math.nan], [2.0, 3.0]], columns=["x", "x"], index=pd.Index(["a", "b"], name="x"))
+    text, notes = display.reader_frame(frame)
+    assert list(text.columns) == ["x", "x (2)", "x (3)"] and list(text.iloc[0]) == ["a", "1", display.MISSING]
+    assert "NaN" not in display.reader_html(frame)
