@@ -6,6 +6,7 @@ are the book tool's (:mod:`rote.build.site`)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,36 @@ def checks_by_id(rec, keep=lambda check: True) -> dict[str, list[tuple[int, dict
     return out
 
 
+# -- check labels: a check's id always beside its name in words (its CheckLabel's, rote.verdicts.core) ----------
+def labelled(check_id: str, name: str | None, code: bool = False) -> str:
+    """A check as a reader reads it: its name in words, its id beside it ("final gen (registered)
+    [c1.gen.registered]"; ``code``: Markdown, "final gen (registered) (`c1.gen.registered`)")."""
+    shown = f"(`{check_id}`)" if code else f"[{check_id}]"
+    return f"{name} {shown}" if name and name != check_id else shown
+
+
+def check_names(rec) -> dict[str, str]:
+    """A record's check ids and their names (the labels its checks were built with)."""
+    return {check_id: found[0][1].get("name") for check_id, found in checks_by_id(rec).items()}
+
+
+def with_labels(text: str, names: dict[str, str], code: bool = False) -> str:
+    """``text`` with every check id of ``names`` it names (a whole word) shown :func:`labelled`."""
+    if not names or not text:
+        return text
+    ids = sorted(names, key=len, reverse=True)  # c1.gen.registered before c1.gen
+    found = re.compile(r"(?<![\w.`])(" + "|".join(map(re.escape, ids)) + r")(?![\w`]|\.\w)")
+    return found.sub(lambda m: labelled(m.group(1), names[m.group(1)], code), text)
+
+
+def amendment_moves(rec) -> list[dict]:
+    """:func:`rote.verdicts.amendment_moves` with each check its ``why`` names shown beside its label."""
+    from .verdicts import amendment_moves as moves
+
+    names = check_names(rec)
+    return [{**move, "why": with_labels(move["why"], names)} for move in moves(rec)]
+
+
 # -- record tables (chapters, the scorecard, `rote claims`) --------------------------------------
 SEED_MARKS = {"pass": "✓", "fail": "✗", "unresolved": "?"}
 
@@ -47,7 +78,8 @@ def claims_table(records: list[ClaimRecord], root: Path | None = None) -> pd.Dat
                      "registered": r.verdict_registered, "amended": r.verdict_amended,
                      "seeds": " ".join(f"{s['seed']}{SEED_MARKS[s['amended']]}" for s in r.per_seed),
                      "precision": ", ".join(sorted({str(s["precision"]) for s in r.per_seed if s.get("precision")})),
-                     "deciding checks": deciding(r) or (f"{r.status}: {r.reason}" if r.reason else ""),
+                     "deciding checks": deciding(r, lambda c: labelled(c["id"], c.get("name")), reader_value)
+                     or (f"{r.status}: {r.reason}" if r.reason else ""),
                      "runs": origin[claims.runs_are_profile_defaults(r)] if r.per_seed else "",
                      "section": f"{r.page}#{r.anchor}", "profile": r.profile, "group": claims.group(r.claim),
                      "near seeds": f"{near_seeds(r)}/{len(r.per_seed)}" if r.per_seed else ""})
@@ -83,13 +115,18 @@ def fragile_rows(records: list[ClaimRecord], root: Path | None = None) -> pd.Dat
         for change, c in entry.get("changes", {}).items() if entry.get("status") == FRAGILE else []:
             if not c.get("moved_verdict"):
                 continue
-            moved = "; ".join(f"seed {m['seed']} {m['check'] or 'verdict'}: "
-                              + (f"{fmt.cell(m['before'])} ({m['outcome_before']}) -> " if m["outcome_before"] else "")
-                              + f"{fmt.cell(m['after'])} ({m['outcome_after']})" for m in c["moved"])
+            moved = "; ".join(_moved(m, check_names(r)) for m in c["moved"])
             rows.append({"claim": r.claim, "task": r.task, "condition": r.condition, "change": change,
                          "verdict": r.verdict_amended, "under the change": c["verdict"], "what moved": moved})
     return pd.DataFrame(rows, columns=["claim", "task", "condition", "change", "verdict", "under the change",
                                        "what moved"])
+
+
+def _moved(move: dict, names: dict[str, str]) -> str:
+    """What a change moved on one seed: the check (labelled) or the verdict, its value before and after."""
+    what = labelled(move["check"], names.get(move["check"])) if move["check"] else "verdict"
+    before = f"{reader_value(move['before'])} ({move['outcome_before']}) -> " if move["outcome_before"] else ""
+    return f"seed {move['seed']} {what}: {before}{reader_value(move['after'])} ({move['outcome_after']})"
 
 
 def other_records_table(records: list[ClaimRecord]) -> pd.DataFrame:
@@ -106,12 +143,12 @@ def record_table(rec: ClaimRecord) -> pd.DataFrame:
     rows = []
     for key, found in checks_by_id(rec).items():
         first = found[0][1]
-        row = {"id": key, "check": first["name"], "kind": first["kind"],
+        row = {"check": first["name"], "id": key, "kind": first["kind"],
                "reason": next((c.get("reason") for _, c in found if c.get("reason")), "")}
         for seed, c in found:
             interval = f" {fmt.interval(c)}" if c.get("interval") else ""
             margin = f", margin {fmt.margin(c['margin'])}" if c.get("margin") is not None else ""
-            numbers = (f"{fmt.cell(c['value'])}{interval} vs {fmt.cell(c['threshold'])}{margin}: "
+            numbers = (f"{reader_value(c['value'])}{interval} vs {reader_value(c['threshold'])}{margin}: "
                        if c["value"] is not None else "")
             row[f"seed {seed}"] = numbers + result[c["passed"]] + (" (near)" if c.get("near") else "")
         low, high = ranges.get(key) if len(rec.per_seed) > 1 and key in ranges else (None, None)
@@ -145,3 +182,143 @@ def build_times(profile: str, build_dir: Path = BUILD_DIR) -> pd.DataFrame:
     return pd.DataFrame([{"chapter": k, "seconds": v["seconds"], "status": "ok" if v["ok"] else "FAILED",
                           "executed": v["executed"]} for k, v in data.items()],
                         columns=["chapter", "seconds", "status", "executed"])  # the columns also before any build
+
+
+# -- tables as a reader reads them (every DataFrame a chapter shows: rote.fmt.install_reader_tables) -----------
+MISSING = "—"  # a cell without a value; the note under its table says why
+NOT_MEASURED = "not measured in this build"  # why, where the table does not say (``frame.attrs["missing"]``)
+MAX_ROWS = 60  # a longer table shows its first rows and says how many it leaves out
+
+
+def reader_value(value) -> str:
+    """A table cell as a reader reads it: missing (None, NaN, NaT) as :data:`MISSING`, booleans yes/no, a
+    whole number without ".0", other floats ``.3g`` (whole above 1000), lists and tuples joined with commas
+    ("none" when empty), and whole-cell "None", "nan", "True", "False" strings alike."""
+    import numpy as np
+
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ", ".join(reader_value(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {reader_value(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, str):
+        return {"None": MISSING, "nan": MISSING, "NaN": MISSING, "True": "yes", "False": "no"}.get(value.strip(), value)
+    if value is None or (not isinstance(value, (bool, np.bool_)) and pd.isna(value)):
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        whole = float(value).is_integer() or abs(value) >= 1000
+        return f"{value:.0f}" if whole else f"{value:.3g}"
+    return str(value)
+
+
+def _column_name(column) -> str:
+    return " ".join(str(c) for c in column if str(c)) if isinstance(column, tuple) else str(column)
+
+
+# a count of a table, a column or (a table of one column per run) a row (``n``, ``n_M``, ``jstar_n_M``, ``size``,
+# "look-up examples"): where it is 0, the missing values beside it had nothing to measure
+COUNT = re.compile(r"(?:\w+_)?n(?:_\w+)?|size|.*\bexamples\b.*")
+
+
+def _counts(frame: pd.DataFrame, column, row) -> list[str]:
+    """The counts that are 0 beside the cell (``row``, ``column``): in its row, and in its column where the
+    table's first column names its rows."""
+    in_row = [f"{c} = 0" for c in frame.columns if isinstance(c, str) and COUNT.fullmatch(c)
+              and reader_value(frame.at[row, c]) == "0"]
+    names = frame.iloc[:, 0] if len(frame.columns) and frame.columns[0] != column else pd.Series(dtype=object)
+    in_column = [f"{name} = 0" for r, name in names.items() if isinstance(name, str) and COUNT.fullmatch(name)
+                 and reader_value(frame.at[r, column]) == "0"]
+    return in_row + in_column
+
+
+def _why_missing(frame: pd.DataFrame, column, rows) -> list[str]:
+    """Why ``column`` of ``frame`` lacks a value in ``rows`` (index labels), one reason per row:
+    ``frame.attrs["missing"]`` (one reason, or one per column), else an empty set beside it (a count that is
+    0: "no example to measure on (n_M = 0)", :func:`_counts`), else :data:`NOT_MEASURED`."""
+    given = frame.attrs.get("missing")
+    given = given.get(column) if isinstance(given, dict) else given
+    out = []
+    for row in rows:
+        empty = [] if given else _counts(frame, column, row)
+        out.append(given or (f"no example to measure on ({', '.join(empty)})" if empty else NOT_MEASURED))
+    return out
+
+
+def _reasons(frame: pd.DataFrame, missing: pd.DataFrame) -> str:
+    """The reasons for the cells ``missing`` marks (a boolean frame like ``frame``), each with its columns."""
+    by_reason: dict[str, list[str]] = {}
+    for column in missing.columns:
+        for reason in dict.fromkeys(_why_missing(frame, column, missing.index[missing[column]])):
+            by_reason.setdefault(reason, []).append(_column_name(column))
+    return "; ".join(f"{reason} ({', '.join(names)})" for reason, names in by_reason.items())
+
+
+def _unique_columns(columns) -> list:
+    """Column names, a repeated one numbered from its second use ("x", "x (2)")."""
+    seen: dict = {}
+    out = []
+    for column in columns:
+        seen[column] = seen.get(column, 0) + 1
+        out.append(column if seen[column] == 1 else f"{_column_name(column)} ({seen[column]})")
+    return out
+
+
+def reader_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` as text for a reader, and the notes that go under it: a named or non-numeric index becomes
+    columns (row numbers are dropped), a column without any value is left out and named in a note, every
+    cell is :func:`reader_value`, a missing one :data:`MISSING` with the note saying why (:func:`_why_missing`),
+    and a table longer than :data:`MAX_ROWS` says how many rows it leaves out."""
+    index = frame.index
+    named = any(n is not None for n in index.names) or not pd.api.types.is_integer_dtype(index.dtype)
+    frame = (frame.reset_index(allow_duplicates=True).rename(columns={"index": ""}) if named and len(frame)
+             else frame.reset_index(drop=True))
+    if frame.columns.has_duplicates:
+        frame.columns = _unique_columns(frame.columns)
+    notes = []
+    missing = frame.map(lambda v: reader_value(v) == MISSING) if len(frame.columns) else frame.astype(bool)
+    empty = [c for c in frame.columns if len(frame) and missing[c].all()]
+    if empty:
+        notes.append(f"Columns without any value, not shown: {_reasons(frame, missing[empty])}.")
+        frame, missing = frame.drop(columns=empty), missing.drop(columns=empty)
+    if len(frame) > MAX_ROWS:
+        notes.append(f"The first {MAX_ROWS} of {len(frame)} rows.")
+        frame, missing = frame.head(MAX_ROWS), missing.head(MAX_ROWS)
+    gaps = [c for c in frame.columns if missing[c].any()]
+    if gaps:
+        notes.append(f"{MISSING}: {_reasons(frame, missing[gaps])}.")
+    return (frame.map(reader_value) if len(frame.columns) else frame), notes
+
+
+def reader_html(frame: pd.DataFrame, caption: str | None = None) -> str:
+    """The HTML of :func:`reader_frame`: no index column, every cell whole, the notes under the table."""
+    import html
+
+    text, notes = reader_frame(frame)
+    table = text.to_html(index=False, border=0, classes="rote-table", escape=True) if len(text.columns) \
+        else "<p>No column of this table has a value.</p>"
+    if caption:
+        table = table.replace(">", f"><caption>{html.escape(str(caption))}</caption>", 1)
+    return table + "".join(f'<p class="rote-table-note">{html.escape(n)}</p>' for n in notes)
+
+
+def reader_styler_html(styler) -> str:
+    """A pandas ``Styler`` (a table with a caption) as :func:`reader_html` of its data."""
+    return reader_html(styler.data, getattr(styler, "caption", None))
+
+
+def install_reader_tables() -> bool:
+    """In a Jupyter kernel, show every pandas table (a DataFrame, a Styler) as a reader reads it
+    (:func:`reader_html`: no index column, no NaN, None, True/False or "130.0", no cell cut off). Whether a
+    kernel was found (elsewhere nothing changes). Every chapter's kernel runs it: :mod:`rote.plots` calls it."""
+    import sys
+
+    from pandas.io.formats.style import Styler
+
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+    html = shell.display_formatter.formatters["text/html"]
+    html.for_type(pd.DataFrame, reader_html)
+    html.for_type(Styler, reader_styler_html)
+    return True

@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from .display import install_reader_tables
 from .verdicts.core import OUTCOME_WORDS
+
+install_reader_tables()  # every chapter imports this module: its kernel shows tables as readers read them
 
 METRIC_COLORS = {"gen": "#1b9e77", "fit": "#7570b3", "mem": "#d95f02", "rec": "#e7298a", "atomic": "#666666"}
 GROUP_COLORS = {"M": "#d95f02", "C": "#1b9e77", "control": "#999999"}
@@ -109,9 +112,26 @@ def _shade(verdict) -> float:
     return 1.0 if word in ("holds", "pass") else 0.0 if word in ("fails", "fail") else 0.5
 
 
-def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
+def _cell_label(verdict, compact: bool) -> str:
+    """A heat-map cell's verdict in lines: "mixed:", then each count on its own line (``compact``: the counts
+    in lines of at most 15 characters, a parenthesis on a line of its own)."""
+    import textwrap
+
+    if not isinstance(verdict, str):
+        return ""
+    if not compact:
+        return verdict.replace(": ", ":\n").replace(", ", ",\n")
+    lines = verdict.replace(": ", ":\n").replace(" (", "\n(").split("\n")
+    return "\n".join(textwrap.fill(line, 15, break_long_words=False) for line in lines)
+
+
+LABEL_PT = {False: 7, True: 9}  # its cell labels' size in points: wide (the scorecard), compact (the front page)
+
+
+def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended", compact: bool = False):
     """The scorecard at a glance: one cell per claim (rows) and task / condition (columns), coloured by
-    its ``column`` verdict (:func:`rote.display.claims_table`) and labelled with it. Returns the figure."""
+    its ``column`` verdict (:func:`rote.display.claims_table`) and labelled with it. Returns the figure.
+    ``compact``: 3.7 inches wide for three columns, so that on a phone (a 390 px screen) its labels stay >= 9 px."""
     if table.empty:
         fig, ax = plt.subplots(figsize=(4, 2))
         missing(ax, "no claim has a verdict")
@@ -119,16 +139,26 @@ def verdict_heatmap(table: pd.DataFrame, title: str, column: str = "amended"):
         return fig
     where = table.task.str.upper() + [("" if c == "-" else f" {c}") for c in table.condition]
     verdict = table.assign(where=where).pivot(index="claim", columns="where", values=column)[list(dict.fromkeys(where))]
-    labels = verdict.map(lambda v: "" if not isinstance(v, str) else v.replace(": ", ":\n").replace(", ", ",\n"))
-    fig, ax = plt.subplots(figsize=(1.9 * verdict.shape[1] + 1.5, 4.4))
+    labels = verdict.map(lambda v: _cell_label(v, compact))
+    rows, columns = verdict.shape
+    size = (1.1 * columns + 0.4, 0.62 * rows + 0.6) if compact else (1.9 * columns + 1.5, 4.4)
+    fig, ax = plt.subplots(figsize=size)
+    if compact:
+        fig.subplots_adjust(left=0.1, right=0.99)
+    label_pt = LABEL_PT[compact]
     sns.heatmap(verdict.map(_shade).astype(float), annot=labels, fmt="", vmin=0, vmax=1, cbar=False,
                 cmap=sns.color_palette(["#d95f02", "#e6c84f", "#1b9e77"], as_cmap=True), linewidths=1, ax=ax,
-                annot_kws={"fontsize": 7, "color": "black"})  # black: >= 5.6:1 on each colour (white: 3.4:1 on green)
+                annot_kws={"fontsize": label_pt, "color": "black"})  # black: >= 5.6:1 on each colour (white: 3.4:1)
     ax.set_facecolor("#eeeeee")  # not run, or a claim that does not apply (C5 is FDA only)
     for (i, j) in zip(*np.nonzero(verdict.isin(NO_VERDICT).to_numpy())):
-        ax.text(j + 0.5, i + 0.5, verdict.iloc[i, j], ha="center", va="center", fontsize=8, color="#666666")
+        ax.text(j + 0.5, i + 0.5, verdict.iloc[i, j], ha="center", va="center", fontsize=max(8, label_pt),
+                color="#666666")
     ax.grid(False)
-    ax.set(title=title, xlabel="", ylabel="")
+    ax.set(xlabel="", ylabel="")
+    ax.set_title(title, fontsize=label_pt + 1 if compact else None, wrap=compact)
+    if compact:
+        ax.tick_params(labelsize=label_pt)
+        ax.tick_params(axis="x", labelrotation=0)
     return fig
 
 

@@ -106,7 +106,7 @@ def test_thresholds_are_read_as_of_the_section_a_reading_builds():
 
 
 def _check(check_id, threshold, passed, history):
-    return Check(check_id, check_id, history[-1][1], 0.5, threshold, passed, "p", history=history)
+    return Check(check_id, f"check {check_id}", history[-1][1], 0.5, threshold, passed, "p", history=history)
 
 
 def test_a_check_added_in_or_after_the_moving_section_reads_the_new_value_without_a_copy():

@@ -27,7 +27,7 @@ def _groups(units):
 
 
 def _check(check_id, passed, value=0.5, threshold=0.2, kind="amended", section5=None, name=None):
-    return Check(check_id, name or check_id, kind, value, threshold, passed, "part", section5=section5)
+    return Check(check_id, name or f"check {check_id}", kind, value, threshold, passed, "part", section5=section5)
 
 
 # -- C1 ------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ def _checks(claim, outcome, registered_fails=False):
     ids = [f"{claim.lower()}.{i}" for i in range(len(REQUIRED_PARTS[claim]))]
     if claim == "X1":
         ids[0] = "x1.cost_largest"  # X1 fails across seeds only on this check (protocol 9)
-    checks = [Check(i, i, "registered", 1.0, 0.5, OUTCOMES[outcome], part)
+    checks = [Check(i, f"check {i}", "registered", 1.0, 0.5, OUTCOMES[outcome], part)
               for i, part in zip(ids, REQUIRED_PARTS[claim])]
     if registered_fails:
         checks.append(Check(f"{claim.lower()}.old", "old", "superseded", 0.1, 0.5, False, REQUIRED_PARTS[claim][0],

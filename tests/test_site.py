@@ -192,15 +192,6 @@ def _get(url: str) -> tuple[int, bytes]:
         return err.code, b""
 
 
-@pytest.fixture(scope="session")
-def browser():
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"],
-                                      timeout=TIMEOUT_MS)
-        yield chromium
-        chromium.close()
-
-
 def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str, full_page: bool) -> dict[str, dict]:
     """Open every page in one browser context; return what each page logged, requested and showed."""
     context = browser.new_context(viewport=viewport)

@@ -39,17 +39,17 @@ def test_verdict_box_reads_verdicts_seeds_and_deciding_numbers():
     assert "rote-verdict-mixed" in box
     assert "**C1 · FDA · random noise**: registered **mixed: 1 pass, 1 fail, 0 unresolved**, amended **mixed: 1 pass, 1 fail, 0 unresolved** (seeds 0, 1)" in box
     # the registered reading: its failing check, in a line; the amended one: a short table
-    assert "- registered reading, deciding checks: `c1.gen` = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
+    assert "- registered reading, deciding checks: final gen (`c1.gen`) = 0.91 / 0.85, threshold 0.9: 1/2 seeds pass" in box
     fda = box.split("**C1 · THR**")[0]
     assert "| check ([words](glossary.md)) | value (range) | margin | 95% interval | threshold | outcome |" in fda
     # section 11: per seed the margin and the interval beside the value, the range across seeds, near seeds
-    assert ("| `c1.gen` final gen | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
+    assert ("| final gen (`c1.gen`) | 0.91 / 0.85 (range 0.85 .. 0.91) | +0.01 / -0.05 "
             "| [0.89, 0.93] wilson / [0.83, 0.87] wilson; near on 1 seed | 0.9 | 1/2 seeds pass |") in fda
     assert "`c1.control`" not in fda  # a failure decides; the unresolved control does not
-    assert "- superseded (shown, not counted): `c1.old`: 7.1: replaced" in fda
+    assert "- superseded (shown, not counted): old check (`c1.old`): 7.1: replaced" in fda
     thr = box.split("**C1 · THR**")[1]
-    assert "registered reading, deciding checks: `c1.gen` = 0.91, threshold 0.9: pass" in thr
-    assert "| `c1.control` gen control | 0.5 |  |  | n/a | unresolved (not computed) |" in thr
+    assert "registered reading, deciding checks: final gen (`c1.gen`) = 0.91, threshold 0.9: pass" in thr
+    assert "| gen control (`c1.control`) | 0.5 |  |  | n/a | unresolved (not computed) |" in thr
     assert site.verdict_box([], {}) is None
 
 
@@ -254,3 +254,38 @@ def test_a_verdict_box_names_its_seeds_in_words():
     one = site.verdict_box([_record(seeds=(0,), passed=(True,))], {"C1": "Generalize first"})
     assert "(seed 0)" in one and "(seeds 0)" not in one
     assert "(seeds 0, 1)" in site.verdict_box([_record(seeds=(0, 1), passed=(True, False))], {"C1": "Generalize first"})
+
+
+# -- source files named on a page link to the repository where its URL is set (issue 46, part 5) -----------------
+URL = "https://github.com/someone/rote"
+NAMED = ("Thresholds live in `rote/specs/`, defaults in `rote/config.py`, crossings in `rote.analysis.curves.crossing`;"
+         " see the README, `CITATION.cff`, {doc}`protocol`, `smoke` and `paper.md`.\n"
+         "```bash\ncat rote/config.py README.md\n```")
+
+
+def test_source_files_and_the_readme_are_links_only_where_the_repository_url_is_set():
+    linked = site.link_sources(NAMED, URL, "main")
+    for path, kind in (("rote/specs", "tree"), ("rote/config.py", "blob"), ("README.md", "blob"),
+                       ("rote/analysis/curves.py", "blob"), ("CITATION.cff", "blob")):
+        assert f"]({URL}/{kind}/main/{path})" in linked, path
+    assert "[`rote/config.py`](" in linked and "the [README](" in linked
+    # not a file of the repository, a MyST role, a code block: unchanged
+    assert "`smoke`" in linked and "`paper.md`" in linked and "{doc}`protocol`" in linked
+    assert linked.endswith("```bash\ncat rote/config.py README.md\n```")
+    assert site.link_sources(NAMED, "") == NAMED  # unset: plain code text
+
+
+@pytest.mark.parametrize("url", [URL, ""])
+def test_staged_pages_link_their_source_files_from_the_one_setting(tmp_path, monkeypatch, url):
+    """The repository URL of rote.build.publish (here $ROTE_REPOSITORY_URL): text pages and chapters' markdown
+    link the source files they name; without it, no page links a source file."""
+    monkeypatch.setenv("ROTE_SITE", str(tmp_path / "site"))
+    monkeypatch.setenv("ROTE_REPOSITORY_URL", url)
+    monkeypatch.setattr(site, "BUILD_DIR", tmp_path / "_build")
+    staged = staging.stage_site("smoke")
+    intro = (staged / "book" / "intro.md").read_text()
+    chapter = "".join(c.source for c in nbformat.read(staged / "book" / "02_learning_dynamics.ipynb", 4).cells)
+    assert "`rote/specs/`" in intro and "`rote.verdicts`" in chapter
+    assert (f"[`rote/specs/`]({URL}/tree/main/rote/specs)" in intro) == bool(url)
+    assert (f"[`rote.verdicts`]({URL}/tree/main/rote/verdicts)" in chapter) == bool(url)
+    assert (f"{URL}/blob/" in intro + chapter) == bool(url)

@@ -354,7 +354,7 @@ def parameters_page() -> str:
             valid = r.valid if list(r.chapters) == readers or "no chapter takes it" in r.valid else (
                 f"{r.valid}; taken by {_chapter_links(r.chapters)}" if r.chapters else f"{r.valid}; no chapter takes it")
             lines.append(f"| `{r.name}` (`{md_cell(r.type)}`) | {md_cell(valid)} | "
-                         + " | ".join(md_cell(d) for d in r.defaults) + f" | `{md_cell(r.example)}` |")
+                         + " | ".join(f"`{md_cell(d)}`" for d in r.defaults) + f" | `{md_cell(r.example)}` |")
         lines += [":::", *(["", "Checked together: " + "; ".join(f"`{md_cell(t)}`" for t in together) + "."]
                            if together else []), ""]
     return "\n".join(lines) + "\n"

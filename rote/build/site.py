@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import re
 import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 from .. import fmt
 from ..claims import UNAMENDED
 from ..config import PROJECT_ROOT
-from ..display import checks_by_id, stability_entry
+from ..display import checks_by_id, labelled, stability_entry
 from ..fmt import get as _get, md_cell
 from ..report import seeds_head
 from ..verdicts import OUTCOME_WORDS as OUTCOME, counts_in
@@ -83,7 +84,8 @@ def deciding_rows(rec, reading: str) -> list[dict]:
 def not_counted(rec) -> list[str]:
     """One line per check shown but not counted (``superseded``), with its reason."""
     superseded = checks_by_id(rec, lambda c: c.get("kind") == "superseded" and c.get("reason"))
-    return [f"`{found[0][1].get('id')}`: {found[0][1].get('reason')}" for found in superseded.values()]
+    return [f"{labelled(check_id, found[0][1].get('name'), code=True)}: {found[0][1].get('reason')}"
+            for check_id, found in superseded.items()]
 
 
 # A check table's header links the glossary (book/glossary.md): in a page's markdown MyST resolves the page
@@ -99,7 +101,8 @@ def verdict_table(rows: list[dict]) -> list[str]:
         near = f"; near on {r['near']} seed{'s' if r['near'] != 1 else ''}" if r["near"] else ""
         cells = [r["value"] + (f" (range {r['range']})" if r["range"] else ""), r["margin"], r["interval"] + near,
                  r["threshold"], r["outcome"] + (f" ({r['reason']})" if r["reason"] else "")]
-        lines.append(f"| `{md_cell(r['id'])}` {md_cell(r['name'])} | " + " | ".join(map(md_cell, cells)) + " |")
+        check = md_cell(labelled(r["id"], r["name"], code=True))
+        lines.append(f"| {check} | " + " | ".join(map(md_cell, cells)) + " |")
     return lines
 
 
@@ -133,7 +136,8 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None, results: Pa
         registered_rows = [] if unamended else deciding_rows(r, "registered")
         if registered_rows:
             lines.append("- registered reading, deciding checks: " + "; ".join(
-                f"`{x['id']}` = {x['value']}" + (f", threshold {x['threshold']}" if x["threshold"] else "")
+                f"{labelled(x['id'], x['name'], code=True)} = {x['value']}"
+                + (f", threshold {x['threshold']}" if x["threshold"] else "")
                 + f": {x['outcome']}" for x in registered_rows))
         missing = sorted({p for seed in per_seed for p in seed.get("missing_parts", [])})
         if missing:
@@ -306,8 +310,6 @@ WIDE_TABLE_COLUMNS = 7
 
 def _table_columns(html: str) -> int:
     """How many columns the first table of an HTML output has (header cells of its first row)."""
-    import re
-
     head = re.search(r"<thead.*?</thead>|<tr.*?</tr>", html, flags=re.S | re.I)
     return len(re.findall(r"<t[hd][\s>]", head.group(0), flags=re.I)) if head else 0
 
@@ -345,6 +347,60 @@ def insert_after_title(nb, cells) -> None:
             nb.cells[at].source = "\n".join(lines[:head + 1])
             nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(rest))
     nb.cells[at + 1:at + 1] = list(cells)
+
+
+# -- source files named on a page, linked to the repository (rote.build.publish: the one setting) ---------------
+CODE_SPAN = re.compile(r"(?<![}\[`])`([A-Za-z0-9_][A-Za-z0-9_./-]*)`(?![`\]])")  # `rote/x.py`, `rote.verdicts`
+README_WORD = re.compile(r"(?<![\w`/\[.])README(?:\.md)?(?![\w`\]])")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def source_path(name: str, root: Path = PROJECT_ROOT) -> str | None:
+    """The repository path a code span names: a file or folder (``rote/specs/``, ``CITATION.cff``) or a
+    module of rote (``rote.analysis.curves.crossing`` -> ``rote/analysis/curves.py``); None for anything else."""
+    if "/" in name or "." in name.strip(".") and not name.startswith("rote."):
+        return name if (root / name).exists() and (root / name).resolve().is_relative_to(root.resolve()) else None
+    parts = name.split(".")
+    for end in range(len(parts), 1, -1):
+        path = "/".join(parts[:end])
+        for found in (f"{path}.py", f"{path}/"):
+            if parts[0] == "rote" and (root / found).exists():
+                return found
+    return None
+
+
+def source_url(url: str, path: str, branch: str = "main") -> str:
+    """The repository page of ``path``: a folder's tree, a file's blob."""
+    return f"{url}/{'tree' if path.endswith('/') else 'blob'}/{branch}/{path.rstrip('/')}"
+
+
+def link_sources(text: str, url: str, branch: str = "main", root: Path = PROJECT_ROOT) -> str:
+    """Markdown ``text`` with each source file, folder or rote module it names in code (``rote/config.py``)
+    and the word README made links to the repository at ``url``; unchanged where ``url`` is empty (the
+    names stay code) and inside code blocks and links."""
+    if not url:
+        return text
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            line = CODE_SPAN.sub(lambda m: (f"[`{m.group(1)}`]({source_url(url, path, branch)})"
+                                            if (path := source_path(m.group(1), root)) else m.group(0)), line)
+            line = README_WORD.sub(lambda m: f"[{m.group(0)}]({source_url(url, 'README.md', branch)})", line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def link_notebook_sources(nb, url: str, branch: str = "main") -> None:
+    """:func:`link_sources` on a notebook's markdown cells and Markdown outputs."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = link_sources(cell.source, url, branch)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                data["text/markdown"] = link_sources("".join(data["text/markdown"]), url, branch)
 
 
 # -- Sphinx extension (listed in _config.yml) ----------------------------------------------------

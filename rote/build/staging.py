@@ -38,14 +38,15 @@ def stage_site(profile: str, settings: Settings | None = None) -> Path:
     (site / "book").mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(PROJECT_ROOT / name, site / name)
-    publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
+    url = publish.stage_config(site / "_config.yml")  # the repository URL: its buttons where set, none where not
+    links = (url, repository_branch(site / "_config.yml"))  # source files named on a page link there
     if profile in BANNERS:  # on every page, above its title
         announce(site / "_config.yml", BANNERS[profile])
     if (web.BOOK_DIR / "_static").is_dir():  # Jupyter Book takes CSS from the book root's _static
         shutil.copytree(web.BOOK_DIR / "_static", site / "_static")
     settings = settings or Settings(profile=profile)
     records = claims.load_shown(profile, settings.results, settings.seed_list)  # a stale record as stale
-    _stage_text_pages(site / "book", profile, records, settings)
+    _stage_text_pages(site / "book", profile, records, settings, links)
     for name, source in chapters().items():
         nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title
         box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS, settings.results)
@@ -54,6 +55,7 @@ def stage_site(profile: str, settings: Settings | None = None) -> Path:
         if name == "scorecard":
             notes.insert(0, _note(web.downloads_markdown(*web.write_downloads(records, site / "book", profile),
                                                          len(records))))
+        web.link_notebook_sources(nb, *links)
         web.hide_boilerplate(nb)
         web.widen_tables(nb)
         web.insert_after_title(nb, notes)
@@ -123,15 +125,24 @@ def draw_glance(folder: Path, profile: str, records: list[ClaimRecord]) -> str:
 
     from .. import plots
 
-    fig = plots.verdict_heatmap(display.claims_table(records), f"Amended verdicts on the {profile} profile")
+    fig = plots.verdict_heatmap(display.claims_table(records), f"Amended verdicts, {profile} profile", compact=True)
     plots.save_figure(fig, GLANCE_IMAGE, folder)
     plt.close(fig)
     return f"{GLANCE_IMAGE}.png"
 
 
-def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord], settings: Settings) -> None:
+def repository_branch(config_path: Path) -> str:
+    """The branch the staged ``_config.yml`` names for the repository's files (``repository.branch``)."""
+    import yaml
+
+    return str(((yaml.safe_load(config_path.read_text()) or {}).get("repository") or {}).get("branch") or "main")
+
+
+def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord], settings: Settings,
+                      links: tuple[str, str] = ("", "")) -> None:
     """The text pages into ``folder``: figures and bibliography as they are, each ``.md`` with its rebuild
-    note (the intro filled, the protocol's sections targets), and the generated pages."""
+    note (the intro filled, the protocol's sections targets) and its source files linked (``links``: the
+    repository URL and branch; none where the URL is empty), and the generated pages."""
     glance = draw_glance(folder, profile, records)
     for path in web.BOOK_DIR.iterdir():
         if path.suffix in (".png", ".bib"):
@@ -141,7 +152,7 @@ def _stage_text_pages(folder: Path, profile: str, records: list[ClaimRecord], se
                     else path.read_text())
             if path.stem == frontpage.PROTOCOL_PAGE:  # a target per section, for the pages that cite it
                 text = frontpage.protocol_markdown(text)
-            (folder / path.name).write_text(text + web.static_page_note(profile))
+            (folder / path.name).write_text(web.link_sources(text, *links) + web.static_page_note(profile))
     fill_generated_pages(folder)  # the Build environment and parameter reference pages
 
 

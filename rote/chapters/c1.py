@@ -135,8 +135,10 @@ def sweep_figure(table: pd.DataFrame):
 
 
 def sweep_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The sweep's numbers: rows task and ratio, columns metric and seed."""
-    return table.pivot_table(index=["task", "noise ratio"], columns=["metric", "seed"], values="final accuracy").round(3)
+    """The sweep's numbers: rows task and ratio, columns metric and seed (mem: none where no label is noisy)."""
+    out = table.pivot_table(index=["task", "noise ratio"], columns=["metric", "seed"], values="final accuracy").round(3)
+    out.attrs["missing"] = {c: "no noisy label to memorize at noise ratio 0" for c in out.columns if c[0] == "mem"}
+    return out
 
 
 def results(build: Build, result: ClaimResult) -> list[dict]:

@@ -87,7 +87,7 @@ class Check:
     history: tuple = ()  # left empty: read off section5 and was
 
     def __post_init__(self):
-        _check_id_and_kind(self.id, self.kind)
+        _check_id_and_kind(self.id, self.kind, self.name)
         section5 = self.kind == "registered" if self.section5 is None else self.section5
         history = tuple(tuple(e) for e in self.history) or _decode(self.id, self.kind, section5, self.was)
         if history[-1][1] != self.kind or any(k not in KINDS + (CEILING,) for _, k in history):
@@ -163,7 +163,11 @@ def kind_as_of(check, section: str | None) -> str | None:
     return found[-1] if found else None
 
 
-def _check_id_and_kind(check_id: str, kind: str) -> None:
+def _check_id_and_kind(check_id: str, kind: str, name: str) -> None:
+    """A check's id is stable, without spaces; its name is the label a reader reads beside the id (plain
+    words, never the id itself: :func:`rote.display.labelled`); its kind one of :data:`KINDS`."""
+    if not isinstance(name, str) or not name.strip() or name.strip() == check_id:
+        raise ValueError(f"check {check_id!r} needs a name in words beside its id, got {name!r}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if not check_id or check_id != check_id.strip() or " " in check_id:
@@ -182,7 +186,7 @@ class CheckLabel:
     part: str = ""
 
     def __post_init__(self):
-        _check_id_and_kind(self.id, self.kind)
+        _check_id_and_kind(self.id, self.kind, self.name)
 
 
 def numeric(x) -> float:
@@ -575,17 +579,17 @@ def deciding_checks(checks: Iterable[Check | dict], reading: str = "amended") ->
     return failed or [c for c in judged if fmt.get(c, "passed") is None] or judged
 
 
-def deciding(rec: claims.ClaimRecord) -> str:
+def deciding(rec: claims.ClaimRecord, name=lambda c: c["id"], value=fmt.plain) -> str:
     """The checks that decide the amended verdict, as short text per seed: the failed ones (else the
     unresolved ones with their reasons, else all), with value and threshold, and any required part
-    left without a deciding check."""
+    left without a deciding check. ``name`` names a check (default: its id), ``value`` writes a number."""
     if not rec.per_seed:
         return ""
     parts = []
     for s in rec.per_seed:
         texts = []
         for c in deciding_checks(s["checks"]):
-            text = f"{c['id']} {fmt.plain(c['value'])} vs {fmt.plain(c['threshold'])}" if c["value"] is not None else c["id"]
+            text = f"{name(c)} {value(c['value'])} vs {value(c['threshold'])}" if c["value"] is not None else name(c)
             texts.append(text + (f" (unresolved: {c['reason']})" if c["passed"] is None and c.get("reason") else ""))
         texts += [f"no deciding check for the part '{p}'" for p in s.get("missing_parts", [])]
         text = "; ".join(texts)
