@@ -59,8 +59,9 @@ def test_an_unresolved_part_says_why_with_the_records_numbers():
 def test_parts_that_differ_by_seed_name_the_seeds_of_each_outcome():
     text = report.finding_sentence(_record(MEMORIZES, NEVER, STILL_RISING))
     assert text.startswith("**FDA, random noise**, seeds 0-2: **mixed: 1 pass, 1 fail, 1 unresolved**. "
-                           "What differs by seed: final mem (holds on seed 0, fails on seed 1, is unresolved on seed 2; "
-                           "on seed 1: 0 vs 0.9; on seed 2: 0.9 vs 0.9; the noisy run has not finished memorizing")
+                           "What differs by seed: final mem (holds on seed 0, fails on seed 1, is unresolved on "
+                           "seed 2; on seed 1: 0 vs 0.9; on seed 2: 0.9 vs 0.9; the noisy run has not finished "
+                           "memorizing")
     assert text.endswith("What holds: ordering.")
 
 
@@ -77,3 +78,18 @@ def test_a_reason_loses_the_protocol_section_it_opens_with():
     assert report.plain_reason("8.5: the intervention cannot run") == "the intervention cannot run"
     assert report.plain_reason("section 5: a fail") == "a fail"
     assert report.plain_reason("no memorized example (j*)") == "no memorized example (j*)"
+
+
+def test_a_chapter_glues_its_finding_and_its_figure(monkeypatch, tmp_path):
+    import myst_nb
+
+    from rote import chapters
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: glued.update({key: (value, display)}))
+    monkeypatch.setenv("ROTE_FIGURES", str(tmp_path))
+    records = [_record(MEMORIZES), _record(NEVER, task="thr", condition="-")]
+    chapters.glue_finding("C1", records, "c1_checks")
+    text, shown = glued["c1_finding"]
+    assert text.data == report.finding_sentences(records) and shown is False
+    assert glued["c1_checks"][1] is False and (tmp_path / "c1_checks.png").exists()

@@ -46,8 +46,8 @@ def stage_site(profile: str) -> Path:
     for name, source in chapters().items():
         nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title
         box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS)
-        if box:  # the chapter opens with its verdict, then how it was built
-            notes.insert(0, _note(box))
+        if box:  # in full once, folded, where the Verdict section begins (the chapter opens with its finding)
+            _place_verdict_box(nb, notes, _note(box))
         if name == "scorecard":
             notes.insert(0, _note(web.downloads_markdown(*web.write_downloads(records, site / "book", profile),
                                                          len(records))))
@@ -56,6 +56,16 @@ def stage_site(profile: str) -> Path:
         web.insert_after_title(nb, notes)
         nbformat.write(nb, site / "book" / source.name)
     return site
+
+
+def _place_verdict_box(nb, notes: list, box) -> None:
+    """Put the verdict box under the chapter's ``## Verdict`` heading, else first among the notes under its title."""
+    heading = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                    and c.source.startswith(f"## {claims.VERDICT_ANCHOR.capitalize()}")), None)
+    if heading is None:
+        notes.insert(0, box)
+    else:
+        nb.cells.insert(heading + 1, box)
 
 
 BANNERS = {"smoke": ("A <strong>smoke</strong> build: every chapter ran end to end on tiny models in seconds, to test "
