@@ -30,3 +30,16 @@ def smoke_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("smoke_runs")
     return {task: get_or_train(make_config(task, "smoke"), root=root, progress=False, device="cpu")
             for task in ("fda", "thr")}
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """The system Chromium under Playwright, once per session for every browser test (tests/test_site.py, which says
+    when it is skipped, and the modules that import its fixtures)."""
+    from test_site import CHROMIUM, TIMEOUT_MS, sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"],
+                                      timeout=TIMEOUT_MS)
+        yield chromium
+        chromium.close()

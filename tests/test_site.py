@@ -58,7 +58,7 @@ def _skip(reason: str) -> None:
 
 
 try:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: F401 (tests/conftest.py's browser launches it)
 except ImportError:  # pragma: no cover - depends on the machine
     _skip("Playwright for Python is not installed (pip install playwright; never `playwright install`)")
 CHROMIUM = os.environ.get("ROTE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -192,13 +192,8 @@ def _get(url: str) -> tuple[int, bytes]:
         return err.code, b""
 
 
-@pytest.fixture(scope="session")
-def browser():
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"],
-                                      timeout=TIMEOUT_MS)
-        yield chromium
-        chromium.close()
+# the `browser` fixture (the system Chromium under Playwright) is tests/conftest.py's: one per session, shared with
+# tests/test_site_reading.py (a second sync Playwright in the same session fails)
 
 
 def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str, full_page: bool) -> dict[str, dict]:

@@ -53,9 +53,23 @@ def stage_site(profile: str) -> Path:
                                                          len(records))))
         web.hide_boilerplate(nb)
         web.widen_tables(nb)
-        web.insert_after_title(nb, notes)
+        _insert_notes(nb, notes)
         nbformat.write(nb, site / "book" / source.name)
     return site
+
+
+FINDING_HEADING = "## What this build found"  # a claim chapter's first section, in its title cell (issue 46, part 2)
+
+
+def _insert_notes(nb, notes: list) -> None:
+    """The notes under the page's title; in a chapter that opens with its finding, the build stamp after the finding
+    (its warnings stay under the title)."""
+    at = web.title_index(nb)
+    if nb.cells and FINDING_HEADING in nb.cells[at].source:
+        stamps = [n for n in notes if STAMP_TAG in web.tags(n)]
+        nb.cells[at + 1:at + 1] = stamps
+        notes = [n for n in notes if STAMP_TAG not in web.tags(n)]
+    web.insert_after_title(nb, notes)
 
 
 def _place_verdict_box(nb, notes: list, box) -> None:
