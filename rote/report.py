@@ -9,10 +9,12 @@ spelled as :data:`rote.verdicts.OUTCOME_WORDS` spells them.
 from __future__ import annotations
 
 import math
+import re
 from statistics import NormalDist
 from typing import Iterable, Mapping, Sequence
 
 from . import fmt
+from .claims import UNAMENDED
 from .verdicts import OUTCOME_WORDS, READINGS, REQUIRED_PARTS, claim_of, counts_in, find
 
 MISSING = "n/a"  # a value that was not computed, inside a list of per-seed values
@@ -216,16 +218,16 @@ def part_outcome(checks: Sequence, part: str, reading: str = "amended") -> str:
     return OUTCOME_WORDS[None] if any(r is None for r in results) else OUTCOME_WORDS[True]
 
 
-def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
-    """One part's outcome across seeds with the checks that decide it where it does not pass:
-    ``fail on every seed (c3.erasure fails on seeds 0-2: 0.05, 0.1 and 0.02 vs 0.3)``."""
-    outcomes = {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
-    n = len(outcomes)
-    counts = {w: list(outcomes.values()).count(w) for w in (*OUTCOME_WORDS.values(), NOT_COUNTED)}
-    same = next((w for w, k in counts.items() if k == n), None)
-    summary = (f"{same} on every seed" if same and n > 1 else same if same else
-               ", ".join(f"{w} on {how_many(k, n)}" for w, k in counts.items() if k))
-    deciding: dict[tuple[str, bool | None], list] = {}  # (check id, outcome) -> [(seed, check)], in order
+def _outcomes(per_seed: dict[int, Sequence], part: str, reading: str) -> dict[int, str]:
+    """seed -> the part's outcome on that seed (:func:`part_outcome`)."""
+    return {seed: part_outcome(checks, part, reading) for seed, checks in per_seed.items()}
+
+
+def _deciding(per_seed: dict[int, Sequence], outcomes: dict[int, str], part: str, reading: str,
+              key: str = "id") -> tuple[dict, list[int]]:
+    """The checks that keep a part from passing: (check named by ``key``, outcome) -> [(seed, check)], on the seeds
+    it fails (its failing checks) or is unresolved (its unresolved checks), in order; and the seeds no check decides."""
+    deciding: dict[tuple[str, bool | None], list] = {}
     undecided = []
     for seed, checks in per_seed.items():
         if outcomes[seed] in (OUTCOME_WORDS[True], NOT_COUNTED):
@@ -234,27 +236,45 @@ def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amend
         counted = _counted(checks, part, reading)
         for c in counted:
             if fmt.get(c, "passed") is wanted:
-                deciding.setdefault((fmt.get(c, "id"), wanted), []).append((seed, c))
+                deciding.setdefault((fmt.get(c, key), wanted), []).append((seed, c))
         if not counted:
             undecided.append(seed)
+    return deciding, undecided
+
+
+def part_summary(per_seed: dict[int, Sequence], part: str, reading: str = "amended") -> str:
+    """One part's outcome across seeds with the checks that decide it where it does not pass:
+    ``fail on every seed (c3.erasure fails on seeds 0-2: 0.05, 0.1 and 0.02 vs 0.3)``."""
+    outcomes = _outcomes(per_seed, part, reading)
+    n = len(outcomes)
+    counts = {w: list(outcomes.values()).count(w) for w in (*OUTCOME_WORDS.values(), NOT_COUNTED)}
+    same = next((w for w, k in counts.items() if k == n), None)
+    summary = (f"{same} on every seed" if same and n > 1 else same if same else
+               ", ".join(f"{w} on {how_many(k, n)}" for w, k in counts.items() if k))
+    deciding, undecided = _deciding(per_seed, outcomes, part, reading)
     why = [_deciding_text(check_id, passed, found) for (check_id, passed), found in deciding.items()]
     if undecided:
         why.append(f"no check decides it on {seed_range(undecided)}")
     return summary + (f" ({'; '.join(why)})" if why else "")
 
 
-def _deciding_text(check_id: str, passed, found: list) -> str:
-    """``c1.mem fails on seeds 0-2: 0, 0 and 0.01 vs 0.9``: one check's values on the seeds it decides."""
+def _numbers(found: list, reasons: Sequence[str] = ()) -> str:
+    """The values of one check on the seeds of ``found`` ([(seed, check)]) against its thresholds: ``0, 0 and 0.01
+    vs 0.9``; "" where no seed has a value and ``reasons`` say why, or neither a value nor a threshold is known."""
     vals = [_number(fmt.get(c, "value")) for _, c in found]
     limits = [_number(fmt.get(c, "threshold")) for _, c in found]
-    if set(vals) == {MISSING} and set(limits) == {MISSING}:
-        numbers = ""
-    elif len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
-        numbers = (vals[0] if len(set(vals)) == 1 else listed(vals)) + f" vs {limits[0]}"
-    else:
-        numbers = ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
+    if set(vals) == {MISSING} and (reasons or set(limits) == {MISSING}):
+        return ""
+    if len(set(limits)) == 1:  # one threshold: the values, once where every seed has the same
+        return (vals[0] if len(set(vals)) == 1 else listed(vals)) + f" vs {limits[0]}"
+    return ", ".join(f"{v} vs {t}" for v, t in zip(vals, limits))
+
+
+def _deciding_text(check_id: str, passed, found: list) -> str:
+    """``c1.mem fails on seeds 0-2: 0, 0 and 0.01 vs 0.9``: one check's values on the seeds it decides, and its
+    reasons."""
     reasons = list(dict.fromkeys(fmt.get(c, "reason") for _, c in found if fmt.get(c, "reason")))
-    details = "; ".join(x for x in (numbers, *reasons) if x)
+    details = "; ".join(x for x in (_numbers(found, reasons), *reasons) if x)
     verb = "fails" if passed is False else "is unresolved"
     seeds = seed_range([seed for seed, _ in found])
     return f"{check_id} {verb} on {seeds}" + (f": {details}" if details else "")
@@ -276,3 +296,86 @@ def decided_parts(groups: dict, checks: dict, parts: Sequence[str], reading: str
              + "." for (task, condition), members in groups.items()]
     return (f"**What this decides**, part by part of the claim ({reading} reading; the Verdict section has every "
             "check):\n\n" + "\n".join(lines))
+
+
+# -- what a chapter found, under its title ---------------------------------------------------------
+# The outcome of a part on every seed of a record -> the head of its group in a finding; "mixed": it differs by seed.
+FINDING_GROUPS = {"fail": "What fails", "unresolved": "What could not be decided", "mixed": "What differs by seed",
+                  "pass": "What holds"}
+PART_VERBS = {"pass": "holds", "fail": "fails", "unresolved": "is unresolved"}
+_SECTION_PREFIX = re.compile(r"^(?:section )?\d+(?:\.\d+)*: ")  # "8.5: ", "section 5: ": the protocol, not the reason
+
+
+def plain_reason(reason: str) -> str:
+    """A check's reason without the protocol section it opens with (``8.5: no site`` -> ``no site``)."""
+    return _SECTION_PREFIX.sub("", reason or "")
+
+
+def _parts(claim: str, per_seed: dict[int, Sequence], reading: str) -> list[str]:
+    """The claim's required parts, then any other part a counted check decides, in the order first met."""
+    found = [fmt.get(c, "part") for checks in per_seed.values() for c in checks if counts_in(c, reading)]
+    return list(dict.fromkeys([*REQUIRED_PARTS.get(claim, ()), *(p for p in found if p)]))
+
+
+def _evidence(deciding: dict, mixed: bool) -> list[str]:
+    """Why a part does not pass, from :func:`_deciding` keyed by check name: each check's values against its threshold
+    (named where several checks decide; with its seeds where the part differs by seed; a yes/no check as its name and
+    ``no``), then each reason once, without its protocol section."""
+    texts, reasons, several = [], [], len({name for name, _ in deciding}) > 1
+    for (name, _), found in deciding.items():
+        own = [plain_reason(fmt.get(c, "reason")) for _, c in found if fmt.get(c, "reason")]
+        yes_no = [fmt.get(c, "value") for _, c in found if isinstance(fmt.get(c, "value"), bool)]
+        numbers = ("yes" if all(yes_no) else "no") if yes_no else _numbers(found, own)
+        label = " ".join(x for x in (name if several or yes_no else "",
+                                     f"on {seed_range([seed for seed, _ in found])}" if mixed else "") if x)
+        texts += [": ".join(x for x in (label, numbers) if x)] if numbers else []
+        reasons += own
+    return texts + list(dict.fromkeys(reasons))
+
+
+def _part_finding(per_seed: dict[int, Sequence], part: str, reading: str) -> tuple[str, str] | None:
+    """(group of :data:`FINDING_GROUPS`, the part with why it does not pass: ``final mem (0 vs 0.9)``);
+    None for a part no check counts in and the claim does not require."""
+    outcomes = _outcomes(per_seed, part, reading)
+    words = list(dict.fromkeys(w for w in outcomes.values() if w != NOT_COUNTED))
+    if not words:
+        return None
+    group = words[0] if len(words) == 1 else "mixed"
+    deciding, undecided = _deciding(per_seed, outcomes, part, reading, key="name")
+    why = _evidence(deciding, group == "mixed")
+    if undecided:
+        why.append("no check decides it" + (f" on {seed_range(undecided)}" if group == "mixed" else ""))
+    if group == "mixed":
+        by_word = {w: [s for s, o in outcomes.items() if o == w] for w in words}
+        why.insert(0, ", ".join(f"{PART_VERBS[w]} on {seed_range(seeds)}" for w, seeds in by_word.items()))
+    return group, part + (f" ({'; '.join(why)})" if why else "")
+
+
+def _as_dict(check) -> dict:
+    return check if isinstance(check, Mapping) else check.to_dict()
+
+
+def finding_sentence(rec) -> str:
+    """What a record (one claim, task and noise condition) found, in words, from its checks: its verdict, then
+    the claim's parts grouped by what they did on every seed (fails, could not be decided, differs by seed,
+    holds), each that does not pass with its values against their thresholds and its checks' reasons.
+    The amended reading, or the registered one for a claim with no amendment; a record not run says why."""
+    claim, head = fmt.get(rec, "claim"), f"**{where(fmt.get(rec, 'task'), fmt.get(rec, 'condition', '-'))}**"
+    per_seed = {s["seed"]: s["checks"] for s in fmt.get(rec, "per_seed") or []}
+    if not per_seed:
+        reason = fmt.get(rec, "reason")
+        return f"{head}: not judged in this build" + (f": {reason}" if reason else "") + "."
+    reading = "registered" if claim in UNAMENDED else "amended"
+    groups: dict[str, list[str]] = {}
+    for part in _parts(claim, per_seed, reading):
+        found = _part_finding(per_seed, part, reading)
+        if found:
+            groups.setdefault(found[0], []).append(found[1])
+    body = " ".join(f"{words}: {listed(groups[g])}." for g, words in FINDING_GROUPS.items() if g in groups)
+    return f"{head}, {seed_range(list(per_seed))}: **{fmt.get(rec, f'verdict_{reading}')}**. {body}".rstrip()
+
+
+def finding_sentences(records: Iterable) -> str:
+    """Markdown: one :func:`finding_sentence` per record (task and noise condition), as a list; a chapter glues it
+    under its title."""
+    return "\n".join(f"- {finding_sentence(r)}" for r in records) or "- No record: this chapter judged nothing."

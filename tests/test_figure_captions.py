@@ -62,8 +62,11 @@ VERDICT_CELLS = [(name, i, notebook) for name, i, cell, notebook in cells()
 @pytest.mark.parametrize("name, i, notebook", VERDICT_CELLS, ids=[n for n, _, _ in VERDICT_CELLS])
 def test_the_verdict_figure_is_placed_with_a_caption_and_alt_text(name, i, notebook):
     claim, key = VERDICT.search("".join(notebook[i]["source"])).groups()
-    after = "".join(notebook[i + 1]["source"])
-    head, *options, _, caption, end = after.splitlines()
+    # placed once, in the finding under the chapter's title (issue 46, part 2)
+    block = re.compile(rf"^```{{glue:figure}} {key}\n.*?^```$", re.S | re.M)
+    [placed] = [m.group(0) for c in notebook if c["cell_type"] == "markdown"
+                for m in block.finditer("".join(c["source"]))]
+    head, *options, _, caption, end = placed.splitlines()
     assert head == f"```{{glue:figure}} {key}" and end == "```"
     alt = dict(o[1:].split(": ", 1) for o in options)
     assert alt["name"] == f"fig-{key.replace('_', '-')}" and in_words(alt["alt"], 6) and claim in alt["alt"]
@@ -88,3 +91,4 @@ def test_verdict_saves_and_glues_its_figure_without_showing_it(monkeypatch, tmp_
     figure, display = glued["c1_checks"]
     assert isinstance(figure, matplotlib.figure.Figure) and display is False and not shown
     assert (tmp_path / "c1_checks.png").exists()
+    assert "c1_finding" in glued  # the sentences the chapter opens with (rote.chapters.glue_finding)

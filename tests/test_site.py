@@ -58,7 +58,7 @@ def _skip(reason: str) -> None:
 
 
 try:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: F401 (tests/conftest.py's browser launches it)
 except ImportError:  # pragma: no cover - depends on the machine
     _skip("Playwright for Python is not installed (pip install playwright; never `playwright install`)")
 CHROMIUM = os.environ.get("ROTE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -190,6 +190,10 @@ def _get(url: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as err:
         return err.code, b""
+
+
+# the `browser` fixture (the system Chromium under Playwright) is tests/conftest.py's: one per session, shared with
+# tests/test_site_reading.py (a second sync Playwright in the same session fails)
 
 
 def _visit(browser, base_url: str, viewport: dict, shot_dir: Path, script: str, full_page: bool) -> dict[str, dict]:

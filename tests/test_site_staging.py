@@ -192,8 +192,14 @@ def test_stage_site_adds_the_reader_cells(tmp_path, monkeypatch):
     page = nbformat.read(staged / "book" / source.name, as_version=4)
     texts = [c.source for c in page.cells if c.cell_type == "markdown"]
     assert texts[0].startswith("# ")
-    assert texts[1].startswith(":::{admonition} Verdict. C1")  # placeholders: every claim has a box
+    # the title, the finding, then the build stamp (issue 46, part 2: a claim chapter opens with its finding)
+    assert texts[1].startswith("## What this build found")
     assert "python -m rote run learning_dynamics --profile smoke" in texts[2]
+    # the chapter opens with its finding; the verdict box, once and folded, opens its Verdict section
+    verdict_at = next(i for i, t in enumerate(texts) if t.startswith("## Verdict"))
+    assert texts[verdict_at + 1].startswith(":::{admonition} Verdict. C1")  # placeholders: every claim has a box
+    assert sum(t.startswith(":::{admonition} Verdict.") for t in texts) == 1
+    assert ":class: rote-verdict dropdown " in texts[verdict_at + 1]
     assert (staged / "_static" / "rote.css").exists()
     assert (staged / "book" / "records-smoke.json").exists() and (staged / "book" / "records-smoke.csv").exists()
     records = json.loads((staged / "book" / "records-smoke.json").read_text())

@@ -115,7 +115,7 @@ def verdict_box(records, claim_titles: dict[str, str] | None = None, results: Pa
     title = "; ".join(f"{c}: {claim_titles[c]}" if c in claim_titles else c
                       for c in sorted({_get(r, "claim") for r in records}))
     verdicts = [_get(r, "verdict_amended", _get(r, "status")) for r in records]
-    lines = [f":::{{admonition}} Verdict. {title}", f":class: rote-verdict {_verdict_class(verdicts)}", ""]
+    lines = [f":::{{admonition}} Verdict. {title}", f":class: rote-verdict dropdown {_verdict_class(verdicts)}", ""]
     for r, amended in zip(records, verdicts):  # in the records' order: claim, task, primary condition first
         claim, condition, per_seed = _get(r, "claim"), _get(r, "condition", "-"), _get(r, "per_seed") or []
         what = f"{claim} · {str(_get(r, 'task')).upper()}" + (

@@ -50,17 +50,41 @@ def stage_site(profile: str, settings: Settings | None = None) -> Path:
     for name, source in chapters().items():
         nb, notes = _chapter(name, source, profile)  # notes: the cells for under the page's title
         box = web.verdict_box(web.records_for_page(records, source.stem), claims.CLAIMS, settings.results)
-        if box:  # the chapter opens with its verdict, then how it was built
-            notes.insert(0, _note(box))
+        if box:  # in full once, folded, where the Verdict section begins (the chapter opens with its finding)
+            _place_verdict_box(nb, notes, _note(box))
         if name == "scorecard":
             notes.insert(0, _note(web.downloads_markdown(*web.write_downloads(records, site / "book", profile),
                                                          len(records))))
         web.link_notebook_sources(nb, *links)
         web.hide_boilerplate(nb)
         web.widen_tables(nb)
-        web.insert_after_title(nb, notes)
+        _insert_notes(nb, notes)
         nbformat.write(nb, site / "book" / source.name)
     return site
+
+
+FINDING_HEADING = "## What this build found"  # a claim chapter's first section, in its title cell (issue 46, part 2)
+
+
+def _insert_notes(nb, notes: list) -> None:
+    """The notes under the page's title; in a chapter that opens with its finding, the build stamp after the finding
+    (its warnings stay under the title)."""
+    at = web.title_index(nb)
+    if nb.cells and FINDING_HEADING in nb.cells[at].source:
+        stamps = [n for n in notes if STAMP_TAG in web.tags(n)]
+        nb.cells[at + 1:at + 1] = stamps
+        notes = [n for n in notes if STAMP_TAG not in web.tags(n)]
+    web.insert_after_title(nb, notes)
+
+
+def _place_verdict_box(nb, notes: list, box) -> None:
+    """Put the verdict box under the chapter's ``## Verdict`` heading, else first among the notes under its title."""
+    heading = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                    and c.source.startswith(f"## {claims.VERDICT_ANCHOR.capitalize()}")), None)
+    if heading is None:
+        notes.insert(0, box)
+    else:
+        nb.cells.insert(heading + 1, box)
 
 
 BANNERS = {"smoke": ("A <strong>smoke</strong> build: every chapter ran end to end on tiny models in seconds, to test "

@@ -142,23 +142,36 @@ def sites_table(sites: dict) -> pd.DataFrame:
     return pd.DataFrame({label(u): s for u, s in sites.items()}).T
 
 
+def glue_finding(claim: str, records: list, figure: str, figures_folder=None) -> None:
+    """Glue what a chapter found, for the section under its title: the sentences of
+    :func:`rote.report.finding_sentences` (one per task and noise condition, read from ``records``) as
+    ``<claim>_finding``, and the figure of every numeric check as value over threshold, saved and glued as
+    ``figure`` in ``figures_folder`` (None: the project's; the finding's ``{glue:figure}`` places it with its
+    caption and alt text)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    from ..report import finding_sentences
+
+    checks_figure = plots.check_values(records).figure
+    plots.save_figure(checks_figure, figure, figures_folder)
+    glue(figure, checks_figure, display=False)
+    glue(f"{claim.lower()}_finding", Markdown(finding_sentences(records)), display=False)
+    plt.close(checks_figure)
+
+
 def verdict(claim: str, profile: str, results: list[dict], figure: str,
             settings: Settings = Settings()) -> list[claims.ClaimRecord]:
     """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
-    unit), saved in the settings' results folder and shown with their checks, and the figure of every numeric
-    check as value over threshold, saved in its figures folder and glued as ``figure`` (the chapter's next cell
-    places it: ``{glue:figure}`` with its caption and alt text). Returns the records."""
-    import matplotlib.pyplot as plt
-    from myst_nb import glue
-
+    unit), saved in the settings' results folder and shown with their checks, and what they found glued for the
+    chapter's opening (:func:`glue_finding`: the sentences and the figure ``figure``, saved in the settings'
+    figures folder). Returns the records."""
     from ..display import show_record
 
     records = verdicts.records(claim, profile, results)
     for rec in records:
         claims.save(rec, settings.results)
         show_record(rec)
-    checks_figure = plots.check_values(records).figure
-    plots.save_figure(checks_figure, figure, settings.figures)
-    glue(figure, checks_figure, display=False)
-    plt.close(checks_figure)
+    glue_finding(claim, records, figure, settings.figures)
     return records
