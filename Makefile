@@ -77,7 +77,7 @@ lock:
 test: install tools unit notebooks browser
 
 unit: install tools
-	ROTE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest tests --ignore=tests/test_site.py --ignore=tests/test_site_tables.py --durations=12 -n auto --dist loadfile
+	ROTE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest tests --ignore=tests/test_site.py --ignore=tests/test_site_tables.py --ignore=tests/test_site_reading.py --durations=12 -n auto --dist loadfile
 
 notebooks: install
 	rm -rf $(SMOKE_DIR)
@@ -92,7 +92,7 @@ notebooks: install
 # Without Playwright or chromium it is skipped and says why (.ci/run installs chromium and requires it).
 browser: install
 	rm -rf $(SMOKE_DIR)/site
-	ROTE_SMOKE_DIR=$(SMOKE_DIR) ROTE_SEEDS=$(TEST_SEEDS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_tables.py -p no:cacheprovider -q -rs
+	ROTE_SMOKE_DIR=$(SMOKE_DIR) ROTE_SEEDS=$(TEST_SEEDS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_tables.py tests/test_site_reading.py -p no:cacheprovider -q -rs
 
 # Train every missing run of the plan, WORKERS at a time (default: the cores), then execute every
 # chapter with papermill (they only load runs) and render the site into _build/html.
