@@ -87,9 +87,8 @@ def test_a_chapter_glues_its_finding_and_its_figure(monkeypatch, tmp_path):
 
     glued = {}
     monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: glued.update({key: (value, display)}))
-    monkeypatch.setenv("ROTE_FIGURES", str(tmp_path))
     records = [_record(MEMORIZES), _record(NEVER, task="thr", condition="-")]
-    chapters.glue_finding("C1", records, "c1_checks")
+    chapters.glue_finding("C1", records, "c1_checks", tmp_path)  # the page's figures folder, an argument
     text, shown = glued["c1_finding"]
     assert text.data == report.finding_sentences(records) and shown is False
     assert glued["c1_checks"][1] is False and (tmp_path / "c1_checks.png").exists()
