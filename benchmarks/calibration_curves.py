@@ -61,10 +61,10 @@ def draw(root: Path, runs: pd.DataFrame, figure: Path) -> None:
     for ax, ((task, condition, steps, lr), group) in zip(axes[0], groups):
         for _, run in group.sort_values("seed").iterrows():
             metrics = pd.read_csv(root / run["run"] / "metrics.csv")
-            line, = ax.plot(metrics["step"], metrics["gen"], lw=1, label=f"seed {run['seed']} gen")
+            color = f"C{run['seed'] % 10}"  # one colour per seed in every panel
+            ax.plot(metrics["step"], metrics["gen"], lw=1, color=color, label=f"seed {run['seed']} gen")
             if condition != "twin":
-                ax.plot(metrics["step"], metrics["mem"], lw=1, ls="--", color=line.get_color(),
-                        label=f"seed {run['seed']} mem")
+                ax.plot(metrics["step"], metrics["mem"], lw=1, ls="--", color=color, label=f"seed {run['seed']} mem")
         ax.axvline(0.9 * steps, color="grey", lw=0.5)
         ax.set(title=f"{task} {condition}, {steps} steps, lr {lr:g}", xlabel="step", ylim=(0, 1.02))
         ax.legend(fontsize=6)
