@@ -1,5 +1,6 @@
 """What the site adds to the executed chapters (rote.build.site, rote.build.staging.stage_site), without a browser."""
 
+import ast
 import csv
 import json
 import shlex
@@ -295,3 +296,19 @@ def test_staged_pages_link_their_source_files_from_the_one_setting(tmp_path, mon
     assert (f"[`rote/specs/`]({URL}/tree/main/rote/specs)" in intro) == bool(url)
     assert (f"[`rote.verdicts`]({URL}/tree/main/rote/verdicts)" in chapter) == bool(url)
     assert (f"{URL}/blob/" in intro + chapter) == bool(url)
+
+
+def test_a_page_shows_the_injected_settings_without_the_build_machines_paths(tmp_path):
+    root = tmp_path / "project"
+    settings = {"seeds": 1, "runs": str(root / "_build" / "runs"), "results": None, "analysis": "/elsewhere/analysis",
+                "figures": "_build/figures", "plain_progress": True}
+    cell = nbformat.v4.new_code_cell(f'profile = "smoke"\nsettings = {json.dumps(settings)}\n',
+                                     metadata={"tags": ["injected-parameters"]})
+    untouched = nbformat.v4.new_code_cell(f"settings = {json.dumps(settings)}")  # not papermill's: left as it is
+    nb = nbformat.v4.new_notebook(cells=[cell, untouched])
+    assert site.readable_settings(nb, root) == 2
+    line = cell.source.splitlines()[1]
+    shown = ast.literal_eval(line.partition(" = ")[2])  # still Python a reader can copy
+    assert shown == {**settings, "runs": "_build/runs", "analysis": site.OUTSIDE_FOLDER}
+    assert str(tmp_path) not in cell.source and "/elsewhere" not in cell.source and cell.source.startswith("profile")
+    assert untouched.source == f"settings = {json.dumps(settings)}"

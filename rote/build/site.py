@@ -501,3 +501,44 @@ def setup(app):
     register_referencing("sphinxcontrib.bibtex.style.referencing", "rote", _reference_style(), force=True)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after every other extension
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+OUTSIDE_FOLDER = "(a folder outside the project)"
+
+
+def readable_settings(nb, root: Path = PROJECT_ROOT) -> int:
+    """Rewrite the ``settings`` papermill injected (the book's seeds and folders) for readers: a folder inside the
+    project as its path from the project's root, one outside it as :data:`OUTSIDE_FOLDER`, so that a page never
+    shows the build machine's paths. Returns how many folders were rewritten."""
+    from ..settings import FOLDERS
+
+    rewritten = 0
+    for cell in [c for c in nb.cells if c.cell_type == "code" and "injected-parameters" in tags(c)]:
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
+            name, _, value = line.partition(" = ")
+            settings = _literal(value) if name.strip() == "settings" else None
+            if not isinstance(settings, dict):
+                continue
+            for key in [k for k in FOLDERS if isinstance(settings.get(k), str) and Path(settings[k]).is_absolute()]:
+                path = Path(settings[key])
+                settings[key] = path.relative_to(root).as_posix() if path.is_relative_to(root) else OUTSIDE_FOLDER
+                rewritten += 1
+            lines[i] = f"{name} = {{{', '.join(f'{json.dumps(k)}: {_python(v)}' for k, v in settings.items())}}}"
+        cell.source = "\n".join(lines)
+    return rewritten
+
+
+def _literal(text: str):
+    """A Python (or JSON) literal's value; None where ``text`` is neither."""
+    for parse in (ast.literal_eval, json.loads):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError):
+            continue
+    return None
+
+
+def _python(value) -> str:
+    """A value as Python source: strings quoted as papermill quotes them, the rest as Python writes them."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)

@@ -116,6 +116,7 @@ def _chapter(name: str, source: Path, profile: str) -> tuple:
     meta = nb.metadata.get("rote", {})
     if nb.cells and "papermill-error-cell-tag" in web.tags(nb.cells[0]):
         del nb.cells[0]  # papermill's banner above the title: the stamp says the same, under it
+    web.readable_settings(nb)  # the folders papermill injected, without the build machine's paths
     for cell in [c for c in nb.cells if STAMP_TAG in web.tags(c)]:
         nb.cells.remove(cell)
         if meta:
