@@ -104,10 +104,6 @@ class Member:
                    time.perf_counter() - elapsed)
 
 
-def _params_by_name(model: HookedTransformer) -> dict[str, torch.nn.Parameter]:
-    return dict(model.named_parameters())
-
-
 class Layout:
     """Where each parameter of a model lies in one flat vector: a stack's parameters, gradients and AdamW
     moments are each one tensor [R, P] (a few kernels a step, whatever the number of parameters)."""
@@ -165,7 +161,7 @@ class StackedAdamW:
 
     def export(self, index: int, member: Member, lr: float) -> None:
         """Run ``index``'s parameters and moments into its solo model and ``torch.optim.AdamW``."""
-        params = _params_by_name(member.model)
+        params = dict(member.model.named_parameters())
         views = {key: self.layout.views(tensor[index]) for key, tensor in
                  (("param", self.flat.detach()), *self.moments.items())}
         with torch.no_grad():
@@ -187,7 +183,7 @@ class Stack:
         if len(shapes) != 1:
             raise ValueError(f"runs of one stack need one vocabulary and context size, got {sorted(shapes)}")
         self.layout = Layout(members[0].model)
-        self.flat = torch.stack([self.layout.flatten(_params_by_name(m.model)).detach() for m in members])
+        self.flat = torch.stack([self.layout.flatten(dict(m.model.named_parameters())).detach() for m in members])
         self.flat.requires_grad_(True)  # the stack's parameters [R, P]: a leaf, its .grad one tensor
         self.base = members[0].model  # the module whose code runs (its own parameters are not used)
         self.buffers = dict(self.base.named_buffers())
