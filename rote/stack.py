@@ -37,7 +37,7 @@ from .config import RunConfig
 from .model import HookedTransformer, pick_device
 from . import scoring
 from .tasks import IGNORE, Examples, TaskData
-from .train import TRAIN_THREADS, _autocast, _share_exact, build_model, evaluate, make_optimizer
+from .train import TRAIN_THREADS, RunStart, _autocast, _share_exact, evaluate
 
 # Training fields that may differ inside a stack (the stack holds each run's own schedule).
 PER_RUN_TRAIN_FIELDS = ("lr", "weight_decay", "warmup_steps", "lr_schedule", "min_lr_ratio")
@@ -91,17 +91,8 @@ class Member:
 
     @classmethod
     def start(cls, config: RunConfig, data: TaskData, device: torch.device, resume: dict | None) -> "Member":
-        model = build_model(config, data).to(device)
-        optimizer = make_optimizer(model, config)
-        metrics, window = [], (0.0, 0)
-        if resume is not None:
-            model.load_state_dict(resume["model"])
-            optimizer.load_state_dict(resume["optimizer"])
-            metrics = list(resume["metrics"])
-            window = tuple(resume.get("loss_window", (0.0, 0)))
-        elapsed = metrics[-1]["seconds"] if metrics else 0.0
-        return cls(config, data, model, optimizer, metrics, (float(window[0]), int(window[1])),
-                   time.perf_counter() - elapsed)
+        run = RunStart.of(config, data, device, resume)
+        return cls(config, data, run.model, run.optimizer, run.metrics, run.window, run.t0)
 
 
 class Layout:

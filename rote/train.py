@@ -21,6 +21,7 @@ import functools
 import math
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
@@ -160,24 +161,42 @@ def _autocast(config: RunConfig, device: torch.device):
     return contextlib.nullcontext()
 
 
+@dataclass
+class RunStart:
+    """A run as training takes it up: its model and optimizer on the device, the step reached, the metric rows,
+    the train-loss sum and count since the last evaluation, and the clock of the run (the seconds it has already
+    trained count). From scratch, or from a resume state (the same mean train loss, the same clock)."""
+
+    model: HookedTransformer
+    optimizer: torch.optim.AdamW
+    step: int
+    metrics: list
+    window: tuple[float, int]
+    t0: float
+
+    @classmethod
+    def of(cls, config: RunConfig, data: TaskData, device: torch.device, resume: dict | None) -> "RunStart":
+        model = build_model(config, data).to(device)
+        optimizer = make_optimizer(model, config)
+        step, metrics, window = 0, [], (0.0, 0)
+        if resume is not None:
+            model.load_state_dict(resume["model"])
+            optimizer.load_state_dict(resume["optimizer"])
+            step, metrics = resume["step"], list(resume["metrics"])
+            window = resume.get("loss_window", window)
+        elapsed = metrics[-1]["seconds"] if metrics else 0.0
+        return cls(model, optimizer, step, metrics, (float(window[0]), int(window[1])), time.perf_counter() - elapsed)
+
+
 def _train(config, data, *, device, resume, on_checkpoint, progress, on_eval=None):
     tc = config.train
     device = pick_device(device)
-    model = build_model(config, data).to(device)
-    optimizer = make_optimizer(model, config)
-    step, metrics, elapsed = 0, [], 0.0
-    if resume is not None:
-        model.load_state_dict(resume["model"])
-        optimizer.load_state_dict(resume["optimizer"])
-        step, metrics = resume["step"], list(resume["metrics"])
-        elapsed = metrics[-1]["seconds"] if metrics else 0.0
-    # the train-loss sum and count since the last evaluation, resumed with the run (the same mean train loss)
-    running, count = (float(resume["loss_window"][0]), int(resume["loss_window"][1])) \
-        if resume is not None and "loss_window" in resume else (0.0, 0)
+    run = RunStart.of(config, data, device, resume)
+    model, optimizer, step, metrics, (running, count), t0 = (run.model, run.optimizer, run.step, run.metrics,
+                                                             run.window, run.t0)
     inputs, targets = data.training_sequences()
     inputs, targets = inputs.to(device), targets.to(device)
     generator = torch.Generator()
-    t0 = time.perf_counter() - elapsed
 
     def log(step: int, loss: float) -> None:
         row = {"step": step, "lr": tc.lr_at(max(step - 1, 0)), "train_loss": loss,
