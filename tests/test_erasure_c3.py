@@ -70,10 +70,18 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     targets = ["carry_0", "carry_1"] if task == "fda" else ["bridge"]
     positions = sorted({t.position for name, t in intermediate_targets(data.test[:1], data).items() if name in targets})
     fit = E.ErasureSettings(max_train=300, seed=0)
-    er = E.fit_erasure(model, data, data.train_clean, E.ErasureSites(targets, layers=[1, 2], positions=positions), 3,
-                       fit)
+    at = E.ErasureSites(targets, layers=[1, 2], positions=positions)
+    er = E.fit_erasure(model, data, data.train_clean, at, 3, fit)
     assert er.targets == tuple(targets) and er.truncate(2).targets == tuple(targets)
     controls = E.information_matched(model, data, data.train_clean, er, fit, n_controls=2)
+    # fitted together on one pass of the fitting examples: the same erasures, bit for bit
+    together, matched = E.fit_with_matched(model, data, data.train_clean, at, 3, fit, n_controls=2)
+    for one, other in zip([together, *matched], [er, *controls]):
+        assert list(one.bases) == list(other.bases)
+        assert all(torch.equal(one.bases[s], other.bases[s]) and torch.equal(one.means[s], other.means[s])
+                   for s in one.bases)
+    assert E.fit_with_matched(model, data, data.train_clean, E.ErasureSites(targets, [], positions), 3, fit,
+                              n_controls=2)[1] is None  # no site: no control
     assert len(controls) == 2
     for c in controls:
         assert set(c.bases) == set(er.bases) and c.rank == er.rank and c.targets == er.targets
@@ -143,7 +151,7 @@ def test_information_matched_fits_a_balanced_random_function_of_the_key_not_the_
         key = 10 * tokens[:, 3] + tokens[:, 8]  # msb prompt: a_0 at 3, b_0 at 8
         g = torch.Generator().manual_seed(int(key.sum()))
         x = 3.0 * torch.nn.functional.one_hot(key, 100).float() + 0.3 * torch.randn(len(key), 100, generator=g)
-        return x[None, :, None].expand(2, -1, len(positions), -1)
+        return x[None, :, None].expand(2, -1, tokens.shape[1] if positions is None else len(positions), -1)
 
     monkeypatch.setattr(E, "residual_stack", one_hot_keys)
     site = (1, 12)

@@ -163,3 +163,42 @@ def test_erasure_sites_are_computed_once_per_run_and_stored(tiny_model, fda_data
         analysis_cache.erasure_sites_cached(run, root=tmp_path, min_over_chance=0.0, settings=ProbeSettings(max_train=200, seed=1))
     monkeypatch.setenv("ROTE_ANALYSIS", str(tmp_path / "elsewhere"))  # the library never reads it: a root is passed
     assert analysis_cache.analysis_root() != tmp_path / "elsewhere"
+
+
+def test_an_erasure_rerun_from_its_prefix_is_the_whole_pass_bit_for_bit(fda_data, monkeypatch):
+    from rote.model import HookedTransformer, ModelShape
+
+    monkeypatch.setattr(scoring, "BATCH", 5)  # several batches of rows
+    torch.manual_seed(1)
+    model = HookedTransformer(ModelShape(n_layers=3, d_model=16, n_heads=2, vocab_size=13, n_ctx=14)).eval()
+    ex, g = fda_data.test[:12], torch.Generator().manual_seed(0)
+    sites = [(layer, p) for layer in (2, 3) for p in (9, 11)]  # the first edit at block 1's output
+    erase = inlp.Erasure({s: torch.linalg.qr(torch.randn(16, 4, generator=g))[0] for s in sites},
+                         {s: torch.randn(16, generator=g) for s in sites})
+    edits = P.erasure_edits(model, erase)
+    prefix = P.residual_prefix(model, ex, "label", 2)
+    assert len(prefix.batches) == 3 and not model.has_hooks()
+    whole = scoring.answer_logits(model, ex, "label", hooks=P.edit_hooks(edits))
+    assert not torch.equal(whole, scoring.answer_logits(model, ex, "label"))  # the erasure moves the logits
+    assert torch.equal(P.prefix_logits(model, prefix, ex, edits), whole)
+    assert torch.equal(P.label_probability(model, ex, "label", edits, prefix),
+                       P.label_probability(model, ex, "label", edits))
+    # the sweep and the removal start from it: the scorer's outcomes and probabilities
+    sets = {"mem": (ex, "label"), "gen": (ex, "true_label")}
+    assert set(P.erasure_prefixes(model, sets, erase)) == {"mem", "gen"}
+    sweep = P.erasure_outcomes(model, erase, sets, P.ErasureSweepSettings(ranks=[2, 4], n_controls=2))
+    for rank in (2, 4):
+        by_hand = P.erasure_edits(model, erase.truncate(rank))
+        want = scoring.exact_match(model, ex, "true_label", hooks=P.edit_hooks(by_hand)).double().numpy()
+        assert (sweep.correct[rank, "INLP", "gen"] == want).all()
+    removal = P.intermediate_removal(model, ex, erase, [inlp.random_erasure(erase, 0)], matched=[erase])
+    by_hand = P.label_probability(model, ex, "label", edits)
+    assert (removal[removal.method == "INLP"].p_ablated.to_numpy() == by_hand.numpy()).all()
+    assert (removal[removal.method == "matched"].p_ablated.to_numpy() == by_hand.numpy()).all()
+    early = P.erasure_edits(model, inlp.Erasure({(1, 9): erase.bases[2, 9]}, {(1, 9): torch.zeros(16)}))
+    with pytest.raises(ValueError):  # an edit before the prefix's layer cannot start from it
+        P.prefix_logits(model, prefix, ex, early)
+    with pytest.raises(ValueError):  # teacher-forced on another answer
+        P.label_probability(model, ex, "true_label", edits, prefix)
+    assert P.erasure_prefixes(model, sets, inlp.Erasure({(0, 9): erase.bases[2, 9]}, {(0, 9): torch.zeros(16)})) is None
+    assert not model.has_hooks()

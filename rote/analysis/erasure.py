@@ -71,29 +71,52 @@ def sites_from_sweep(sweep: pd.DataFrame, task: str, min_over_chance: float, cle
     return {"group": group, "targets": targets, "layers": layers, "positions": sorted({int(p) for p in own.position})}
 
 
-def _fit_sites(model: HookedTransformer, train: Examples, labels: torch.Tensor, n_classes: list[int],
-               layers: list[int], positions: list[int], rank: int, targets: tuple[str, ...],
-               inlp: InlpSettings) -> Erasure:
-    """INLP of ``labels`` [N, k] at every (layer, position), each site on its own activations."""
-    acts = residual_stack(model, model_inputs(train), positions)  # [L+1, N, P, d]
+def fitting_activations(model: HookedTransformer, train: Examples) -> torch.Tensor:
+    """The residual stream of the fitting examples ``train`` at every layer and position, [L+1, N, T, d]: one
+    pass, from which every fit at the same examples reads its sites (the treatment and each control)."""
+    return residual_stack(model, model_inputs(train))
+
+
+def _fit_sites(acts: torch.Tensor, labels: torch.Tensor, n_classes: list[int], layers: list[int],
+               positions: list[int], rank: int, targets: tuple[str, ...], inlp: InlpSettings) -> Erasure:
+    """INLP of ``labels`` [N, k] at every (layer, position), each site on its own activations (``acts``: the
+    fitting examples' :func:`fitting_activations`)."""
     sites = [(layer, position) for layer in layers for position in positions]
     if not sites:
         return Erasure({}, {}, targets)
-    x = torch.stack([acts[layer, :, positions.index(position)] for layer, position in sites])  # [S, N, d]
+    x = torch.stack([acts[layer, :, position] for layer, position in sites])  # [S, N, d]
     Q = inlp_bases(x, labels, rank, n_classes=n_classes, settings=inlp)
     return Erasure({site: Q[i] for i, site in enumerate(sites)}, {site: x[i].mean(0) for i, site in enumerate(sites)},
                    targets)
+
+
+def _fitted(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
+            settings: ErasureSettings, acts: torch.Tensor | None) -> Erasure:
+    """:func:`fit_erasure` on the drawn fitting examples ``train`` (``acts``: their activations, None: computed)."""
+    tt = intermediate_targets(train, data)
+    labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
+    if acts is None and sites.layers and sites.positions:
+        acts = fitting_activations(model, train)
+    return _fit_sites(acts, labels, [tt[n].n_classes for n in sites.targets], list(sites.layers),
+                      list(sites.positions), rank, sites.targets, settings.inlp)
 
 
 def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
                 settings: ErasureSettings = ErasureSettings()) -> Erasure:
     """INLP of ``rank`` directions for ``sites.targets`` (jointly) at every site, each fitted on clean
     activations there (per site: a pooled projection misses the other positions' directions)."""
-    train = probe_training_set(train, settings.max_train, settings.seed)
-    tt = intermediate_targets(train, data)
-    labels = torch.stack([tt[n].labels for n in sites.targets], 1)  # [N, k]
-    return _fit_sites(model, train, labels, [tt[n].n_classes for n in sites.targets], list(sites.layers),
-                      list(sites.positions), rank, sites.targets, settings.inlp)
+    return _fitted(model, data, probe_training_set(train, settings.max_train, settings.seed), sites, rank, settings,
+                   None)
+
+
+def fit_with_matched(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
+                     settings: ErasureSettings, *, n_controls: int) -> tuple[Erasure, list[Erasure] | None]:
+    """:func:`fit_erasure` and its :func:`information_matched` controls, the fitting examples' residual stream
+    computed once for all of them: the same erasures as the two calls."""
+    drawn = probe_training_set(train, settings.max_train, settings.seed)
+    acts = fitting_activations(model, drawn) if sites.layers and sites.positions else None
+    erasure = _fitted(model, data, drawn, sites, rank, settings, acts)
+    return erasure, _matched(model, data, drawn, erasure, settings, n_controls, acts)
 
 
 # --- the information-matched control (protocol section 7.5) -------------------------------------
@@ -148,17 +171,25 @@ def information_matched(model: HookedTransformer, data: TaskData, train_examples
     fitted as ``settings`` say to a random relabeling of the same input key (:func:`matched_labels`). It
     removes as many directions that carry a look-up of the same input: if erasing the real result hurts M no
     more, the drop says nothing about the result. None for an erasure without sites (8.5: no control)."""
+    train = probe_training_set(train_examples, settings.max_train, settings.seed)
+    return _matched(model, data, train, erasure, settings, n_controls, None)
+
+
+def _matched(model: HookedTransformer, data: TaskData, train: Examples, erasure: Erasure, settings: ErasureSettings,
+             n_controls: int, acts: torch.Tensor | None) -> list[Erasure] | None:
+    """:func:`information_matched` on the drawn fitting examples ``train`` (``acts``: their activations, None:
+    computed here)."""
     if not erasure.bases:
         return None
     if not erasure.targets:
         raise ValueError("the erasure does not know its targets: fit it with fit_erasure")
-    seed = settings.seed
-    train = probe_training_set(train_examples, settings.max_train, seed)
+    acts = fitting_activations(model, train) if acts is None else acts
     out = []
     for c in range(n_controls):
-        labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed * 1_000_003 + 7919 * (c + 1))
-        fitted = _fit_sites(model, train, labels, n_classes, erasure.layers, erasure.positions, erasure.rank,
-                            erasure.targets, settings.inlp)
+        seed = settings.seed * 1_000_003 + 7919 * (c + 1)
+        labels, n_classes = matched_labels(train, data, erasure.targets, seed=seed)
+        fitted = _fit_sites(acts, labels, n_classes, erasure.layers, erasure.positions, erasure.rank, erasure.targets,
+                            settings.inlp)
         # only the treatment's sites (its layers x positions grid is what _fit_sites covers)
         out.append(Erasure({s: fitted.bases[s] for s in erasure.bases}, {s: fitted.means[s] for s in erasure.bases},
                            erasure.targets))

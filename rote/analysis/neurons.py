@@ -174,13 +174,7 @@ def top_neuron_specificity(model: HookedTransformer, memorized: Examples, clean:
 def intermediate_table(model: HookedTransformer, examples: Examples, erasure, random_controls=(),
                        matched_controls=()) -> pd.DataFrame:
     """:func:`intermediate_removal` with both controls: ``random`` subspaces and ``matched`` (7.5)."""
-    table = intermediate_removal(model, examples, erasure, list(random_controls))
-    if len(table) and matched_controls:
-        matched = intermediate_removal(model, examples, erasure, list(matched_controls))
-        matched = matched[matched.method == "random"].assign(method="matched")
-        table = pd.concat([table, matched], ignore_index=True)
-    return table
-
+    return intermediate_removal(model, examples, erasure, list(random_controls), matched=list(matched_controls or ()))
 
 
 @dataclass(frozen=True)

@@ -184,12 +184,104 @@ class ErasureSweep:
         return bootstrap(statistic, np.arange(stacked.shape[1]))
 
 
-def _outcomes(model: HookedTransformer, sets: Sets, edits: Sequence[Edit] = ()) -> dict[str, torch.Tensor]:
-    """Per set, bool [N] on the CPU: each example answered exactly under ``edits``."""
-    hooks = edit_hooks(edits)
+class _Read(Exception):
+    """Raised by the hook that has read the residual stream a :class:`Prefix` keeps: the rest of the pass is not run."""
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """The unedited model's residual stream at :func:`~rote.analysis.lens.layer_hook_name` ``(layer)`` (after block
+    ``layer - 1``, before any edit there) for each scorer batch (``batches``: rows, [B, T, d]) of one example set
+    teacher-forced on ``which``. Edits at that layer and later rerun only the blocks from ``layer`` on
+    (:func:`prefix_logits`): the blocks before compute the same tensors whatever the edit, so the logits are the
+    whole pass's, bit for bit."""
+
+    layer: int
+    which: str
+    batches: list
+
+    def __post_init__(self):
+        if not is_whole(self.layer) or self.layer < 1:
+            raise ValueError(f"Prefix.layer must be a block output (a whole number >= 1), got {self.layer!r}")
+
+
+@torch.no_grad()
+def residual_prefix(model: HookedTransformer, examples: Examples, which: str, layer: int) -> Prefix:
+    """The :class:`Prefix` of ``examples`` at ``layer``: the passes run up to block ``layer - 1`` only."""
+    name, kept = layer_hook_name(layer), []
+    tokens = scoring.model_inputs(examples, which).to(model.device)
+
+    def read(act: torch.Tensor, point) -> None:
+        kept.append(act)
+        raise _Read
+
+    for start in range(0, len(tokens), scoring.BATCH):
+        try:
+            with model.hooks([(name, read)]):
+                model(tokens[start:start + scoring.BATCH])
+        except _Read:
+            pass
+    rows = [slice(i * scoring.BATCH, (i + 1) * scoring.BATCH) for i in range(len(kept))]
+    return Prefix(layer, which, list(zip(rows, kept)))
+
+
+def _rerun(name: str, layer: int) -> bool:
+    """Whether the hook point ``name`` is ``layer``'s residual stream or after it: what a :class:`Prefix` reruns."""
+    if name == layer_hook_name(layer):
+        return True
+    if name.startswith("blocks."):
+        return int(name.split(".")[1]) >= layer
+    return name.startswith("ln_final.")
+
+
+@torch.no_grad()
+def prefix_logits(model: HookedTransformer, prefix: Prefix, examples: Examples, edits: Sequence[Edit]) -> torch.Tensor:
+    """The teacher-forced logits at the answer positions [N, A, vocab] under ``edits`` (at the prefix's layer or
+    later), from the :class:`Prefix` of ``examples``: the same numbers as the scorer's whole pass."""
+    name = layer_hook_name(prefix.layer)
+    early = [n for n, _ in edits if not _rerun(n, prefix.layer)]
+    if early:
+        raise ValueError(f"edits before layer {prefix.layer} cannot start from its prefix: {early}")
+    later, positions, out = [e for e in edits if e[0] != name], examples.answer_positions.to(model.device), []
+    for rows, resid in prefix.batches:
+        for _, setter in (e for e in edits if e[0] == name):  # the hooks of that point, in their order
+            resid = setter(resid, rows)
+        with model.hooks(edit_hooks(later)(rows)):
+            for block in model.blocks[prefix.layer:]:
+                resid = block(resid)
+            out.append(model.unembed_residual(resid)[:, positions])
+    return torch.cat(out)
+
+
+def erasure_prefixes(model: HookedTransformer, sets: Sets, erasure: Erasure | None) -> dict[str, Prefix] | None:
+    """Per set, the :class:`Prefix` at the erasure's first layer (None: no erasure, or one at the embeddings)."""
+    if erasure is None or not erasure.bases or min(erasure.layers) < 1:
+        return None
+    first = min(erasure.layers)
+    return {name: residual_prefix(model, ex, which, first) for name, (ex, which) in sets.items() if len(ex)}
+
+
+def _answer_logits(model: HookedTransformer, examples: Examples, which: str, edits: Sequence[Edit],
+                   prefix: Prefix | None) -> torch.Tensor:
+    """The scorer's :func:`rote.scoring.answer_logits` under ``edits``, from ``prefix`` where given."""
+    if prefix is None or not edits:
+        return scoring.answer_logits(model, examples, which, hooks=edit_hooks(edits))
+    if prefix.which != which:
+        raise ValueError(f"the prefix is teacher-forced on {prefix.which!r}, not {which!r}")
+    return prefix_logits(model, prefix, examples, edits)
+
+
+def _outcomes(model: HookedTransformer, sets: Sets, edits: Sequence[Edit] = (),
+              prefixes: dict[str, Prefix] | None = None) -> dict[str, torch.Tensor]:
+    """Per set, bool [N] on the CPU: each example answered exactly under ``edits`` (from ``prefixes`` where given)."""
     none = torch.zeros(0, dtype=torch.bool)
-    return {name: scoring.exact_match(model, ex, which, hooks=hooks).cpu() if len(ex) else none
-            for name, (ex, which) in sets.items()}
+    return {name: _exact(_answer_logits(model, ex, which, edits, (prefixes or {}).get(name)), ex, which)
+            if len(ex) else none for name, (ex, which) in sets.items()}
+
+
+def _exact(logits: torch.Tensor, examples: Examples, which: str) -> torch.Tensor:
+    """As :func:`rote.scoring.exact_match`, from the answer logits: bool [N] on the CPU."""
+    return (logits.argmax(-1) == getattr(examples, which).to(logits.device)).all(dim=1).cpu()
 
 
 def _share(correct: torch.Tensor) -> float:
@@ -204,7 +296,7 @@ def erasure_outcomes(model: HookedTransformer, erasure: Erasure, sets: Sets, set
     of ``settings.ranks`` (0: the unmodified model), with each example's outcome kept for the sampling
     intervals of section 11."""
     methods = ("INLP", "random") + (("matched",) if matched is not None else ())
-    rows, correct = [], {}
+    rows, correct, prefixes = [], {}, erasure_prefixes(model, sets, erasure)
     for rank in settings.ranks:
         if rank > erasure.rank or (rank and not erasure.bases):  # nothing to erase: no result
             draws = {m: [] for m in methods}
@@ -216,7 +308,8 @@ def erasure_outcomes(model: HookedTransformer, erasure: Erasure, sets: Sets, set
                                    for c in range(settings.n_controls)]}
             if matched is not None:
                 erasures["matched"] = [m.truncate(rank) for m in matched if m.bases and m.rank >= rank]
-            draws = {m: [_outcomes(model, sets, erasure_edits(model, e)) for e in es] for m, es in erasures.items()}
+            draws = {m: [_outcomes(model, sets, erasure_edits(model, e), prefixes) for e in es]
+                     for m, es in erasures.items()}
         for method, got in draws.items():
             rows += [{"rank": rank, "method": method, "set": s,
                       "accuracy": sum(_share(d[s]) for d in got) / len(got) if got else math.nan} for s in sets]
@@ -244,12 +337,13 @@ def patching_effects(model: HookedTransformer, examples: Examples, which: str, c
 
 
 def label_probability(model: HookedTransformer, examples: Examples, which: str = "label",
-                      edits: Sequence[Edit] = ()) -> torch.Tensor:
+                      edits: Sequence[Edit] = (), prefix: Prefix | None = None) -> torch.Tensor:
     """[N] probability of the whole answer ``examples.<which>`` (teacher-forced product over its
-    tokens) under ``edits``, on the CPU."""
+    tokens) under ``edits`` (from ``prefix`` where given: the same numbers), on the CPU."""
     if len(examples) == 0:
         return torch.zeros(0)
-    return scoring.label_logprob(model, examples, which, hooks=edit_hooks(edits)).exp().cpu()
+    logits = _answer_logits(model, examples, which, edits, prefix)
+    return scoring.target_logprob(logits, getattr(examples, which)).exp().cpu()
 
 
 def _drops(key: str, value, p_clean: torch.Tensor, p_ablated: torch.Tensor) -> pd.DataFrame:
@@ -279,17 +373,20 @@ def resample_positions(model: HookedTransformer, examples: Examples, reference: 
 
 
 def intermediate_removal(model: HookedTransformer, examples: Examples, erasure: Erasure | None,
-                         controls: Sequence[Erasure] = (), *, which: str = "label") -> pd.DataFrame:
+                         controls: Sequence[Erasure] = (), *, which: str = "label",
+                         matched: Sequence[Erasure] = ()) -> pd.DataFrame:
     """The share of P(label) that erasing an intermediate result takes away: rows (example, method "INLP" |
-    "random", p_clean, p_ablated, drop), the random rows averaged over ``controls``; empty without an erasure."""
+    "random" | "matched", p_clean, p_ablated, drop), the random rows averaged over ``controls``, the matched ones
+    over ``matched`` (none without them); empty without an erasure."""
     if len(examples) == 0 or erasure is None or not erasure.bases:
         return pd.DataFrame(columns=["example", "method", "p_clean", "p_ablated", "drop"])
     p_clean = label_probability(model, examples, which)
+    prefix = (erasure_prefixes(model, {which: (examples, which)}, erasure) or {}).get(which)
     frames = []
-    for method, erasures in (("INLP", [erasure]), ("random", list(controls))):
+    for method, erasures in (("INLP", [erasure]), ("random", list(controls)), ("matched", list(matched))):
         if erasures:
             p = torch.zeros(len(examples))
             for e in erasures:
-                p += label_probability(model, examples, which, erasure_edits(model, e)) / len(erasures)
+                p += label_probability(model, examples, which, erasure_edits(model, e), prefix) / len(erasures)
             frames.append(_drops("method", method, p_clean, p))
     return pd.concat(frames, ignore_index=True)

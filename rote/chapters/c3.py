@@ -117,8 +117,8 @@ def erasure(build: Build, found: dict, analysis: Params) -> Erasure:
     for u, r in build.runs.items():
         s, ref = found[u], r.data.train_clean
         at = erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"])
-        inlp[u] = erasure_analysis.fit_erasure(r.model, r.data, ref, at, max(ranks), fit)
-        matched = erasure_analysis.information_matched(r.model, r.data, ref, inlp[u], fit, n_controls=a.n_matched)
+        inlp[u], matched = erasure_analysis.fit_with_matched(r.model, r.data, ref, at, max(ranks), fit,
+                                                             n_controls=a.n_matched)
         outcomes[u] = patching.erasure_outcomes(r.model, inlp[u], build.sets[u], sweep, matched=matched)
     return Erasure(a.erasure_rank, {u: o.table for u, o in outcomes.items()}, inlp,
                    {u: found[u]["layers"] for u in build.units}, outcomes)

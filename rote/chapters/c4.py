@@ -135,12 +135,10 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     fit = erasure.ErasureSettings(max_train=max_fit, seed=seed)
     for u, r in build.runs.items():
         s = sites[u]
-        fitted = erasure.fit_erasure(r.model, r.data, r.data.train_clean,
-                                     erasure.ErasureSites(s["targets"], s["layers"], s["positions"]), rank,
-                                     fit) if s["layers"] else None
+        at = erasure.ErasureSites(s["targets"], s["layers"], s["positions"])
+        fitted, matched = erasure.fit_with_matched(r.model, r.data, r.data.train_clean, at, rank, fit,
+                                                   n_controls=n_matched) if s["layers"] else (None, None)  # no site
         controls = [inlp.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
-        matched = erasure.information_matched(r.model, r.data, r.data.train_clean, fitted, fit,
-                                              n_controls=n_matched) if fitted else None  # None: no site
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
     return Dependency(positions, sites, removal, rank)
 
