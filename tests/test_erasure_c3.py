@@ -75,12 +75,12 @@ def test_information_matched_has_the_treatments_sites_rank_and_targets(task, fda
     assert er.targets == tuple(targets) and er.truncate(2).targets == tuple(targets)
     controls = E.information_matched(model, data, data.train_clean, er, fit, n_controls=2)
     # fitted together on one pass of the fitting examples: the same erasures, bit for bit
-    together, matched = E.fit_with_matched(model, data, data.train_clean, at, 3, fit, n_controls=2)
+    together, matched = E.fit_with_matched(model, data, at, 3, fit, n_controls=2)
     for one, other in zip([together, *matched], [er, *controls]):
         assert list(one.bases) == list(other.bases)
         assert all(torch.equal(one.bases[s], other.bases[s]) and torch.equal(one.means[s], other.means[s])
                    for s in one.bases)
-    assert E.fit_with_matched(model, data, data.train_clean, E.ErasureSites(targets, [], positions), 3, fit,
+    assert E.fit_with_matched(model, data, E.ErasureSites(targets, [], positions), 3, fit,
                               n_controls=2)[1] is None  # no site: no control
     assert len(controls) == 2
     for c in controls:

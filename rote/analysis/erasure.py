@@ -109,11 +109,11 @@ def fit_erasure(model: HookedTransformer, data: TaskData, train: Examples, sites
                    None)
 
 
-def fit_with_matched(model: HookedTransformer, data: TaskData, train: Examples, sites: ErasureSites, rank: int,
+def fit_with_matched(model: HookedTransformer, data: TaskData, sites: ErasureSites, rank: int,
                      settings: ErasureSettings, *, n_controls: int) -> tuple[Erasure, list[Erasure] | None]:
-    """:func:`fit_erasure` and its :func:`information_matched` controls, the fitting examples' residual stream
-    computed once for all of them: the same erasures as the two calls."""
-    drawn = probe_training_set(train, settings.max_train, settings.seed)
+    """:func:`fit_erasure` and its :func:`information_matched` controls, fitted on the run's clean training set
+    (``data.train_clean``), its residual stream computed once for all of them: the same erasures as the two calls."""
+    drawn = probe_training_set(data.train_clean, settings.max_train, settings.seed)
     acts = fitting_activations(model, drawn) if sites.layers and sites.positions else None
     erasure = _fitted(model, data, drawn, sites, rank, settings, acts)
     return erasure, _matched(model, data, drawn, erasure, settings, n_controls, acts)

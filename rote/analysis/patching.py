@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from .. import scoring
-from ..model import HookedTransformer
+from ..model import HOOK_KINDS, HookedTransformer
 from ..tasks import Examples
 from .inlp import Erasure, random_erasure
 from .intervals import Interval, bootstrap
@@ -225,13 +225,12 @@ def residual_prefix(model: HookedTransformer, examples: Examples, which: str, la
     return Prefix(layer, which, list(zip(rows, kept)))
 
 
-def _rerun(name: str, layer: int) -> bool:
-    """Whether the hook point ``name`` is ``layer``'s residual stream or after it: what a :class:`Prefix` reruns."""
-    if name == layer_hook_name(layer):
-        return True
-    if name.startswith("blocks."):
-        return int(name.split(".")[1]) >= layer
-    return name.startswith("ln_final.")
+def _rerun(model: HookedTransformer, name: str, layer: int) -> bool:
+    """Whether the hook point ``name`` is ``layer``'s residual stream or after it: what a :class:`Prefix` reruns
+    (a hook of block ``layer`` or later, or of the final layer norm; names from the model's own table)."""
+    blocks = {model.hook_name(kind, block) for kind, template in HOOK_KINDS.items() if "{layer}" in template
+              for block in range(layer, model.shape.n_layers)}
+    return name in {layer_hook_name(layer), model.hook_name("scale"), model.hook_name("normalized"), *blocks}
 
 
 @torch.no_grad()
@@ -239,7 +238,7 @@ def prefix_logits(model: HookedTransformer, prefix: Prefix, examples: Examples, 
     """The teacher-forced logits at the answer positions [N, A, vocab] under ``edits`` (at the prefix's layer or
     later), from the :class:`Prefix` of ``examples``: the same numbers as the scorer's whole pass."""
     name = layer_hook_name(prefix.layer)
-    early = [n for n, _ in edits if not _rerun(n, prefix.layer)]
+    early = [n for n, _ in edits if not _rerun(model, n, prefix.layer)]
     if early:
         raise ValueError(f"edits before layer {prefix.layer} cannot start from its prefix: {early}")
     later, positions, out = [e for e in edits if e[0] != name], examples.answer_positions.to(model.device), []

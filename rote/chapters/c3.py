@@ -115,9 +115,9 @@ def erasure(build: Build, found: dict, analysis: Params) -> Erasure:
     sweep = patching.ErasureSweepSettings(ranks, n_controls=a.n_controls, seed=a.seed)
     inlp, outcomes = {}, {}
     for u, r in build.runs.items():
-        s, ref = found[u], r.data.train_clean
+        s = found[u]
         at = erasure_analysis.ErasureSites(s["targets"], s["layers"], s["positions"])
-        inlp[u], matched = erasure_analysis.fit_with_matched(r.model, r.data, ref, at, max(ranks), fit,
+        inlp[u], matched = erasure_analysis.fit_with_matched(r.model, r.data, at, max(ranks), fit,
                                                              n_controls=a.n_matched)
         outcomes[u] = patching.erasure_outcomes(r.model, inlp[u], build.sets[u], sweep, matched=matched)
     return Erasure(a.erasure_rank, {u: o.table for u, o in outcomes.items()}, inlp,

@@ -136,7 +136,7 @@ def dependency(build: Build, ablations: Ablations) -> Dependency:
     for u, r in build.runs.items():
         s = sites[u]
         at = erasure.ErasureSites(s["targets"], s["layers"], s["positions"])
-        fitted, matched = erasure.fit_with_matched(r.model, r.data, r.data.train_clean, at, rank, fit,
+        fitted, matched = erasure.fit_with_matched(r.model, r.data, at, rank, fit,
                                                    n_controls=n_matched) if s["layers"] else (None, None)  # no site
         controls = [inlp.random_erasure(fitted, seed + c) for c in range(n_controls)] if fitted else []
         removal[u] = neurons.intermediate_table(r.model, build.sets[u]["M"], fitted, controls, matched)
