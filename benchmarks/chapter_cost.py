@@ -69,12 +69,7 @@ def main() -> None:
     os.environ.update(ROTE_PROFILE=args.profile, ROTE_SEEDS=str(args.seeds), ROTE_PLAIN_PROGRESS="1",
                       ROTE_ANALYSIS=args.analysis or tempfile.mkdtemp(prefix="rote-cost-analysis-"))
     os.environ.setdefault("ROTE_FIGURES", tempfile.mkdtemp(prefix="rote-cost-figures-"))
-    params = {"profile": args.profile}
-    for name, value in args.p:
-        try:
-            params[name] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name] = value
+    params = _chapter_profile().chapter_params(args.profile, args.p)
     print(f"{args.profile}, {args.seeds} seed(s), analysis folder {os.environ['ROTE_ANALYSIS']}")
     print(f"{'chapter':<24} {'CPU s':>8} {'wall s':>8}")
     for chapter in args.chapters:

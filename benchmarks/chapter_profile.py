@@ -66,6 +66,17 @@ def run_chapter(path: Path, params: dict[str, object]) -> list[tuple[int, float,
     return times
 
 
+def chapter_params(profile: str, pairs: list) -> dict:
+    """The papermill parameters of ``-p NAME VALUE`` pairs (JSON values where they parse, else text)."""
+    params = {"profile": profile}
+    for name, value in pairs:
+        try:
+            params[name] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name] = value
+    return params
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chapters", nargs="+")
@@ -78,12 +89,7 @@ def main() -> None:
     os.environ.setdefault("ROTE_FIGURES", tempfile.mkdtemp(prefix="rote-profile-figures-"))
     from rote.build.driver import chapter_path
 
-    params = {"profile": args.profile}
-    for name, value in args.p:
-        try:
-            params[name] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name] = value
+    params = chapter_params(args.profile, args.p)
     for chapter in args.chapters:
         path = Path(chapter) if chapter.endswith(".ipynb") else chapter_path(chapter)
         profiler = cProfile.Profile()
