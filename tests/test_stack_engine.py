@@ -14,6 +14,7 @@ from rote.build import engine
 from rote.config import make_config
 from rote.plan import plan, with_seed
 from rote.runs import lookup, status
+from rote.stack import group_stacks
 
 
 def test_the_engine_trains_a_plan_in_stacks_each_run_stored(tmp_path):
@@ -49,6 +50,31 @@ def test_plan_shows_the_stacks(tmp_path):
     assert "stacked training: the 5 missing runs in 2 stack(s)" in result.stdout
     plain = _cli("plan", "--profile", "smoke", "--seeds", "1", "--no-stack", root=tmp_path)
     assert plain.returncode == 0 and "s1 (" not in plain.stdout
+
+
+def test_the_plan_shows_the_stacks_the_engine_trains(tmp_path, monkeypatch):
+    from rote.build import cli
+
+    configs = plan("smoke", [0, 1], tasks=["fda"])  # one shape; the stacks are halves of the training order
+    cost = {c.key: (i % 2, i) for i, c in enumerate(configs)}  # longest first interleaves the plan's order
+    monkeypatch.setattr(engine, "remaining_seconds", lambda c, state, estimator: cost[c.key])
+    trained = []
+
+    def units_then_stop(todo, settings, slots):
+        trained.extend(group_stacks(todo, slots))
+        raise KeyboardInterrupt  # nothing trains
+
+    monkeypatch.setattr(engine, "_units", units_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        engine.train_plan(configs, engine.EngineSettings(workers=2, device="cpu", stack=True), root=tmp_path)
+    monkeypatch.undo()
+    monkeypatch.setattr(engine, "remaining_seconds", lambda c, state, estimator: cost[c.key])
+    shown: dict[str, set] = {}
+    for key, label in cli._stack_labels(configs, 2, tmp_path, estimator=None).items():
+        shown.setdefault(label.split()[0], set()).add(key)
+    assert sorted(map(sorted, shown.values())) == sorted(sorted(c.key for c in unit) for unit in trained)
+    in_plan_order = group_stacks(configs, 2)  # what the plan showed before: other stacks than trained
+    assert sorted(sorted(c.key for c in u) for u in in_plan_order) != sorted(map(sorted, shown.values()))
 
 
 @pytest.mark.slow

@@ -119,7 +119,7 @@ def cmd_plan(args) -> int:
         configs = list({c.key: c for c in configs + extra}.values())
     workers = args.workers or default_workers()
     missing = [c for c in configs if status(c, settings.runs) != "cached"]
-    stacks = _stack_labels(missing, workers) if args.stack else {}
+    stacks = _stack_labels(missing, workers, settings.runs, estimator) if args.stack else {}
     rows = [{"task": c.task, "key": c.key, "differs": differs(c, args.profile), "status": status(c, settings.runs),
              "precision": c.train.precision, "estimate_s": round(estimate_seconds(c, estimator)),
              "left_s": round(remaining_seconds(c, status(c, settings.runs), estimator)),
@@ -152,12 +152,13 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _stack_labels(configs: list, workers: int) -> dict[str, str]:
-    """Run key -> its stack ("s2 (6 runs)") when the runs ``configs`` train stacked (``--stack``), grouped as
-    the engine groups them here (on the CPU split so that each of ``workers`` has one)."""
-    from .engine import EngineSettings, _units
+def _stack_labels(configs: list, workers: int, root, estimator) -> dict[str, str]:
+    """Run key -> its stack ("s2 (6 runs)") when the runs ``configs`` (not cached in ``root``) train stacked
+    (``--stack``), grouped as the engine groups them here: in its training order by ``estimator``'s times, on
+    the CPU split so that each of ``workers`` has one."""
+    from .engine import EngineSettings, _units, training_order
 
-    units = _units(configs, EngineSettings(workers=workers, stack=True), workers)
+    units = _units(training_order(configs, root, estimator), EngineSettings(workers=workers, stack=True), workers)
     return {c.key: f"s{i} ({len(unit)} run{'s' if len(unit) > 1 else ''})" for i, unit in enumerate(units, 1)
             for c in unit}
 

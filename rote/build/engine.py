@@ -402,6 +402,16 @@ def train_staged(replan: Callable[[], list[RunConfig]], settings: EngineSettings
     return outcomes
 
 
+def training_order(configs: list[RunConfig], root: Path, estimator) -> list[RunConfig]:
+    """The runs of ``configs`` not cached in ``root``, in the order the engine starts (and, stacked, groups) them:
+    longest first by ``estimator``'s time left (close to the ideal makespan). ``rote plan`` shows its stacks from
+    this order, so that they are the stacks that train."""
+    from ..runs import status
+
+    todo = [c for c in configs if status(c, root) != "cached"]
+    return sorted(todo, key=lambda c: remaining_seconds(c, status(c, root), estimator), reverse=True)
+
+
 def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None, *, root: Path | None = None,
                on_free: Callable[[int], None] | None = None) -> list[Outcome]:
     """Train the runs of ``configs`` not cached in ``root`` (None: the run cache) as ``settings`` say;
@@ -416,12 +426,10 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     root = Path(root or runs_root())
     root.mkdir(parents=True, exist_ok=True)
     unique = list({c.key: c for c in configs}.values())
-    todo = [c for c in unique if status(c, root) != "cached"]
-    if not todo:
+    if all(status(c, root) == "cached" for c in unique):
         return []
-    # longest first (close to the ideal makespan); probes run before any worker, on an idle core
-    estimator = Estimator(root, workers=executor == "slurm", device=device)
-    todo.sort(key=lambda c: remaining_seconds(c, status(c, root), estimator), reverse=True)
+    # probes run before any worker, on an idle core
+    todo = training_order(unique, root, Estimator(root, workers=executor == "slurm", device=device))
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
     slots = settings.workers or (len(todo) if executor == "slurm" else default_workers())
     sub = _submitit_executor(executor, root, settings.slurm or SlurmOptions()) if executor != "local" else None
