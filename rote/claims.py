@@ -101,6 +101,9 @@ class ClaimRecord:
     # The fingerprint of the judging code that computed its verdicts (:func:`judging_code`, stamped by :func:`save`;
     # "" in a record from before it): a record whose judging code is not today's is stale (:func:`shown`).
     judging: str = ""
+    # Where it was computed and how each run behind it trained (:func:`how_computed`, stamped by :func:`save`; {} in a
+    # record from before it, and in a record without seeds).
+    ran: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.claim not in CLAIMS:
@@ -257,11 +260,27 @@ def _write(path: Path, data: dict) -> Path:
     return path
 
 
-def save(rec: ClaimRecord, root: Path | None = None) -> Path:
-    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code` and
-    :func:`judging_code` where it names none."""
+def how_computed(rec: ClaimRecord, runs: Path | None = None) -> dict:
+    """Where ``rec`` is being computed (this process's analysis device, :func:`rote.model.pick_device`, its host and
+    torch) and how each of its runs trained (:func:`rote.runs.how_trained`, read from the runs folder ``runs``,
+    None: the project's; None for a run not stored there), by run key. {} for a record without seeds."""
+    if not rec.per_seed:
+        return {}
+    import torch
+
+    from .model import pick_device
+    from .runs import how_trained
+
+    return {"device": pick_device().type, "host": os.uname().nodename, "torch": torch.__version__.split("+")[0],
+            "runs": {key: how_trained(rec.task, key, runs) for key in dict.fromkeys(rec.run_keys)}}
+
+
+def save(rec: ClaimRecord, root: Path | None = None, runs: Path | None = None) -> Path:
+    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code`,
+    :func:`judging_code` and :func:`how_computed` (its runs read from ``runs``) where it names none."""
     path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
-    return _write(path, {**asdict(rec), "code": rec.code or library_code(), "judging": rec.judging or judging_code()})
+    return _write(path, {**asdict(rec), "code": rec.code or library_code(), "judging": rec.judging or judging_code(),
+                         "ran": rec.ran or how_computed(rec, runs)})
 
 
 def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tuple[list[ClaimRecord], list[ClaimRecord]]:

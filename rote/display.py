@@ -172,7 +172,33 @@ def show_record(rec: ClaimRecord) -> None:
                      f"**{rec.verdict_registered}**{readings}" + (f": {rec.reason}" if rec.reason else "")
                      + (f" ({OUTPUT_GLOSSARY_LINK} of the table below)" if rec.per_seed else "")))
     if rec.per_seed:
+        if rec.ran:
+            display(Markdown(ran_sentence(rec)))
         display(record_table(rec))
+
+
+def _how(how: dict | None) -> str:
+    """How one run trained, in words (a manifest's fields, :func:`rote.runs.how_trained`)."""
+    if how is None:
+        return "not in the runs folder it was read from"
+    if "device" not in how:
+        return f"in {how.get('precision', 'a precision not recorded')}, where and whether stacked not recorded"
+    stacked = how.get("stacked", 1)
+    return f"on {how['device']} in {how.get('precision', '?')}, " + ("solo" if stacked == 1 else f"stacked by {stacked}")
+
+
+def ran_sentence(rec: ClaimRecord) -> str:
+    """Where a record was computed and how its runs trained (its ``ran``, :func:`rote.claims.how_computed`), one
+    sentence: "" for a record that does not say."""
+    ran = rec.ran
+    if not ran:
+        return ""
+    hows: dict[str, int] = {}
+    for how in ran.get("runs", {}).values():
+        hows[_how(how)] = hows.get(_how(how), 0) + 1
+    runs = "; ".join(f"{n} trained {words}" for words, n in hows.items())
+    return (f"Computed on {ran.get('device', '?')} ({ran.get('host', '?')}, torch {ran.get('torch', '?')}) from "
+            f"{sum(hows.values())} run{'s' if sum(hows.values()) != 1 else ''}" + (f": {runs}." if runs else "."))
 
 
 def build_times(profile: str, build_dir: Path = BUILD_DIR) -> pd.DataFrame:

@@ -56,7 +56,12 @@ def get(rec, name, default=None):
 def entry_name(config) -> str:
     """A run's name (a :class:`rote.config.RunConfig`'s) in the run cache, its logs, progress files and timing
     records: here, below the run cache and the engine alike."""
-    return f"{config.task}-{config.key}"
+    return run_name(config.task, config.key)
+
+
+def run_name(task: str, key: str) -> str:
+    """The name of the run of ``task`` with run key ``key`` (:func:`entry_name` of its configuration)."""
+    return f"{task}-{key}"
 
 
 def say(message: str) -> None:

@@ -31,7 +31,7 @@ import torch
 from .config import PROJECT_ROOT, RunConfig, code_fingerprint
 from .model import HookedTransformer, ModelShape, pick_device
 from .tasks import TaskData, build_task
-from .fmt import entry_name, say as _say
+from .fmt import entry_name, run_name, say as _say
 from .train import TRAIN_THREADS, train
 
 
@@ -164,6 +164,21 @@ def lookup(config: RunConfig, root: Path | None = None) -> Run | None:
         quarantine(root, path, str(err))
         return None
     return Run(config, path, cached=True, metrics=metrics)
+
+
+TRAINED_HOW = ("device", "precision", "stacked", "host")  # what a manifest says of how its run trained
+
+
+def how_trained(task: str, key: str, root: Path | None = None) -> dict | None:
+    """How the stored run of ``task`` with run key ``key`` trained, from its manifest (:data:`TRAINED_HOW`: device,
+    precision, stacked with how many runs, 1 for solo, and host; a field its manifest lacks, written before that
+    field was, is left out); None where no run of that key is stored under ``root`` (None: the project's)."""
+    path = (root or runs_root()) / run_name(task, key) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {k: manifest[k] for k in TRAINED_HOW if k in manifest}
 
 
 def status(config: RunConfig, root: Path | None = None) -> str:
