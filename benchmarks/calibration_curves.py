@@ -7,6 +7,10 @@ last 5 evaluations minus the mean of the 5 ending at 90% of the steps; at most 0
 it draws one figure per task and recipe: mem and gen against the step, a line per seed.
 
     python benchmarks/calibration_curves.py /work/calib/runs [--figure book/calibration_fda.png]
+    python benchmarks/calibration_curves.py STACKED_RUNS --against SOLO_RUNS
+
+With ``--against`` it prints, for each run stored in both roots under one key (the same configuration and code,
+trained two ways: stacked and solo, on two devices), both runs' final mem and gen, mem's rise and the differences.
 """
 from __future__ import annotations
 
@@ -72,14 +76,28 @@ def draw(root: Path, runs: pd.DataFrame, figure: Path) -> None:
     fig.savefig(figure, dpi=110)
 
 
+def side_by_side(runs: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The runs of one key in both tables: each one's final mem, gen and mem's rise, and ``runs`` minus ``other``."""
+    numbers = ["final_mem", "final_gen", "mem_rise"]
+    both = runs.merge(other[["run", *numbers]], on="run", suffixes=("", "_against"))
+    for n in numbers:
+        both[f"{n}_diff"] = both[n] - both[f"{n}_against"]
+    return both[["task", "condition", "seed", *[f"{n}{s}" for n in numbers for s in ("", "_against", "_diff")]]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--figure", type=Path)
+    parser.add_argument("--against", type=Path, help="another runs root: the runs of the same keys side by side")
     args = parser.parse_args()
     runs = read_runs(args.root)
     if runs.empty:
         raise SystemExit(f"no finished run under {args.root}")
+    if args.against:
+        table = side_by_side(runs, read_runs(args.against)).sort_values(["task", "condition", "seed"])
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        return
     table = verdict_free_summary(runs).drop(columns="run").sort_values(["task", "condition", "steps", "lr", "seed"])
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.figure:

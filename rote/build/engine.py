@@ -429,7 +429,8 @@ def train_plan(configs: list[RunConfig], settings: EngineSettings | None = None,
     if all(status(c, root) == "cached" for c in unique):
         return []
     # probes run before any worker, on an idle core
-    todo = training_order(unique, root, Estimator(root, workers=executor == "slurm", device=device))
+    estimator = Estimator(root, workers=executor == "slurm", device=device)
+    todo = training_order(unique, root, estimator)
     # Slurm schedules the jobs: all are submitted at once unless --workers caps them; locally, one per core
     slots = settings.workers or (len(todo) if executor == "slurm" else default_workers())
     sub = _submitit_executor(executor, root, settings.slurm or SlurmOptions()) if executor != "local" else None
