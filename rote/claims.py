@@ -275,12 +275,17 @@ def how_computed(rec: ClaimRecord, runs: Path | None = None) -> dict:
             "runs": {key: how_trained(rec.task, key, runs) for key in dict.fromkeys(rec.run_keys)}}
 
 
+def stamped(rec: ClaimRecord, runs: Path | None = None) -> ClaimRecord:
+    """``rec`` stamped with :func:`library_code`, :func:`judging_code` and :func:`how_computed` (its runs read from
+    ``runs``) where it names none: the record as :func:`save` stores it and a chapter shows it."""
+    return dataclasses.replace(rec, code=rec.code or library_code(), judging=rec.judging or judging_code(),
+                               ran=rec.ran or how_computed(rec, runs))
+
+
 def save(rec: ClaimRecord, root: Path | None = None, runs: Path | None = None) -> Path:
-    """Store a record under the seeds it came from (:func:`record_path`), stamped with :func:`library_code`,
-    :func:`judging_code` and :func:`how_computed` (its runs read from ``runs``) where it names none."""
+    """Store a record under the seeds it came from (:func:`record_path`), :func:`stamped`."""
     path = record_path(root or results_root(), rec.profile, rec.claim, rec.task, rec.condition, rec.seeds)
-    return _write(path, {**asdict(rec), "code": rec.code or library_code(), "judging": rec.judging or judging_code(),
-                         "ran": rec.ran or how_computed(rec, runs)})
+    return _write(path, asdict(stamped(rec, runs)))
 
 
 def _scan(profile: str | None, root: Path | None, seeds: list[int] | None) -> tuple[list[ClaimRecord], list[ClaimRecord]]:

@@ -83,7 +83,8 @@ def test_verdict_saves_and_glues_its_figure_without_showing_it(monkeypatch, tmp_
     records = [NS(task="fda", condition="random", per_seed=[{"seed": 0, "checks": [check]}])]
     glued, shown = {}, []
     monkeypatch.setattr(verdicts, "records", lambda claim, profile, results: records)
-    monkeypatch.setattr(claims, "save", lambda rec, root=None, runs=None: None)
+    monkeypatch.setattr(claims, "stamped", lambda rec, runs=None: rec)
+    monkeypatch.setattr(claims, "save", lambda rec, root=None: None)
     monkeypatch.setattr(display, "show_record", lambda rec: None)
     monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: glued.update({key: (value, display)}))
     monkeypatch.setattr(chapters.plots.plt, "show", lambda *a, **k: shown.append(1))

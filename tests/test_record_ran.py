@@ -64,3 +64,17 @@ def test_a_solo_run_trained_here_reads_as_solo_on_this_device(smoke_runs):
     assert how == {"device": "cpu", "precision": run.config.train.precision, "stacked": 1,
                    "host": __import__("os").uname().nodename}
     assert how_trained("thr", "0" * 16, run.path.parent) is None
+
+
+def test_a_chapter_shows_its_records_as_saved_with_where_they_ran(tmp_path, monkeypatch):
+    from rote import chapters
+    from rote.settings import Settings
+
+    rec, shown = _record(), []
+    monkeypatch.setattr(chapters.verdicts, "records", lambda claim, profile, results: [rec])
+    monkeypatch.setattr(display, "show_record", shown.append)
+    monkeypatch.setattr(chapters, "glue_finding", lambda *a, **k: None)
+    settings = Settings(results=tmp_path / "results", runs=tmp_path / "runs")
+    (returned,) = chapters.verdict("C1", "smoke", [], "c1_checks", settings)
+    assert shown == [returned] and returned.ran["device"] == pick_device().type and returned.judging
+    assert display.ran_sentence(returned).startswith("Computed on")  # the sentence a reader sees above the checks

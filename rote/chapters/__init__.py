@@ -164,14 +164,15 @@ def glue_finding(claim: str, records: list, figure: str, figures_folder=None) ->
 def verdict(claim: str, profile: str, results: list[dict], figure: str,
             settings: Settings = Settings()) -> list[claims.ClaimRecord]:
     """The Verdict section: the records of ``results`` (:func:`rote.verdicts.seed_result`, one per
-    unit), saved in the settings' results folder (with how their runs, in its runs folder, trained) and shown with their checks, and what they found glued for the
-    chapter's opening (:func:`glue_finding`: the sentences and the figure ``figure``, saved in the settings'
-    figures folder). Returns the records."""
+    unit), stamped with how their runs (in the settings' runs folder) trained (:func:`rote.claims.stamped`), saved in
+    the settings' results folder and shown with their checks, and what they found glued for the chapter's opening
+    (:func:`glue_finding`: the sentences and the figure ``figure``, saved in the settings' figures folder). Returns
+    the records."""
     from ..display import show_record
 
-    records = verdicts.records(claim, profile, results)
+    records = [claims.stamped(rec, settings.runs) for rec in verdicts.records(claim, profile, results)]
     for rec in records:
-        claims.save(rec, settings.results, settings.runs)
+        claims.save(rec, settings.results)
         show_record(rec)
     glue_finding(claim, records, figure, settings.figures)
     return records
