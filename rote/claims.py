@@ -101,7 +101,7 @@ class ClaimRecord:
     # The fingerprint of the judging code that computed its verdicts (:func:`judging_code`, stamped by :func:`save`;
     # "" in a record from before it): a record whose judging code is not today's is stale (:func:`shown`).
     judging: str = ""
-    # Where it was computed and how each run behind it trained (:func:`how_computed`, stamped by :func:`save`; {} in a
+    # Where it was computed and how each run behind it trained (:func:`how_computed`, by :func:`stamped`; {} in a
     # record from before it, and in a record without seeds).
     ran: dict[str, Any] = field(default_factory=dict)
 

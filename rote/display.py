@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -193,12 +194,10 @@ def ran_sentence(rec: ClaimRecord) -> str:
     ran = rec.ran
     if not ran:
         return ""
-    hows: dict[str, int] = {}
-    for how in ran.get("runs", {}).values():
-        hows[_how(how)] = hows.get(_how(how), 0) + 1
-    runs = "; ".join(f"{n} trained {words}" for words, n in hows.items())
+    hows = Counter(_how(how) for how in ran.get("runs", {}).values())
+    runs, n = "; ".join(f"{k} trained {words}" for words, k in hows.items()), hows.total()
     return (f"Computed on {ran.get('device', '?')} ({ran.get('host', '?')}, torch {ran.get('torch', '?')}) from "
-            f"{sum(hows.values())} run{'s' if sum(hows.values()) != 1 else ''}" + (f": {runs}." if runs else "."))
+            f"{n} run{'s' if n != 1 else ''}" + (f": {runs}." if runs else "."))
 
 
 def build_times(profile: str, build_dir: Path = BUILD_DIR) -> pd.DataFrame:
